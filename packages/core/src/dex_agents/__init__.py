@@ -1,0 +1,3 @@
+"""Durable AI agent sessions on the Dex workflow engine."""
+
+__version__ = "0.3.0"
