@@ -1,0 +1,175 @@
+"""``AgentSessionClient``: start sessions and call their RPCs through the SDK's ``AsyncClient``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any, Final, TypeVar
+
+from dex import (
+    ActiveStepSearchMode,
+    AsyncClient,
+    Flow,
+    FlowConfig,
+    RpcLockConflictError,
+    StartFlowOptions,
+)
+
+from dex_agents.agent_session_flow import AgentSessionFlow
+from dex_agents.agent_session_values import (
+    AgentMessagesPage,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentUserMessage,
+    ListAgentMessagesRequest,
+    ResolveInterruptRequest,
+)
+
+__all__ = [
+    "AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE",
+    "LOCK_CONFLICT_RETRY_SECONDS",
+    "AgentSessionClient",
+]
+
+#: Makes a session searchable by the Steps it waits in, such as
+#: ``ActiveStepTypes = "AwaitToolApproval"``; pass it in ``FlowConfig.active_step_search_mode``.
+AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE: Final = ActiveStepSearchMode.WITH_WAIT_FOR
+
+#: How long the client retries an RPC that lost an Attribute lock to a concurrent Step.
+LOCK_CONFLICT_RETRY_SECONDS: Final = 5.0
+
+_LOCK_CONFLICT_BACKOFF_SECONDS: Final = 0.05
+_ResultT = TypeVar("_ResultT")
+
+
+class AgentSessionClient:
+    """Starts agent sessions of one ``AgentSessionFlow`` and calls their RPCs.
+
+    Args:
+        client: An ``AsyncClient`` whose Registry holds ``flow``.
+        flow: The registered ``AgentSessionFlow``.
+
+    Raises:
+        TypeError: When ``flow`` is not an ``AgentSessionFlow``.
+
+    Example:
+        >>> sessions = AgentSessionClient(client, flow)
+        >>> await sessions.start_session("session-42", "Find my open tickets")
+        >>> snapshot = await sessions.get_agent_snapshot("session-42")
+    """
+
+    def __init__(self, client: AsyncClient, flow: Flow[Any]) -> None:
+        if not isinstance(flow, AgentSessionFlow):
+            raise TypeError(f"flow must be an AgentSessionFlow, got {type(flow).__name__}")
+        self._client = client
+        self._flow = flow
+
+    @property
+    def flow(self) -> AgentSessionFlow:
+        """The session Flow this client calls."""
+        return self._flow
+
+    async def start_session(
+        self,
+        session_id: str,
+        initial_message: str = "",
+        *,
+        session_settings: Mapping[str, object] | None = None,
+        active_step_search_mode: ActiveStepSearchMode = AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE,
+        options: StartFlowOptions | None = None,
+    ) -> str:
+        """Start session ``session_id``; a non-blank ``initial_message`` starts its first turn.
+
+        The session is searchable by the Steps it waits in, so
+        ``search_flows('ActiveStepTypes = "AwaitToolApproval"', 50)`` finds sessions waiting for
+        an approval; pass ``ActiveStepSearchMode.DISABLED`` to turn that off.
+
+        Args:
+            session_id: The Flow ID, which is the session ID.
+            initial_message: The first user message; blank starts no turn.
+            session_settings: The session's settings JSON object.
+            active_step_search_mode: Which waiting Steps Flow search indexes.
+            options: Further start options; its ``config_override`` keeps its other fields.
+
+        Returns:
+            The run ID Dex assigned.
+
+        Raises:
+            FlowAlreadyStartedError: When a session with this ID exists.
+            DexServiceError: When Dex refuses the start.
+        """
+        base = options if options is not None else StartFlowOptions()
+        config = base.config_override if base.config_override is not None else FlowConfig()
+        start_options = replace(
+            base,
+            config_override=replace(config, active_step_search_mode=active_step_search_mode),
+        )
+        start_input = AgentSessionStartInput(
+            initial_message=initial_message,
+            session_settings=dict(session_settings or {}),
+        )
+        return await self._client.start_flow(self._flow, session_id, start_input, start_options)
+
+    async def send_user_message(self, session_id: str, text: str) -> bool:
+        """Queue a user message; it starts a turn when the session waits for one.
+
+        Returns:
+            ``False`` for blank text, ``True`` once the message is queued.
+        """
+        return await self._client.invoke_rpc(
+            self._flow.send_user_message, session_id, AgentUserMessage(text=text)
+        )
+
+    async def resolve_interrupt(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        *,
+        approved: bool,
+        rejection_message: str | None = None,
+    ) -> bool:
+        """Approve or reject a pending approval.
+
+        Retries ``RpcLockConflictError`` (a Step holding ``PendingInterrupts``) for 5 seconds.
+
+        Returns:
+            ``False`` when the interrupt is not pending or is past its deadline.
+
+        Raises:
+            RpcLockConflictError: When the lock stays taken for 5 seconds.
+        """
+        request = ResolveInterruptRequest(
+            interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
+        )
+        return await _retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.resolve_interrupt, session_id, request)
+        )
+
+    async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
+        """Return the session's state, newest messages, interrupts, tool calls, and usage."""
+        return await self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id)
+
+    async def list_agent_messages(
+        self, session_id: str, *, after_sequence: int | None = None, limit: int = 50
+    ) -> AgentMessagesPage:
+        """Return one page of stored messages after ``after_sequence``, oldest first."""
+        return await self._client.invoke_rpc(
+            self._flow.list_agent_messages,
+            session_id,
+            ListAgentMessagesRequest(after_sequence=after_sequence, limit=limit),
+        )
+
+
+async def _retry_lock_conflicts(call: Callable[[], Awaitable[_ResultT]]) -> _ResultT:
+    deadline = time.monotonic() + LOCK_CONFLICT_RETRY_SECONDS
+    backoff = _LOCK_CONFLICT_BACKOFF_SECONDS
+    while True:
+        try:
+            return await call()
+        except RpcLockConflictError:
+            if time.monotonic() + backoff > deadline:
+                raise
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)

@@ -1,0 +1,204 @@
+"""``AgentSessionFlow``: one durable agent session per Flow execution, on any runner.
+
+Every model call is one ``RunModel`` Step and every tool call its own Step, so a crash repeats at
+most the one call that was running. The Flow ID is the session ID. A session never completes by
+itself; stop it with ``AsyncClient.stop_flow``.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from dex import Context, Flow, PersistenceSchema, RPCResult, StepList, Stream, rpc
+
+from dex_agents._agent_session_step_support import SessionRuntime, tool_calls_in_order
+from dex_agents.agent_event_writer import AgentEvent
+from dex_agents.agent_framework_runner import AgentFrameworkRunner
+from dex_agents.agent_message_store import load_messages, page_messages
+from dex_agents.agent_session_options import AgentSessionOptions
+from dex_agents.agent_session_persistence import (
+    AGENT_MESSAGES,
+    AGENT_STATE,
+    AGENT_TOOL_CALLS,
+    AGENT_USAGE,
+    INTERRUPT_RESOLUTIONS,
+    PENDING_INTERRUPTS,
+    QUEUED_USER_MESSAGES,
+    agent_event_stream,
+    agent_session_persistence_schema,
+)
+from dex_agents.agent_session_steps import (
+    AwaitUserMessage,
+    RecordTurnFailure,
+    ResumeTurn,
+    RunModel,
+    StartAgentSession,
+)
+from dex_agents.agent_session_tool_steps import (
+    AwaitToolApproval,
+    CallSingleAttemptTool,
+    CallTool,
+    RecordToolFailure,
+    RecordToolOutcomeUnknown,
+)
+from dex_agents.agent_session_transitions import decide_interrupt_resolution
+from dex_agents.agent_session_values import (
+    SNAPSHOT_MESSAGE_LIMIT,
+    AgentMessagesPage,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentUserMessage,
+    ListAgentMessagesRequest,
+    QueuedUserMessage,
+    ResolveInterruptRequest,
+    empty_agent_usage,
+)
+
+__all__ = ["AgentSessionFlow"]
+
+
+class AgentSessionFlow(Flow[AgentSessionStartInput]):
+    """The durable agent session Flow of one agent, driven by a framework runner.
+
+    Register one per agent, each with its own ``flow_type``, in a
+    ``Registry([flow], allow_async_handlers=True)`` served by an ``AsyncWorker``. Give the Worker
+    enough task slots for the largest batch of parallel tool calls a model makes.
+
+    Args:
+        runner: The ``AgentFrameworkRunner`` that makes model calls and runs tools.
+        flow_type: The Dex Flow type, unique per agent.
+        options: Tool policies, limits, and deadlines.
+
+    Raises:
+        TypeError: When ``runner`` lacks a runner method or ``options`` is not AgentSessionOptions.
+        ValueError: When ``flow_type`` is blank.
+
+    Example:
+        >>> flow = AgentSessionFlow(
+        ...     MyFrameworkRunner(agent),
+        ...     flow_type="TriageAgent",
+        ...     options=AgentSessionOptions(tool_policies={"search": ToolPolicy(ToolEffect.READ)}),
+        ... )
+        >>> registry = Registry([flow], allow_async_handlers=True)
+    """
+
+    def __init__(
+        self,
+        runner: AgentFrameworkRunner[Any],
+        *,
+        flow_type: str,
+        options: AgentSessionOptions | None = None,
+    ) -> None:
+        for method in ("build_user_message", "run_model_step", "execute_deferred_tool_call"):
+            if not callable(getattr(runner, method, None)):
+                raise TypeError(f"runner {type(runner).__name__} has no {method} method")
+        if not isinstance(flow_type, str) or not flow_type.strip():
+            raise ValueError(f"flow_type must be a non-blank string, got {flow_type!r}")
+        resolved = options if options is not None else AgentSessionOptions()
+        if not isinstance(resolved, AgentSessionOptions):
+            raise TypeError(f"options must be AgentSessionOptions, got {type(resolved).__name__}")
+        self._flow_type = flow_type
+        self._events = agent_event_stream(resolved.event_stream_capacity_bytes)
+        self._runtime = SessionRuntime(runner=runner, options=resolved, events=self._events)
+
+    @property
+    def runner(self) -> AgentFrameworkRunner[Any]:
+        """The runner this Flow type calls."""
+        return self._runtime.runner
+
+    @property
+    def options(self) -> AgentSessionOptions:
+        """The session options of this Flow type."""
+        return self._runtime.options
+
+    @property
+    def agent_events(self) -> Stream[AgentEvent]:
+        """This Flow type's AgentEvents Stream; read it with ``AsyncClient.read_stream``."""
+        return self._events
+
+    def get_flow_type(self) -> str:
+        return self._flow_type
+
+    def get_steps(self) -> StepList[AgentSessionStartInput]:
+        runtime = self._runtime
+        return StepList.start_step(StartAgentSession(runtime)).other_steps(
+            AwaitUserMessage(runtime),
+            RunModel(runtime),
+            AwaitToolApproval(runtime),
+            CallTool(runtime),
+            CallSingleAttemptTool(runtime),
+            RecordToolFailure(runtime),
+            RecordToolOutcomeUnknown(runtime),
+            ResumeTurn(runtime),
+            RecordTurnFailure(runtime),
+        )
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return agent_session_persistence_schema(self._events)
+
+    @rpc(is_transactional=True)
+    def send_user_message(self, context: Context, message: AgentUserMessage) -> RPCResult[bool]:
+        """Queue a user message for the next turn; ``False`` for blank text or ``plan_mode``
+        (plan mode is off)."""
+        if not message.text.strip() or message.plan_mode:
+            return RPCResult(False)
+        QUEUED_USER_MESSAGES.publish(context, message)
+        return RPCResult(True)
+
+    @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
+    def resolve_interrupt(
+        self, context: Context, request: ResolveInterruptRequest
+    ) -> RPCResult[bool]:
+        """Approve or reject a pending approval; ``False`` when it is not pending or past its
+        deadline. Removes the interrupt and publishes the answer in one commit."""
+        interrupts = PENDING_INTERRUPTS.get(context) or []
+        decision = decide_interrupt_resolution(interrupts, request, datetime.now(UTC))
+        if decision.resolution is None:
+            return RPCResult(False)
+        PENDING_INTERRUPTS.set(context, list(decision.remaining_interrupts))
+        INTERRUPT_RESOLUTIONS.publish(context, request.interrupt_id, decision.resolution)
+        return RPCResult(True)
+
+    @rpc(load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS), load_channels=(QUEUED_USER_MESSAGES,))
+    def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
+        """Return the state, the newest 200 messages, pending interrupts, the active turn's tool
+        calls, usage, and the queued messages."""
+        state = AGENT_STATE.get(context)
+        active_turn = state.active_turn_id if state is not None else None
+        records = {
+            key: AGENT_TOOL_CALLS.get(context, key)
+            for key in AGENT_TOOL_CALLS.get_all_instance_keys(context)
+        }
+        queued = tuple(
+            QueuedUserMessage(
+                message_id=pending.message_id,
+                text=pending.value.text,
+                plan_mode=pending.value.plan_mode,
+            )
+            for pending in QUEUED_USER_MESSAGES.pending_messages(context)
+        )
+        return RPCResult(
+            AgentSnapshot(
+                state=state,
+                messages=tuple(load_messages(context)[-SNAPSHOT_MESSAGE_LIMIT:]),
+                pending_interrupts=tuple(PENDING_INTERRUPTS.get(context) or ()),
+                tool_calls=tuple(
+                    record
+                    for record in tool_calls_in_order(records)
+                    if record.turn_id == active_turn
+                ),
+                usage=AGENT_USAGE.get(context) or empty_agent_usage(),
+                queued_message_count=len(queued),
+                queued_messages=queued,
+            )
+        )
+
+    @rpc(load_attribute_maps=(AGENT_MESSAGES,))
+    def list_agent_messages(
+        self, context: Context, request: ListAgentMessagesRequest
+    ) -> RPCResult[AgentMessagesPage]:
+        """Return one page of stored messages, oldest first; ``limit`` is clamped to 1..200."""
+        return RPCResult(
+            page_messages(load_messages(context), request.after_sequence, request.limit)
+        )

@@ -1,0 +1,96 @@
+"""The ``dex-agents`` command line: ``dex-agents demo``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dex-agents", description="Durable AI agent sessions on the Dex workflow engine."
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    demo = commands.add_parser(
+        "demo",
+        help="run a support agent with a scripted model on the embedded engine",
+        description=(
+            "Start the embedded engine on a database in --directory, a Worker, and a support "
+            "agent with a scripted model (no API key), and stream one turn: an order lookup "
+            "and a refund that needs your approval. Kill it at any time and reattach with "
+            "--session."
+        ),
+    )
+    demo.add_argument("--session", metavar="ID", help="reattach to this session")
+    decision = demo.add_mutually_exclusive_group()
+    decision.add_argument(
+        "--approve", action="store_true", help="approve pending tool calls without asking"
+    )
+    decision.add_argument(
+        "--reject", action="store_true", help="reject pending tool calls without asking"
+    )
+    demo.add_argument(
+        "--directory",
+        type=Path,
+        default=None,
+        help="where the engine database and logs live (default: ./.dex-agents)",
+    )
+    demo.add_argument("--message", help="the first user message of a new session")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``dex-agents``; returns the exit status.
+
+    Example::
+
+        dex-agents demo
+        dex-agents demo --session demo-1a2b3c4d --approve
+    """
+    arguments = _parser().parse_args(argv)
+    # Imported here so `dex-agents --help` answers without loading the SDK.
+    from dex_agents.demo import (
+        DEFAULT_DEMO_DIRECTORY,
+        DEFAULT_DEMO_MESSAGE,
+        ApprovalMode,
+        DemoError,
+        DemoOptions,
+        run_demo,
+    )
+
+    if arguments.session and arguments.message:
+        print(
+            "dex-agents demo: --message starts a new session; drop it or --session", file=sys.stderr
+        )
+        return 2
+    approval = (
+        ApprovalMode.APPROVE
+        if arguments.approve
+        else ApprovalMode.REJECT
+        if arguments.reject
+        else ApprovalMode.ASK
+    )
+    options = DemoOptions(
+        session_id=arguments.session,
+        approval=approval,
+        directory=arguments.directory or DEFAULT_DEMO_DIRECTORY,
+        message=arguments.message or DEFAULT_DEMO_MESSAGE,
+    )
+    try:
+        return asyncio.run(run_demo(options))
+    except DemoError as failure:
+        print(f"dex-agents demo: {failure}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        hint = f" --session {options.session_id}" if options.session_id else " --session <ID>"
+        print(f"\ninterrupted; resume with: dex-agents demo{hint}", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Integration testing of agents: private engines, Worker processes, gates, Step history.
+
+An adapter's tests start a private engine and Worker child processes with
+``AgentTestStack``, stop a tool at an exact point with ``FileGate``, count real
+calls with ``InvocationLog``, and read which Steps ran with
+``read_step_history``. ``ScriptedModelClient`` is the same class as
+``dex_agents.stepwise``'s.
+"""
+
+from dex_agents.stepwise import ScriptedModelClient
+from dex_agents.testing.agent_test_stack import AgentTestStack
+from dex_agents.testing.engine_process import (
+    DEX_SERVER_ZD_BINARY_ENV,
+    DEXCLI_ENV,
+    EngineDurability,
+    EngineLogs,
+    EngineProcess,
+    EngineStartError,
+)
+from dex_agents.testing.file_gate import FileGate
+from dex_agents.testing.invocation_log import InvocationLog, InvocationRecord
+from dex_agents.testing.step_history import (
+    EXECUTE_COMPLETED_EVENT,
+    EXECUTE_FAILED_EVENT,
+    WAIT_FOR_COMPLETED_EVENT,
+    WAIT_FOR_FAILED_EVENT,
+    StepHistoryEntry,
+    StepHistoryError,
+    read_step_history,
+)
+from dex_agents.testing.waiting import (
+    DEFAULT_WAIT_TIMEOUT_SECONDS,
+    WaitTimeoutError,
+    wait_for_agent_snapshot,
+    wait_until,
+)
+from dex_agents.testing.worker_process import (
+    DEFAULT_MAX_CONCURRENT_TASKS,
+    SERVER_ADDRESS_ENV,
+    WorkerProcess,
+    WorkerStartError,
+    run_agent_worker,
+)
+
+__all__ = [
+    "DEFAULT_MAX_CONCURRENT_TASKS",
+    "DEFAULT_WAIT_TIMEOUT_SECONDS",
+    "DEXCLI_ENV",
+    "DEX_SERVER_ZD_BINARY_ENV",
+    "EXECUTE_COMPLETED_EVENT",
+    "EXECUTE_FAILED_EVENT",
+    "SERVER_ADDRESS_ENV",
+    "WAIT_FOR_COMPLETED_EVENT",
+    "WAIT_FOR_FAILED_EVENT",
+    "AgentTestStack",
+    "EngineDurability",
+    "EngineLogs",
+    "EngineProcess",
+    "EngineStartError",
+    "FileGate",
+    "InvocationLog",
+    "InvocationRecord",
+    "ScriptedModelClient",
+    "StepHistoryEntry",
+    "StepHistoryError",
+    "WaitTimeoutError",
+    "WorkerProcess",
+    "WorkerStartError",
+    "read_step_history",
+    "run_agent_worker",
+    "wait_for_agent_snapshot",
+    "wait_until",
+]

@@ -1,0 +1,155 @@
+"""A scripted runner and an in-process engine + Worker for the session Flow's integration tests.
+
+The runner answers each model call from a script function of the turn and runs tools from a
+table of async handlers, recording every real call, so a test asserts what ran and how often.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from dex import (
+    AsyncClient,
+    AsyncWorker,
+    BlobCacheConfig,
+    ClientOptions,
+    PullWorkerOptions,
+    Registry,
+    WorkerOptions,
+    WorkerTarget,
+    open_blob_cache,
+)
+from dex_agents import (
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    DeferredToolCall,
+    DeferredToolExecution,
+    FrameworkMessage,
+    MessageRole,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    TurnCompleted,
+    describe_tool_call_outcome,
+)
+from dex_agents.testing import EngineLogs, EngineProcess
+
+__all__ = [
+    "ScriptedRunner",
+    "SessionStack",
+    "assistant",
+    "request_tools",
+    "running_session_stack",
+    "tool_call",
+]
+
+ModelScript = Callable[[AgentTurnContext], AgentTurnOutcome]
+ToolHandler = Callable[[DeferredToolExecution], Awaitable[ToolExecutionResult]]
+
+
+def assistant(text: str) -> FrameworkMessage:
+    """An assistant message as the scripted model returns it."""
+    return FrameworkMessage(
+        role=MessageRole.ASSISTANT, framework_item=json.dumps({"assistant": text}), text=text
+    )
+
+
+def tool_call(turn: AgentTurnContext, call_id: str, name: str, arguments: object) -> DeferredToolCall:
+    """A requested call whose policy comes from the turn, as a runner builds it."""
+    return DeferredToolCall(call_id, name, json.dumps(arguments), turn.resolve_tool_policy(name))
+
+
+def request_tools(turn: AgentTurnContext, *calls: DeferredToolCall) -> ToolCallsRequested:
+    """A ToolCallsRequested whose run state lists the call IDs."""
+    state = json.dumps([call.tool_call_id for call in calls])
+    return ToolCallsRequested(state, calls, AgentUsage(input_tokens=10, output_tokens=2))
+
+
+def final_answer_with_results(turn: AgentTurnContext) -> TurnCompleted:
+    """A final answer quoting every recorded tool result, in deferral order."""
+    results = "; ".join(
+        f"{record.tool_name}={describe_tool_call_outcome(record)}"
+        for record in turn.tool_calls.values()
+    )
+    return TurnCompleted((assistant(results),), AgentUsage(input_tokens=7, output_tokens=3))
+
+
+@dataclass
+class ScriptedRunner:
+    """A runner whose model is ``script`` and whose tools are ``tools``; it counts real calls."""
+
+    script: ModelScript
+    tools: Mapping[str, ToolHandler] = field(default_factory=dict)
+    model_calls: list[AgentTurnContext] = field(default_factory=list)
+    tool_calls: list[DeferredToolExecution] = field(default_factory=list)
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return FrameworkMessage(
+            role=MessageRole.USER, framework_item=json.dumps({"user": text}), text=text
+        )
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        self.model_calls.append(turn)
+        return self.script(turn)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        self.tool_calls.append(call)
+        return await self.tools[call.tool_call.tool_name](call)
+
+
+@dataclass
+class SessionStack:
+    """A running engine, Client and in-process Worker for one session Flow."""
+
+    engine: EngineProcess
+    client: AsyncClient
+    flow: AgentSessionFlow
+    sessions: AgentSessionClient
+
+
+@asynccontextmanager
+async def running_session_stack(
+    tmp_path: Path,
+    runner: ScriptedRunner,
+    options: AgentSessionOptions | None = None,
+    *,
+    flow_type: str = "TestAgent",
+) -> AsyncIterator[SessionStack]:
+    """Start an engine on ``tmp_path``, an AsyncWorker serving the Flow, and a Client."""
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    flow = AgentSessionFlow(runner, flow_type=flow_type, options=options)
+    registry = Registry([flow], allow_async_handlers=True)
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blob-cache"), 64 * 1024 * 1024))
+    client = AsyncClient(
+        registry,
+        cache,
+        ClientOptions(server_address=engine.server_address, worker_target=WorkerTarget(pull=True)),
+    )
+    worker = AsyncWorker(
+        registry,
+        cache,
+        WorkerOptions(
+            server_address=engine.server_address,
+            pull=PullWorkerOptions(max_concurrent_tasks=8, stop_drain_timeout=timedelta(seconds=2)),
+        ),
+    )
+    serving = asyncio.create_task(worker.start())
+    try:
+        await worker.wait_pull_registered(30)
+        yield SessionStack(engine, client, flow, AgentSessionClient(client, flow))
+    finally:
+        await worker.stop()
+        await asyncio.gather(serving, return_exceptions=True)
+        await client.close()
+        await engine.stop()

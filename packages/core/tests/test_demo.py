@@ -1,0 +1,130 @@
+"""``dex-agents demo`` driven as a real subprocess: approve, SIGKILL, reattach, finish."""
+
+from __future__ import annotations
+
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from dex_agents.demo import APPROVAL_PENDING_EXIT_STATUS
+
+_TIMEOUT_SECONDS = 60.0
+
+
+class _Demo:
+    """One ``dex-agents demo`` process with its output read line by line."""
+
+    def __init__(self, directory: Path, *arguments: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "dex_agents.cli", "demo", *arguments],
+            cwd=directory,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def expect(self, pattern: str) -> re.Match[str]:
+        """Wait for the next output line matching ``pattern``; fail with the output so far."""
+        deadline = time.monotonic() + _TIMEOUT_SECONDS
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                line = self._queue.get(timeout=max(remaining, 0.01))
+            except queue.Empty:
+                line = None
+                remaining = 0
+            if line is None:
+                raise AssertionError(
+                    f"no line matching {pattern!r} (remaining {remaining:.0f} s); output:\n"
+                    + "\n".join(self.lines)
+                )
+            self.lines.append(line)
+            match = re.search(pattern, line)
+            if match:
+                return match
+
+    def answer(self, text: str) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(text + "\n")
+        self.process.stdin.flush()
+
+    def wait(self) -> int:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        status = self.process.wait(timeout=_TIMEOUT_SECONDS)
+        while (line := self._queue.get(timeout=_TIMEOUT_SECONDS)) is not None:
+            self.lines.append(line)
+        self._queue.put(None)  # expect() after wait() still sees the end
+        return status
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+
+def test_the_demo_survives_a_kill_while_an_approval_waits_and_finishes_on_reattach(
+    tmp_path: Path,
+) -> None:
+    first = _Demo(tmp_path)
+    session_id = first.expect(r"Session ID: (\S+)").group(1)
+    first.expect(r"dex-agents demo --session " + re.escape(session_id))
+    first.expect(r"running lookup_order")
+    first.expect(r"Approve refund_order\(.*\)\? Answer y or n:")
+
+    first.process.send_signal(signal.SIGKILL)  # mid-session, with the approval pending
+    first.process.wait(timeout=_TIMEOUT_SECONDS)
+
+    second = _Demo(tmp_path, "--session", session_id)
+    second.expect(r"Conversation so far:")
+    second.expect(r"tool lookup_order: .*ceramic teapot")
+    second.expect(r"Approve refund_order\(.*\)\? Answer y or n:")  # still pending, shown again
+    second.answer("y")
+    second.expect(r"running refund_order")
+    second.expect(r"assistant: Done\. Refunded 25\.99 USD on order 7")
+    second.expect(r"Turn finished")
+    assert second.wait() == 0
+    assert "running lookup_order" not in second.output  # the lookup did not run again
+
+    third = _Demo(tmp_path, "--session", session_id)
+    third.expect(r"assistant: Done\. Refunded 25\.99 USD")
+    third.expect(r"its turn finished")
+    assert third.wait() == 0
+
+
+def test_without_an_answer_the_approval_waits_for_a_flag(tmp_path: Path) -> None:
+    first = _Demo(tmp_path, "--message", "Order 7 broke, refund please")
+    session_id = first.expect(r"Session ID: (\S+)").group(1)
+    first.expect(r"Approve refund_order")
+    assert first.wait() == APPROVAL_PENDING_EXIT_STATUS  # stdin closed: no answer
+    assert f"dex-agents demo --session {session_id} --approve (or --reject)" in first.output
+
+    second = _Demo(tmp_path, "--session", session_id, "--reject")
+    second.expect(r"rejecting \(--reject\)")
+    second.expect(r"<- refund_order: rejected")
+    second.expect(r"Turn finished")
+    assert second.wait() == 0
+    assert "running refund_order" not in second.output
+
+
+def test_reattaching_to_an_unknown_session_says_what_to_do(tmp_path: Path) -> None:
+    demo = _Demo(tmp_path, "--session", "no-such-session")
+
+    assert demo.wait() == 1
+    assert re.search(
+        r"no session no-such-session .*Start a new one with: dex-agents demo", demo.output
+    )

@@ -1,0 +1,550 @@
+"""StepwiseAgentRunner driven directly with hand-built turn contexts, as the session would."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+from dex_agents.agent_event_writer import AgentEventWriter
+from dex_agents.agent_framework_runner import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentFrameworkRunner,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolExecutionError,
+    ToolExecutionResult,
+    TurnCompleted,
+    UnfinishedTurnMessageBuilder,
+    validate_tool_calls_requested,
+)
+from dex_agents.agent_session_values import (
+    AgentMessage,
+    AgentToolCall,
+    AgentToolCallStatus,
+    FrameworkMessage,
+    MessageRole,
+)
+from dex_agents.stepwise import (
+    AgentDefinition,
+    InstructionContext,
+    ModelOutputItem,
+    ModelRequest,
+    ModelToolResult,
+    ModelUserText,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
+    StepwiseAgentRunner,
+    ToolCallContext,
+    function_tool,
+    model_call_limit_tool_result,
+    stepwise_agent_session_options,
+)
+from dex_agents.tool_policy import ResolvedToolPolicy, ToolEffect, ToolPolicy
+
+_ORDERS = {"7": {"order_id": "7", "total_cents": "1200"}}
+_REFUND_KEYS: list[str] = []
+
+
+@function_tool(effect=ToolEffect.READ)
+async def lookup_order(order_id: str) -> dict[str, str]:
+    """Look up an order by its ID."""
+    if order_id not in _ORDERS:
+        raise ToolExecutionError(f"order {order_id} does not exist")
+    return _ORDERS[order_id]
+
+
+@function_tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE)
+def refund_order(order_id: str, amount_cents: int, context: ToolCallContext) -> str:
+    """Refund part of an order."""
+    _REFUND_KEYS.append(context.idempotency_key)
+    return f"refunded {amount_cents} on order {order_id}"
+
+
+def _support_script(request: ModelRequest) -> ScriptedModelReply:
+    """Looks the order up, refunds it, then summarizes every result of the turn."""
+    results = ScriptedModelClient.tool_results(request)
+    if not results:
+        return ScriptedModelReply(
+            text="Let me look.",
+            tool_calls=[ScriptedToolCall("lookup_order", {"order_id": "7"})],
+        )
+    if len(results) == 1:
+        return ScriptedModelReply(
+            reasoning="The order exists; refund it.",
+            tool_calls=[ScriptedToolCall("refund_order", {"order_id": "7", "amount_cents": 500})],
+        )
+    return ScriptedModelReply(text=" | ".join(result.output for result in results))
+
+
+@dataclass
+class _Session:
+    """The session's side of the contract, in memory: stored messages and final tool records."""
+
+    runner: StepwiseAgentRunner
+    flow_id: str = "session-1"
+    turn_number: int = 0
+    messages: list[AgentMessage] = field(default_factory=list)
+    records: dict[str, AgentToolCall] = field(default_factory=dict)
+    run_state: str | None = None
+    enabled_built_in_tools: frozenset[str] = frozenset()
+
+    @property
+    def turn_id(self) -> str:
+        return f"turn-{self.turn_number}"
+
+    def store(self, messages: Sequence[FrameworkMessage]) -> None:
+        for message in messages:
+            self.messages.append(
+                AgentMessage(
+                    sequence=len(self.messages) + 1,
+                    turn_id=self.turn_id,
+                    **{name: getattr(message, name) for name in _FRAMEWORK_MESSAGE_FIELDS},
+                )
+            )
+
+    def start_turn(self, text: str) -> None:
+        self.turn_number += 1
+        self.records = {}
+        self.run_state = None
+        self.store([self.runner.build_user_message(text)])
+
+    def context(self) -> AgentTurnContext:
+        options = stepwise_agent_session_options(self.runner.definition)
+        return AgentTurnContext(
+            flow_id=self.flow_id,
+            turn_id=self.turn_id,
+            attempt=1,
+            messages=tuple(self.messages),
+            framework_run_state=self.run_state,
+            tool_calls=dict(self.records),
+            events=AgentEventWriter.discarding(turn_id=self.turn_id),
+            enabled_built_in_tools=self.enabled_built_in_tools,
+            tool_policies=options.tool_policies,
+            default_tool_effect=options.default_tool_effect,
+        )
+
+    async def run_model(self) -> AgentTurnOutcome:
+        turn = self.context()
+        outcome = await self.runner.run_model_step(turn)
+        if isinstance(outcome, ToolCallsRequested):
+            validate_tool_calls_requested(outcome, turn)
+            self.store(outcome.new_messages)
+            self.run_state = outcome.framework_run_state
+        else:
+            self.store(outcome.new_messages)
+            self.run_state = None
+        return outcome
+
+    async def run_tools(self, outcome: ToolCallsRequested) -> None:
+        for order, call in enumerate(outcome.tool_calls, start=len(self.records)):
+            record = AgentToolCall(
+                tool_call_id=call.tool_call_id,
+                tool_name=call.tool_name,
+                arguments=call.arguments,
+                effect=call.policy.effect,
+                requires_approval=call.policy.requires_approval,
+                status=AgentToolCallStatus.APPROVED,
+                turn_id=self.turn_id,
+                deferral_order=order,
+            )
+            execution = DeferredToolExecution(
+                flow_id=self.flow_id,
+                tool_call=record,
+                attempt=1,
+                events=AgentEventWriter.discarding(turn_id=self.turn_id),
+            )
+            try:
+                result = await self.runner.execute_deferred_tool_call(execution)
+                assert isinstance(result, ToolExecutionResult)
+                final = _final(record, AgentToolCallStatus.SUCCEEDED, output=result.output)
+            except ToolExecutionError as error:
+                final = _final(record, AgentToolCallStatus.FAILED, error=str(error))
+            self.records[call.tool_call_id] = final
+
+    async def run_turn(self, text: str) -> list[AgentTurnOutcome]:
+        self.start_turn(text)
+        outcomes = [await self.run_model()]
+        while isinstance(outcomes[-1], ToolCallsRequested):
+            await self.run_tools(outcomes[-1])
+            outcomes.append(await self.run_model())
+        return outcomes
+
+
+_FRAMEWORK_MESSAGE_FIELDS = (
+    "role",
+    "framework_item",
+    "text",
+    "tool_call_id",
+    "tool_name",
+    "tool_arguments",
+    "tool_output",
+)
+
+
+def _final(record: AgentToolCall, status: AgentToolCallStatus, **values: str) -> AgentToolCall:
+    data = record.to_json()
+    data.update(status=status.value, **values)
+    return AgentToolCall.from_json(data)
+
+
+def _definition(model: ScriptedModelClient, **values: object) -> AgentDefinition:
+    fields: dict[str, object] = {
+        "name": "support",
+        "instructions": "You help customers with their orders.",
+        "model": model,
+        "tools": [lookup_order, refund_order],
+        **values,
+    }
+    return AgentDefinition(**fields)  # type: ignore[arg-type]
+
+
+def test_the_runner_implements_the_contract() -> None:
+    runner = StepwiseAgentRunner(_definition(ScriptedModelClient(_support_script)))
+    assert isinstance(runner, AgentFrameworkRunner)
+    assert isinstance(runner, UnfinishedTurnMessageBuilder)
+    message = runner.build_user_message("hello")
+    assert (message.role, message.text) == (MessageRole.USER, "hello")
+
+
+async def test_a_full_turn_runs_tools_from_final_records_to_the_final_answer() -> None:
+    model = ScriptedModelClient(_support_script)
+    session = _Session(StepwiseAgentRunner(_definition(model)))
+    _REFUND_KEYS.clear()
+
+    outcomes = await session.run_turn("Refund order 7")
+
+    assert [type(outcome) for outcome in outcomes] == [
+        ToolCallsRequested,
+        ToolCallsRequested,
+        TurnCompleted,
+    ]
+    first, second, final = outcomes
+    assert isinstance(first, ToolCallsRequested) and isinstance(second, ToolCallsRequested)
+    assert [call.tool_name for call in first.tool_calls] == ["lookup_order"]
+    assert first.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.READ, False)
+    assert second.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, True)
+    # The run state holds only the model call count; the transcript is in the stored messages.
+    assert len(first.framework_run_state) < 40
+    assert first.usage.model_calls == 1
+
+    refund_id = second.tool_calls[0].tool_call_id
+    assert [f"session-1/turn-1/{refund_id}"] == _REFUND_KEYS
+    assert isinstance(final, TurnCompleted)
+    lookup_output = json.dumps(_ORDERS["7"])
+    assert final.new_messages[-1].text == f"{lookup_output} | refunded 500 on order 7"
+
+    # Exactly one request per model call, each with the whole input built from committed state.
+    assert len(model.requests) == 3
+    last_input = model.requests[-1].input
+    assert last_input[0] == ModelUserText("Refund order 7")
+    results = [item for item in last_input if isinstance(item, ModelToolResult)]
+    assert [result.output for result in results] == [lookup_output, "refunded 500 on order 7"]
+    assert all(request.instructions.startswith("You help") for request in model.requests)
+    assert {tool.name for tool in model.requests[0].tools} == {"lookup_order", "refund_order"}
+
+    # The stored transcript: user, text, call, result, reasoning, call, result, answer.
+    assert [message.role for message in session.messages] == [
+        MessageRole.USER,
+        MessageRole.ASSISTANT,
+        MessageRole.ASSISTANT,
+        MessageRole.TOOL,
+        MessageRole.ASSISTANT,
+        MessageRole.ASSISTANT,
+        MessageRole.TOOL,
+        MessageRole.ASSISTANT,
+    ]
+    stored_results = [message for message in session.messages if message.role is MessageRole.TOOL]
+    assert [message.tool_call_id for message in stored_results] == [
+        first.tool_calls[0].tool_call_id,
+        refund_id,
+    ]
+
+
+async def test_provider_items_replay_unchanged() -> None:
+    model = ScriptedModelClient(_support_script)
+    session = _Session(StepwiseAgentRunner(_definition(model)))
+    await session.run_turn("Refund order 7")
+    second_input = model.requests[1].input
+    outputs = [item for item in second_input if isinstance(item, ModelOutputItem)]
+    first_response_items = [
+        item for item in model.requests[2].input if isinstance(item, ModelOutputItem)
+    ]
+    assert outputs == first_response_items[: len(outputs)]
+    assert json.loads(outputs[1].item)["type"] == "function_call"
+
+
+async def test_a_rerun_model_call_gives_the_same_tool_call_ids() -> None:
+    model = ScriptedModelClient(_support_script)
+    session = _Session(StepwiseAgentRunner(_definition(model)))
+    session.start_turn("Refund order 7")
+    turn = session.context()
+    first = await session.runner.run_model_step(turn)
+    rerun = await session.runner.run_model_step(turn)
+    assert isinstance(first, ToolCallsRequested) and isinstance(rerun, ToolCallsRequested)
+    assert first.tool_calls == rerun.tool_calls
+    assert first.new_messages == rerun.new_messages
+
+
+async def test_failed_calls_reach_the_model_as_their_error() -> None:
+    def script(request: ModelRequest) -> ScriptedModelReply:
+        results = ScriptedModelClient.tool_results(request)
+        if results:
+            return ScriptedModelReply(text=results[0].output)
+        return ScriptedModelReply(tool_calls=[ScriptedToolCall("lookup_order", {"order_id": "99"})])
+
+    session = _Session(StepwiseAgentRunner(_definition(ScriptedModelClient(script))))
+    outcomes = await session.run_turn("Where is order 99?")
+    final = outcomes[-1]
+    assert isinstance(final, TurnCompleted)
+    assert final.new_messages[-1].text == "Error: order 99 does not exist"
+
+
+async def test_the_model_call_limit_offers_no_tools_and_ends_the_turn() -> None:
+    def always_call(request: ModelRequest) -> ScriptedModelReply:
+        return ScriptedModelReply(tool_calls=[ScriptedToolCall("lookup_order", {"order_id": "7"})])
+
+    model = ScriptedModelClient(always_call)
+    session = _Session(StepwiseAgentRunner(_definition(model, max_model_calls_per_turn=2)))
+
+    outcomes = await session.run_turn("Loop forever")
+
+    assert [type(outcome) for outcome in outcomes] == [
+        ToolCallsRequested,
+        ToolCallsRequested,
+        TurnCompleted,
+    ]
+    assert [len(request.tools) for request in model.requests] == [2, 2, 0]
+    final = outcomes[-1]
+    assert isinstance(final, TurnCompleted)
+    limit_result = final.new_messages[-1]
+    assert limit_result.role is MessageRole.TOOL
+    assert limit_result.tool_output == (
+        "The tool call was not run: this turn reached its limit of 2 model calls."
+    )
+    assert limit_result.tool_output == model_call_limit_tool_result(2)
+    # Every stored call has a result: the limit result pairs with the last call.
+    calls = [
+        m.tool_call_id
+        for m in session.messages
+        if m.role is MessageRole.ASSISTANT and m.tool_call_id
+    ]
+    results = [m.tool_call_id for m in session.messages if m.role is MessageRole.TOOL]
+    assert calls == results
+
+
+async def test_an_orphaned_call_gets_the_outcome_unknown_text() -> None:
+    model = ScriptedModelClient(_support_script)
+    session = _Session(StepwiseAgentRunner(_definition(model)))
+    session.start_turn("Refund order 7")
+    requested = await session.run_model()
+    assert isinstance(requested, ToolCallsRequested)
+    # The turn ends without results (as if build_unfinished_turn_messages failed); a new turn starts.
+    session.start_turn("Never mind, what is 2 + 2?")
+    await session.run_model()
+
+    request = model.requests[-1]
+    call_id = requested.tool_calls[0].tool_call_id
+    position = next(
+        index
+        for index, item in enumerate(request.input)
+        if isinstance(item, ModelOutputItem)
+        and item.tool_call is not None
+        and item.tool_call.tool_call_id == call_id
+    )
+    assert request.input[position + 1] == ModelToolResult(
+        call_id, "lookup_order", OUTCOME_UNKNOWN_TOOL_RESULT
+    )
+    assert request.input[position + 2] == ModelUserText("Never mind, what is 2 + 2?")
+
+
+async def test_unfinished_turn_messages_are_the_results_from_final_records() -> None:
+    model = ScriptedModelClient(_support_script)
+    session = _Session(StepwiseAgentRunner(_definition(model)))
+    session.start_turn("Refund order 7")
+    requested = await session.run_model()
+    assert isinstance(requested, ToolCallsRequested)
+
+    without_records = session.runner.build_unfinished_turn_messages(session.context())
+    assert [message.tool_output for message in without_records] == [OUTCOME_UNKNOWN_TOOL_RESULT]
+
+    await session.run_tools(requested)
+    messages = session.runner.build_unfinished_turn_messages(session.context())
+    assert [(m.role, m.tool_call_id, m.tool_output) for m in messages] == [
+        (MessageRole.TOOL, requested.tool_calls[0].tool_call_id, json.dumps(_ORDERS["7"]))
+    ]
+
+
+async def test_an_unknown_tool_is_deferred_without_approval_and_fails() -> None:
+    def script(request: ModelRequest) -> ScriptedModelReply:
+        if ScriptedModelClient.tool_results(request):
+            return ScriptedModelReply(text=ScriptedModelClient.tool_results(request)[0].output)
+        return ScriptedModelReply(tool_calls=[ScriptedToolCall("delete_everything")])
+
+    session = _Session(StepwiseAgentRunner(_definition(ScriptedModelClient(script))))
+    outcomes = await session.run_turn("Go")
+    first = outcomes[0]
+    assert isinstance(first, ToolCallsRequested)
+    assert first.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, False)
+    final = outcomes[-1]
+    assert isinstance(final, TurnCompleted)
+    assert final.new_messages[-1].text == "Error: unknown tool delete_everything"
+
+
+async def test_invalid_arguments_reach_the_model() -> None:
+    def script(request: ModelRequest) -> ScriptedModelReply:
+        if ScriptedModelClient.tool_results(request):
+            return ScriptedModelReply(text=ScriptedModelClient.tool_results(request)[0].output)
+        return ScriptedModelReply(tool_calls=[ScriptedToolCall("lookup_order", "{oops")])
+
+    session = _Session(StepwiseAgentRunner(_definition(ScriptedModelClient(script))))
+    final = (await session.run_turn("Go"))[-1]
+    assert isinstance(final, TurnCompleted)
+    assert final.new_messages[-1].text == (
+        "Error: invalid arguments for lookup_order: arguments are not valid JSON"
+    )
+
+
+async def test_policies_of_the_definition_win_over_the_tool_effect() -> None:
+    definition = _definition(
+        ScriptedModelClient(_support_script),
+        tool_policies={"refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)},
+    )
+    options = stepwise_agent_session_options(definition)
+    assert options.tool_policies == {
+        "lookup_order": ToolPolicy(ToolEffect.READ),
+        "refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE),
+    }
+    session = _Session(StepwiseAgentRunner(definition))
+    outcomes = await session.run_turn("Refund order 7")
+    second = outcomes[1]
+    assert isinstance(second, ToolCallsRequested)
+    assert second.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False)
+
+
+async def test_a_tool_requires_approval_applies_without_an_explicit_policy() -> None:
+    @function_tool(effect=ToolEffect.READ, requires_approval=True)
+    def peek(order_id: str) -> str:
+        return order_id
+
+    def script(request: ModelRequest) -> ScriptedModelReply:
+        return ScriptedModelReply(tool_calls=[ScriptedToolCall("peek", {"order_id": "1"})])
+
+    definition = AgentDefinition(
+        name="peeker", instructions="Peek.", model=ScriptedModelClient(script), tools=[peek]
+    )
+    runner = StepwiseAgentRunner(definition)
+    session = _Session(runner)
+    session.start_turn("Peek")
+    # Without the derived options, the tool's own requires_approval still applies.
+    turn = AgentTurnContext(
+        flow_id="session-1",
+        turn_id="turn-1",
+        attempt=1,
+        messages=tuple(session.messages),
+        framework_run_state=None,
+        tool_calls={},
+        events=AgentEventWriter.discarding(),
+    )
+    outcome = await runner.run_model_step(turn)
+    assert isinstance(outcome, ToolCallsRequested)
+    assert outcome.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.READ, True)
+
+
+async def test_instructions_function_is_evaluated_in_every_model_call() -> None:
+    seen: list[InstructionContext] = []
+
+    async def instructions(context: InstructionContext) -> str:
+        seen.append(context)
+        return f"Serve {context.turn_id}."
+
+    model = ScriptedModelClient(_support_script)
+    session = _Session(StepwiseAgentRunner(_definition(model, instructions=instructions)))
+    await session.run_turn("Refund order 7")
+    assert [context.turn_id for context in seen] == ["turn-1"] * 3
+    assert [request.instructions for request in model.requests] == ["Serve turn-1."] * 3
+
+
+async def test_a_tool_named_like_a_session_enabled_built_in_fails_before_any_model_request() -> (
+    None
+):
+    @function_tool(effect=ToolEffect.READ)
+    def ask_user(question: str) -> str:
+        return question
+
+    model = ScriptedModelClient(_support_script)
+    definition = AgentDefinition(name="a", instructions="i", model=model, tools=[ask_user])
+    session = _Session(
+        StepwiseAgentRunner(definition), enabled_built_in_tools=frozenset({"ask_user"})
+    )
+    session.start_turn("hi")
+    with pytest.raises(
+        ValueError, match=r"^tool ask_user uses the name of an enabled built-in tool$"
+    ):
+        await session.run_model()
+    assert model.requests == ()
+
+
+@pytest.mark.parametrize(
+    ("values", "error", "message"),
+    [
+        ({"tools": [lookup_order, lookup_order]}, ValueError, "^two tools are named lookup_order$"),
+        (
+            {"tools": [lookup_order], "built_in_tools": frozenset({"lookup_order"})},
+            ValueError,
+            "^tool lookup_order uses the name of an enabled built-in tool$",
+        ),
+        (
+            {"max_model_calls_per_turn": 0},
+            ValueError,
+            "max_model_calls_per_turn must be at least 1",
+        ),
+        ({"name": " "}, ValueError, "AgentDefinition.name must be non-blank"),
+        ({"tools": [len]}, TypeError, r"tools\[0\] must be a FunctionTool"),
+        ({"interrupt_deadline": timedelta(0)}, ValueError, "interrupt_deadline must be positive"),
+        ({"planning_tool_choice": "always"}, ValueError, "planning_tool_choice must be"),
+        ({"tool_sources": [object()]}, TypeError, r"tool_sources\[0\] is not a ToolSource"),
+        ({"tool_policies": {"x": "read"}}, TypeError, r"tool_policies\['x'\] must be a ToolPolicy"),
+    ],
+)
+def test_agent_definition_refuses_bad_values(
+    values: Mapping[str, object], error: type[Exception], message: str
+) -> None:
+    fields: dict[str, object] = {
+        "name": "support",
+        "instructions": "i",
+        "model": ScriptedModelClient(_support_script),
+        **values,
+    }
+    with pytest.raises(error, match=message):
+        AgentDefinition(**fields)  # type: ignore[arg-type]
+
+
+def test_agent_definition_accepts_tool_sources_with_unique_names() -> None:
+    class _Source:
+        def __init__(self, name: str) -> None:
+            self.source_name = name
+
+        async def list_tools(self) -> list[object]:
+            return []
+
+        def deferred_tool_call(self) -> None: ...
+
+        async def execute_deferred_tool_call(self) -> None: ...
+
+        async def poll_tool_task(self) -> None: ...
+
+    model = ScriptedModelClient(_support_script)
+    definition = AgentDefinition(
+        name="a", instructions="i", model=model, tool_sources=[_Source("mcp")]
+    )
+    assert len(definition.tool_sources) == 1
+    with pytest.raises(ValueError, match=r"^two tool sources are named mcp$"):
+        AgentDefinition(
+            name="a", instructions="i", model=model, tool_sources=[_Source("mcp"), _Source("mcp")]
+        )

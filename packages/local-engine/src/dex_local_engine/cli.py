@@ -1,0 +1,72 @@
+"""``dex-local-engine`` command line: ``serve`` and ``history``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from dex_local_engine.server import AddressInUseError, ServerConfig, serve
+from dex_local_engine.store import Durability, StoreError
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="dex-local-engine",
+        description="A local server that speaks the Dex gRPC wire protocol.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve_parser = commands.add_parser("serve", help="serve until SIGTERM/SIGINT")
+    serve_parser.add_argument("--address", required=True, help="HOST:PORT (port 0: any free port)")
+    serve_parser.add_argument("--database", required=True, type=Path, help="SQLite file")
+    serve_parser.add_argument(
+        "--durability",
+        choices=[d.value for d in Durability],
+        default=Durability.PROCESS_CRASH_SAFE.value,
+        help="fsync: survive OS crashes; process-crash-safe (default): survive engine kills",
+    )
+    history_parser = commands.add_parser("history", help="print a Flow's history as JSON lines")
+    history_parser.add_argument("--address", required=True, help="HOST:PORT of a Dex server")
+    history_parser.add_argument("flow_id")
+    return parser
+
+
+def _run_serve(arguments: argparse.Namespace) -> int:
+    address: str = arguments.address
+    if ":" not in address:
+        print(f"dex-local-engine: --address must be HOST:PORT, got {address!r}", file=sys.stderr)
+        return 1
+    config = ServerConfig(address, arguments.database, Durability(arguments.durability))
+    try:
+        asyncio.run(serve(config))
+    except (StoreError, AddressInUseError) as error:
+        print(f"dex-local-engine: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; returns the exit status.
+
+    Example::
+
+        dex-local-engine serve --address 127.0.0.1:0 --database engine.db
+    """
+    arguments = _parser().parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    if arguments.command == "serve":
+        return _run_serve(arguments)
+    history_cli = importlib.import_module("dex_local_engine.history_cli")
+    return int(history_cli.run_history(arguments.address, arguments.flow_id))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1179 @@
+"""The scheduler: Flow runs, Step executions, retries, conditions, RPCs and their persistence.
+
+All state lives on one asyncio event loop. Every state transition is a synchronous function that
+mutates a :class:`~dex_local_engine.flow_state.FlowRun` and ends in :meth:`Engine._commit`, one
+SQLite transaction that writes the run's snapshot together with the history events it produced.
+Step methods run as asyncio tasks that hand attempts to a :class:`~dex_local_engine.dispatch.
+Dispatcher` and apply the Worker's result when it arrives.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+from google.protobuf import struct_pb2
+
+from dex_local_engine import errors
+from dex_local_engine.conditions import condition_results, evaluate_step, start_waiting
+from dex_local_engine.dispatch import (
+    DispatchTask,
+    Dispatcher,
+    TaskFrame,
+    TaskNotStarted,
+    TaskRequest,
+    WorkerLost,
+)
+from dex_local_engine.flow_state import (
+    RPC_FROM_PREFIX,
+    START_FROM,
+    FlowRun,
+    MethodKind,
+    StepExecution,
+    StepPhase,
+    dump_run,
+    load_run,
+)
+from dex_local_engine.store import FlowRow, HistoryRow, InflightRow, Store
+
+__all__ = ["DispatcherRouter", "Engine", "StreamWriter", "ensure_value"]
+
+_log = logging.getLogger(__name__)
+
+DispatcherRouter = Callable[[str | None], Dispatcher]
+"""Returns the dispatcher for a listening Worker address, or for pull Workers (None)."""
+
+StreamWriter = Callable[[FlowRun, str, pb.StepStreamWrite], None]
+"""Stores one ``stream_write`` frame of a run's Step execution (run, step execution ID, frame)."""
+
+_DEFAULT_METHOD_TIMEOUT = 2 * 3600.0
+_DEFAULT_RPC_TIMEOUT = 60.0
+_DEFAULT_TOTAL_RETRY_DURATION = 4 * 3600.0
+_DEFAULT_INITIAL_INTERVAL = 1.0
+_DEFAULT_BACKOFF = 2.0
+_DEFAULT_MAXIMUM_INTERVAL = 100.0
+_REDISPATCH_DELAY = 0.05
+ATTEMPT_PROGRESS_NOT_STARTED = "NOT_STARTED"
+ATTEMPT_PROGRESS_NOT_COMPLETED = "NOT_COMPLETED"
+
+
+def ensure_value(value: pb.Value | None) -> pb.Value:
+    """A copy of ``value`` with a kind set (an unset Value becomes ``null_value``)."""
+    result = pb.Value()
+    if value is not None:
+        result.CopyFrom(value)
+    if result.WhichOneof("kind") is None:
+        result.null_value = struct_pb2.NULL_VALUE
+    return result
+
+
+def _is_null(value: pb.Value) -> bool:
+    return value.WhichOneof("kind") in (None, "null_value")
+
+
+def _timestamp(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC)
+
+
+def _selected(name: str, selectors: Iterable[str]) -> bool:
+    return any(name.startswith(s) if s.endswith("/") else name == s for s in selectors)
+
+
+@dataclass(frozen=True)
+class _AttemptFailure:
+    error: pb.WorkerErrorResponse
+    reached_worker: bool
+
+
+class _Waiters:
+    """Futures of long polls waiting for a run to change."""
+
+    def __init__(self) -> None:
+        self._by_run: dict[str, list[asyncio.Future[None]]] = {}
+
+    def notify(self, run_id: str) -> None:
+        for future in self._by_run.pop(run_id, []):
+            if not future.done():
+                future.set_result(None)
+
+    async def wait(self, run_id: str, timeout: float) -> None:
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._by_run.setdefault(run_id, []).append(future)
+        try:
+            await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            pass
+
+
+class Engine:
+    """Runs Flows: the FlowService operations and the Step state machine.
+
+    Example::
+
+        engine = Engine(store, lambda address: pull_dispatcher)
+        await engine.recover()
+        run_id = engine.start_flow(request)
+
+    Raises (from operations): :class:`~dex_local_engine.errors.EngineError`.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        dispatchers: DispatcherRouter,
+        stream_writer: StreamWriter | None = None,
+    ) -> None:
+        self._store = store
+        self._dispatchers = dispatchers
+        self._stream_writer = stream_writer
+        self.runs: dict[str, FlowRun] = {}
+        """Latest run of each Flow ID."""
+        self._drivers: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._timer_handles: dict[tuple[str, str], list[asyncio.TimerHandle]] = {}
+        self._flow_timeouts: dict[str, asyncio.TimerHandle] = {}
+        self._locks: dict[str, dict[str, str]] = {}
+        self._lock_waiters = _Waiters()
+        self.waiters = _Waiters()
+        self._pending_history: dict[str, list[HistoryRow]] = {}
+        self._finished_inflight: dict[str, list[str]] = {}
+        self._lost_attempts: set[tuple[str, str]] = set()
+        self._closing = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def recover(self) -> None:
+        """Load every run from the store and resume the running ones.
+
+        A Step method attempt that was in flight when the engine stopped may have run, so it is
+        failed as lost (NOT_COMPLETED) and retried per its policy; queued Steps dispatch again.
+        """
+        for row in self._store.load_flows():
+            run = load_run(row.snapshot)
+            current = self.runs.get(run.flow_id)
+            if row.is_latest or current is None:
+                self.runs[run.flow_id] = run
+        inflight = {(row.run_id, row.step_execution_id): row for row in self._store.load_inflight()}
+        for run in self.runs.values():
+            if not run.is_running:
+                continue
+            for step in list(run.steps.values()):
+                marker = inflight.get((run.run_id, step.step_execution_id))
+                if (
+                    marker is not None
+                    and marker.method == step.method.value
+                    and marker.attempt == step.attempt
+                    and step.phase is not StepPhase.WAITING
+                ):
+                    self._lost_attempts.add((run.run_id, step.step_execution_id))
+            self._resume(run)
+
+    def _resume(self, run: FlowRun) -> None:
+        self._arm_flow_timeout(run)
+        for step in list(run.steps.values()):
+            if step.phase is StepPhase.WAITING:
+                self._arm_timers(run, step)
+            else:
+                self._launch(run, step)
+        self._evaluate_waiting(run)
+
+    async def shutdown(self) -> None:
+        """Stop every Step driver and timer (state on disk stays as committed)."""
+        self._closing = True
+        for handles in self._timer_handles.values():
+            for handle in handles:
+                handle.cancel()
+        for handle in self._flow_timeouts.values():
+            handle.cancel()
+        tasks = list(self._drivers.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ------------------------------------------------------------------ persistence
+
+    def _event(self, run: FlowRun, **payload: object) -> None:
+        event = pb.FlowHistoryEvent(event_id=run.next_event_id, run_attempt=1, **payload)  # type: ignore[arg-type]
+        event.event_time.FromDatetime(_timestamp(time.time()))
+        run.next_event_id += 1
+        self._pending_history.setdefault(run.run_id, []).append(
+            HistoryRow(run.run_id, event.event_id, event.SerializeToString())
+        )
+
+    def _commit(self, run: FlowRun) -> None:
+        history = self._pending_history.pop(run.run_id, [])
+        finished = [(run.run_id, s) for s in self._finished_inflight.pop(run.run_id, [])]
+        self._store.commit(
+            [FlowRow(run.run_id, run.flow_id, True, dump_run(run))], history, finished
+        )
+        self.waiters.notify(run.run_id)
+
+    def history(self, run: FlowRun, from_event_id: int, limit: int) -> list[pb.FlowHistoryEvent]:
+        """Committed history events of ``run`` from ``from_event_id`` on."""
+        events = []
+        for row in self._store.history(run.run_id, max(1, from_event_id), limit):
+            event = pb.FlowHistoryEvent()
+            event.ParseFromString(row.event)
+            events.append(event)
+        return events
+
+    # ------------------------------------------------------------------ lookups
+
+    def get_run(self, flow_id: str, run_id: str = "") -> FlowRun:
+        """The Flow's latest run (or the named run if it is the latest)."""
+        if not flow_id:
+            raise errors.invalid_argument("flow_id is required")
+        run = self.runs.get(flow_id)
+        if run is None or (run_id and run.run_id != run_id):
+            raise errors.flow_not_found(flow_id)
+        return run
+
+    def get_running(self, flow_id: str, run_id: str = "") -> FlowRun:
+        """The Flow's run if it is still running."""
+        run = self.get_run(flow_id, run_id)
+        if not run.is_running:
+            raise errors.flow_not_active(flow_id)
+        return run
+
+    # ------------------------------------------------------------------ start / stop
+
+    def start_flow(self, request: pb.StartFlowRequest) -> str:
+        """Start a run (ID reuse policy applied); returns its run ID."""
+        for name in ("flow_id", "flow_type", "start_step_type"):
+            if not getattr(request, name):
+                raise errors.invalid_argument(f"StartFlow: {name} is required")
+        options = request.flow_start_options
+        existing = self.runs.get(request.flow_id)
+        if existing is not None:
+            reused = self._check_reuse(existing, request)
+            if reused is not None:
+                return reused
+        now = time.time()
+        config = pb.FlowConfig()
+        config.CopyFrom(options.flow_config_override)
+        if not config.HasField("worker_target"):
+            config.worker_target.is_pull_mode = True
+        run = FlowRun(
+            flow_id=request.flow_id,
+            run_id=str(uuid.uuid4()),
+            flow_type=request.flow_type,
+            start_request=request,
+            config=config,
+            started_at=now,
+            request_id=request.request_id,
+        )
+        self._apply_attribute_writes(run, options.attributes)
+        started = pb.FlowStartedOrContinuedHistoryEvent(
+            flow_execution_id=pb.FlowExecutionID(flow_id=run.flow_id, run_id=run.run_id),
+            flow_type=run.flow_type,
+            flow_config=config,
+            flow_timeout_policy=request.flow_timeout_policy,
+        )
+        started.flow_timeout.FromSeconds(request.flow_timeout_seconds)
+        started.initial_start.start_step_type = request.start_step_type
+        started.initial_start.step_input.CopyFrom(ensure_value(request.step_input))
+        started.initial_start.step_options.CopyFrom(request.step_options)
+        started.initial_start.initial_attributes.extend(
+            pb.KV(key=k, value=v) for k, v in run.attributes.items()
+        )
+        self._event(run, flow_started_or_continued=started)
+        movement = pb.StepMovement(
+            step_type=request.start_step_type,
+            step_input=ensure_value(request.step_input),
+            step_options=request.step_options,
+        )
+        step = self._new_step(run, movement, START_FROM, now)
+        if options.flow_start_delay_seconds > 0:
+            step.retry_at = now + options.flow_start_delay_seconds
+        self.runs[run.flow_id] = run
+        self._commit(run)
+        self._arm_flow_timeout(run)
+        self._launch(run, step)
+        return run.run_id
+
+    def _check_reuse(self, existing: FlowRun, request: pb.StartFlowRequest) -> str | None:
+        options = request.flow_start_options
+        policy = options.id_reuse_policy
+        if existing.is_running:
+            if policy == pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING:
+                self._close(existing, pb.FLOW_STATUS_TERMINATED, 0, "terminated by a new run")
+                self._commit(existing)
+                return None
+            if options.flow_already_started_options.ignore_already_started_error:
+                return existing.run_id
+            raise errors.flow_already_started(
+                request.flow_id, f"flow {request.flow_id!r} is already running"
+            )
+        allowed = policy in (
+            pb.ID_REUSE_POLICY_ALLOW_IF_NO_RUNNING,
+            pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING,
+        ) or (
+            policy == pb.ID_REUSE_POLICY_ALLOW_IF_PREVIOUS_EXISTS_ABNORMALLY
+            and existing.status != pb.FLOW_STATUS_COMPLETED
+        )
+        if allowed:
+            return None
+        if options.flow_already_started_options.ignore_already_started_error:
+            return existing.run_id
+        raise errors.flow_already_started(
+            request.flow_id,
+            f"flow ID {request.flow_id!r} was already used and its ID reuse policy rejects reuse",
+        )
+
+    def stop_flow(self, request: pb.StopFlowRequest) -> None:
+        """Cancel, terminate or fail a running Flow."""
+        run = self.get_running(request.flow_id, request.run_id)
+        reason = request.reason or "stopped by StopFlow"
+        if request.stop_type == pb.STOP_TYPE_TERMINATE:
+            self._close(run, pb.FLOW_STATUS_TERMINATED, 0, reason)
+        elif request.stop_type == pb.STOP_TYPE_FAIL:
+            self._close(run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_CLIENT_API_FAILING_FLOW, reason)
+        else:
+            self._close(run, pb.FLOW_STATUS_CANCELED, 0, reason)
+        self._commit(run)
+
+    def _arm_flow_timeout(self, run: FlowRun) -> None:
+        seconds = run.start_request.flow_timeout_seconds
+        if seconds <= 0 or not run.is_running:
+            return
+        delay = max(0.0, run.started_at + seconds - time.time())
+        self._flow_timeouts[run.run_id] = asyncio.get_running_loop().call_later(
+            delay, self._on_flow_timeout, run
+        )
+
+    def _on_flow_timeout(self, run: FlowRun) -> None:
+        if not run.is_running or self.runs.get(run.flow_id) is not run:
+            return
+        if run.start_request.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
+            self._close(run, pb.FLOW_STATUS_CANCELED, 0, "flow timed out")
+        else:
+            self._close(run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, "flow timed out")
+        self._commit(run)
+
+    def _close(self, run: FlowRun, status: int, error_type: int, message: str) -> None:
+        run.status = status
+        run.closed_at = time.time()
+        run.error_type = error_type
+        run.error_message = message
+        for step in list(run.steps.values()):
+            self._end_step(run, step, completed=False)
+        handle = self._flow_timeouts.pop(run.run_id, None)
+        if handle is not None:
+            handle.cancel()
+        self._locks.pop(run.run_id, None)
+        self._lock_waiters.notify(run.run_id)
+        closed = pb.FlowClosedHistoryEvent(
+            flow_status=status, results=run.results, error_type=error_type, error_message=message
+        )
+        self._event(run, flow_closed=closed)
+
+    # ------------------------------------------------------------------ Steps
+
+    def _new_step(
+        self,
+        run: FlowRun,
+        movement: pb.StepMovement,
+        from_id: str,
+        now: float,
+        recovery: pb.RecoveryErrorInfo | None = None,
+    ) -> StepExecution:
+        if not movement.step_type:
+            raise errors.invalid_argument("a Step movement has no step_type")
+        number = run.step_counts.get(movement.step_type, 0) + 1
+        run.step_counts[movement.step_type] = number
+        step = StepExecution(
+            step_execution_id=f"{movement.step_type}-{number}",
+            step_type=movement.step_type,
+            from_step_execution_id=from_id,
+            input=ensure_value(movement.step_input),
+            options=movement.step_options,
+            created_at=now,
+            recovery_error=recovery,
+            phase=StepPhase.EXECUTE if movement.step_options.skip_wait_for else StepPhase.WAIT_FOR,
+        )
+        run.steps[step.step_execution_id] = step
+        return step
+
+    def _launch(self, run: FlowRun, step: StepExecution) -> None:
+        key = (run.run_id, step.step_execution_id)
+        existing = self._drivers.get(key)
+        if self._closing or (existing is not None and not existing.done()):
+            return
+        task = asyncio.get_running_loop().create_task(self._drive(run, step))
+        self._drivers[key] = task
+        task.add_done_callback(lambda done: self._forget_driver(key, done))
+
+    def _forget_driver(self, key: tuple[str, str], task: asyncio.Task[None]) -> None:
+        if self._drivers.get(key) is task:
+            del self._drivers[key]
+
+    def _end_step(self, run: FlowRun, step: StepExecution, *, completed: bool) -> None:
+        run.steps.pop(step.step_execution_id, None)
+        run.completed_steps[step.step_execution_id] = 1 if completed else 2
+        key = (run.run_id, step.step_execution_id)
+        for handle in self._timer_handles.pop(key, []):
+            handle.cancel()
+        self._finished_inflight.setdefault(run.run_id, []).append(step.step_execution_id)
+        driver = self._drivers.get(key)
+        if driver is not None and driver is not asyncio.current_task():
+            driver.cancel()
+        locks = self._locks.get(run.run_id)
+        if locks:
+            for name in [k for k, holder in locks.items() if holder == step.step_execution_id]:
+                del locks[name]
+            self._lock_waiters.notify(run.run_id)
+
+    def _cancel_steps(
+        self, run: FlowRun, step_types: Sequence[str], from_id: str | None
+    ) -> None:
+        wanted = set(step_types)
+        for step in list(run.steps.values()):
+            if step.step_type in wanted and (
+                from_id is None or step.from_step_execution_id == from_id
+            ):
+                self._end_step(run, step, completed=False)
+
+    async def _drive(self, run: FlowRun, step: StepExecution) -> None:
+        try:
+            while run.is_running and step.step_execution_id in run.steps:
+                if step.phase is StepPhase.WAITING:
+                    return
+                delay = step.retry_at - time.time()
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                key = (run.run_id, step.step_execution_id)
+                if key in self._lost_attempts:
+                    self._lost_attempts.discard(key)
+                    failure = _AttemptFailure(
+                        pb.WorkerErrorResponse(
+                            detail="the engine stopped while this attempt was in flight",
+                            error_type="dex_local_engine.EngineRestarted",
+                        ),
+                        reached_worker=True,
+                    )
+                    self._attempt_failed(run, step, failure)
+                    continue
+                await self._attempt(run, step)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            _log.exception("Step driver for %s/%s failed", run.flow_id, step.step_execution_id)
+
+    def _lock_keys(self, step: StepExecution) -> Sequence[str]:
+        if step.method is MethodKind.WAIT_FOR:
+            return step.options.wait_for_lock_attribute_keys
+        return step.options.execute_lock_attribute_keys
+
+    async def _acquire_locks(self, run: FlowRun, keys: Sequence[str], holder: str) -> None:
+        while True:
+            locks = self._locks.setdefault(run.run_id, {})
+            if all(locks.get(key, holder) == holder for key in keys):
+                for key in keys:
+                    locks[key] = holder
+                return
+            await self._lock_waiters.wait(run.run_id, 1.0)
+
+    def _release_locks(self, run: FlowRun, keys: Sequence[str], holder: str) -> None:
+        locks = self._locks.get(run.run_id)
+        if not locks:
+            return
+        for key in keys:
+            if locks.get(key) == holder:
+                del locks[key]
+        self._lock_waiters.notify(run.run_id)
+
+    async def _attempt(self, run: FlowRun, step: StepExecution) -> None:
+        keys = self._lock_keys(step)
+        await self._acquire_locks(run, keys, step.step_execution_id)
+        try:
+            method = step.method
+            now = time.time()
+            if step.first_attempt_at == 0.0:
+                step.first_attempt_at = now
+            step.method_started_at = now
+            request = self._method_request(run, step)
+            options = step.options
+            timeout = float(
+                (options.wait_for_timeout_seconds if method is MethodKind.WAIT_FOR else options.execute_timeout_seconds)
+                or _DEFAULT_METHOD_TIMEOUT
+            )
+            heartbeat = float(options.heartbeat_timeout_seconds) or None
+            self._store.mark_inflight(
+                InflightRow(run.run_id, step.step_execution_id, method.value, step.attempt)
+            )
+            outcome = await self._run_task(run, request, timeout, heartbeat, step)
+        finally:
+            self._release_locks(run, keys, step.step_execution_id)
+        if outcome is None or not run.is_running or step.step_execution_id not in run.steps:
+            return
+        if isinstance(outcome, _AttemptFailure):
+            self._attempt_failed(run, step, outcome)
+        elif isinstance(outcome, pb.InvokeWaitForMethodResponse):
+            self._wait_for_completed(run, step, outcome)
+        elif isinstance(outcome, pb.InvokeExecuteMethodResponse):
+            self._execute_completed(run, step, outcome)
+
+    async def _run_task(
+        self,
+        run: FlowRun,
+        request: TaskRequest,
+        timeout: float,
+        heartbeat_timeout: float | None,
+        step: StepExecution | None,
+    ) -> pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse | pb.InvokeWorkerRPCResponse | _AttemptFailure | None:
+        """Dispatch one attempt until its final frame; None when it must be dispatched again."""
+        deadline = time.time() + timeout
+        listening = self._listening_address(run)
+        task = DispatchTask(
+            task_id=str(uuid.uuid4()),
+            flow_id=run.flow_id,
+            flow_type=run.flow_type,
+            queue="",
+            listening_address=listening,
+            request=request,
+            deadline=_timestamp(deadline),
+        )
+        dispatcher = self._dispatchers(listening)
+        reached = False
+        heartbeat_expired = False
+        frames = dispatcher.dispatch(task).__aiter__()
+        try:
+            async with asyncio.timeout(timeout):
+                while True:
+                    try:
+                        if heartbeat_timeout is not None:
+                            frame = await asyncio.wait_for(anext(frames), heartbeat_timeout)
+                        else:
+                            frame = await anext(frames)
+                    except TimeoutError:
+                        heartbeat_expired = True
+                        raise
+                    except StopAsyncIteration:
+                        if reached:
+                            raise WorkerLost("the Worker ended the task without a result") from None
+                        raise TaskNotStarted("the Worker ended the task before it ran") from None
+                    reached = True
+                    final = self._on_frame(run, step, frame)
+                    if final is not None:
+                        return final
+        except TaskNotStarted:
+            await asyncio.sleep(_REDISPATCH_DELAY)
+            return None
+        except WorkerLost as lost:
+            return _AttemptFailure(
+                pb.WorkerErrorResponse(
+                    detail=f"the Worker was lost during the attempt: {lost}",
+                    error_type="dex_local_engine.WorkerLost",
+                ),
+                reached_worker=True,
+            )
+        except TimeoutError:
+            what = "heartbeat timeout" if heartbeat_expired else "timeout"
+            return _AttemptFailure(
+                pb.WorkerErrorResponse(
+                    detail=f"the attempt exceeded its {what}",
+                    error_type="dex_local_engine.Timeout",
+                ),
+                reached_worker=reached,
+            )
+        finally:
+            await frames.aclose()  # type: ignore[attr-defined]
+
+    def _on_frame(
+        self, run: FlowRun, step: StepExecution | None, frame: TaskFrame
+    ) -> pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse | pb.InvokeWorkerRPCResponse | _AttemptFailure | None:
+        if isinstance(frame, pb.WorkerErrorResponse):
+            return _AttemptFailure(frame, reached_worker=True)
+        if isinstance(frame, pb.InvokeWorkerRPCResponse):
+            return frame
+        kind = frame.WhichOneof("output")
+        if kind == "result":
+            return frame.result
+        if kind == "heartbeat":
+            if step is not None:
+                step.reached_worker = True
+                if frame.heartbeat.HasField("value"):
+                    step.last_heartbeat = ensure_value(frame.heartbeat.value)
+        elif kind == "stream_write" and self._stream_writer is not None and step is not None:
+            self._stream_writer(run, step.step_execution_id, frame.stream_write)
+        return None
+
+    def _listening_address(self, run: FlowRun) -> str | None:
+        target = run.config.worker_target
+        if target.is_pull_mode or not target.address:
+            return None
+        return target.address
+
+    # ------------------------------------------------------------------ requests
+
+    def _context(self, run: FlowRun, step: StepExecution) -> pb.Context:
+        context = pb.Context(
+            flow_id=run.flow_id,
+            run_id=run.run_id,
+            flow_started_timestamp=int(run.started_at),
+            step_execution_id=step.step_execution_id,
+            first_attempt_timestamp=int(step.first_attempt_at),
+            attempt=step.attempt,
+            from_step_execution_id=step.from_step_execution_id,
+            run_attempt=1,
+        )
+        if step.recovery_error is not None:
+            context.recovery_error.CopyFrom(step.recovery_error)
+        if step.last_heartbeat is not None:
+            context.last_heartbeat_value.CopyFrom(step.last_heartbeat)
+        return context
+
+    def _state(
+        self,
+        run: FlowRun,
+        attribute_maps: Sequence[str],
+        channel_names: Sequence[str],
+        channel_maps: Sequence[str],
+    ) -> dict[str, object]:
+        attributes = [
+            pb.KV(key=key, value=value)
+            for key, value in run.attributes.items()
+            if "/" not in key or _selected(key, attribute_maps)
+        ]
+        infos = {name: pb.ChannelInfo(size=len(queue)) for name, queue in run.channels.items() if queue}
+        loaded: dict[str, pb.ChannelValues] = {}
+        for name, queue in run.channels.items():
+            if queue and (name in channel_names or _selected(name, channel_maps)):
+                loaded[name] = pb.ChannelValues(messages=queue)
+        return {
+            "attributes": attributes,
+            "channel_infos": infos,
+            "loaded_channel_messages": loaded,
+            "loaded_attribute_map_instances": list(attribute_maps),
+            "loaded_channel_names": list(channel_names),
+            "loaded_channel_map_instances": list(channel_maps),
+        }
+
+    def _method_request(self, run: FlowRun, step: StepExecution) -> TaskRequest:
+        options = step.options
+        if step.method is MethodKind.WAIT_FOR:
+            return pb.InvokeWaitForMethodRequest(
+                context=self._context(run, step),
+                flow_type=run.flow_type,
+                step_type=step.step_type,
+                step_input=step.input,
+                **self._state(  # type: ignore[arg-type]
+                    run,
+                    options.wait_for_load_attribute_map_instances,
+                    options.wait_for_load_channel_names,
+                    options.wait_for_load_channel_map_instances,
+                ),
+            )
+        request = pb.InvokeExecuteMethodRequest(
+            context=self._context(run, step),
+            flow_type=run.flow_type,
+            step_type=step.step_type,
+            step_input=step.input,
+            step_exe_locals=[pb.KV(key=k, value=v) for k, v in step.locals.items()],
+            **self._state(  # type: ignore[arg-type]
+                run,
+                options.execute_load_attribute_map_instances,
+                options.execute_load_channel_names,
+                options.execute_load_channel_map_instances,
+            ),
+        )
+        results = condition_results(step)
+        if results is not None:
+            request.condition_results.CopyFrom(results)
+        return request
+
+    # ------------------------------------------------------------------ writes
+
+    def _apply_attribute_writes(self, run: FlowRun, writes: Iterable[pb.AttributeWrite]) -> None:
+        for write in writes:
+            if not write.key:
+                raise errors.invalid_argument("an Attribute write has an empty key")
+            if _is_null(write.value):
+                run.attributes.pop(write.key, None)
+            else:
+                run.attributes[write.key] = ensure_value(write.value)
+            if write.HasField("index_config") and write.index_config.enable:
+                run.attribute_indexes[write.key] = write.index_config
+
+    def _publish(self, run: FlowRun, messages: Iterable[pb.ChannelMessage]) -> list[pb.ChannelMessage]:
+        published = []
+        for message in messages:
+            if not message.channel_name:
+                raise errors.invalid_argument("a Channel message has an empty channel_name")
+            stored = pb.ChannelMessage(
+                channel_name=message.channel_name,
+                value=ensure_value(message.value),
+                message_id=message.message_id or f"msg-{run.next_message_number}",
+            )
+            run.next_message_number += 1
+            run.channels.setdefault(stored.channel_name, []).append(stored)
+            published.append(stored)
+        return published
+
+    def _delete_messages(
+        self, run: FlowRun, deletions: Iterable[pb.ChannelMessageDeletion], *, strict: bool
+    ) -> None:
+        for deletion in deletions:
+            queue = run.channels.get(deletion.channel_name, [])
+            index = next(
+                (i for i, m in enumerate(queue) if m.message_id == deletion.message_id), None
+            )
+            if index is None:
+                if strict:
+                    raise errors.channel_message_not_found(deletion.channel_name, deletion.message_id)
+                continue
+            del queue[index]
+            if not queue:
+                run.channels.pop(deletion.channel_name, None)
+
+    def _apply_method_writes(
+        self,
+        run: FlowRun,
+        attributes: Iterable[pb.AttributeWrite],
+        publications: Iterable[pb.ChannelMessage],
+        deletions: Iterable[pb.ChannelMessageDeletion],
+    ) -> None:
+        self._apply_attribute_writes(run, attributes)
+        self._delete_messages(run, deletions, strict=False)
+        self._publish(run, publications)
+
+    # ------------------------------------------------------------------ method outcomes
+
+    def _event_context(self, step: StepExecution) -> pb.StepMethodEventContext:
+        context = pb.StepMethodEventContext(
+            step_execution_id=step.step_execution_id,
+            from_step_execution_id=step.from_step_execution_id,
+            step_type=step.step_type,
+            final_attempt=step.attempt,
+        )
+        if step.method_started_at:
+            context.started_time.FromDatetime(_timestamp(step.method_started_at))
+            context.duration.FromNanoseconds(int((time.time() - step.method_started_at) * 1e9))
+        return context
+
+    def _event_input(self, step: StepExecution) -> pb.StepMethodEventInput:
+        return pb.StepMethodEventInput(step_input=step.input)
+
+    def _reset_method(self, step: StepExecution, phase: StepPhase) -> None:
+        step.phase = phase
+        step.attempt = 1
+        step.first_attempt_at = 0.0
+        step.reached_worker = False
+        step.retry_at = 0.0
+        step.last_heartbeat = None
+        step.last_failure = None
+
+    def _wait_for_completed(
+        self, run: FlowRun, step: StepExecution, response: pb.InvokeWaitForMethodResponse
+    ) -> None:
+        self._apply_method_writes(
+            run, response.upsert_attributes, response.publish_to_channel, response.delete_from_channel
+        )
+        for kv in response.upsert_step_exe_locals:
+            step.locals[kv.key] = ensure_value(kv.value)
+        output = pb.StepWaitForCompletedOutput(
+            wait_for_condition=response.waiting_condition,
+            upsert_attributes=response.upsert_attributes,
+            publish_to_channel=response.publish_to_channel,
+            record_events=response.record_events,
+            upsert_step_execution_locals=response.upsert_step_exe_locals,
+            delete_from_channel=response.delete_from_channel,
+        )
+        self._event(
+            run,
+            step_wait_for_completed=pb.StepWaitForCompletedEvent(
+                input=self._event_input(step), output=output, context=self._event_context(step)
+            ),
+        )
+        self._finished_inflight.setdefault(run.run_id, []).append(step.step_execution_id)
+        now = time.time()
+        if response.HasField("waiting_condition"):
+            self._reset_method(step, StepPhase.WAITING)
+            start_waiting(step, response.waiting_condition, now)
+        else:
+            self._reset_method(step, StepPhase.EXECUTE)
+        self._evaluate_waiting(run, commit=False)
+        self._commit(run)
+        if step.phase is StepPhase.WAITING:
+            self._arm_timers(run, step)
+
+    def _execute_completed(
+        self, run: FlowRun, step: StepExecution, response: pb.InvokeExecuteMethodResponse
+    ) -> None:
+        self._apply_method_writes(
+            run, response.upsert_attributes, response.publish_to_channel, response.delete_from_channel
+        )
+        output = pb.StepExecuteCompletedOutput(
+            step_decision=response.step_decision,
+            upsert_attributes=response.upsert_attributes,
+            publish_to_channel=response.publish_to_channel,
+            record_events=response.record_events,
+            upsert_step_execution_locals=response.upsert_step_exe_locals,
+            delete_from_channel=response.delete_from_channel,
+        )
+        self._event(
+            run,
+            step_execute_completed=pb.StepExecuteCompletedEvent(
+                input=self._event_input(step), output=output, context=self._event_context(step)
+            ),
+        )
+        self._end_step(run, step, completed=True)
+        started = self._apply_decision(run, step, response.step_decision)
+        self._after_steps_changed(run, started)
+
+    def _after_steps_changed(self, run: FlowRun, started: list[StepExecution]) -> None:
+        if run.is_running and run.graceful_close_pending and not run.steps:
+            self._close(run, pb.FLOW_STATUS_COMPLETED, 0, "")
+        if run.is_running:
+            self._evaluate_waiting(run, commit=False)
+        self._commit(run)
+        if run.is_running:
+            for new_step in started:
+                if new_step.step_execution_id in run.steps:
+                    self._launch(run, new_step)
+
+    def _apply_decision(
+        self, run: FlowRun, step: StepExecution, decision: pb.StepDecision
+    ) -> list[StepExecution]:
+        now = time.time()
+        self._cancel_steps(run, decision.cancel_step_types, None)
+        self._cancel_steps(run, decision.cancel_sibling_step_types, step.from_step_execution_id)
+        close = decision.close_decision
+        kind = close.close_decision_type if decision.HasField("close_decision") else 0
+        result = pb.StepCompletionOutput(
+            completed_step_type=step.step_type,
+            completed_step_execution_id=step.step_execution_id,
+        )
+        if close.HasField("close_input"):
+            result.completed_step_output.CopyFrom(ensure_value(close.close_input))
+        if kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE_ON_CHANNELS_EMPTY:
+            if all(not run.channels.get(name) for name in close.conditional_channel_names):
+                kind = pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE
+            else:
+                kind = 0
+        if kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE:
+            run.results.append(result)
+            self._close(run, pb.FLOW_STATUS_COMPLETED, 0, "")
+            return []
+        if kind == pb.CLOSE_DECISION_TYPE_FORCE_FAIL:
+            message = _value_text(close.close_input) if close.HasField("close_input") else ""
+            self._close(
+                run,
+                pb.FLOW_STATUS_FAILED,
+                pb.FLOW_ERROR_TYPE_STEP_DECISION_FAILING_FLOW,
+                message or f"Step {step.step_execution_id} failed the Flow",
+            )
+            return []
+        if kind == pb.CLOSE_DECISION_TYPE_GRACEFUL_COMPLETE:
+            if close.HasField("close_input"):
+                run.results.append(result)
+            run.graceful_close_pending = True
+            return []
+        if kind == pb.CLOSE_DECISION_TYPE_DEAD_END:
+            return []
+        return [self._new_step(run, movement, step.step_execution_id, now) for movement in decision.next_steps]
+
+    def _attempt_failed(self, run: FlowRun, step: StepExecution, failure: _AttemptFailure) -> None:
+        method = step.method
+        policy = step.options.wait_for_retry_policy if method is MethodKind.WAIT_FOR else step.options.execute_retry_policy
+        step.reached_worker = step.reached_worker or failure.reached_worker
+        step.last_failure = failure.error
+        self._finished_inflight.setdefault(run.run_id, []).append(step.step_execution_id)
+        now = time.time()
+        interval = _retry_interval(policy, step.attempt, failure.error.retry_after_seconds)
+        total = float(policy.total_duration_seconds or _DEFAULT_TOTAL_RETRY_DURATION)
+        within_attempts = policy.maximum_attempts <= 0 or step.attempt < policy.maximum_attempts
+        within_time = now + interval - step.first_attempt_at <= total
+        if within_attempts and within_time:
+            step.attempt += 1
+            step.retry_at = now + interval
+            self._commit(run)
+            return
+        self._method_failed(run, step, failure.error)
+
+    def _method_failed(self, run: FlowRun, step: StepExecution, error: pb.WorkerErrorResponse) -> None:
+        failure = pb.StepMethodFailedOutput(
+            failure=pb.StepMethodFailure(
+                backend_error=error.detail,
+                attempt=step.attempt,
+                details=pb.ServiceErrorResponse(
+                    detail=error.detail,
+                    sub_status=pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+                    original_worker_error_detail=error.detail,
+                    original_worker_error_type=error.error_type,
+                    original_worker_error_status=error.grpc_status,
+                    original_worker_error_stack_trace=error.stack_trace,
+                ),
+            )
+        )
+        context = self._event_context(step)
+        context.last_failure_info.CopyFrom(failure.failure)
+        progress = ATTEMPT_PROGRESS_NOT_COMPLETED if step.reached_worker else ATTEMPT_PROGRESS_NOT_STARTED
+        detail = f"{error.detail} (attempt_progress: {progress})"
+        if step.method is MethodKind.WAIT_FOR:
+            self._event(
+                run,
+                step_wait_for_failed=pb.StepWaitForFailedEvent(
+                    input=self._event_input(step), output=failure, context=context
+                ),
+            )
+            if step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
+                step.wait_for_failed = True
+                self._reset_method(step, StepPhase.EXECUTE)
+                self._commit(run)
+                return
+            self._close(
+                run,
+                pb.FLOW_STATUS_FAILED,
+                pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
+                f"Step {step.step_execution_id} wait_for failed: {detail}",
+            )
+            self._commit(run)
+            return
+        self._event(
+            run,
+            step_execute_failed=pb.StepExecuteFailedEvent(
+                input=self._event_input(step), output=failure, context=context
+            ),
+        )
+        options = step.options
+        self._end_step(run, step, completed=False)
+        started: list[StepExecution] = []
+        if options.execute_failure_policy == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP:
+            movement = pb.StepMovement(
+                step_type=options.execute_failure_proceed_step_type,
+                step_input=step.input,
+                step_options=options.execute_failure_proceed_step_options,
+            )
+            recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error.error_type)
+            started.append(self._new_step(run, movement, step.step_execution_id, time.time(), recovery))
+        else:
+            self._close(
+                run,
+                pb.FLOW_STATUS_FAILED,
+                pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
+                f"Step {step.step_execution_id} execute failed: {detail}",
+            )
+        self._after_steps_changed(run, started)
+
+    # ------------------------------------------------------------------ conditions
+
+    def _evaluate_waiting(self, run: FlowRun, *, commit: bool = True) -> None:
+        """Move every waiting Step whose conditions now hold to execute."""
+        if not run.is_running:
+            return
+        now = time.time()
+        ready = []
+        for step in sorted(run.steps.values(), key=lambda s: s.created_at):
+            if step.phase is StepPhase.WAITING and evaluate_step(run, step, now):
+                step.phase = StepPhase.EXECUTE
+                ready.append(step)
+        if ready and commit:
+            self._commit(run)
+        for step in ready:
+            for handle in self._timer_handles.pop((run.run_id, step.step_execution_id), []):
+                handle.cancel()
+            self._launch_soon(run, step)
+
+    def _launch_soon(self, run: FlowRun, step: StepExecution) -> None:
+        # The Step becomes runnable only after the caller's commit.
+        asyncio.get_running_loop().call_soon(self._launch_if_active, run, step)
+
+    def _launch_if_active(self, run: FlowRun, step: StepExecution) -> None:
+        if run.is_running and run.steps.get(step.step_execution_id) is step:
+            self._launch(run, step)
+
+    def _arm_timers(self, run: FlowRun, step: StepExecution) -> None:
+        key = (run.run_id, step.step_execution_id)
+        for handle in self._timer_handles.pop(key, []):
+            handle.cancel()
+        loop = asyncio.get_running_loop()
+        handles = [
+            loop.call_later(max(0.0, state.fire_at - time.time()), self._evaluate_waiting, run)
+            for state in step.timers
+            if not state.completed
+        ]
+        self._timer_handles[key] = handles
+
+    # ------------------------------------------------------------------ client operations
+
+    def publish(self, request: pb.PublishToChannelRequest) -> None:
+        """Publish external Channel messages."""
+        run = self.get_running(request.flow_id, request.run_id)
+        published = self._publish(run, request.messages)
+        self._event(run, channel_external_publish=pb.ChannelExternalPublishEvent(messages=published))
+        self._evaluate_waiting(run, commit=False)
+        self._commit(run)
+
+    def delete_message(self, request: pb.DeleteChannelMessageRequest) -> None:
+        """Delete one pending Channel message."""
+        run = self.get_running(request.flow_id, request.run_id)
+        deletion = pb.ChannelMessageDeletion(
+            channel_name=request.channel_name, message_id=request.message_id
+        )
+        self._delete_messages(run, [deletion], strict=True)
+        self._event(run, channel_external_delete=pb.ChannelExternalDeleteEvent(messages=[deletion]))
+        self._commit(run)
+
+    def set_attributes(self, request: pb.SetAttributesRequest) -> None:
+        """Write Attributes from a client."""
+        run = self.get_running(request.flow_id, request.run_id)
+        self._apply_attribute_writes(run, request.attributes)
+        self._event(
+            run,
+            rpc_execution_completed=pb.RpcExecutionCompletedEvent(
+                upsert_attributes=request.attributes, is_set_attribute_api=True
+            ),
+        )
+        self._commit(run)
+
+    def skip_timer(self, request: pb.SkipTimerRequest) -> None:
+        """Fire a waiting Step's Timer now."""
+        run = self.get_running(request.flow_id, request.run_id)
+        step = run.steps.get(request.step_execution_id)
+        if step is None or step.waiting is None or step.phase is not StepPhase.WAITING:
+            raise errors.failed_precondition(
+                f"Step execution {request.step_execution_id!r} is not waiting on Timers"
+            )
+        timers = step.waiting.timer_conditions
+        if request.timer_condition_id:
+            indexes = [i for i, t in enumerate(timers) if t.condition_id == request.timer_condition_id]
+        else:
+            indexes = [request.timer_condition_index]
+        if not indexes or not 0 <= indexes[0] < len(timers):
+            raise errors.invalid_argument(
+                f"Step execution {request.step_execution_id!r} has no such Timer"
+            )
+        step.timers[indexes[0]].skipped = True
+        self._evaluate_waiting(run, commit=False)
+        self._commit(run)
+
+    def update_config(self, request: pb.UpdateFlowConfigRequest) -> None:
+        """Merge the set fields of a FlowConfig into a running Flow."""
+        run = self.get_running(request.flow_id, request.run_id)
+        new = request.flow_config
+        for name in (
+            "active_step_search_mode",
+            "continue_as_new_threshold",
+            "continue_as_new_page_size_in_bytes",
+            "step_durability",
+            "worker_target",
+            "attribute_store_names",
+        ):
+            if new.HasField(name):
+                field = getattr(new, name)
+                if isinstance(field, int):
+                    setattr(run.config, name, field)
+                else:
+                    getattr(run.config, name).CopyFrom(field)
+        self._commit(run)
+
+    async def invoke_rpc(self, request: pb.InvokeRPCRequest) -> pb.InvokeRPCResponse:
+        """Run an RPC on a Worker and apply its writes and decisions atomically."""
+        if not request.rpc_name:
+            raise errors.invalid_argument("InvokeRPC: rpc_name is required")
+        run = self.get_running(request.flow_id, request.run_id)
+        keys = list(request.lock_attribute_keys)
+        locks = self._locks.setdefault(run.run_id, {})
+        held = [key for key in keys if key in locks]
+        if held:
+            raise errors.rpc_lock_conflict(held)
+        holder = f"rpc:{uuid.uuid4()}"
+        for key in keys:
+            locks[key] = holder
+        try:
+            now = time.time()
+            rpc_request = pb.InvokeWorkerRPCRequest(
+                context=pb.Context(
+                    flow_id=run.flow_id,
+                    run_id=run.run_id,
+                    flow_started_timestamp=int(run.started_at),
+                    first_attempt_timestamp=int(now),
+                    attempt=1,
+                    run_attempt=1,
+                ),
+                flow_type=run.flow_type,
+                rpc_name=request.rpc_name,
+                input=ensure_value(request.input),
+                **self._state(  # type: ignore[arg-type]
+                    run,
+                    request.load_attribute_map_instances,
+                    request.load_channel_names,
+                    request.load_channel_map_instances,
+                ),
+            )
+            timeout = float(request.timeout_seconds or _DEFAULT_RPC_TIMEOUT)
+            deadline = now + timeout
+            while True:
+                remaining = deadline - time.time()
+                if remaining <= 0:
+                    raise errors.EngineError(
+                        grpc.StatusCode.DEADLINE_EXCEEDED,
+                        pb.ERROR_SUB_STATUS_UNCATEGORIZED,
+                        f"RPC {request.rpc_name!r} timed out after {timeout:g}s waiting for a Worker",
+                    )
+                outcome = await self._run_task(run, rpc_request, remaining, None, None)
+                if outcome is not None:
+                    break
+        finally:
+            self._release_locks(run, keys, holder)
+        if isinstance(outcome, _AttemptFailure):
+            if outcome.error.error_type.startswith("dex_local_engine."):
+                raise errors.worker_unavailable(outcome.error.detail)
+            raise errors.worker_api_error(outcome.error)
+        assert isinstance(outcome, pb.InvokeWorkerRPCResponse)
+        if not run.is_running:
+            raise errors.flow_not_active(run.flow_id)
+        self._apply_method_writes(
+            run, outcome.upsert_attributes, outcome.publish_to_channel, outcome.delete_from_channel
+        )
+        decision = outcome.step_decision
+        self._cancel_steps(run, decision.cancel_step_types, None)
+        from_id = f"{RPC_FROM_PREFIX}{request.rpc_name}"
+        started = [self._new_step(run, m, from_id, time.time()) for m in decision.next_steps]
+        self._event(
+            run,
+            rpc_execution_completed=pb.RpcExecutionCompletedEvent(
+                rpc_name=request.rpc_name,
+                input=rpc_request.input,
+                output=ensure_value(outcome.output),
+                step_decision=decision,
+                upsert_attributes=outcome.upsert_attributes,
+                record_events=outcome.record_events,
+                publish_to_channel=outcome.publish_to_channel,
+                delete_from_channel=outcome.delete_from_channel,
+            ),
+        )
+        self._after_steps_changed(run, started)
+        return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
+
+
+def _retry_interval(policy: pb.RetryPolicy, attempt: int, retry_after: int) -> float:
+    if retry_after > 0:
+        return float(retry_after)
+    initial = float(policy.initial_interval_seconds or _DEFAULT_INITIAL_INTERVAL)
+    coefficient = float(policy.backoff_coefficient or _DEFAULT_BACKOFF)
+    maximum = float(policy.maximum_interval_seconds or _DEFAULT_MAXIMUM_INTERVAL)
+    return min(initial * coefficient ** (attempt - 1), maximum)
+
+
+def _value_text(value: pb.Value) -> str:
+    kind = value.WhichOneof("kind")
+    if kind == "string_value":
+        return value.string_value
+    if kind == "obj_value":
+        payload = value.obj_value.payload
+        try:
+            text = payload.decode()
+        except UnicodeDecodeError:
+            return repr(payload)
+        return text.strip('"') if text.startswith('"') else text
+    if kind in (None, "null_value"):
+        return ""
+    return str(getattr(value, kind))

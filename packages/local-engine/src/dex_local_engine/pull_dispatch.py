@@ -1,0 +1,246 @@
+"""Dispatch of Step methods and RPCs to pull Workers over ``WorkerTaskService.PollWorkerTask``.
+
+:class:`PullDispatcher` is both the engine's ``WorkerTaskService`` servicer (Workers open streams
+to it) and a :class:`~dex_local_engine.dispatch.Dispatcher` (the scheduler hands it tasks).
+
+Wiring, in the engine's server (one asyncio event loop serves gRPC and runs the scheduler)::
+
+    from dex.dexpb import dex_pb2_grpc
+    from dex_local_engine.pull_dispatch import PullDispatcher
+
+    pull = PullDispatcher()
+    server = grpc.aio.server()
+    dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(pull, server)
+    scheduler = Scheduler(..., dispatcher=pull)  # tasks with listening_address=None
+    ...
+    pull.reconnect_all("engine shutting down")  # on graceful shutdown, before server.stop()
+
+Protocol, as the Dex SDK's pull Worker expects it:
+
+- A stream's first frame from the Worker is ``register`` (queue, app Worker ID, Flow types); the
+  engine answers ``registered`` before anything else.
+- A stream carries one task at a time: ``task`` out, then ``task_frame``s back (heartbeats and
+  Stream writes, then the result, or ``worker_error``), or a ``reject``.
+- A rejected task is offered to other streams without using an attempt: a Worker without capacity
+  is skipped until it finishes a task (or after ``no_capacity_retry_seconds``), a Worker that does
+  not know the Step or RPC is skipped for that task. A task waits for a Worker without limit; the
+  scheduler enforces the deadline by cancelling the dispatch.
+- Cancelling a dispatch sends ``cancel_task``; the stream stays busy until the Worker's final frame,
+  which is dropped.
+- A stream that ends (half-closes or breaks) before the task sent any output raises
+  :class:`TaskNotStarted`: the task counts as never run. After output, the stream's end raises
+  :class:`WorkerLost`. (A killed Worker's stream usually reads as a half-close here, so the two
+  cannot be told apart reliably.) Idle streams are offered longest-idle first: a Worker retires
+  the stream that just finished a task when it has another idle one, so that stream is avoided.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+from google.protobuf import timestamp_pb2
+
+from dex_local_engine.dispatch import DispatchTask, TaskFrame, TaskNotStarted, WorkerLost
+from dex_local_engine.pull_worker_registry import (
+    Assignment,
+    Exclusions,
+    FrameEvent,
+    PullDispatchStats,
+    PullStreamInfo,
+    PullWorkerRegistry,
+    RejectEvent,
+    StreamGoneEvent,
+    WorkerStream,
+)
+
+__all__ = ["PullDispatchStats", "PullDispatcher", "PullStreamInfo"]
+
+_LOGGER = logging.getLogger(__name__)
+_EOF: object = getattr(grpc.aio, "EOF")  # missing from the grpc type stubs
+
+
+class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[misc]
+    """Serves pull Worker streams and dispatches tasks to them.
+
+    Args:
+        no_capacity_retry_seconds: after a Worker declines a task for lack of capacity, how long
+            the task avoids that Worker unless the Worker finishes a task sooner.
+
+    Example:
+        >>> pull = PullDispatcher()
+        >>> async for frame in pull.dispatch(task):  # doctest: +SKIP
+        ...     handle(frame)
+    """
+
+    def __init__(self, *, no_capacity_retry_seconds: float = 1.0) -> None:
+        if no_capacity_retry_seconds <= 0:
+            raise ValueError(
+                f"no_capacity_retry_seconds must be positive, got {no_capacity_retry_seconds}"
+            )
+        self._no_capacity_retry_seconds = no_capacity_retry_seconds
+        self._registry = PullWorkerRegistry()
+
+    # Dispatcher ----------------------------------------------------------------------------
+
+    async def dispatch(self, task: DispatchTask) -> AsyncGenerator[TaskFrame, None]:
+        """Run ``task`` on a pull Worker and yield its frames; the last one is final.
+
+        Raises:
+            TaskNotStarted: the stream carrying the task ended before any output.
+            WorkerLost: the stream ended after output but before the final frame.
+        """
+        exclusions = Exclusions(self._no_capacity_retry_seconds)
+        while True:
+            assignment = await self._registry.acquire(task, exclusions)
+            try:
+                assignment.stream.send(pb.PollWorkerTaskResponse(task=_poll_worker_task(task)))
+                while True:
+                    event = await assignment.events.get()
+                    if isinstance(event, FrameEvent):
+                        yield event.frame
+                        if event.is_final:
+                            return
+                    elif isinstance(event, RejectEvent):
+                        self._note_reject(assignment, event, exclusions)
+                        break
+                    else:
+                        raise _stream_gone_error(assignment, event)
+            finally:
+                self._registry.abandon(assignment)
+
+    # Administration ------------------------------------------------------------------------
+
+    def reconnect_all(self, reason: str) -> int:
+        """Ask every Worker to reopen its streams (for example before the engine stops).
+
+        Idle streams close at once; a busy stream closes after its task's final frame. Returns the
+        number of streams asked.
+        """
+        return self._registry.reconnect(None, reason)
+
+    def reconnect_worker(self, app_worker_id: str, reason: str) -> int:
+        """Ask one Worker, by app Worker ID, to reopen its streams. Returns the streams asked."""
+        return self._registry.reconnect(app_worker_id, reason)
+
+    def streams(self) -> tuple[PullStreamInfo, ...]:
+        """Snapshot of the registered pull streams."""
+        return self._registry.streams()
+
+    @property
+    def stats(self) -> PullDispatchStats:
+        """Counters of streams, offers, rejections and dropped frames so far."""
+        return self._registry.stats
+
+    async def wait_streams_changed(self) -> None:
+        """Wait until a stream registers, ends, or turns busy or idle."""
+        await self._registry.wait_changed()
+
+    # WorkerTaskService ---------------------------------------------------------------------
+
+    async def PollWorkerTask(
+        self,
+        request_iterator: AsyncIterator[pb.PollWorkerTaskRequest],
+        context: grpc.aio.ServicerContext[pb.PollWorkerTaskRequest, pb.PollWorkerTaskResponse],
+    ) -> None:
+        """One Worker stream: register, then carry one task at a time until the Worker leaves."""
+        del request_iterator  # frames are read with context.read() so writes can interleave
+        first = await context.read()
+        if first is _EOF:
+            return
+        problem = _registration_problem(first)
+        if problem is not None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        stream = self._registry.add_stream(first.register)
+        writer = asyncio.create_task(_write_frames(stream, context))
+        detail = "the Worker's stream broke"
+        try:
+            while True:
+                request = await context.read()
+                if request is _EOF:
+                    detail = "the Worker's stream closed"
+                    break
+                problem = self._handle_request(stream, request)
+                if problem is not None:
+                    detail = problem
+                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+        finally:
+            self._registry.remove_stream(stream, detail)
+            writer.cancel()
+
+    def _handle_request(
+        self, stream: WorkerStream, request: pb.PollWorkerTaskRequest
+    ) -> str | None:
+        kind = request.WhichOneof("frame")
+        if kind == "task_frame":
+            self._registry.on_task_frame(stream, request.task_frame)
+        elif kind == "reject":
+            self._registry.on_reject(stream, request.reject)
+        elif kind == "register":
+            return "PollWorkerTask register is only valid as the first frame of a stream"
+        return None
+
+    def _note_reject(
+        self, assignment: Assignment, event: RejectEvent, exclusions: Exclusions
+    ) -> None:
+        worker = assignment.stream.app_worker_id
+        reason = pb.PollWorkerTaskRejectReason.Name(event.reason)
+        _LOGGER.debug("Worker %s rejected task %s: %s", worker, assignment.task.task_id, reason)
+        exclusions.record(worker, event.reason, self._registry.finished_count(worker))
+
+
+async def _write_frames(
+    stream: WorkerStream,
+    context: grpc.aio.ServicerContext[pb.PollWorkerTaskRequest, pb.PollWorkerTaskResponse],
+) -> None:
+    while True:
+        response = await stream.outbox.get()
+        try:
+            await context.write(response)
+        except Exception:
+            # The stream is ending; its reader notices and reports the end to the task.
+            _LOGGER.debug("write to pull stream %d failed", stream.stream_id, exc_info=True)
+            return
+
+
+def _registration_problem(request: pb.PollWorkerTaskRequest) -> str | None:
+    kind = request.WhichOneof("frame")
+    if kind != "register":
+        return f"the first PollWorkerTask frame must be register, got {kind or 'an empty frame'}"
+    register = request.register
+    if not register.queue:
+        return "PollWorkerTask register needs a queue"
+    if not register.app_worker_id:
+        return "PollWorkerTask register needs an app_worker_id"
+    if not register.flow_types:
+        return f"PollWorkerTask register for queue {register.queue!r} lists no Flow types"
+    return None
+
+
+def _poll_worker_task(task: DispatchTask) -> pb.PollWorkerTask:
+    deadline = timestamp_pb2.Timestamp()
+    deadline.FromDatetime(task.deadline)
+    message = pb.PollWorkerTask(task_id=task.task_id, deadline=deadline)
+    request = task.request
+    if isinstance(request, pb.InvokeWaitForMethodRequest):
+        message.wait_for.CopyFrom(request)
+    elif isinstance(request, pb.InvokeExecuteMethodRequest):
+        message.execute.CopyFrom(request)
+    else:
+        message.rpc.CopyFrom(request)
+    return message
+
+
+def _stream_gone_error(assignment: Assignment, event: StreamGoneEvent) -> Exception:
+    stream = assignment.stream
+    where = (
+        f"task {assignment.task.task_id} on Worker {stream.app_worker_id} "
+        f"(queue {stream.registration.queue!r})"
+    )
+    if assignment.has_output:
+        return WorkerLost(f"{where}: {event.detail} after the task sent output")
+    return TaskNotStarted(f"{where}: {event.detail} before the task sent any output")

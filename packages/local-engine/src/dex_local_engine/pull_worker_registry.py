@@ -1,0 +1,430 @@
+"""The pull Worker streams the engine knows, and which waiting task goes to which idle stream.
+
+A pull Worker opens one ``PollWorkerTask`` stream per queue it polls (its sticky queue, named by its
+app Worker ID, and one per Flow type) and keeps opening and retiring them. Each stream carries at
+most one task at a time. :class:`PullWorkerRegistry` holds the open streams, queues the tasks
+waiting for a stream (first come, first served), and routes the frames a Worker sends back to the
+task they belong to. It is single-threaded: every method runs on the event loop of the gRPC server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from dex.dexpb import dex_pb2 as pb
+
+from dex_local_engine.dispatch import DispatchTask, TaskFrame
+
+_LOGGER = logging.getLogger(__name__)
+
+_UNKNOWN_NAME_REASONS = frozenset(
+    {
+        pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_STEP,
+        pb.POLL_WORKER_TASK_REJECT_REASON_UNKNOWN_RPC,
+    }
+)
+
+
+@dataclass(frozen=True)
+class PullStreamInfo:
+    """A snapshot of one registered pull Worker stream (for diagnostics and tests)."""
+
+    stream_id: int
+    queue: str
+    app_worker_id: str
+    flow_types: frozenset[str]
+    sdk_name: str
+    sdk_version: str
+    task_id: str | None
+    """The task the stream carries, or None while it is idle."""
+    is_draining: bool
+    """True after the engine asked the Worker to reconnect; the stream takes no new task."""
+
+
+@dataclass(frozen=True)
+class PullDispatchStats:
+    """Counters since the dispatcher started (for diagnostics, tests and benchmarks)."""
+
+    streams_registered: int = 0
+    tasks_offered: int = 0
+    """Offers of a task to a stream (a task rejected and offered again counts twice)."""
+    rejected_no_capacity: int = 0
+    rejected_unknown_name: int = 0
+    frames_dropped: int = 0
+    """Frames of tasks nobody listens to any more, e.g. a late result after cancellation."""
+
+
+@dataclass(frozen=True)
+class FrameEvent:
+    """A frame of the task's output; ``is_final`` marks the result or the Worker's error."""
+
+    frame: TaskFrame
+    is_final: bool
+
+
+@dataclass(frozen=True)
+class RejectEvent:
+    """The Worker declined the task without running it."""
+
+    reason: pb.PollWorkerTaskRejectReason
+
+
+@dataclass(frozen=True)
+class StreamGoneEvent:
+    """The stream carrying the task ended before the task's final frame."""
+
+    detail: str
+
+
+AssignmentEvent = FrameEvent | RejectEvent | StreamGoneEvent
+
+
+@dataclass(eq=False)
+class Assignment:
+    """One offer of a task to one stream, from the offer until the final frame or the stream's end."""
+
+    task: DispatchTask
+    stream: WorkerStream
+    events: asyncio.Queue[AssignmentEvent] = field(default_factory=asyncio.Queue)
+    has_output: bool = False
+    """True once any frame of the task reached the engine (the handler ran)."""
+    is_finished: bool = False
+    """True once the stream is free of this task (final frame, reject or stream end)."""
+    is_abandoned: bool = False
+    """True once the dispatcher stopped listening; later frames are dropped."""
+
+
+@dataclass(eq=False)
+class WorkerStream:
+    """One registered ``PollWorkerTask`` stream."""
+
+    stream_id: int
+    registration: pb.PollWorkerTaskRegister
+    outbox: asyncio.Queue[pb.PollWorkerTaskResponse] = field(default_factory=asyncio.Queue)
+    assignment: Assignment | None = None
+    is_draining: bool = False
+    is_closed: bool = False
+    idle_since: float = field(default_factory=time.monotonic)
+
+    @property
+    def app_worker_id(self) -> str:
+        return self.registration.app_worker_id
+
+    @property
+    def is_sticky(self) -> bool:
+        """True for the stream of the Worker's own (sticky) queue, named by its app Worker ID."""
+        return self.registration.queue == self.registration.app_worker_id
+
+    @property
+    def is_idle(self) -> bool:
+        return self.assignment is None and not self.is_draining and not self.is_closed
+
+    def send(self, response: pb.PollWorkerTaskResponse) -> None:
+        """Queue a frame for the stream's writer; frames leave in the order they were sent."""
+        if not self.is_closed:
+            self.outbox.put_nowait(response)
+
+    def serves(self, task: DispatchTask) -> bool:
+        """Whether this stream may carry ``task``, by the task's queue and Flow type."""
+        if task.flow_type not in self.registration.flow_types:
+            return False
+        if task.queue:
+            return task.queue in (self.registration.queue, self.registration.app_worker_id)
+        return self.registration.queue == task.flow_type or self.is_sticky
+
+    def info(self) -> PullStreamInfo:
+        registration = self.registration
+        return PullStreamInfo(
+            stream_id=self.stream_id,
+            queue=registration.queue,
+            app_worker_id=registration.app_worker_id,
+            flow_types=frozenset(registration.flow_types),
+            sdk_name=registration.sdk_name,
+            sdk_version=registration.sdk_version,
+            task_id=None if self.assignment is None else self.assignment.task.task_id,
+            is_draining=self.is_draining,
+        )
+
+
+@dataclass
+class Exclusions:
+    """The Workers that declined one task, so the task is offered elsewhere first.
+
+    A Worker without capacity is excluded until it finishes a task (its capacity changed) or
+    ``retry_seconds`` passed; a Worker that does not know the Step or RPC stays excluded.
+    """
+
+    retry_seconds: float
+    unknown_name: set[str] = field(default_factory=set)
+    no_capacity: dict[str, tuple[int, float]] = field(default_factory=dict)
+    """app Worker ID -> (the Worker's finished-task count when it declined, retry time)."""
+
+    def record(self, app_worker_id: str, reason: int, finished_count: int) -> None:
+        if reason in _UNKNOWN_NAME_REASONS:
+            self.unknown_name.add(app_worker_id)
+        else:
+            retry_at = time.monotonic() + self.retry_seconds
+            self.no_capacity[app_worker_id] = (finished_count, retry_at)
+
+    def excludes(self, app_worker_id: str, finished_count: int, now: float) -> bool:
+        if app_worker_id in self.unknown_name:
+            return True
+        declined = self.no_capacity.get(app_worker_id)
+        if declined is None:
+            return False
+        count_at_decline, retry_at = declined
+        return finished_count == count_at_decline and now < retry_at
+
+    def next_retry_at(self, now: float) -> float | None:
+        pending = [retry_at for _, retry_at in self.no_capacity.values() if retry_at > now]
+        return min(pending, default=None)
+
+
+@dataclass(eq=False)
+class _Waiter:
+    task: DispatchTask
+    exclusions: Exclusions
+    future: asyncio.Future[Assignment]
+
+
+class PullWorkerRegistry:
+    """Open pull streams, tasks waiting for one, and the routing of Worker frames to tasks."""
+
+    def __init__(self) -> None:
+        self._stream_ids = itertools.count(1)
+        self._streams: dict[int, WorkerStream] = {}
+        self._waiters: list[_Waiter] = []
+        self._finished_counts: dict[str, int] = {}
+        self._retry_timer: asyncio.TimerHandle | None = None
+        self._changed = asyncio.Event()
+        self._stats = PullDispatchStats()
+
+    @property
+    def stats(self) -> PullDispatchStats:
+        return self._stats
+
+    def _count(self, **increments: int) -> None:
+        self._stats = replace(
+            self._stats,
+            **{name: getattr(self._stats, name) + value for name, value in increments.items()},
+        )
+
+    # Streams -------------------------------------------------------------------------------
+
+    def add_stream(self, registration: pb.PollWorkerTaskRegister) -> WorkerStream:
+        """Register a stream; its first outgoing frame is ``registered``, then it takes tasks."""
+        stream = WorkerStream(next(self._stream_ids), registration)
+        stream.send(
+            pb.PollWorkerTaskResponse(
+                registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
+            )
+        )
+        self._streams[stream.stream_id] = stream
+        self._count(streams_registered=1)
+        _LOGGER.debug(
+            "pull stream %d registered: queue=%s worker=%s",
+            stream.stream_id,
+            registration.queue,
+            registration.app_worker_id,
+        )
+        self._notify_changed()
+        return stream
+
+    def remove_stream(self, stream: WorkerStream, detail: str) -> None:
+        """Forget a stream that ended; a task it carried learns that its stream is gone."""
+        stream.is_closed = True
+        self._streams.pop(stream.stream_id, None)
+        assignment = stream.assignment
+        if assignment is not None:
+            self._free(assignment, frees_capacity=True)
+            if not assignment.is_abandoned:
+                assignment.events.put_nowait(StreamGoneEvent(detail))
+        self._notify_changed()
+
+    def streams(self) -> tuple[PullStreamInfo, ...]:
+        """Snapshot of the registered streams, oldest first."""
+        return tuple(stream.info() for stream in self._streams.values())
+
+    async def wait_changed(self) -> None:
+        """Wait until a stream registers, ends or changes between idle and busy."""
+        self._changed.clear()
+        await self._changed.wait()
+
+    def reconnect(self, app_worker_id: str | None, reason: str) -> int:
+        """Ask Workers to reopen their streams; a busy stream finishes its task first.
+
+        Returns the number of streams asked.
+        """
+        asked = 0
+        for stream in tuple(self._streams.values()):
+            if app_worker_id is not None and stream.app_worker_id != app_worker_id:
+                continue
+            stream.is_draining = True
+            stream.send(
+                pb.PollWorkerTaskResponse(reconnect=pb.PollWorkerTaskReconnect(reason=reason))
+            )
+            asked += 1
+        self._notify_changed()
+        return asked
+
+    # Frames from Workers -------------------------------------------------------------------
+
+    def on_task_frame(self, stream: WorkerStream, frame: pb.PollWorkerTaskFrame) -> None:
+        """Route an output frame to its task; drop frames of a task the stream no longer carries."""
+        assignment = stream.assignment
+        kind = frame.WhichOneof("output")
+        if assignment is None or frame.task_id != assignment.task.task_id or kind is None:
+            _LOGGER.debug("dropping frame of task %r on stream %d", frame.task_id, stream.stream_id)
+            self._count(frames_dropped=1)
+            return
+        output: TaskFrame = getattr(frame, kind)
+        is_final = kind in ("rpc", "worker_error") or output.WhichOneof("output") == "result"
+        if is_final:
+            self._free(assignment, frees_capacity=True)
+        if assignment.is_abandoned:
+            self._count(frames_dropped=1)
+            return
+        assignment.has_output = True
+        assignment.events.put_nowait(FrameEvent(output, is_final))
+
+    def on_reject(self, stream: WorkerStream, reject: pb.PollWorkerTaskReject) -> None:
+        """The Worker declined the task it was offered; the stream is idle again."""
+        assignment = stream.assignment
+        if assignment is None or reject.task_id != assignment.task.task_id:
+            return
+        self._free(assignment, frees_capacity=False)
+        if reject.reason in _UNKNOWN_NAME_REASONS:
+            self._count(rejected_unknown_name=1)
+        else:
+            self._count(rejected_no_capacity=1)
+        if not assignment.is_abandoned:
+            assignment.events.put_nowait(RejectEvent(reject.reason))
+
+    # Tasks ---------------------------------------------------------------------------------
+
+    async def acquire(self, task: DispatchTask, exclusions: Exclusions) -> Assignment:
+        """Wait for an idle stream that serves ``task`` and bind the task to it.
+
+        Waits without limit; cancel the caller to stop waiting.
+        """
+        waiter = _Waiter(task, exclusions, asyncio.get_running_loop().create_future())
+        self._waiters.append(waiter)
+        self._match()
+        try:
+            return await waiter.future
+        except asyncio.CancelledError:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+            elif waiter.future.done() and not waiter.future.cancelled():
+                # Bound to a stream just as the caller was cancelled: give the stream back.
+                self._release_unsent(waiter.future.result())
+            raise
+
+    def finished_count(self, app_worker_id: str) -> int:
+        """How many tasks of this Worker ended so far (a change means its capacity changed)."""
+        return self._finished_counts.get(app_worker_id, 0)
+
+    def abandon(self, assignment: Assignment) -> None:
+        """The dispatcher stops listening: ask the Worker to cancel an unfinished task.
+
+        The stream stays busy until the Worker's final frame, which is then dropped.
+        """
+        if assignment.is_abandoned:
+            return
+        assignment.is_abandoned = True
+        if not assignment.is_finished:
+            assignment.stream.send(
+                pb.PollWorkerTaskResponse(
+                    cancel_task=pb.PollWorkerTaskCancelTask(task_id=assignment.task.task_id)
+                )
+            )
+
+    def _release_unsent(self, assignment: Assignment) -> None:
+        assignment.is_abandoned = True
+        assignment.is_finished = True
+        if assignment.stream.assignment is assignment:
+            assignment.stream.assignment = None
+        self._match()
+
+    def _free(self, assignment: Assignment, *, frees_capacity: bool) -> None:
+        assignment.is_finished = True
+        stream = assignment.stream
+        if stream.assignment is assignment:
+            stream.assignment = None
+            stream.idle_since = time.monotonic()
+        if frees_capacity:
+            worker = stream.app_worker_id
+            self._finished_counts[worker] = self._finished_counts.get(worker, 0) + 1
+        self._notify_changed()
+
+    def _notify_changed(self) -> None:
+        self._changed.set()
+        self._match()
+
+    def _match(self) -> None:
+        """Offer idle streams to waiting tasks, oldest task first."""
+        now = time.monotonic()
+        next_retry: float | None = None
+        for waiter in tuple(self._waiters):
+            if waiter.future.done():
+                self._waiters.remove(waiter)
+                continue
+            stream = self._pick(waiter, now)
+            if stream is None:
+                retry_at = waiter.exclusions.next_retry_at(now)
+                if retry_at is not None:
+                    next_retry = retry_at if next_retry is None else min(next_retry, retry_at)
+                continue
+            assignment = Assignment(waiter.task, stream)
+            stream.assignment = assignment
+            self._count(tasks_offered=1)
+            self._waiters.remove(waiter)
+            waiter.future.set_result(assignment)
+        self._schedule_retry(next_retry, now)
+
+    def _pick(self, waiter: _Waiter, now: float) -> WorkerStream | None:
+        candidates = [
+            stream
+            for stream in self._streams.values()
+            if stream.is_idle
+            and stream.serves(waiter.task)
+            and not waiter.exclusions.excludes(
+                stream.app_worker_id, self.finished_count(stream.app_worker_id), now
+            )
+        ]
+        if not candidates:
+            return None
+        busy = _busy_counts(self._streams.values())
+        # Prefer the Flow type's own queue over sticky queues, then the least busy Worker, then
+        # the longest-idle stream (the Worker may be retiring the stream that just finished).
+        return min(
+            candidates,
+            key=lambda stream: (
+                stream.is_sticky,
+                busy.get(stream.app_worker_id, 0),
+                stream.idle_since,
+                stream.stream_id,
+            ),
+        )
+
+    def _schedule_retry(self, retry_at: float | None, now: float) -> None:
+        if self._retry_timer is not None:
+            self._retry_timer.cancel()
+            self._retry_timer = None
+        if retry_at is not None:
+            self._retry_timer = asyncio.get_running_loop().call_later(
+                max(0.0, retry_at - now), self._match
+            )
+
+
+def _busy_counts(streams: Iterable[WorkerStream]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for stream in streams:
+        if stream.assignment is not None:
+            counts[stream.app_worker_id] = counts.get(stream.app_worker_id, 0) + 1
+    return counts

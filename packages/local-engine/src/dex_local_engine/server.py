@@ -1,0 +1,148 @@
+"""Building and running the engine's grpc.aio server.
+
+One asyncio event loop serves FlowService and WorkerTaskService and runs the scheduler, so the
+scheduler's state needs no locks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+import grpc
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+
+from dex_local_engine.dispatch import Dispatcher
+from dex_local_engine.engine import Engine
+from dex_local_engine.flow_service import FlowService
+from dex_local_engine.flow_state import FlowRun
+from dex_local_engine.pull_dispatch import PullDispatcher
+from dex_local_engine.store import Durability, Store
+from dex_local_engine.streams import StreamStore
+
+__all__ = ["MAX_MESSAGE_BYTES", "AddressInUseError", "EngineServer", "ServerConfig", "serve"]
+
+MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+"""Largest gRPC message the engine sends or accepts (gRPC's default is 4 MiB)."""
+
+_log = logging.getLogger(__name__)
+
+
+class AddressInUseError(Exception):
+    """The listen address cannot be bound (busy port or bad host)."""
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """What ``dex-local-engine serve`` was asked for."""
+
+    address: str
+    database: Path
+    durability: Durability = Durability.PROCESS_CRASH_SAFE
+
+
+class _DispatcherRouter:
+    """Pull Workers through the PullDispatcher; listening Workers through E2's dispatcher."""
+
+    def __init__(self, pull: PullDispatcher) -> None:
+        self._pull = pull
+        self._listening: Dispatcher | None = None
+
+    def __call__(self, listening_address: str | None) -> Dispatcher:
+        if listening_address is None:
+            return self._pull
+        if self._listening is None:
+            module = importlib.import_module("dex_local_engine.listening_dispatch")
+            self._listening = module.ListeningDispatcher()
+        return self._listening
+
+
+class EngineServer:
+    """A started engine: database, scheduler and gRPC server.
+
+    Example::
+
+        server = await EngineServer.start(ServerConfig("127.0.0.1:0", Path("e.db")))
+        print(server.port)
+        await server.stop()
+
+    Raises:
+        StoreError: the database is unusable.
+        AddressInUseError: the address cannot be bound.
+    """
+
+    def __init__(
+        self, server: grpc.aio.Server, engine: Engine, store: Store, pull: PullDispatcher, port: int
+    ) -> None:
+        self._server = server
+        self.engine = engine
+        self._store = store
+        self._pull = pull
+        self.port = port
+
+    @classmethod
+    async def start(cls, config: ServerConfig) -> EngineServer:
+        """Open the database, recover Flows, bind and start serving."""
+        store = Store.open(config.database, config.durability)
+        options = [
+            ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+            ("grpc.so_reuseport", 0),
+        ]
+        server = grpc.aio.server(options=options)
+        try:
+            port = server.add_insecure_port(config.address)
+        except RuntimeError as error:
+            store.close()
+            raise AddressInUseError(f"cannot listen on {config.address}: {error}") from error
+        if port == 0:
+            store.close()
+            raise AddressInUseError(f"cannot listen on {config.address}: address in use or invalid")
+        pull = PullDispatcher()
+        streams = StreamStore()
+
+        def write_stream(run: FlowRun, step_execution_id: str, frame: pb.StepStreamWrite) -> None:
+            streams.write_from_step(run.flow_type, run.flow_id, step_execution_id, frame)
+
+        engine = Engine(store, _DispatcherRouter(pull), write_stream)
+        await engine.recover()
+        dex_pb2_grpc.add_FlowServiceServicer_to_server(FlowService(engine, streams), server)
+        dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(pull, server)
+        await server.start()
+        return cls(server, engine, store, pull, port)
+
+    async def wait(self) -> None:
+        """Serve until the server stops."""
+        await self._server.wait_for_termination()
+
+    async def stop(self, grace: float = 1.0) -> None:
+        """Stop serving, stop the scheduler and close the database."""
+        self._pull.reconnect_all("dex-local-engine is shutting down")
+        await self.engine.shutdown()
+        await self._server.stop(grace)
+        self._store.close()
+
+
+async def serve(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
+    """Run the engine until SIGTERM or SIGINT; prints the ready line when serving.
+
+    Raises:
+        StoreError: the database is unusable.
+        AddressInUseError: the address cannot be bound.
+    """
+    server = await EngineServer.start(config)
+    host = config.address.rsplit(":", 1)[0]
+    print(f"dex-local-engine ready on {host}:{server.port}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    if ready is not None:
+        ready.set()
+    await stop.wait()
+    await server.stop()

@@ -1,0 +1,143 @@
+"""Private harness of the kernel tests: an engine process on a temp database, SDK clients/Workers.
+
+The engine runs as a real ``dex-local-engine serve`` child process so tests can SIGKILL and
+restart it; Workers run in the test's event loop as real SDK ``AsyncWorker`` pull Workers.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import dex
+from dex.blob_cache import BlobCacheConfig, open_blob_cache
+from dex.worker_options import PullWorkerOptions, WorkerOptions, WorkerTarget
+
+__all__ = ["EngineProcess", "sdk_client", "sdk_worker"]
+
+
+@dataclass
+class EngineProcess:
+    """A ``dex-local-engine serve`` child process bound to a free port."""
+
+    database: Path
+    process: subprocess.Popen[str] | None = None
+    address: str = ""
+    port: int = 0
+    log: list[str] = field(default_factory=list)
+
+    def start(self) -> None:
+        """Start (or restart on the same database and, when known, the same port)."""
+        port = self.port
+        self.process = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "dex_local_engine.cli",
+                "serve",
+                "--address",
+                f"127.0.0.1:{port}",
+                "--database",
+                str(self.database),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        assert self.process.stdout is not None
+        line = self.process.stdout.readline().strip()
+        if not line.startswith("dex-local-engine ready on "):
+            self.process.kill()
+            _, err = self.process.communicate()
+            raise RuntimeError(f"engine did not start: {line!r} {err}")
+        self.address = line.rsplit(" ", 1)[1]
+        self.port = int(self.address.rsplit(":", 1)[1])
+
+    def kill(self) -> None:
+        """SIGKILL the engine (no shutdown work runs)."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> int:
+        """SIGTERM the engine and return its exit status."""
+        assert self.process is not None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        return self.process.returncode
+
+
+@asynccontextmanager
+async def running_engine() -> AsyncIterator[EngineProcess]:
+    """An engine process on a fresh temp database."""
+    with tempfile.TemporaryDirectory() as directory:
+        engine = EngineProcess(Path(directory) / "engine.db")
+        engine.start()
+        try:
+            yield engine
+        finally:
+            engine.stop()
+
+
+def _cache() -> dex.BlobCache:
+    directory = tempfile.mkdtemp(prefix="dex-cache-")
+    return open_blob_cache(BlobCacheConfig(directory, 64 * 1024 * 1024))
+
+
+@asynccontextmanager
+async def sdk_client(
+    engine: EngineProcess, flows: list[dex.Flow]
+) -> AsyncIterator[dex.AsyncClient]:  # type: ignore[type-arg]
+    """A real SDK AsyncClient targeting pull Workers."""
+    registry = dex.Registry(flows, allow_async_handlers=True)
+    client = dex.AsyncClient(
+        registry,
+        _cache(),
+        dex.ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True)),
+    )
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@asynccontextmanager
+async def sdk_worker(
+    engine: EngineProcess, flows: list[dex.Flow]
+) -> AsyncIterator[dex.AsyncWorker]:  # type: ignore[type-arg]
+    """A real SDK AsyncWorker polling the engine (pull mode)."""
+    registry = dex.Registry(flows, allow_async_handlers=True)
+    worker = dex.AsyncWorker(
+        registry,
+        _cache(),
+        WorkerOptions(
+            server_address=engine.address,
+            pull=PullWorkerOptions(max_concurrent_tasks=8, stop_drain_timeout=_seconds(2)),
+        ),
+    )
+    await worker.start()
+    try:
+        yield worker
+    finally:
+        await worker.stop()
+
+
+def _seconds(value: float):  # type: ignore[no-untyped-def]
+    from datetime import timedelta
+
+    return timedelta(seconds=value)
+
+
+_ = os

@@ -1,0 +1,140 @@
+"""``dex-local-engine history``: JSON lines from GetHistoryEvents pages; clear errors."""
+
+from __future__ import annotations
+
+import io
+import json
+import socket
+from collections.abc import Iterator
+from concurrent import futures
+
+import grpc
+import pytest
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+from dex_local_engine import errors
+from dex_local_engine.history_cli import run_history
+from grpc_status import rpc_status
+
+
+def _context(step_type: str, number: int, attempt: int, source: str) -> pb.StepMethodEventContext:
+    return pb.StepMethodEventContext(
+        step_type=step_type,
+        step_execution_id=f"{step_type}-{number}",
+        final_attempt=attempt,
+        from_step_execution_id=source,
+    )
+
+
+PAGES = [
+    [
+        pb.FlowHistoryEvent(
+            event_id=1, flow_started_or_continued=pb.FlowStartedOrContinuedHistoryEvent()
+        ),
+        pb.FlowHistoryEvent(
+            event_id=2,
+            step_wait_for_completed=pb.StepWaitForCompletedEvent(
+                context=_context("AwaitUserMessage", 1, 1, "")
+            ),
+        ),
+    ],
+    [
+        pb.FlowHistoryEvent(
+            event_id=3,
+            step_execute_failed=pb.StepExecuteFailedEvent(
+                context=_context("RunModel", 1, 2, "AwaitUserMessage-1")
+            ),
+        ),
+        pb.FlowHistoryEvent(
+            event_id=4,
+            step_execute_completed=pb.StepExecuteCompletedEvent(
+                context=_context("RunModel", 1, 3, "AwaitUserMessage-1")
+            ),
+        ),
+        pb.FlowHistoryEvent(event_id=5, flow_closed=pb.FlowClosedHistoryEvent()),
+    ],
+]
+
+
+class _HistoryService(dex_pb2_grpc.FlowServiceServicer):
+    def __init__(self) -> None:
+        self.requests: list[pb.GetHistoryEventsRequest] = []
+
+    def GetHistoryEvents(
+        self, request: pb.GetHistoryEventsRequest, context: grpc.ServicerContext
+    ) -> pb.GetHistoryEventsResponse:
+        self.requests.append(request)
+        if request.flow_id != "session-1":
+            status = errors.flow_not_found(request.flow_id).to_status()
+            context.abort_with_status(rpc_status.to_status(status))
+        page = int(request.next_page_token or b"0")
+        token = str(page + 1).encode() if page + 1 < len(PAGES) else b""
+        return pb.GetHistoryEventsResponse(events=PAGES[page], next_page_token=token)
+
+
+@pytest.fixture
+def served() -> Iterator[tuple[_HistoryService, str]]:
+    service = _HistoryService()
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    dex_pb2_grpc.add_FlowServiceServicer_to_server(service, server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        yield service, f"127.0.0.1:{port}"
+    finally:
+        server.stop(None)
+
+
+def test_prints_one_json_line_per_step_method_event_across_pages(
+    served: tuple[_HistoryService, str],
+) -> None:
+    service, address = served
+    out, err = io.StringIO(), io.StringIO()
+    assert run_history(address, "session-1", out=out, err=err) == 0
+    lines = out.getvalue().splitlines()
+    assert [json.loads(line) for line in lines] == [
+        {
+            "event_id": 2,
+            "event_type": "step_wait_for_completed",
+            "step_type": "AwaitUserMessage",
+            "step_execution_id": "AwaitUserMessage-1",
+            "attempt": 1,
+            "from_step_execution_id": "",
+        },
+        {
+            "event_id": 3,
+            "event_type": "step_execute_failed",
+            "step_type": "RunModel",
+            "step_execution_id": "RunModel-1",
+            "attempt": 2,
+            "from_step_execution_id": "AwaitUserMessage-1",
+        },
+        {
+            "event_id": 4,
+            "event_type": "step_execute_completed",
+            "step_type": "RunModel",
+            "step_execution_id": "RunModel-1",
+            "attempt": 3,
+            "from_step_execution_id": "AwaitUserMessage-1",
+        },
+    ]
+    assert lines[0].startswith('{"event_id": 2, "event_type": "step_wait_for_completed"')
+    assert [request.next_page_token for request in service.requests] == [b"", b"1"]
+    assert err.getvalue() == ""
+
+
+def test_unknown_flow_is_a_clear_error_and_exit_1(served: tuple[_HistoryService, str]) -> None:
+    _, address = served
+    out, err = io.StringIO(), io.StringIO()
+    assert run_history(address, "nope", out=out, err=err) == 1
+    assert out.getvalue() == ""
+    assert "flow 'nope' does not exist" in err.getvalue()
+
+
+def test_unreachable_server_is_a_clear_error() -> None:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    err = io.StringIO()
+    assert run_history(f"127.0.0.1:{port}", "session-1", out=io.StringIO(), err=err) == 1
+    assert "cannot reach a Dex server at 127.0.0.1:" in err.getvalue()

@@ -1,0 +1,44 @@
+"""The shared scenario suite, parametrised over every runner in ``scenario_support.runners``."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from dex_agents.testing import AgentTestStack
+from scenario_support.harness import Scenario
+from scenario_support.runners import RUNNERS, build_scenario_flows
+from scenario_support.scenario_agent import DEADLINE_FLOW_TYPE, MAIN_FLOW_TYPE
+from scenario_support.worker import RUNNER_ENV, STATE_DIR_ENV
+
+TESTS_SHARED_DIR = Path(__file__).resolve().parent
+
+
+@pytest.fixture(params=sorted(RUNNERS))
+def runner_name(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
+
+
+@pytest.fixture
+async def scenario(runner_name: str, tmp_path: Path) -> AsyncIterator[Scenario]:
+    state_dir = tmp_path / "state"
+    flows = build_scenario_flows(runner_name, state_dir)
+    by_type = {flow.get_flow_type(): flow for flow in flows}
+    async with AgentTestStack(
+        tmp_path / "stack",
+        flows,
+        "scenario_support.worker",
+        worker_cwd=TESTS_SHARED_DIR,
+        worker_env={RUNNER_ENV: runner_name, STATE_DIR_ENV: str(state_dir)},
+    ) as stack:
+        worker = await stack.start_worker()
+        yield Scenario(
+            runner=runner_name,
+            stack=stack,
+            state_dir=state_dir,
+            sessions=stack.sessions(by_type[MAIN_FLOW_TYPE]),
+            deadline_sessions=stack.sessions(by_type[DEADLINE_FLOW_TYPE]),
+            worker=worker,
+        )

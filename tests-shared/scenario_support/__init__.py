@@ -1,0 +1,1 @@
+"""Support of the shared scenario suite: the scenario agent, its runners, its Worker child."""

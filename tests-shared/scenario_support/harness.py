@@ -1,0 +1,112 @@
+"""One scenario's running stack: sessions of both agents, the current Worker, gates, counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from dex_agents.agent_session_client import AgentSessionClient
+from dex_agents.agent_session_values import (
+    AgentInterrupt,
+    AgentMessage,
+    AgentSnapshot,
+    AgentStatus,
+    MessageRole,
+)
+from dex_agents.testing import (
+    EXECUTE_COMPLETED_EVENT,
+    AgentTestStack,
+    FileGate,
+    InvocationLog,
+    StepHistoryEntry,
+    WorkerProcess,
+    wait_for_agent_snapshot,
+)
+
+from scenario_support.scenario_agent import ScenarioCommand
+
+
+@dataclass
+class Scenario:
+    """What a scenario test works with."""
+
+    runner: str
+    stack: AgentTestStack
+    state_dir: Path
+    sessions: AgentSessionClient
+    deadline_sessions: AgentSessionClient
+    worker: WorkerProcess
+
+    @property
+    def log(self) -> InvocationLog:
+        from scenario_support.scenario_agent import invocation_log
+
+        return invocation_log(self.state_dir)
+
+    def gate(self, name: str) -> FileGate:
+        return FileGate(self.state_dir, name)
+
+    async def start(
+        self, session_id: str, command: ScenarioCommand | str, *, deadline_agent: bool = False
+    ) -> None:
+        sessions = self.deadline_sessions if deadline_agent else self.sessions
+        message = command if isinstance(command, str) else command.to_message()
+        await sessions.start_session(session_id, message)
+
+    async def replace_worker(self) -> WorkerProcess:
+        """SIGKILL the current Worker and start a replacement."""
+        self.worker.kill()
+        self.worker = await self.stack.start_worker()
+        return self.worker
+
+    async def wait_for_turn_end(
+        self, session_id: str, *, turns: int = 1, deadline_agent: bool = False
+    ) -> AgentSnapshot:
+        sessions = self.deadline_sessions if deadline_agent else self.sessions
+        return await wait_for_agent_snapshot(
+            sessions,
+            session_id,
+            lambda snapshot: snapshot if _turns_ended(snapshot, turns) else None,
+            description=f"turn {turns} to end",
+        )
+
+    async def wait_for_pending_interrupt(
+        self, session_id: str, *, deadline_agent: bool = False
+    ) -> AgentInterrupt:
+        sessions = self.deadline_sessions if deadline_agent else self.sessions
+        return await wait_for_agent_snapshot(
+            sessions,
+            session_id,
+            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            description="a pending approval",
+        )
+
+    async def executed(self, session_id: str) -> list[StepHistoryEntry]:
+        """The Steps whose Execute completed, in history order."""
+        history = await self.stack.read_step_history(session_id)
+        return [entry for entry in history if entry.event_type == EXECUTE_COMPLETED_EVENT]
+
+    async def executed_step_types(self, session_id: str) -> list[str]:
+        return [entry.step_type for entry in await self.executed(session_id)]
+
+
+def _turns_ended(snapshot: AgentSnapshot, turns: int) -> bool:
+    state = snapshot.state
+    return (
+        state is not None
+        and state.turn_count >= turns
+        and state.active_turn_id is None
+        and state.status == AgentStatus.WAITING_FOR_USER_MESSAGE
+    )
+
+
+def assistant_texts(snapshot: AgentSnapshot) -> list[str]:
+    return [
+        message.text or ""
+        for message in snapshot.messages
+        if message.role == MessageRole.ASSISTANT and message.text
+    ]
+
+
+def tool_messages(snapshot: AgentSnapshot) -> list[AgentMessage]:
+    return [message for message in snapshot.messages if message.role == MessageRole.TOOL]

@@ -1,0 +1,193 @@
+"""The scenario agent, described once for every runner.
+
+A scenario sends the agent one user message. Plain text gets ``Echo: <text>``.
+A JSON ``ScenarioCommand`` makes the scripted model call the listed tools in
+one response (so they run as parallel Steps), optionally stop the N-th model
+call of the turn at a gate, and then either reply ``done: <tool outputs>`` or
+fail after the tools ran. Every real model and tool call is written to the
+InvocationLog before it stops at a gate, so a killed attempt still counts.
+
+A runner factory (see ``runners.py``) turns a ``ScenarioAgentSpec`` into a
+Flow: it offers ``SCENARIO_TOOLS`` with their effects, answers model calls with
+``scripted_reply``, and runs tools with ``run_scenario_tool``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from dex_agents.testing import FileGate, InvocationLog
+from dex_agents.tool_policy import ToolEffect
+
+MAIN_FLOW_TYPE = "ScenarioAgent"
+DEADLINE_FLOW_TYPE = "ScenarioDeadlineAgent"
+APPROVAL_DEADLINE = timedelta(seconds=2)
+INSTRUCTIONS = "You are the scenario agent of the shared test suite."
+MODEL_INVOCATION = "model"
+BROKEN_TOOL_ERROR = "the broken tool always fails"
+MODEL_FAILURE = "the scripted model fails after the tools ran"
+
+
+@dataclass(frozen=True)
+class ScenarioTool:
+    """A tool of the scenario agent; each takes one ``gate`` argument (empty: no gate)."""
+
+    name: str
+    effect: ToolEffect
+    requires_approval: bool | None
+    description: str
+
+
+SCENARIO_TOOLS: tuple[ScenarioTool, ...] = (
+    ScenarioTool("lookup", ToolEffect.READ, None, "Read something."),
+    ScenarioTool("upsert", ToolEffect.IDEMPOTENT_WRITE, None, "Write with an idempotency key."),
+    ScenarioTool(
+        "send_once", ToolEffect.NON_IDEMPOTENT_WRITE, False, "A write that must never repeat."
+    ),
+    ScenarioTool("refund", ToolEffect.NON_IDEMPOTENT_WRITE, None, "A write that needs approval."),
+    ScenarioTool("broken", ToolEffect.READ, None, "A read that raises ToolExecutionError."),
+)
+
+
+@dataclass(frozen=True)
+class ScenarioAgentSpec:
+    """One scenario agent: its Flow type, approval deadline, and the test's state directory."""
+
+    flow_type: str
+    state_dir: Path
+    interrupt_deadline: timedelta | None = None
+    tools: tuple[ScenarioTool, ...] = SCENARIO_TOOLS
+    instructions: str = INSTRUCTIONS
+
+    @property
+    def invocation_log(self) -> InvocationLog:
+        return invocation_log(self.state_dir)
+
+
+def scenario_agent_specs(state_dir: Path) -> list[ScenarioAgentSpec]:
+    """The agents every Worker child and test build, in the same order."""
+    return [
+        ScenarioAgentSpec(MAIN_FLOW_TYPE, state_dir),
+        ScenarioAgentSpec(DEADLINE_FLOW_TYPE, state_dir, interrupt_deadline=APPROVAL_DEADLINE),
+    ]
+
+
+def invocation_log(state_dir: Path) -> InvocationLog:
+    return InvocationLog(state_dir / "invocations.jsonl")
+
+
+@dataclass(frozen=True)
+class ScenarioCall:
+    tool: str
+    gate: str = ""
+
+
+@dataclass(frozen=True)
+class ScenarioCommand:
+    """What the scenario model does in a turn; sent as the user message's JSON."""
+
+    calls: tuple[ScenarioCall, ...] = ()
+    gate_model_call: int | None = None
+    fail_after_tools: bool = False
+
+    def to_message(self) -> str:
+        return json.dumps(
+            {
+                "calls": [{"tool": call.tool, "gate": call.gate} for call in self.calls],
+                "gate_model_call": self.gate_model_call,
+                "fail_after_tools": self.fail_after_tools,
+            }
+        )
+
+    @classmethod
+    def from_message(cls, text: str) -> ScenarioCommand | None:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        return cls(
+            calls=tuple(
+                ScenarioCall(call["tool"], call.get("gate", "")) for call in value["calls"]
+            ),
+            gate_model_call=value.get("gate_model_call"),
+            fail_after_tools=bool(value.get("fail_after_tools")),
+        )
+
+
+def model_gate_name(call_index: int) -> str:
+    return f"model-call-{call_index}"
+
+
+@dataclass(frozen=True)
+class ScenarioToolCall:
+    tool: str
+    arguments: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ScenarioReply:
+    """The model's answer: text, or tool calls to run in parallel."""
+
+    text: str | None = None
+    tool_calls: tuple[ScenarioToolCall, ...] = field(default_factory=tuple)
+
+
+async def scripted_reply(
+    spec: ScenarioAgentSpec,
+    last_user_text: str,
+    model_call_index: int,
+    tool_outputs: Sequence[str],
+) -> ScenarioReply:
+    """The scenario model: deterministic in its input, as a rerun RunModel needs.
+
+    ``model_call_index`` counts the model calls of the current turn from 1.
+
+    Raises:
+        RuntimeError: The command asks to fail after the tools ran.
+    """
+    spec.invocation_log.record(MODEL_INVOCATION, key=f"call-{model_call_index}")
+    command = ScenarioCommand.from_message(last_user_text)
+    if command is None:
+        return ScenarioReply(text=f"Echo: {last_user_text}")
+    if command.gate_model_call == model_call_index:
+        gate = FileGate(spec.state_dir, model_gate_name(model_call_index))
+        gate.mark_reached()
+        await gate.wait_for_release()
+    if model_call_index == 1 and command.calls:
+        return ScenarioReply(
+            tool_calls=tuple(
+                ScenarioToolCall(call.tool, {"gate": call.gate}) for call in command.calls
+            )
+        )
+    if command.fail_after_tools:
+        raise RuntimeError(MODEL_FAILURE)
+    return ScenarioReply(text="done: " + "; ".join(tool_outputs))
+
+
+class ScenarioToolError(Exception):
+    """Raised by a scenario tool for a failure the model should see; runners map it."""
+
+
+async def run_scenario_tool(
+    spec: ScenarioAgentSpec, tool: str, gate: str, idempotency_key: str
+) -> str:
+    """The body of every scenario tool: log the call, stop at its gate, answer.
+
+    Raises:
+        ScenarioToolError: For the ``broken`` tool; the runner turns it into its
+            ToolExecutionError.
+    """
+    spec.invocation_log.record(tool, key=idempotency_key)
+    if gate:
+        file_gate = FileGate(spec.state_dir, gate)
+        file_gate.mark_reached()
+        await file_gate.wait_for_release()
+    if tool == "broken":
+        raise ScenarioToolError(BROKEN_TOOL_ERROR)
+    return f"{tool} {gate or 'ungated'} ok"

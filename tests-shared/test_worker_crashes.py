@@ -1,0 +1,103 @@
+"""SIGKILL of the Worker at exact points: only the call that was running repeats, writes never twice."""
+
+from __future__ import annotations
+
+from scenario_support.harness import Scenario, assistant_texts, tool_messages
+from scenario_support.scenario_agent import (
+    MODEL_INVOCATION,
+    ScenarioCall,
+    ScenarioCommand,
+    model_gate_name,
+)
+
+
+async def _kill_at_gate_and_replace(scenario: Scenario, gate_name: str) -> None:
+    gate = scenario.gate(gate_name)
+    await gate.wait_until_reached()
+    await scenario.replace_worker()
+
+
+async def test_a_kill_during_a_model_call_repeats_only_that_call(scenario: Scenario) -> None:
+    await scenario.start(
+        "model-crash",
+        ScenarioCommand(calls=(ScenarioCall("lookup"),), gate_model_call=2),
+    )
+    gate = scenario.gate(model_gate_name(2))
+    await _kill_at_gate_and_replace(scenario, model_gate_name(2))
+
+    await gate.wait_until_reached(count=2)
+    gate.release()
+    snapshot = await scenario.wait_for_turn_end("model-crash")
+
+    assert assistant_texts(snapshot) == ["done: lookup ungated ok"]
+    assert scenario.log.keys(MODEL_INVOCATION) == ["call-1", "call-2", "call-2"]
+    assert scenario.log.count("lookup") == 1
+    run_model = [e for e in await scenario.executed("model-crash") if e.step_type == "RunModel"]
+    # Two model call Steps completed: the killed call was retried inside its own Step
+    # execution (its attempt number depends on whether Dex saw it start), the first untouched.
+    assert len({entry.step_execution_id for entry in run_model}) == 2
+    assert run_model[0].final_attempt == 1
+
+
+async def test_a_kill_during_a_read_runs_the_read_again(scenario: Scenario) -> None:
+    await scenario.start("read-crash", ScenarioCommand(calls=(ScenarioCall("lookup", "read"),)))
+    await _kill_at_gate_and_replace(scenario, "read")
+
+    await scenario.gate("read").wait_until_reached(count=2)
+    scenario.gate("read").release()
+    snapshot = await scenario.wait_for_turn_end("read-crash")
+
+    assert scenario.log.count("lookup") == 2
+    assert scenario.log.keys(MODEL_INVOCATION) == ["call-1", "call-2"]
+    assert assistant_texts(snapshot) == ["done: lookup read ok"]
+    calls = [e for e in await scenario.executed("read-crash") if e.step_type == "CallTool"]
+    assert [entry.final_attempt for entry in calls] == [2]
+
+
+async def test_a_kill_during_an_idempotent_write_repeats_it_with_the_same_key(
+    scenario: Scenario,
+) -> None:
+    await scenario.start("upsert-crash", ScenarioCommand(calls=(ScenarioCall("upsert", "up"),)))
+    await _kill_at_gate_and_replace(scenario, "up")
+
+    await scenario.gate("up").wait_until_reached(count=2)
+    scenario.gate("up").release()
+    snapshot = await scenario.wait_for_turn_end("upsert-crash")
+
+    first_key, second_key = scenario.log.keys("upsert")
+    assert first_key == second_key
+    assert first_key.startswith("upsert-crash/")
+    assert assistant_texts(snapshot) == ["done: upsert up ok"]
+
+
+async def test_a_kill_during_a_non_idempotent_write_records_outcome_unknown(
+    scenario: Scenario,
+) -> None:
+    await scenario.start("send-crash", ScenarioCommand(calls=(ScenarioCall("send_once", "send"),)))
+    await _kill_at_gate_and_replace(scenario, "send")
+    scenario.gate("send").release()  # a wrongly repeated call would pass the gate and count
+
+    snapshot = await scenario.wait_for_turn_end("send-crash")
+
+    assert scenario.log.count("send_once") == 1
+    (tool_message,) = tool_messages(snapshot)
+    assert "send_once ok" not in (tool_message.tool_output or "")
+    executed = await scenario.executed_step_types("send-crash")
+    assert "CallSingleAttemptTool" not in executed
+    assert executed.count("RecordToolOutcomeUnknown") == 1
+    assert scenario.log.keys(MODEL_INVOCATION) == ["call-1", "call-2"]
+
+
+async def test_an_approval_still_works_after_the_worker_was_killed(scenario: Scenario) -> None:
+    await scenario.start("approval-crash", ScenarioCommand(calls=(ScenarioCall("refund"),)))
+    interrupt = await scenario.wait_for_pending_interrupt("approval-crash")
+
+    await scenario.replace_worker()  # SIGKILL while the session waits for a person
+    assert await scenario.sessions.resolve_interrupt(
+        "approval-crash", interrupt.interrupt_id, approved=True
+    )
+    snapshot = await scenario.wait_for_turn_end("approval-crash")
+
+    assert scenario.log.count("refund") == 1
+    assert assistant_texts(snapshot) == ["done: refund ungated ok"]
+    assert scenario.log.keys(MODEL_INVOCATION) == ["call-1", "call-2"]
