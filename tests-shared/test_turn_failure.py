@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dex_agents import TURN_FAILURE_NOTE_FOOTER, TURN_FAILURE_NOTE_HEADER
 from scenario_support.harness import Scenario, assistant_texts, tool_messages
 from scenario_support.scenario_agent import (
     MODEL_FAILURE,
@@ -26,7 +27,9 @@ async def test_a_turn_that_fails_after_tool_calls_leaves_a_note(scenario: Scenar
     assert len(tool_messages(snapshot)) == 1
     note = snapshot.messages[-1]
     assert note.sequence > tool_messages(snapshot)[0].sequence
+    assert (note.text or "").startswith(TURN_FAILURE_NOTE_HEADER)
     assert "upsert" in (note.text or "")
+    assert TURN_FAILURE_NOTE_FOOTER in (note.text or "")
     executed = await scenario.executed_step_types("failing")
     assert executed.count("RecordTurnFailure") == 1
 

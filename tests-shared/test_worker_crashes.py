@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT
 from scenario_support.harness import Scenario, assistant_texts, tool_messages
 from scenario_support.scenario_agent import (
     MODEL_INVOCATION,
@@ -68,6 +69,8 @@ async def test_a_kill_during_an_idempotent_write_repeats_it_with_the_same_key(
     assert first_key == second_key
     assert first_key.startswith("upsert-crash/")
     assert assistant_texts(snapshot) == ["done: upsert up ok"]
+    calls = [e for e in await scenario.executed("upsert-crash") if e.step_type == "CallTool"]
+    assert [entry.final_attempt for entry in calls] == [2]
 
 
 async def test_a_kill_during_a_non_idempotent_write_records_outcome_unknown(
@@ -81,7 +84,7 @@ async def test_a_kill_during_a_non_idempotent_write_records_outcome_unknown(
 
     assert scenario.log.count("send_once") == 1
     (tool_message,) = tool_messages(snapshot)
-    assert "send_once ok" not in (tool_message.tool_output or "")
+    assert OUTCOME_UNKNOWN_TOOL_RESULT in (tool_message.tool_output or "")
     executed = await scenario.executed_step_types("send-crash")
     assert "CallSingleAttemptTool" not in executed
     assert executed.count("RecordToolOutcomeUnknown") == 1
@@ -101,3 +104,6 @@ async def test_an_approval_still_works_after_the_worker_was_killed(scenario: Sce
     assert scenario.log.count("refund") == 1
     assert assistant_texts(snapshot) == ["done: refund ungated ok"]
     assert scenario.log.keys(MODEL_INVOCATION) == ["call-1", "call-2"]
+    executed = await scenario.executed_step_types("approval-crash")
+    assert executed.count("AwaitToolApproval") == 1
+    assert executed.count("CallSingleAttemptTool") == 1

@@ -23,7 +23,7 @@ from dex_agents.testing import (
     wait_for_agent_snapshot,
 )
 
-from scenario_support.scenario_agent import ScenarioCommand
+from scenario_support.scenario_agent import ScenarioCommand, invocation_log
 
 
 @dataclass
@@ -39,8 +39,6 @@ class Scenario:
 
     @property
     def log(self) -> InvocationLog:
-        from scenario_support.scenario_agent import invocation_log
-
         return invocation_log(self.state_dir)
 
     def gate(self, name: str) -> FileGate:

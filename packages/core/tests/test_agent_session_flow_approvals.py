@@ -5,19 +5,19 @@ from __future__ import annotations
 from datetime import timedelta
 from pathlib import Path
 
-import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
+    idle_after_turns,
+    read_events_until,
     request_tools,
     running_session_stack,
     tool_call,
 )
-from dex import AsyncClient, DexServiceError, SearchFlowEntry
+from dex import AsyncClient, SearchFlowEntry
 from dex_agents import (
     AgentSessionOptions,
     AgentSnapshot,
-    AgentStatus,
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -36,13 +36,6 @@ def _refund_then_answer(turn: AgentTurnContext) -> AgentTurnOutcome:
 
 def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     return snapshot if snapshot.pending_interrupts else None
-
-
-def _idle(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    state = snapshot.state
-    if state is not None and state.turn_count == 1 and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE:
-        return snapshot
-    return None
 
 
 def _refund_runner() -> ScriptedRunner:
@@ -73,31 +66,53 @@ async def test_approved_call_runs_once(tmp_path: Path) -> None:
             "session-1", "refund-1", approved=True, rejection_message="ignored on approval"
         )
         assert not await stack.sessions.resolve_interrupt("session-1", "refund-1", approved=True)
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", _idle)
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
         assert snapshot.messages[-1].text == "refund=refunded with key session-1/turn-1/refund-1"
         assert len(runner.tool_calls) == 1
         (final,) = runner.model_calls[1].tool_calls.values()
         assert final.rejection_message is None
 
+        events = await read_events_until(stack, "session-1", lambda e: e.type == "turn_completed")
+        by_type = {event.type: event for event in events}
+        assert by_type["tool_call_deferred"].payload_json() == {
+            "effect": "unclassified",
+            "requires_approval": True,
+            "tool_call_id": "refund-1",
+            "tool_name": "refund",
+        }
+        raised = by_type["interrupt_raised"].payload_json()
+        assert (raised["interrupt_id"], raised["kind"], raised["deadline"]) == (
+            "refund-1",
+            "approval",
+            None,
+        )
+        resolved = by_type["interrupt_resolved"].payload_json()
+        assert (resolved["approved"], resolved["rejection_message"]) == (True, None)
+        assert by_type["tool_call_finished"].payload_json()["status"] == "succeeded"
+        assert by_type["tool_call_started"].step_execution_id == (
+            by_type["tool_call_finished"].step_execution_id
+        )
+        assert [e.type for e in events].index("interrupt_resolved") < [
+            e.type for e in events
+        ].index("tool_call_started")
+
 
 async def _search(client: AsyncClient) -> list[SearchFlowEntry]:
     page = await client.search_flows('ActiveStepTypes = "AwaitToolApproval"', 50)
-    return page.flows
+    return list(page.flows)
 
 
-# The engine answers SearchFlows with UNIMPLEMENTED so far; any other failure fails this test.
-@pytest.mark.xfail(raises=DexServiceError, reason="dex-local-engine has no SearchFlows yet")
 async def test_a_session_waiting_for_approval_is_searchable(tmp_path: Path) -> None:
     async with running_session_stack(tmp_path, _refund_runner()) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
         await stack.sessions.start_session("session-2", "")
         await wait_for_agent_snapshot(stack.sessions, "session-1", _pending)
-        found = await wait_until(
+        found: list[SearchFlowEntry] = await wait_until(
             "the session to be searchable in AwaitToolApproval", lambda: _search(stack.client)
         )
         assert [entry.flow_id for entry in found] == ["session-1"]
         assert await stack.sessions.resolve_interrupt("session-1", "refund-1", approved=False)
-        await wait_for_agent_snapshot(stack.sessions, "session-1", _idle)
+        await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
         assert await _search(stack.client) == []
 
 
@@ -109,7 +124,7 @@ async def test_rejected_call_never_runs_and_the_model_sees_the_reason(tmp_path: 
         assert await stack.sessions.resolve_interrupt(
             "session-1", "refund-1", approved=False, rejection_message="not this order"
         )
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", _idle)
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
         assert runner.tool_calls == []
         assert snapshot.messages[-1].text == (
             "refund=The user rejected this tool call. Reason: not this order"
@@ -122,7 +137,9 @@ async def test_approval_deadline_rejects_the_call(tmp_path: Path) -> None:
     options = AgentSessionOptions(interrupt_deadline=timedelta(seconds=1))
     async with running_session_stack(tmp_path, runner, options) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", _idle, timeout=60)
+        snapshot = await wait_for_agent_snapshot(
+            stack.sessions, "session-1", idle_after_turns(1), timeout=60
+        )
         assert runner.tool_calls == []
         (record,) = runner.model_calls[1].tool_calls.values()
         assert record.status is AgentToolCallStatus.REJECTED

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_session_test_support import ScriptedRunner, assistant, running_session_stack
+from agent_session_test_support import (
+    ScriptedRunner,
+    assistant,
+    idle_after_turns,
+    running_session_stack,
+)
 from dex_agents import (
-    AgentStatus,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -24,22 +28,12 @@ def _echo(turn: AgentTurnContext) -> AgentTurnOutcome:
     )
 
 
-def _is_idle_after(turns: int):  # type: ignore[no-untyped-def]
-    return lambda snapshot: (
-        snapshot
-        if snapshot.state is not None
-        and snapshot.state.turn_count == turns
-        and snapshot.state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-        else None
-    )
-
-
 async def test_chat_turns_store_messages_usage_and_events(tmp_path: Path) -> None:
     runner = ScriptedRunner(_echo)
     async with running_session_stack(tmp_path, runner) as stack:
         await stack.sessions.start_session("session-1", "hello")
         snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "session-1", _is_idle_after(1), "the first turn to complete"
+            stack.sessions, "session-1", idle_after_turns(1), "the first turn to complete"
         )
         assert [(m.sequence, m.role, m.text) for m in snapshot.messages] == [
             (1, MessageRole.USER, "hello"),
@@ -53,7 +47,7 @@ async def test_chat_turns_store_messages_usage_and_events(tmp_path: Path) -> Non
         assert not await stack.sessions.send_user_message("session-1", "   ")
         assert await stack.sessions.send_user_message("session-1", "again")
         snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "session-1", _is_idle_after(2), "the second turn to complete"
+            stack.sessions, "session-1", idle_after_turns(2), "the second turn to complete"
         )
         assert [m.text for m in snapshot.messages][-2:] == ["again", "Echo: again"]
         assert snapshot.usage.input_tokens == 10

@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
+    idle_after_turns,
     request_tools,
     running_session_stack,
     tool_call,
 )
 from dex_agents import (
     AgentSessionOptions,
-    AgentStatus,
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -35,7 +36,7 @@ READ_POLICIES = AgentSessionOptions(
 )
 
 
-def _call_each_tool_once(*names: str):  # type: ignore[no-untyped-def]
+def _call_each_tool_once(*names: str) -> Callable[[AgentTurnContext], AgentTurnOutcome]:
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
         if not turn.is_resuming:
             return request_tools(
@@ -47,25 +48,20 @@ def _call_each_tool_once(*names: str):  # type: ignore[no-untyped-def]
     return script
 
 
-def _idle_after_turn(snapshot):  # type: ignore[no-untyped-def]
-    state = snapshot.state
-    if state is not None and state.turn_count == 1 and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE:
-        return snapshot
-    return None
-
-
 async def test_two_tool_calls_run_in_parallel_steps_then_resume(tmp_path: Path) -> None:
     both_started = asyncio.Barrier(2)
 
     async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
         # Each call waits for the other to start, so they can only finish when run in parallel.
         await asyncio.wait_for(both_started.wait(), timeout=20)
-        return ToolExecutionResult(f"found {call.tool_call.tool_call_id} key={call.idempotency_key}")
+        return ToolExecutionResult(
+            f"found {call.tool_call.tool_call_id} key={call.idempotency_key}"
+        )
 
     runner = ScriptedRunner(_call_each_tool_once("lookup", "lookup"), {"lookup": lookup})
     async with running_session_stack(tmp_path, runner, READ_POLICIES) as stack:
         await stack.sessions.start_session("session-1", "look up two things")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", _idle_after_turn)
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
         answer = snapshot.messages[-1].text
         assert answer == (
             "lookup=found call-0 key=session-1/turn-1/call-0; "
@@ -76,7 +72,9 @@ async def test_two_tool_calls_run_in_parallel_steps_then_resume(tmp_path: Path) 
         assert len(runner.tool_calls) == 2
         resumed = runner.model_calls[1]
         assert resumed.framework_run_state == '["call-0", "call-1"]'
-        assert [r.status for r in resumed.tool_calls.values()] == [AgentToolCallStatus.SUCCEEDED] * 2
+        assert [r.status for r in resumed.tool_calls.values()] == [
+            AgentToolCallStatus.SUCCEEDED
+        ] * 2
 
         history = await read_step_history(stack.engine.server_address, "session-1")
         executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
@@ -105,7 +103,7 @@ async def test_tool_errors_follow_the_effect(tmp_path: Path) -> None:
     async with running_session_stack(tmp_path, runner, READ_POLICIES) as stack:
         await stack.sessions.start_session("session-1", "try the tools")
         await wait_for_agent_snapshot(
-            stack.sessions, "session-1", _idle_after_turn, "the turn to finish", timeout=90
+            stack.sessions, "session-1", idle_after_turns(1), "the turn to finish", timeout=90
         )
         records = {r.tool_name: r for r in runner.model_calls[1].tool_calls.values()}
         assert records["lookup"].status is AgentToolCallStatus.FAILED

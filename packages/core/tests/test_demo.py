@@ -85,6 +85,9 @@ def test_the_demo_survives_a_kill_while_an_approval_waits_and_finishes_on_reatta
     first.expect(r"dex-agents demo --session " + re.escape(session_id))
     first.expect(r"running lookup_order")
     first.expect(r"Approve refund_order\(.*\)\? Answer y or n:")
+    intruder = _Demo(tmp_path, "--session", session_id)
+    assert intruder.wait() == 1  # one database, one demo
+    assert "another dex-agents demo" in intruder.output
 
     first.process.send_signal(signal.SIGKILL)  # mid-session, with the approval pending
     first.process.wait(timeout=_TIMEOUT_SECONDS)

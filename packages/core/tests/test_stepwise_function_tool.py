@@ -445,3 +445,51 @@ def test_unsupported_definitions_are_refused_clearly() -> None:
 
     with pytest.raises(TypeError, match="effect must be a ToolEffect"):
         function_tool(effect="read")  # type: ignore[arg-type]
+
+
+_SEARCH_SCHEMA: dict[str, JsonValue] = {
+    "type": "object",
+    "properties": {
+        "query": {"type": "string", "minLength": 1},
+        "scope": {"enum": ["tickets", "orders"]},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 50},
+        "tags": {"type": "array", "items": {"type": "string", "pattern": "^[a-z]+$"}},
+    },
+    "required": ["query"],
+    "additionalProperties": False,
+}
+
+
+@function_tool(effect=ToolEffect.READ, parameters_schema=_SEARCH_SCHEMA)
+def search(
+    query: str, scope: str = "tickets", limit: int = 10, tags: list[str] | None = None
+) -> str:
+    """Search."""
+    return f"{query}/{scope}/{limit}/{tags}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "problem"),
+    [
+        ({"query": ""}, "argument query must have at least 1 characters"),
+        (
+            {"query": "x", "scope": "users"},
+            'argument scope must be one of "tickets", "orders", got "users"',
+        ),
+        ({"query": "x", "limit": 0}, "argument limit must be at least 1, got 0"),
+        ({"query": "x", "limit": 51}, "argument limit must be at most 50, got 51"),
+        ({"query": "x", "tags": ["ok", "Not"]}, "argument tags[1] must match the pattern ^[a-z]+$"),
+        ({"query": 3}, "argument query must be of type string, got integer"),
+        ({}, "missing required argument query"),
+        ({"query": "x", "other": 1}, "unexpected argument other"),
+    ],
+)
+def test_an_explicit_schema_is_checked(arguments: dict[str, object], problem: str) -> None:
+    with pytest.raises(ToolExecutionError) as raised:
+        search.parse_arguments(json.dumps(arguments))
+    assert str(raised.value) == f"invalid arguments for search: {problem}"
+
+
+async def test_arguments_that_fit_an_explicit_schema_run() -> None:
+    result = await search.invoke('{"query": "teapot", "limit": 5, "tags": ["a"]}', _context())
+    assert result == ToolExecutionResult("teapot/tickets/5/['a']")

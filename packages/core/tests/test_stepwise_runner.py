@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pytest
+from dex_agents.agent_built_in_tools import BuiltInTool
 from dex_agents.agent_event_writer import AgentEventWriter
 from dex_agents.agent_framework_runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
@@ -20,20 +22,27 @@ from dex_agents.agent_framework_runner import (
     ToolExecutionResult,
     TurnCompleted,
     UnfinishedTurnMessageBuilder,
+    runner_supports_plan_mode,
     validate_tool_calls_requested,
 )
+from dex_agents.agent_plans import build_plan_note
 from dex_agents.agent_session_values import (
     AgentMessage,
+    AgentPlan,
+    AgentTodo,
     AgentToolCall,
     AgentToolCallStatus,
     FrameworkMessage,
+    InteractionMode,
     MessageRole,
+    PlanStatus,
 )
 from dex_agents.stepwise import (
     AgentDefinition,
     InstructionContext,
     ModelOutputItem,
     ModelRequest,
+    ModelToolChoice,
     ModelToolResult,
     ModelUserText,
     ScriptedModelClient,
@@ -64,6 +73,12 @@ def refund_order(order_id: str, amount_cents: int, context: ToolCallContext) -> 
     """Refund part of an order."""
     _REFUND_KEYS.append(context.idempotency_key)
     return f"refunded {amount_cents} on order {order_id}"
+
+
+@function_tool(effect=ToolEffect.READ)
+def ask_user(question: str) -> str:
+    """A function tool that collides with the ask_user built-in when that is enabled."""
+    return question
 
 
 def _support_script(request: ModelRequest) -> ScriptedModelReply:
@@ -115,7 +130,11 @@ class _Session:
         self.store([self.runner.build_user_message(text)])
 
     def context(self) -> AgentTurnContext:
-        options = stepwise_agent_session_options(self.runner.definition)
+        definition = self.runner.definition
+        # What stepwise_agent_session_options derives, built here so that definitions with
+        # options this build's AgentSessionOptions lacks (built-in tools) still run.
+        policies = {tool.name: tool.policy for tool in definition.tools}
+        policies.update(definition.tool_policies)
         return AgentTurnContext(
             flow_id=self.flow_id,
             turn_id=self.turn_id,
@@ -125,8 +144,8 @@ class _Session:
             tool_calls=dict(self.records),
             events=AgentEventWriter.discarding(turn_id=self.turn_id),
             enabled_built_in_tools=self.enabled_built_in_tools,
-            tool_policies=options.tool_policies,
-            default_tool_effect=options.default_tool_effect,
+            tool_policies=policies,
+            default_tool_effect=definition.default_tool_effect,
         )
 
     async def run_model(self) -> AgentTurnOutcome:
@@ -473,10 +492,6 @@ async def test_instructions_function_is_evaluated_in_every_model_call() -> None:
 async def test_a_tool_named_like_a_session_enabled_built_in_fails_before_any_model_request() -> (
     None
 ):
-    @function_tool(effect=ToolEffect.READ)
-    def ask_user(question: str) -> str:
-        return question
-
     model = ScriptedModelClient(_support_script)
     definition = AgentDefinition(name="a", instructions="i", model=model, tools=[ask_user])
     session = _Session(
@@ -495,9 +510,19 @@ async def test_a_tool_named_like_a_session_enabled_built_in_fails_before_any_mod
     [
         ({"tools": [lookup_order, lookup_order]}, ValueError, "^two tools are named lookup_order$"),
         (
-            {"tools": [lookup_order], "built_in_tools": frozenset({"lookup_order"})},
+            {"tools": [ask_user], "built_in_tools": frozenset({BuiltInTool.ASK_USER})},
             ValueError,
-            "^tool lookup_order uses the name of an enabled built-in tool$",
+            "^tool ask_user uses the name of an enabled built-in tool$",
+        ),
+        (
+            {"built_in_tools": frozenset({"teleport"})},
+            ValueError,
+            "unknown built-in tool 'teleport'",
+        ),
+        (
+            {"plan_mode_enabled": True},
+            ValueError,
+            "plan_mode_enabled needs BuiltInTool.WRITE_TODOS",
         ),
         (
             {"max_model_calls_per_turn": 0},
@@ -525,26 +550,80 @@ def test_agent_definition_refuses_bad_values(
         AgentDefinition(**fields)  # type: ignore[arg-type]
 
 
-def test_agent_definition_accepts_tool_sources_with_unique_names() -> None:
-    class _Source:
-        def __init__(self, name: str) -> None:
-            self.source_name = name
-
-        async def list_tools(self) -> list[object]:
-            return []
-
-        def deferred_tool_call(self) -> None: ...
-
-        async def execute_deferred_tool_call(self) -> None: ...
-
-        async def poll_tool_task(self) -> None: ...
-
-    model = ScriptedModelClient(_support_script)
-    definition = AgentDefinition(
-        name="a", instructions="i", model=model, tool_sources=[_Source("mcp")]
+async def test_resolve_model_picks_the_client_from_the_turn_session_settings() -> None:
+    small = ScriptedModelClient(lambda request: ScriptedModelReply(text="small"))
+    large = ScriptedModelClient(lambda request: ScriptedModelReply(text="large"))
+    models = {"small": small, "large": large}
+    definition = _definition(
+        small, resolve_model=lambda settings: models.get(str(settings.get("model")), small)
     )
-    assert len(definition.tool_sources) == 1
-    with pytest.raises(ValueError, match=r"^two tool sources are named mcp$"):
-        AgentDefinition(
-            name="a", instructions="i", model=model, tool_sources=[_Source("mcp"), _Source("mcp")]
-        )
+    runner = StepwiseAgentRunner(definition)
+    session = _Session(runner)
+    session.start_turn("hi")
+    turn = dataclasses.replace(session.context(), session_settings={"model": "large"})
+    outcome = await runner.run_model_step(turn)
+    assert isinstance(outcome, TurnCompleted)
+    assert outcome.new_messages[-1].text == "large"
+    assert (len(small.requests), len(large.requests)) == (0, 1)
+
+
+def _planning_definition(model: ScriptedModelClient, **values: object) -> AgentDefinition:
+    return _definition(
+        model,
+        built_in_tools=frozenset({BuiltInTool.WRITE_TODOS, BuiltInTool.ASK_USER}),
+        plan_mode_enabled=True,
+        **values,
+    )
+
+
+async def test_a_planning_turn_offers_only_write_todos_and_sees_the_plan_note() -> None:
+    model = ScriptedModelClient(lambda request: ScriptedModelReply(text="Which database?"))
+    runner = StepwiseAgentRunner(_planning_definition(model, planning_tool_choice="required"))
+    assert runner_supports_plan_mode(runner)
+    session = _Session(runner, enabled_built_in_tools=frozenset({"write_todos", "ask_user"}))
+    await session.run_turn("Say hi")  # turn-1, chat
+    session.start_turn("Plan the migration")  # turn-2, planning
+    turn = dataclasses.replace(session.context(), interaction_mode=InteractionMode.PLANNING)
+
+    await runner.run_model_step(turn)
+
+    request = model.requests[-1]
+    assert [tool.name for tool in request.tools] == ["write_todos"]
+    assert request.tool_choice is ModelToolChoice.REQUIRED
+    note = build_plan_note(None, InteractionMode.PLANNING)
+    assert note is not None
+    # The note comes right before the turn's items, after the earlier turns.
+    assert request.input[-2:] == (ModelUserText(note), ModelUserText("Plan the migration"))
+    assert ModelUserText("Say hi") in request.input[:-2]
+    assert ScriptedModelClient.user_texts(request)[-1] == "Plan the migration"
+
+
+async def test_a_draft_plan_is_not_forced_again_and_an_executing_turn_has_every_tool() -> None:
+    model = ScriptedModelClient(lambda request: ScriptedModelReply(text="ok"))
+    runner = StepwiseAgentRunner(_planning_definition(model, planning_tool_choice="required"))
+    session = _Session(runner, enabled_built_in_tools=frozenset({"write_todos", "ask_user"}))
+    session.start_turn("Revise it")
+    draft = AgentPlan(2, PlanStatus.DRAFT, (AgentTodo("Back up"), AgentTodo("Migrate")))
+    planning = dataclasses.replace(
+        session.context(), interaction_mode=InteractionMode.PLANNING, plan=draft
+    )
+    await runner.run_model_step(planning)
+    assert model.requests[-1].tool_choice is ModelToolChoice.AUTO
+    assert "1. [pending] Back up" in ScriptedModelClient.user_texts(model.requests[-1])[0]
+
+    active = dataclasses.replace(draft, status=PlanStatus.ACTIVE)
+    executing = dataclasses.replace(
+        session.context(), interaction_mode=InteractionMode.EXECUTING, plan=active
+    )
+    await runner.run_model_step(executing)
+    request = model.requests[-1]
+    assert [tool.name for tool in request.tools] == [
+        "lookup_order",
+        "refund_order",
+        "ask_user",
+        "write_todos",
+    ]
+    assert request.tool_choice is ModelToolChoice.AUTO
+    assert request.input[0] == ModelUserText(
+        build_plan_note(active, InteractionMode.EXECUTING) or ""
+    )

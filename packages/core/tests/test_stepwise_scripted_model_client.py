@@ -6,13 +6,16 @@ import json
 
 import pytest
 from dex_agents.stepwise import (
+    ModelOutputItem,
     ModelOutputItemKind,
     ModelRequest,
+    ModelToolCall,
     ModelToolResult,
     ModelUserText,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedToolCall,
+    replayable_input,
 )
 
 
@@ -131,3 +134,27 @@ async def test_a_script_that_returns_something_else_fails_the_call() -> None:
 def test_negative_max_recorded_requests_is_refused() -> None:
     with pytest.raises(ValueError, match="max_recorded_requests"):
         ScriptedModelClient(lambda request: ScriptedModelReply("ok"), max_recorded_requests=-1)
+
+
+def test_items_of_another_provider_replay_without_reasoning() -> None:
+    own = ModelOutputItem("scripted", ModelOutputItemKind.REASONING, '{"type":"reasoning"}')
+    foreign_reasoning = ModelOutputItem("other", ModelOutputItemKind.REASONING, '{"sig":"x"}')
+    foreign_text = ModelOutputItem("other", ModelOutputItemKind.MESSAGE, "{}", text="hi")
+    foreign_call = ModelOutputItem(
+        "other",
+        ModelOutputItemKind.TOOL_CALL,
+        "{}",
+        tool_call=ModelToolCall("call-1", "lookup", "{}"),
+    )
+    result = ModelToolResult("call-1", "lookup", "found")
+    request = ModelRequest(
+        instructions="",
+        input=(ModelUserText("q"), own, foreign_reasoning, foreign_text, foreign_call, result),
+    )
+    assert replayable_input(request, "scripted") == (
+        ModelUserText("q"),
+        own,
+        foreign_text,
+        foreign_call,
+        result,
+    )

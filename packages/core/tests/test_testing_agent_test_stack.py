@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from core_testing_support.gated_flow import (
     GATE_NAME,
     STATE_DIR_ENV,
@@ -31,7 +32,7 @@ async def test_a_step_killed_with_its_worker_runs_again_on_a_replacement(tmp_pat
 
         worker.kill()
         assert not worker.is_running
-        await stack.start_worker()
+        replacement = await stack.start_worker()
         await gate.wait_until_reached(count=2)
         gate.release()
         await stack.client.wait_for_flow("flow-1")
@@ -45,3 +46,12 @@ async def test_a_step_killed_with_its_worker_runs_again_on_a_replacement(tmp_pat
         assert [(entry.step_type, entry.final_attempt) for entry in completed] == [
             (GatedStep().get_step_type(), 2)
         ]
+
+        assert await replacement.stop() == 0  # SIGTERM drains and exits cleanly
+        assert not replacement.is_running
+
+
+async def test_sessions_refuses_a_flow_the_stack_does_not_serve(tmp_path: Path) -> None:
+    async with AgentTestStack(tmp_path, [GatedFlow()], "core_testing_support.gated_flow") as stack:
+        with pytest.raises(ValueError, match="not one of this AgentTestStack's Flows"):
+            stack.sessions(GatedFlow())

@@ -6,6 +6,7 @@ restart it; Workers run in the test's event loop as real SDK ``AsyncWorker`` pul
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -36,6 +37,7 @@ class EngineProcess:
     def start(self) -> None:
         """Start (or restart on the same database and, when known, the same port)."""
         port = self.port
+        log = open(self.database.with_suffix(".log"), "a")  # noqa: SIM115 - the child owns it
         self.process = subprocess.Popen(
             [
                 sys.executable,
@@ -48,17 +50,23 @@ class EngineProcess:
                 str(self.database),
             ],
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=log,
             text=True,
         )
+        log.close()
         assert self.process.stdout is not None
         line = self.process.stdout.readline().strip()
         if not line.startswith("dex-local-engine ready on "):
             self.process.kill()
-            _, err = self.process.communicate()
-            raise RuntimeError(f"engine did not start: {line!r} {err}")
+            self.process.wait()
+            raise RuntimeError(f"engine did not start: {line!r} {self.stderr()}")
         self.address = line.rsplit(" ", 1)[1]
         self.port = int(self.address.rsplit(":", 1)[1])
+
+    def stderr(self) -> str:
+        """What the engine wrote to stderr so far."""
+        path = self.database.with_suffix(".log")
+        return path.read_text() if path.exists() else ""
 
     def kill(self) -> None:
         """SIGKILL the engine (no shutdown work runs)."""
@@ -127,11 +135,13 @@ async def sdk_worker(
             pull=PullWorkerOptions(max_concurrent_tasks=8, stop_drain_timeout=_seconds(2)),
         ),
     )
-    await worker.start()
+    serving = asyncio.create_task(worker.start())
     try:
+        await worker.wait_pull_registered(timeout=30)
         yield worker
     finally:
         await worker.stop()
+        await asyncio.gather(serving, return_exceptions=True)
 
 
 def _seconds(value: float):  # type: ignore[no-untyped-def]

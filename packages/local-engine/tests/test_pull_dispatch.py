@@ -238,18 +238,28 @@ async def test_worker_killed_after_output_raises_worker_lost(
         await asyncio.wait_for(anext(frames), WAIT_SECONDS)
 
 
-async def test_worker_killed_before_output_raises_task_not_started(
-    pull_server: PullTestServer, workers: WorkerLauncher, gates: GateBoard
+async def test_worker_killed_before_output_gets_the_task_run_again_elsewhere(
+    pull_server: PullTestServer,
+    workers: WorkerLauncher,
+    gates: GateBoard,
+    invocation_log: InvocationLog,
 ) -> None:
-    worker = await workers.start(PROBE_REGISTRY, pull_server.address)
+    doomed = await workers.start(PROBE_REGISTRY, pull_server.address)
     gates.hold("early.before-output")
-    run = asyncio.create_task(collect(pull_server.dispatcher, probe_task("early")))
+    task = probe_task("early")
+    run = asyncio.create_task(collect(pull_server.dispatcher, task))
     await gates.wait_arrived("early.before-output")
 
-    worker.kill()
+    doomed.kill()  # no output reached the engine: the task counts as never run
+    gates.release("early.before-output")
+    survivor = await workers.start(PROBE_REGISTRY, pull_server.address)
 
-    with pytest.raises(TaskNotStarted, match=worker.app_worker_id):
-        await asyncio.wait_for(run, WAIT_SECONDS)
+    assert completion_output(await asyncio.wait_for(run, WAIT_SECONDS)) == "early:done"
+    starts = invocation_log.entries("ProbeStep.start")
+    assert [(entry.pid, entry.details["attempt"]) for entry in starts] == [
+        (doomed.pid, 1),
+        (survivor.pid, 1),
+    ]
 
 
 async def test_reconnect_reopens_idle_streams_and_lets_a_busy_stream_finish(
@@ -305,3 +315,23 @@ async def test_dispatch_waits_for_a_worker_and_can_be_cancelled_while_waiting(
         "waiting"
     ]
     assert dispatcher.stats.tasks_offered == 1
+
+
+async def test_stopping_worker_drains_its_running_task_then_leaves(
+    pull_server: PullTestServer, workers: WorkerLauncher, gates: GateBoard
+) -> None:
+    dispatcher = pull_server.dispatcher
+    worker = await workers.start(PROBE_REGISTRY, pull_server.address)
+    gates.hold("draining.after-output")
+    running = asyncio.create_task(collect(dispatcher, probe_task("draining")))
+    await gates.wait_arrived("draining.after-output")
+
+    stopping = asyncio.create_task(worker.stop())
+    # The Worker closes its idle streams at once and keeps the busy one until the result.
+    streams = await wait_until(dispatcher, lambda streams: len(streams) == 1)
+    assert streams[0].task_id is not None
+    gates.release("draining.after-output")
+
+    assert completion_output(await asyncio.wait_for(running, WAIT_SECONDS)) == "draining:done"
+    assert await asyncio.wait_for(stopping, WAIT_SECONDS) == 0
+    await wait_until(dispatcher, lambda streams: not streams)

@@ -132,7 +132,24 @@ async def test_task_carries_its_request_and_deadline(
     assert [frame.WhichOneof("output") for frame in frames] == ["result"]
 
 
-async def test_half_close_before_output_raises_task_not_started(
+async def test_half_close_before_output_offers_the_task_to_another_stream(
+    pull_server: PullTestServer, channel: grpc.aio.Channel
+) -> None:
+    retiring = await registered_stream(channel, worker="raw-retiring")
+    task = raw_task()
+    run = asyncio.create_task(collect(pull_server.dispatcher.dispatch(task)))
+    assert (await retiring.read()).task.task_id == task.task_id
+
+    await retiring.call.done_writing()  # what a Worker does when it retires an idle stream
+    other = await registered_stream(channel, worker="raw-other")
+
+    assert (await other.read()).task.execute == task.request
+    await other.result(task.task_id)
+    assert len(await asyncio.wait_for(run, WAIT_SECONDS)) == 1
+    assert pull_server.dispatcher.stats.tasks_offered == 2
+
+
+async def test_stream_broken_before_output_raises_task_not_started(
     pull_server: PullTestServer, channel: grpc.aio.Channel
 ) -> None:
     stream = await registered_stream(channel)
@@ -140,9 +157,9 @@ async def test_half_close_before_output_raises_task_not_started(
     run = asyncio.create_task(collect(pull_server.dispatcher.dispatch(task)))
     assert (await stream.read()).task.task_id == task.task_id
 
-    await stream.call.done_writing()
+    stream.call.cancel()
 
-    with pytest.raises(TaskNotStarted, match="before the task sent any output"):
+    with pytest.raises(TaskNotStarted, match="broke before the task sent any output"):
         await asyncio.wait_for(run, WAIT_SECONDS)
 
 

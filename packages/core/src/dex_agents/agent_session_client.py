@@ -18,6 +18,7 @@ from dex import (
 )
 
 from dex_agents.agent_session_flow import AgentSessionFlow
+from dex_agents.agent_session_settings import validate_session_settings
 from dex_agents.agent_session_values import (
     AgentMessagesPage,
     AgentSessionStartInput,
@@ -97,9 +98,11 @@ class AgentSessionClient:
             The run ID Dex assigned.
 
         Raises:
+            ValueError: When ``session_settings`` is not a JSON object of at most 16 KiB.
             FlowAlreadyStartedError: When a session with this ID exists.
             DexServiceError: When Dex refuses the start.
         """
+        validate_session_settings(session_settings or {})
         base = options if options is not None else StartFlowOptions()
         config = base.config_override if base.config_override is not None else FlowConfig()
         start_options = replace(
@@ -112,14 +115,19 @@ class AgentSessionClient:
         )
         return await self._client.start_flow(self._flow, session_id, start_input, start_options)
 
-    async def send_user_message(self, session_id: str, text: str) -> bool:
+    async def send_user_message(
+        self, session_id: str, text: str, *, plan_mode: bool = False
+    ) -> bool:
         """Queue a user message; it starts a turn when the session waits for one.
 
         Returns:
-            ``False`` for blank text, ``True`` once the message is queued.
+            ``False`` for blank text and for ``plan_mode`` while plan mode is off; ``True`` once
+            the message is queued.
         """
         return await self._client.invoke_rpc(
-            self._flow.send_user_message, session_id, AgentUserMessage(text=text)
+            self._flow.send_user_message,
+            session_id,
+            AgentUserMessage(text=text, plan_mode=plan_mode),
         )
 
     async def resolve_interrupt(

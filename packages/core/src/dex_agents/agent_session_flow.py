@@ -160,7 +160,10 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         INTERRUPT_RESOLUTIONS.publish(context, request.interrupt_id, decision.resolution)
         return RPCResult(True)
 
-    @rpc(load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS), load_channels=(QUEUED_USER_MESSAGES,))
+    @rpc(
+        load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
+        load_channels=(QUEUED_USER_MESSAGES,),
+    )
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
         """Return the state, the newest 200 messages, pending interrupts, the active turn's tool
         calls, usage, and the queued messages."""

@@ -22,6 +22,8 @@ from typing import Final
 from dex import Attribute, AttributeMap, Channel, ChannelMap, PersistenceSchema, Stream
 
 from dex_agents.agent_event_writer import AgentEvent
+from dex_agents.agent_message_layout import AgentMessageChunk, AgentMessageIndex
+from dex_agents.agent_session_settings import TurnSessionSettings
 from dex_agents.agent_session_values import (
     AgentInterrupt,
     AgentInterruptResolution,
@@ -77,9 +79,9 @@ AGENT_STATE: Final = Attribute("AGENT_STATE", AgentState)
 #: ``AgentMessages``: the stored messages, keyed by ``message_sequence_key(n)``.
 AGENT_MESSAGES: Final = AttributeMap("AGENT_MESSAGES", AgentMessage)
 #: ``AgentMessageChunks``: immutable chunks of older messages (chunked storage; not written yet).
-AGENT_MESSAGE_CHUNKS: Final = AttributeMap("AGENT_MESSAGE_CHUNKS", str)
+AGENT_MESSAGE_CHUNKS: Final = AttributeMap("AGENT_MESSAGE_CHUNKS", AgentMessageChunk)
 #: ``AgentMessageIndex``: the kept chunks and the window start (chunked storage; not written yet).
-AGENT_MESSAGE_INDEX: Final = Attribute("AGENT_MESSAGE_INDEX", str)
+AGENT_MESSAGE_INDEX: Final = Attribute("AGENT_MESSAGE_INDEX", AgentMessageIndex)
 #: ``TurnReplySequence``: where the latest turn's replies start.
 TURN_REPLY_SEQUENCE: Final = Attribute("TURN_REPLY_SEQUENCE", TurnReplySequence)
 #: ``FrameworkRunState``: the runner's opaque state, set only while a turn waits for tool calls.
@@ -116,8 +118,8 @@ PENDING_PLAN_EXECUTION: Final = Attribute("PENDING_PLAN_EXECUTION", PlanExecutio
 CONTEXT_SUMMARY: Final = Attribute("CONTEXT_SUMMARY", ContextSummary)
 #: ``SessionSettings``: the settings the next turn starts with, as compact JSON text.
 SESSION_SETTINGS: Final = Attribute("SESSION_SETTINGS", str)
-#: ``TurnSessionSettings``: the running turn's copy of the settings (settings).
-TURN_SESSION_SETTINGS: Final = Attribute("TURN_SESSION_SETTINGS", str)
+#: ``TurnSessionSettings``: the running turn's copy of the settings, tagged with the turn.
+TURN_SESSION_SETTINGS: Final = Attribute("TURN_SESSION_SETTINGS", TurnSessionSettings)
 
 
 def agent_event_stream(capacity_bytes: int) -> Stream[AgentEvent]:

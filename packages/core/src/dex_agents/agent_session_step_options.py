@@ -29,6 +29,7 @@ __all__ = [
     "tool_call_record_step_options",
     "tool_call_step_options",
     "turn_failure_step_options",
+    "turn_step_options",
 ]
 
 #: The options every session Step starts from: SYNC durability for both methods.
@@ -41,14 +42,30 @@ _ALL_MESSAGES_AND_RECORDS: tuple[AttributeMap[Any], ...] = (AGENT_MESSAGES, AGEN
 
 
 def message_storing_step_options() -> StepOptions:
-    """Options of a Step that stores messages and reads every record, such as ``AwaitUserMessage``.
+    """Options of a Step that stores messages, such as ``AwaitUserMessage``.
+
+    Every Step that stores messages loads the stored messages, so the message store can reorganize
+    them (chunked storage) in the same commit.
+
+    Returns:
+        SYNC options that load every ``AgentMessages`` instance in execute.
+
+    Example:
+        >>> message_storing_step_options().execute_durability
+        <StepDurability.SYNC: 'sync'>
+    """
+    return replace(SYNC_STEP_OPTIONS, execute_load_attribute_maps=(AGENT_MESSAGES,))
+
+
+def turn_step_options() -> StepOptions:
+    """Options of a Step that builds the runner's view of the turn: every message and record.
 
     Returns:
         SYNC options that load every ``AgentMessages`` and ``AgentToolCalls`` instance in execute.
 
     Example:
-        >>> message_storing_step_options().execute_durability
-        <StepDurability.SYNC: 'sync'>
+        >>> turn_step_options().execute_load_attribute_maps == (AGENT_MESSAGES, AGENT_TOOL_CALLS)
+        True
     """
     return replace(SYNC_STEP_OPTIONS, execute_load_attribute_maps=_ALL_MESSAGES_AND_RECORDS)
 
@@ -68,7 +85,7 @@ def run_model_step_options(limit: RunModelLimit, failure_route: type[Step[Any]])
         3
     """
     return replace(
-        message_storing_step_options(),
+        turn_step_options(),
         execute_method_timeout=limit.attempt_timeout,
         heartbeat_timeout=limit.heartbeat_timeout,
         execute_retry=RetryPolicy(
@@ -88,7 +105,7 @@ def turn_failure_step_options() -> StepOptions:
         >>> turn_failure_step_options().execute_load_attribute_maps == (AGENT_MESSAGES, AGENT_TOOL_CALLS)
         True
     """
-    return message_storing_step_options()
+    return turn_step_options()
 
 
 def resume_turn_step_options() -> StepOptions:
@@ -108,7 +125,9 @@ def resume_turn_step_options() -> StepOptions:
     )
 
 
-def tool_call_record_step_options(tool_call_id: str, *, locks_interrupts: bool = False) -> StepOptions:
+def tool_call_record_step_options(
+    tool_call_id: str, *, locks_interrupts: bool = False
+) -> StepOptions:
     """Options of a short Step that owns one tool call record (approval waits, failure routes).
 
     Args:

@@ -8,13 +8,22 @@ is ``RunModel``'s failure route.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Final
 
-from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, Wait, go_to, go_to_many
+from dex import (
+    AsyncContext,
+    Step,
+    StepDecision,
+    StepMovement,
+    StepOptions,
+    Wait,
+    force_fail,
+    go_to,
+    go_to_many,
+)
 
 from dex_agents._agent_session_step_support import (
     Heartbeat,
@@ -43,6 +52,16 @@ from dex_agents.agent_session_persistence import (
     SESSION_SETTINGS,
     TOOL_CALL_RESULTS,
     TURN_REPLY_SEQUENCE,
+    TURN_SESSION_SETTINGS,
+)
+from dex_agents.agent_session_settings import (
+    SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    TurnSessionSettings,
+    decode_session_settings,
+    encode_session_settings,
+    invalid_start_session_settings_reason,
+    session_settings_of_turn,
+    session_settings_problem,
 )
 from dex_agents.agent_session_step_options import (
     message_storing_step_options,
@@ -97,9 +116,15 @@ class StartAgentSession(_TurnStep, Step[AgentSessionStartInput]):
         return message_storing_step_options()
 
     async def execute(self, context: AsyncContext, input: AgentSessionStartInput) -> StepDecision:  # type: ignore[override]
+        problem = session_settings_problem(
+            input.session_settings, tolerance_bytes=SESSION_SETTINGS_SIZE_TOLERANCE_BYTES
+        )
+        if problem is not None:
+            # Retrying cannot make the settings valid, so the session fails at once.
+            return force_fail(invalid_start_session_settings_reason(problem))
         AGENT_USAGE.set(context, empty_agent_usage())
         PENDING_INTERRUPTS.set(context, [])
-        SESSION_SETTINGS.set(context, json.dumps(dict(input.session_settings), sort_keys=True))
+        SESSION_SETTINGS.set(context, encode_session_settings(input.session_settings))
         state = AgentState()
         if not input.initial_message.strip():
             AGENT_STATE.set(context, state)
@@ -135,11 +160,14 @@ def begin_turn(
         context, turn_state, [user_message], turn_id=turn_state.active_turn_id, now=runtime.now()
     )
     AGENT_STATE.set(context, turn_state)
-    assert turn_state.active_turn_id is not None
+    turn_id = turn_state.active_turn_id
+    assert turn_id is not None
     TURN_REPLY_SEQUENCE.set(
-        context,
-        TurnReplySequence(turn_id=turn_state.active_turn_id, sequence=stored[-1].sequence + 1),
+        context, TurnReplySequence(turn_id=turn_id, sequence=stored[-1].sequence + 1)
     )
+    # The turn keeps the settings it started with, even when they change while it runs.
+    settings = decode_session_settings(SESSION_SETTINGS.get(context))
+    TURN_SESSION_SETTINGS.set(context, TurnSessionSettings.copy_for_turn(turn_id, settings))
     events = runtime.event_writer(context, turn_state.active_turn_id)
     events.write_event(AgentEventType.TURN_STARTED, {"sequence": stored[-1].sequence})
     return go_to(RunModel, None)
@@ -149,7 +177,9 @@ def _require_role(message: object, role: MessageRole, source: str) -> FrameworkM
     if not isinstance(message, FrameworkMessage):
         raise TypeError(f"{source} must return a FrameworkMessage, got {type(message).__name__}")
     if message.role is not role:
-        raise ValueError(f"{source} must return a message with role {role.value}, got {message.role}")
+        raise ValueError(
+            f"{source} must return a message with role {role.value}, got {message.role}"
+        )
     return message
 
 
@@ -367,6 +397,9 @@ def build_turn_context(
         tool_policies=runtime.options.tool_policies,
         default_tool_effect=runtime.options.default_tool_effect,
         interaction_mode=state.interaction_mode,
+        session_settings=session_settings_of_turn(
+            TURN_SESSION_SETTINGS.get(context), state.active_turn_id
+        ),
         send_heartbeat=heartbeat.beat if heartbeat is not None else context.heartbeat,
     )
 
@@ -405,7 +438,9 @@ def _unfinished_turn_messages(
     try:
         messages = tuple(runner.build_unfinished_turn_messages(turn))
     except Exception:
-        _logger.warning("build_unfinished_turn_messages failed; storing only the note", exc_info=True)
+        _logger.warning(
+            "build_unfinished_turn_messages failed; storing only the note", exc_info=True
+        )
         return ()
     if not all(isinstance(message, FrameworkMessage) for message in messages):
         _logger.warning(

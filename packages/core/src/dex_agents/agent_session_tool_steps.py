@@ -221,7 +221,9 @@ def _record_outcome(record: AgentToolCall, outcome: object) -> AgentToolCall:
         return finalize_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=outcome.output)
     if isinstance(outcome, ToolInputRequested):
         # The tool took no effect before asking, so the call can be recorded as not run.
-        return finalize_tool_call(record, AgentToolCallStatus.FAILED, error=TOOL_QUESTIONS_UNSUPPORTED)
+        return finalize_tool_call(
+            record, AgentToolCallStatus.FAILED, error=TOOL_QUESTIONS_UNSUPPORTED
+        )
     if isinstance(outcome, ToolTaskStarted):
         status = (
             AgentToolCallStatus.OUTCOME_UNKNOWN
@@ -305,4 +307,3 @@ def tool_call_movement(runtime: SessionRuntime, record: AgentToolCall) -> StepMo
     if record.status is AgentToolCallStatus.AWAITING_APPROVAL:
         return approval_movement(record.tool_call_id)
     return tool_step_movement(runtime, record)
-

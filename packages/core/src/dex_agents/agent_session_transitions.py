@@ -254,9 +254,7 @@ class ApprovalOutcome(StrEnum):
     WAIT_AGAIN = "wait_again"
 
 
-def apply_approval(
-    record: AgentToolCall, resolution: AgentInterruptResolution
-) -> AgentToolCall:
+def apply_approval(record: AgentToolCall, resolution: AgentInterruptResolution) -> AgentToolCall:
     """Return the record after a person answered its approval.
 
     Example:
@@ -338,7 +336,8 @@ def attempt_progress(recovery: RecoveryErrorInfo | None) -> AttemptProgress:
     """Return how far the failed Step's last attempt got, from its recovery error.
 
     Reads the recovery error's ``attempt_progress`` when the SDK carries it. dex-python-sdk 1.23
-    has no such field, so an engine reports it in ``error_type`` instead (``NOT_STARTED``).
+    has no such field, so an engine reports it at the end of ``error_type`` instead, such as
+    ``dex_local_engine.NOT_STARTED``; case and separators do not matter.
 
     Example:
         >>> attempt_progress(RecoveryErrorInfo(detail="no Worker", error_type="NOT_STARTED"))
@@ -346,9 +345,10 @@ def attempt_progress(recovery: RecoveryErrorInfo | None) -> AttemptProgress:
     """
     if recovery is None:
         return AttemptProgress.UNKNOWN
-    reported = getattr(recovery, "attempt_progress", None) or recovery.error_type
-    for progress in AttemptProgress:
-        if str(reported).upper().endswith(progress.value):
+    reported = str(getattr(recovery, "attempt_progress", None) or recovery.error_type)
+    letters = "".join(character for character in reported.upper() if character.isalpha())
+    for progress in (AttemptProgress.NOT_STARTED, AttemptProgress.NOT_COMPLETED):
+        if letters.endswith(progress.value.replace("_", "")):
             return progress
     return AttemptProgress.UNKNOWN
 
@@ -378,15 +378,15 @@ def record_tool_failure(
         route is ToolFailureRoute.RECORD_TOOL_OUTCOME_UNKNOWN
         or tool_effect_rules(record.effect).is_outcome_unknown_after_failure
     )
-    status = AgentToolCallStatus.OUTCOME_UNKNOWN if is_outcome_unknown else AgentToolCallStatus.FAILED
+    status = (
+        AgentToolCallStatus.OUTCOME_UNKNOWN if is_outcome_unknown else AgentToolCallStatus.FAILED
+    )
     return finalize_tool_call(record, status, error=detail)
 
 
 def _recovery_detail(recovery: RecoveryErrorInfo | None) -> str:
     if recovery is None:
         return "the tool Step failed without a recovery error"
-    if recovery.detail and recovery.error_type and recovery.error_type not in recovery.detail:
-        return f"{recovery.error_type}: {recovery.detail}"
     return recovery.detail or recovery.error_type or "the tool Step failed"
 
 
@@ -402,4 +402,3 @@ def unfinished_tool_calls(
         ),
         key=lambda record: record.deferral_order,
     )
-

@@ -87,8 +87,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"dex-agents demo: {failure}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        hint = f" --session {options.session_id}" if options.session_id else " --session <ID>"
-        print(f"\ninterrupted; resume with: dex-agents demo{hint}", file=sys.stderr)
         return 130
 
 

@@ -11,10 +11,15 @@ process was killed and the session continues where it stopped.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import os
 import re
 import secrets
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -168,6 +173,11 @@ async def run_demo(options: DemoOptions, output: TextIO = sys.stdout) -> int:
     """
     terminal = _Terminal(output)
     options.directory.mkdir(parents=True, exist_ok=True)
+    with _exclusive_directory(options.directory):
+        return await _run_in_directory(options, terminal)
+
+
+async def _run_in_directory(options: DemoOptions, terminal: _Terminal) -> int:
     terminal.progress(f"starting engine on {options.directory / 'engine.db'}...")
     engine = await _start_engine(options.directory)
     cache = open_blob_cache(
@@ -202,15 +212,37 @@ async def run_demo(options: DemoOptions, output: TextIO = sys.stdout) -> int:
         await engine.stop()
 
 
+@contextmanager
+def _exclusive_directory(directory: Path) -> Iterator[None]:
+    """Hold a lock on the directory, so two demos never serve one database.
+
+    The kernel drops the lock when the process dies, even by SIGKILL, so a
+    reattach after a crash is never refused.
+    """
+    lock_path = directory / "demo.lock"
+    with lock_path.open("a+") as lock_file:
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as failure:
+            lock_file.seek(0)
+            holder = lock_file.read().strip() or "another process"
+            raise DemoError(
+                f"another dex-agents demo (process {holder}) is using {directory}. Wait for it "
+                "to finish or stop it, or pass --directory to use another directory."
+            ) from failure
+        lock_file.truncate(0)
+        lock_file.write(str(os.getpid()))
+        lock_file.flush()
+        yield
+
+
 async def _start_engine(directory: Path) -> EngineProcess:
     logs = EngineLogs.in_directory(directory, "engine")
     try:
         return await EngineProcess.start_local(directory / "engine.db", logs)
     except EngineStartError as failure:
         raise DemoError(
-            f"could not start the local engine: {failure}\n"
-            f"Is another `dex-agents demo` running in this directory? Stop it, or pass "
-            f"--directory to use another one. The engine log is {logs.stderr}."
+            f"could not start the local engine: {failure}\nThe engine log is {logs.stderr}."
         ) from failure
 
 
@@ -272,25 +304,32 @@ class _DemoSession:
         self._text_attempts: dict[str, int] = {}
 
     async def run(self) -> int:
-        if self._options.session_id is None:
-            session_id = f"demo-{secrets.token_hex(4)}"
-            self._announce(session_id)
-            self._terminal.line(f"user: {self._options.message}")
-            await self._sessions.start_session(session_id, self._options.message)
-            return await self._follow(session_id, "")
-        session_id = self._options.session_id
+        session_id = self._options.session_id or f"demo-{secrets.token_hex(4)}"
+        if self._options.session_id is not None:
+            await self._started_snapshot(session_id)  # an unknown ID fails before anything else
         self._announce(session_id)
-        token = await self._reattach(session_id)
-        if token is None:
-            return 0
-        return await self._follow(session_id, token)
+        try:
+            if self._options.session_id is None:
+                self._terminal.line(f"user: {self._options.message}")
+                await self._sessions.start_session(session_id, self._options.message)
+                return await self._follow(session_id, "")
+            token = await self._reattach(session_id)
+            if token is None:
+                return 0
+            return await self._follow(session_id, token)
+        except asyncio.CancelledError:
+            # Ctrl+C: the session lives on in the engine database.
+            self._terminal.line(f"Interrupted. Resume with: {self._resume_command(session_id)}")
+            raise
 
     def _announce(self, session_id: str) -> None:
         self._terminal.line(f"Session ID: {session_id}")
         self._terminal.line(
-            f"If this process stops, resume with: dex-agents demo --session {session_id}"
-            + self._directory_flag()
+            f"If this process stops, resume with: {self._resume_command(session_id)}"
         )
+
+    def _resume_command(self, session_id: str) -> str:
+        return f"dex-agents demo --session {session_id}{self._directory_flag()}"
 
     def _directory_flag(self) -> str:
         if self._options.directory == DEFAULT_DEMO_DIRECTORY:
@@ -394,7 +433,7 @@ class _DemoSession:
             return False, "The user rejected this call."
         while True:
             self._terminal.line(f"Approve {request}? Answer y or n:")
-            answer = await asyncio.to_thread(sys.stdin.readline)
+            answer = await _read_stdin_line()
             if not answer:
                 self._terminal.line(
                     "No answer: stdin is closed. The approval stays pending. Answer it with: "
@@ -447,6 +486,28 @@ class _DemoSession:
             self._terminal.line(f"(the model call was retried: attempt {event.attempt})")
         self._text_attempts[step] = event.attempt
         self._terminal.text(text)
+
+
+async def _read_stdin_line() -> str:
+    """One line of stdin, "" at its end, read on a daemon thread.
+
+    A daemon thread, unlike ``asyncio.to_thread``, never holds up the exit after
+    Ctrl+C while the prompt waits.
+    """
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str] = loop.create_future()
+
+    def deliver(text: str) -> None:
+        if not line.done():
+            line.set_result(text)
+
+    def read() -> None:
+        text = sys.stdin.readline()
+        with contextlib.suppress(RuntimeError):  # the loop closed while this thread waited
+            loop.call_soon_threadsafe(deliver, text)
+
+    threading.Thread(target=read, name="dex-agents-demo-stdin", daemon=True).start()
+    return await line
 
 
 def _payload_text(payload: dict[str, Any]) -> Callable[[str], str]:

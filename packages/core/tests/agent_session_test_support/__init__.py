@@ -26,9 +26,12 @@ from dex import (
     open_blob_cache,
 )
 from dex_agents import (
+    AgentEvent,
     AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentSnapshot,
+    AgentStatus,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -47,7 +50,11 @@ __all__ = [
     "ScriptedRunner",
     "SessionStack",
     "assistant",
+    "final_answer_with_results",
+    "idle_after_turns",
+    "read_events_until",
     "request_tools",
+    "running_flow_stack",
     "running_session_stack",
     "tool_call",
 ]
@@ -63,7 +70,9 @@ def assistant(text: str) -> FrameworkMessage:
     )
 
 
-def tool_call(turn: AgentTurnContext, call_id: str, name: str, arguments: object) -> DeferredToolCall:
+def tool_call(
+    turn: AgentTurnContext, call_id: str, name: str, arguments: object
+) -> DeferredToolCall:
     """A requested call whose policy comes from the turn, as a runner builds it."""
     return DeferredToolCall(call_id, name, json.dumps(arguments), turn.resolve_tool_policy(name))
 
@@ -89,6 +98,7 @@ class ScriptedRunner:
 
     script: ModelScript
     tools: Mapping[str, ToolHandler] = field(default_factory=dict)
+    before_model_call: Callable[[AgentTurnContext], Awaitable[None]] | None = None
     model_calls: list[AgentTurnContext] = field(default_factory=list)
     tool_calls: list[DeferredToolExecution] = field(default_factory=list)
 
@@ -99,11 +109,29 @@ class ScriptedRunner:
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
         self.model_calls.append(turn)
+        if self.before_model_call is not None:
+            await self.before_model_call(turn)
         return self.script(turn)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         self.tool_calls.append(call)
         return await self.tools[call.tool_call.tool_name](call)
+
+
+def idle_after_turns(turns: int) -> Callable[[AgentSnapshot], AgentSnapshot | None]:
+    """A ``wait_for_agent_snapshot`` probe: the session waits for a message after ``turns`` turns."""
+
+    def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        state = snapshot.state
+        if (
+            state is not None
+            and state.turn_count == turns
+            and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+        ):
+            return snapshot
+        return None
+
+    return probe
 
 
 @dataclass
@@ -116,6 +144,20 @@ class SessionStack:
     sessions: AgentSessionClient
 
 
+async def read_events_until(
+    stack: SessionStack, session_id: str, is_last: Callable[[AgentEvent], bool]
+) -> list[AgentEvent]:
+    """Read the session's AgentEvents from the start through the first event ``is_last`` accepts."""
+    events: list[AgentEvent] = []
+    token = ""
+    while True:
+        message = await stack.client.read_stream(session_id, stack.flow.agent_events, token)
+        events.append(message.value)
+        token = message.resume_token
+        if is_last(message.value):
+            return events
+
+
 @asynccontextmanager
 async def running_session_stack(
     tmp_path: Path,
@@ -125,10 +167,17 @@ async def running_session_stack(
     flow_type: str = "TestAgent",
 ) -> AsyncIterator[SessionStack]:
     """Start an engine on ``tmp_path``, an AsyncWorker serving the Flow, and a Client."""
+    flow = AgentSessionFlow(runner, flow_type=flow_type, options=options)
+    async with running_flow_stack(tmp_path, flow) as stack:
+        yield stack
+
+
+@asynccontextmanager
+async def running_flow_stack(tmp_path: Path, flow: AgentSessionFlow) -> AsyncIterator[SessionStack]:
+    """Start an engine on ``tmp_path``, an AsyncWorker serving ``flow``, and a Client."""
     engine = await EngineProcess.start_local(
         tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
     )
-    flow = AgentSessionFlow(runner, flow_type=flow_type, options=options)
     registry = Registry([flow], allow_async_handlers=True)
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blob-cache"), 64 * 1024 * 1024))
     client = AsyncClient(

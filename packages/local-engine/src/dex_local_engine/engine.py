@@ -10,6 +10,7 @@ Dispatcher` and apply the Worker's result when it arrives.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 import uuid
@@ -41,6 +42,7 @@ from dex_local_engine.flow_state import (
     dump_run,
     load_run,
 )
+from dex_local_engine.search_query import FlowSearchRecord, IndexedValue, indexed_value_from_write
 from dex_local_engine.store import FlowRow, HistoryRow, InflightRow, Store
 
 __all__ = ["DispatcherRouter", "Engine", "StreamWriter", "ensure_value"]
@@ -60,6 +62,7 @@ _DEFAULT_INITIAL_INTERVAL = 1.0
 _DEFAULT_BACKOFF = 2.0
 _DEFAULT_MAXIMUM_INTERVAL = 100.0
 _REDISPATCH_DELAY = 0.05
+_INDEX_META_KEY = "attribute_index_types"
 ATTEMPT_PROGRESS_NOT_STARTED = "NOT_STARTED"
 ATTEMPT_PROGRESS_NOT_COMPLETED = "NOT_COMPLETED"
 
@@ -145,6 +148,10 @@ class Engine:
         self._finished_inflight: dict[str, list[str]] = {}
         self._lost_attempts: set[tuple[str, str]] = set()
         self._closing = False
+        stored_indexes = store.get_meta(_INDEX_META_KEY)
+        self.attribute_index_types: dict[str, int] = (
+            json.loads(stored_indexes) if stored_indexes else {}
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -240,6 +247,50 @@ class Engine:
         if not run.is_running:
             raise errors.flow_not_active(flow_id)
         return run
+
+    def sync_attribute_indexes(self, indexes: dict[str, int]) -> None:
+        """Remember the Attribute index keys Workers declared (kept across restarts)."""
+        self.attribute_index_types.update(indexes)
+        self._store.set_meta(_INDEX_META_KEY, json.dumps(self.attribute_index_types).encode())
+
+    def search_record(self, run: FlowRun) -> FlowSearchRecord:
+        """What SearchFlows sees of ``run``: system keys, indexed Attributes, active Steps."""
+        indexed: dict[str, IndexedValue] = {}
+        for key, value in run.attributes.items():
+            config = run.attribute_indexes.get(key)
+            if config is None:
+                index_type = self.attribute_index_types.get(key)
+                if index_type is None:
+                    continue
+                config = pb.IndexConfig(enable=True, type=index_type)  # type: ignore[arg-type]
+            found = indexed_value_from_write(pb.AttributeWrite(key=key, value=value, index_config=config))
+            if found is not None and found[1] is not None:
+                indexed[found[0]] = found[1]
+        return FlowSearchRecord(
+            flow_id=run.flow_id,
+            run_id=run.run_id,
+            flow_type=run.flow_type,
+            status=run.status,  # type: ignore[arg-type]
+            start_time=_timestamp(run.started_at),
+            close_time=None if run.closed_at is None else _timestamp(run.closed_at),
+            active_step_types=self._active_step_types(run),
+            indexed_attributes=indexed,
+        )
+
+    def _active_step_types(self, run: FlowRun) -> tuple[str, ...]:
+        mode = run.config.active_step_search_mode
+        if mode == pb.ACTIVE_STEP_SEARCH_MODE_DISABLED:
+            return ()
+        every = mode == pb.ACTIVE_STEP_SEARCH_MODE_ENABLED_FOR_ALL
+        return tuple(
+            sorted(
+                {
+                    step.step_type
+                    for step in run.steps.values()
+                    if every or not step.options.skip_wait_for
+                }
+            )
+        )
 
     # ------------------------------------------------------------------ start / stop
 
@@ -886,6 +937,9 @@ class Engine:
         step.last_failure = failure.error
         self._finished_inflight.setdefault(run.run_id, []).append(step.step_execution_id)
         now = time.time()
+        if step.first_attempt_at == 0.0:
+            # Not persisted when an in-flight attempt was lost to an engine restart.
+            step.first_attempt_at = now
         interval = _retry_interval(policy, step.attempt, failure.error.retry_after_seconds)
         total = float(policy.total_duration_seconds or _DEFAULT_TOTAL_RETRY_DURATION)
         within_attempts = policy.maximum_attempts <= 0 or step.attempt < policy.maximum_attempts
@@ -1078,8 +1132,11 @@ class Engine:
         """Run an RPC on a Worker and apply its writes and decisions atomically."""
         if not request.rpc_name:
             raise errors.invalid_argument("InvokeRPC: rpc_name is required")
-        run = self.get_running(request.flow_id, request.run_id)
         keys = list(request.lock_attribute_keys)
+        run = self.get_run(request.flow_id, request.run_id)
+        # A non-transactional RPC without locks may read a closed run if it changes nothing.
+        if not run.is_running and (request.is_transactional or keys):
+            raise errors.flow_not_active(request.flow_id)
         locks = self._locks.setdefault(run.run_id, {})
         held = [key for key in keys if key in locks]
         if held:
@@ -1129,7 +1186,9 @@ class Engine:
             raise errors.worker_api_error(outcome.error)
         assert isinstance(outcome, pb.InvokeWorkerRPCResponse)
         if not run.is_running:
-            raise errors.flow_not_active(run.flow_id)
+            if _has_effects(outcome):
+                raise errors.flow_not_active(run.flow_id)
+            return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
         self._apply_method_writes(
             run, outcome.upsert_attributes, outcome.publish_to_channel, outcome.delete_from_channel
         )
@@ -1152,6 +1211,17 @@ class Engine:
         )
         self._after_steps_changed(run, started)
         return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
+
+
+def _has_effects(response: pb.InvokeWorkerRPCResponse) -> bool:
+    decision = response.step_decision
+    return bool(
+        response.upsert_attributes
+        or response.publish_to_channel
+        or response.delete_from_channel
+        or decision.next_steps
+        or decision.cancel_step_types
+    )
 
 
 def _retry_interval(policy: pb.RetryPolicy, attempt: int, retry_after: int) -> float:

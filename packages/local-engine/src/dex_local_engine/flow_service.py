@@ -19,6 +19,7 @@ from google.protobuf import empty_pb2
 from dex_local_engine import __version__, errors
 from dex_local_engine.engine import Engine, ensure_value
 from dex_local_engine.flow_state import FlowRun, StepPhase
+from dex_local_engine.search_query import search_flows
 from dex_local_engine.streams import StreamStore
 
 __all__ = ["FlowService"]
@@ -60,7 +61,6 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
     def __init__(self, engine: Engine, streams: StreamStore) -> None:
         self._engine = engine
         self._streams = streams
-        self._attribute_indexes: dict[str, int] = {}
 
     async def _wait_for(
         self, run: FlowRun, ready: Callable[[], bool], timeout: float
@@ -95,9 +95,17 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
     async def SyncAttributeIndexes(
         self, request: pb.SyncAttributeIndexRequest, context: _Context
     ) -> pb.SyncAttributeIndexResponse:
-        for key, index_type in request.attribute_indexes.items():
-            self._attribute_indexes[key] = int(index_type)
+        self._engine.sync_attribute_indexes(
+            {key: int(index_type) for key, index_type in request.attribute_indexes.items()}
+        )
         return pb.SyncAttributeIndexResponse()
+
+    @guard
+    async def SearchFlows(
+        self, request: pb.SearchFlowsRequest, context: _Context
+    ) -> pb.SearchFlowsResponse:
+        records = [self._engine.search_record(run) for run in self._engine.runs.values()]
+        return search_flows(records, request, self._engine.attribute_index_types)  # type: ignore[arg-type]
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -27,11 +27,13 @@ Protocol, as the Dex SDK's pull Worker expects it:
   scheduler enforces the deadline by cancelling the dispatch.
 - Cancelling a dispatch sends ``cancel_task``; the stream stays busy until the Worker's final frame,
   which is dropped.
-- A stream that ends (half-closes or breaks) before the task sent any output raises
-  :class:`TaskNotStarted`: the task counts as never run. After output, the stream's end raises
-  :class:`WorkerLost`. (A killed Worker's stream usually reads as a half-close here, so the two
-  cannot be told apart reliably.) Idle streams are offered longest-idle first: a Worker retires
-  the stream that just finished a task when it has another idle one, so that stream is avoided.
+- A Worker retires idle streams at any time (half-close, then it rejects or silently drops a task
+  that arrives), so a task whose stream half-closes before any output never ran: it is offered to
+  another stream, like a reject. A SIGKILLed Worker's stream usually reads as a half-close too;
+  the task then counts as never run as well (Dex's rule: no output, same attempt). A stream that
+  breaks (the call is cancelled) before any output raises :class:`TaskNotStarted`. After output,
+  any end of the stream raises :class:`WorkerLost`.
+- Idle streams are offered least-busy Worker first, then longest-idle stream first.
 """
 
 from __future__ import annotations
@@ -91,7 +93,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
         """Run ``task`` on a pull Worker and yield its frames; the last one is final.
 
         Raises:
-            TaskNotStarted: the stream carrying the task ended before any output.
+            TaskNotStarted: the stream carrying the task broke before any output.
             WorkerLost: the stream ended after output but before the final frame.
         """
         exclusions = Exclusions(self._no_capacity_retry_seconds)
@@ -107,6 +109,9 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
                             return
                     elif isinstance(event, RejectEvent):
                         self._note_reject(assignment, event, exclusions)
+                        break
+                    elif event.is_half_close and not assignment.has_output:
+                        # A retiring stream: the Worker rejects or drops tasks once it drains.
                         break
                     else:
                         raise _stream_gone_error(assignment, event)
@@ -158,18 +163,19 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
         stream = self._registry.add_stream(first.register)
         writer = asyncio.create_task(_write_frames(stream, context))
         detail = "the Worker's stream broke"
+        is_half_close = False
         try:
             while True:
                 request = await context.read()
                 if request is _EOF:
-                    detail = "the Worker's stream closed"
+                    detail, is_half_close = "the Worker's stream closed", True
                     break
                 problem = self._handle_request(stream, request)
                 if problem is not None:
                     detail = problem
                     await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
         finally:
-            self._registry.remove_stream(stream, detail)
+            self._registry.remove_stream(stream, detail, is_half_close=is_half_close)
             writer.cancel()
 
     def _handle_request(

@@ -79,6 +79,8 @@ class StreamGoneEvent:
     """The stream carrying the task ended before the task's final frame."""
 
     detail: str
+    is_half_close: bool
+    """True when the Worker's side of the stream ended cleanly (EOF); False when it broke."""
 
 
 AssignmentEvent = FrameEvent | RejectEvent | StreamGoneEvent
@@ -235,7 +237,7 @@ class PullWorkerRegistry:
         self._notify_changed()
         return stream
 
-    def remove_stream(self, stream: WorkerStream, detail: str) -> None:
+    def remove_stream(self, stream: WorkerStream, detail: str, *, is_half_close: bool) -> None:
         """Forget a stream that ended; a task it carried learns that its stream is gone."""
         stream.is_closed = True
         self._streams.pop(stream.stream_id, None)
@@ -243,7 +245,7 @@ class PullWorkerRegistry:
         if assignment is not None:
             self._free(assignment, frees_capacity=True)
             if not assignment.is_abandoned:
-                assignment.events.put_nowait(StreamGoneEvent(detail))
+                assignment.events.put_nowait(StreamGoneEvent(detail, is_half_close))
         self._notify_changed()
 
     def streams(self) -> tuple[PullStreamInfo, ...]:

@@ -61,6 +61,11 @@ class _DispatcherRouter:
             self._listening = module.ListeningDispatcher()
         return self._listening
 
+    async def close(self) -> None:
+        """Close the listening dispatcher's channels, if one was made."""
+        if self._listening is not None:
+            await self._listening.close()  # type: ignore[attr-defined]
+
 
 class EngineServer:
     """A started engine: database, scheduler and gRPC server.
@@ -77,8 +82,15 @@ class EngineServer:
     """
 
     def __init__(
-        self, server: grpc.aio.Server, engine: Engine, store: Store, pull: PullDispatcher, port: int
+        self,
+        server: grpc.aio.Server,
+        engine: Engine,
+        store: Store,
+        pull: PullDispatcher,
+        router: _DispatcherRouter,
+        port: int,
     ) -> None:
+        self._router = router
         self._server = server
         self.engine = engine
         self._store = store
@@ -109,12 +121,13 @@ class EngineServer:
         def write_stream(run: FlowRun, step_execution_id: str, frame: pb.StepStreamWrite) -> None:
             streams.write_from_step(run.flow_type, run.flow_id, step_execution_id, frame)
 
-        engine = Engine(store, _DispatcherRouter(pull), write_stream)
+        router = _DispatcherRouter(pull)
+        engine = Engine(store, router, write_stream)
         await engine.recover()
         dex_pb2_grpc.add_FlowServiceServicer_to_server(FlowService(engine, streams), server)
         dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(pull, server)
         await server.start()
-        return cls(server, engine, store, pull, port)
+        return cls(server, engine, store, pull, router, port)
 
     async def wait(self) -> None:
         """Serve until the server stops."""
@@ -125,6 +138,7 @@ class EngineServer:
         self._pull.reconnect_all("dex-local-engine is shutting down")
         await self.engine.shutdown()
         await self._server.stop(grace)
+        await self._router.close()
         self._store.close()
 
 

@@ -41,6 +41,7 @@ from dex_agents.stepwise.model_client import (
     ModelToolDefinition,
     ModelToolResult,
     ModelUserText,
+    replayable_input,
 )
 from dex_agents.stepwise.scripted_model_client import (
     SCRIPTED_PROVIDER,
@@ -92,6 +93,7 @@ __all__ = [
     "ToolSource",
     "function_tool",
     "model_call_limit_tool_result",
+    "replayable_input",
     "stepwise_agent_session_flow",
     "stepwise_agent_session_options",
     "unknown_tool_message",

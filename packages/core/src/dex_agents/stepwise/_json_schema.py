@@ -26,6 +26,8 @@ __all__ = [
     "JsonValue",
     "ParametersModel",
     "compile_parameters",
+    "describe_json_type",
+    "shown",
 ]
 
 JsonSchema = dict[str, JsonValue]
@@ -38,7 +40,8 @@ class ArgumentValidationError(ValueError):
     """Tool arguments that break the parameters' schema; the message names the argument."""
 
 
-def _json_type_name(value: object) -> str:
+def describe_json_type(value: object) -> str:
+    """The JSON type name of a decoded value, for error texts."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -56,7 +59,8 @@ def _json_type_name(value: object) -> str:
     return type(value).__name__
 
 
-def _shown(value: object) -> str:
+def shown(value: object) -> str:
+    """A decoded value as short JSON text, for error texts."""
     text = json.dumps(value, ensure_ascii=False, default=str)
     if len(text) > _MAX_SHOWN_VALUE_CHARS:
         return text[: _MAX_SHOWN_VALUE_CHARS - 3] + "..."
@@ -69,7 +73,7 @@ def _subject(path: str) -> str:
 
 def _mismatch(path: str, expected: str, value: object) -> ArgumentValidationError:
     return ArgumentValidationError(
-        f"{_subject(path)} must be {expected}, got {_json_type_name(value)}"
+        f"{_subject(path)} must be {expected}, got {describe_json_type(value)}"
     )
 
 
@@ -134,7 +138,7 @@ _PRIMITIVES: dict[object, _PrimitiveNode] = {
 
 def _enum_schema(values: Sequence[JsonValue]) -> JsonSchema:
     schema: JsonSchema = {"enum": list(values)}
-    kinds = {_json_type_name(value) for value in values}
+    kinds = {describe_json_type(value) for value in values}
     if len(kinds) == 1:
         schema["type"] = kinds.pop()
     return schema
@@ -151,11 +155,11 @@ class _LiteralNode(_TypeNode):
     def convert(self, value: object, path: str) -> object:
         for allowed in self.values:
             # bool is an int in Python, so compare the JSON types too.
-            if value == allowed and _json_type_name(value) == _json_type_name(allowed):
+            if value == allowed and describe_json_type(value) == describe_json_type(allowed):
                 return allowed
-        choices = ", ".join(_shown(allowed) for allowed in self.values)
+        choices = ", ".join(shown(allowed) for allowed in self.values)
         raise ArgumentValidationError(
-            f"{_subject(path)} must be one of {choices}, got {_shown(value)}"
+            f"{_subject(path)} must be one of {choices}, got {shown(value)}"
         )
 
 
@@ -169,11 +173,13 @@ class _EnumNode(_TypeNode):
 
     def convert(self, value: object, path: str) -> object:
         for member in self.enum_type:
-            if member.value == value and _json_type_name(member.value) == _json_type_name(value):
+            if member.value == value and describe_json_type(member.value) == describe_json_type(
+                value
+            ):
                 return member
-        choices = ", ".join(_shown(member.value) for member in self.enum_type)
+        choices = ", ".join(shown(member.value) for member in self.enum_type)
         raise ArgumentValidationError(
-            f"{_subject(path)} must be one of {choices}, got {_shown(value)}"
+            f"{_subject(path)} must be one of {choices}, got {shown(value)}"
         )
 
 
@@ -419,6 +425,10 @@ class _Compiler:
         self._active.add(cls)
         try:
             fields, build = read_fields(cls, where)
+        except NameError as error:
+            raise TypeError(
+                f"{self._owner}: a type hint of {cls.__name__} cannot be resolved: {error}"
+            ) from error
         finally:
             self._active.discard(cls)
         return _ObjectNode(fields, build, _own_doc(cls))
@@ -498,7 +508,7 @@ class ParametersModel:
         """
         if not isinstance(arguments, dict):
             raise ArgumentValidationError(
-                f"arguments must be a JSON object, got {_json_type_name(arguments)}"
+                f"arguments must be a JSON object, got {describe_json_type(arguments)}"
             )
         return _convert_fields(self.fields, arguments, "")
 
@@ -516,10 +526,13 @@ def compile_parameters(
 
     Raises:
         TypeError: For ``*args``/``**kwargs``, a parameter without a type hint (unless an explicit
-            schema is given), or an unsupported type.
+            schema is given), a hint that cannot be resolved, or an unsupported type.
     """
     signature = inspect.signature(function)
-    hints = get_type_hints(function, include_extras=True)
+    try:
+        hints = get_type_hints(function, include_extras=True)
+    except NameError as error:
+        raise TypeError(f"{owner}: a type hint cannot be resolved: {error}") from error
     compiler = _Compiler(owner)
     fields: list[_Field] = []
     context_parameter: str | None = None

@@ -8,11 +8,12 @@ from datetime import timedelta
 from types import MappingProxyType
 from typing import Literal
 
+from dex_agents.agent_built_in_tools import BuiltInTool, parse_built_in_tools
 from dex_agents.agent_session_options import DEFAULT_EVENT_STREAM_CAPACITY_BYTES
 from dex_agents.stepwise._json_schema import JsonValue
 from dex_agents.stepwise.function_tool import FunctionTool
 from dex_agents.stepwise.model_client import ModelClient
-from dex_agents.stepwise.tool_source import declared_tool_names, validate_tool_sources
+from dex_agents.stepwise.tool_source import ToolSource, declared_tool_names, validate_tool_sources
 from dex_agents.tool_policy import ToolEffect, ToolPolicy
 
 __all__ = [
@@ -93,7 +94,8 @@ class AgentDefinition:
 
     Raises:
         ValueError: For a blank name, duplicate tool names, a tool named like an enabled built-in
-            tool, a non-positive limit, or an unknown ``planning_tool_choice``.
+            tool, an unknown built-in tool, plan mode without ``write_todos``, a non-positive
+            limit, or an unknown ``planning_tool_choice``.
         TypeError: For a value of the wrong kind, such as a tool that is not a FunctionTool.
 
     Example:
@@ -110,10 +112,10 @@ class AgentDefinition:
     model: ModelClient
     model_settings: Mapping[str, JsonValue] = field(default_factory=dict)
     tools: Sequence[FunctionTool] = ()
-    tool_sources: Sequence[object] = ()
+    tool_sources: Sequence[ToolSource] = ()
     tool_policies: Mapping[str, ToolPolicy] = field(default_factory=dict)
     default_tool_effect: ToolEffect = ToolEffect.UNCLASSIFIED
-    built_in_tools: Set[str] = frozenset()
+    built_in_tools: Set[BuiltInTool] = frozenset()
     max_model_calls_per_turn: int = DEFAULT_MAX_MODEL_CALLS_PER_TURN
     interrupt_deadline: timedelta | None = None
     event_stream_capacity_bytes: int = DEFAULT_EVENT_STREAM_CAPACITY_BYTES
@@ -138,7 +140,7 @@ class AgentDefinition:
         object.__setattr__(self, "tool_policies", MappingProxyType(dict(self.tool_policies)))
         object.__setattr__(self, "tools", tuple(self.tools))
         object.__setattr__(self, "tool_sources", validate_tool_sources(tuple(self.tool_sources)))
-        object.__setattr__(self, "built_in_tools", frozenset(self.built_in_tools))
+        object.__setattr__(self, "built_in_tools", parse_built_in_tools(self.built_in_tools))
         self._check_tools()
         self._check_limits()
 
@@ -146,6 +148,11 @@ class AgentDefinition:
     def tools_by_name(self) -> Mapping[str, FunctionTool]:
         """The function tools by name."""
         return {tool.name: tool for tool in self.tools}
+
+    @property
+    def tool_sources_by_name(self) -> Mapping[str, ToolSource]:
+        """The tool sources by ``source_name``."""
+        return {source.source_name: source for source in self.tool_sources}
 
     def _check_tools(self) -> None:
         names: set[str] = set()
@@ -193,6 +200,11 @@ class AgentDefinition:
             raise ValueError(
                 "tool_source_listing_timeout must be positive, "
                 f"got {self.tool_source_listing_timeout}"
+            )
+        if self.plan_mode_enabled and BuiltInTool.WRITE_TODOS not in self.built_in_tools:
+            raise ValueError(
+                "plan_mode_enabled needs BuiltInTool.WRITE_TODOS in built_in_tools, "
+                "because a planning turn writes its plan with write_todos"
             )
         if self.planning_tool_choice not in ("auto", "required"):
             raise ValueError(

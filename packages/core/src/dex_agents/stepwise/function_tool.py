@@ -28,6 +28,7 @@ from dex_agents.stepwise._json_schema import (
     ParametersModel,
     compile_parameters,
 )
+from dex_agents.stepwise._json_schema_validation import validate_against_schema
 from dex_agents.stepwise.model_client import ModelToolDefinition
 from dex_agents.tool_policy import ToolEffect, ToolPolicy
 
@@ -135,6 +136,8 @@ class FunctionTool:
                 invalid_arguments_message(self.name, "arguments are not valid JSON")
             ) from None
         try:
+            if self.parameters.explicit_schema is not None:
+                validate_against_schema(decoded, self.parameters.explicit_schema)
             return self.parameters.convert(decoded)
         except ArgumentValidationError as error:
             raise ToolExecutionError(invalid_arguments_message(self.name, str(error))) from None
@@ -201,7 +204,7 @@ def function_tool(
     Schema comes from the type hints: str, int, float, bool, None, list, dict, Literal, Enum,
     unions, dataclasses, TypedDict, and ``Annotated[T, "description"]``. A parameter typed
     ``ToolCallContext`` receives the call's context. ``parameters_schema`` replaces the derived
-    schema that the model sees; the arguments are still checked against the type hints.
+    schema that the model sees; the arguments are checked against it and against the type hints.
 
     Raises:
         ValueError: For a name providers refuse (letters, digits, ``_`` and ``-``, 1 to 64).

@@ -32,6 +32,7 @@ __all__ = [
     "ModelToolDefinition",
     "ModelToolResult",
     "ModelUserText",
+    "replayable_input",
 ]
 
 
@@ -186,7 +187,7 @@ class ModelClient(Protocol):
 
     Example:
         >>> client: ModelClient = ScriptedModelClient(lambda request: ScriptedModelReply("Hi"))
-        ... # doctest: +SKIP
+        >>> response = await client.call_model(request, turn.events)  # doctest: +SKIP
     """
 
     async def call_model(self, request: ModelRequest, output: ModelOutputWriter) -> ModelResponse:
@@ -210,3 +211,22 @@ class DiscardingModelOutputWriter:
 
     def write_reasoning_delta(self, text: str) -> None:
         """Drops the reasoning."""
+
+
+def replayable_input(request: ModelRequest, provider: str) -> tuple[ModelInputItem, ...]:
+    """The request's input as a client for ``provider`` replays it.
+
+    Items ``provider`` produced stay provider-exact. An item from another provider or API keeps
+    only its neutral view: a message replays as its text and a tool call as its call, while
+    reasoning and other provider-specific items are dropped.
+
+    Example:
+        >>> [item.kind for item in replayable_input(request, "openai.responses")]  # doctest: +SKIP
+    """
+    return tuple(
+        item
+        for item in request.input
+        if not isinstance(item, ModelOutputItem)
+        or item.provider == provider
+        or item.kind in (ModelOutputItemKind.MESSAGE, ModelOutputItemKind.TOOL_CALL)
+    )

@@ -198,24 +198,30 @@ class Transcript:
             its result.
         unanswered_calls: The calls of the last stored model response that have no stored result
             yet, in model order; their results must follow ``input``.
+        turn_start: Where the current turn's items start in ``input``, such as for the plan note.
     """
 
     input: tuple[ModelInputItem, ...]
     unanswered_calls: tuple[ModelToolCall, ...]
+    turn_start: int
 
 
 def read_transcript(
-    messages: Sequence[AgentMessage], missing_result: Callable[[ModelToolCall], str]
+    messages: Sequence[AgentMessage],
+    missing_result: Callable[[ModelToolCall], str],
+    turn_id: str | None = None,
 ) -> Transcript:
     """Rebuilds the model input from stored messages, oldest first.
 
     A call whose response is followed by anything but its results (user text or another model
     response) gets ``missing_result(call)`` as its result, so an orphaned call never reaches a
-    provider. A result without a preceding call is dropped for the same reason.
+    provider. A result without a preceding call is dropped for the same reason. The first message
+    stored under ``turn_id`` marks ``turn_start``.
     """
     items: list[ModelInputItem] = []
     pending: dict[str, ModelToolCall] = {}
     response_key: str | None = None
+    turn_start: int | None = None
 
     def close_pending() -> None:
         for call in pending.values():
@@ -224,18 +230,22 @@ def read_transcript(
 
     for message in messages:
         stored = decode_message(message)
+        if isinstance(stored, ModelToolResult):
+            if pending.pop(stored.tool_call_id, None) is not None:
+                items.append(stored)
+            continue
+        new_response = isinstance(stored, StoredModelOutput) and stored.response_key != response_key
+        if new_response or isinstance(stored, ModelUserText):
+            close_pending()
+        if turn_start is None and turn_id is not None and message.turn_id == turn_id:
+            turn_start = len(items)
         if isinstance(stored, StoredModelOutput):
-            if stored.response_key != response_key:
-                close_pending()
-                response_key = stored.response_key
+            response_key = stored.response_key
             items.append(stored.item)
             if stored.item.tool_call is not None:
                 pending[stored.item.tool_call.tool_call_id] = stored.item.tool_call
-        elif isinstance(stored, ModelToolResult):
-            if pending.pop(stored.tool_call_id, None) is not None:
-                items.append(stored)
         else:
-            close_pending()
             response_key = None
             items.append(stored)
-    return Transcript(tuple(items), tuple(pending.values()))
+    start = len(items) if turn_start is None else turn_start
+    return Transcript(tuple(items), tuple(pending.values()), start)

@@ -1,20 +1,50 @@
 """Tool sources: tools listed at run time, such as an MCP server's tools.
 
-This phase accepts and validates tool sources in ``AgentDefinition``; the runner lists and routes
-their tools in a later phase.
+In every RunModel of a chat or executing turn, the runner lists each source (at most
+``tool_source_listing_timeout`` each) and offers its tools after the function tools. A call of a
+listed tool becomes the source's ``deferred_tool_call``; the runner wraps the source's reference as
+``{"stepwise_tool_source": <source_name>, "reference": ...}`` so the tool Step and PollToolTask reach
+the source that built the call, on any Worker, without listing it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import asyncio
+import json
+import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Protocol, runtime_checkable
 
+from dex_agents._json_values import dump_json_text
+from dex_agents.agent_framework_runner import (
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+)
+from dex_agents.agent_session_values import AgentToolCall
 from dex_agents.stepwise._json_schema import JsonSchema
+from dex_agents.stepwise.model_client import ModelToolDefinition
 from dex_agents.tool_policy import ToolEffect
 
-__all__ = ["ListedTool", "ToolSource", "declared_tool_names", "validate_tool_sources"]
+__all__ = [
+    "ListedTool",
+    "SourceReference",
+    "ToolSource",
+    "declared_tool_names",
+    "list_source_tools",
+    "read_source_reference",
+    "validate_tool_sources",
+    "wrap_source_reference",
+]
 
+_LOG = logging.getLogger(__name__)
+_SOURCE_KEY = "stepwise_tool_source"
+_REFERENCE_KEY = "reference"
 _REQUIRED_METHODS = (
     "list_tools",
     "deferred_tool_call",
@@ -32,13 +62,18 @@ class ListedTool:
     parameters: JsonSchema
     framework_effect: ToolEffect | None = None
 
+    def definition(self) -> ModelToolDefinition:
+        """The definition offered to the model."""
+        return ModelToolDefinition(self.name, self.description, dict(self.parameters))
+
 
 @runtime_checkable
 class ToolSource(Protocol):
     """Tools listed at run time. Any object with these members is a ToolSource.
 
-    ``source_name`` must be unique within an agent and stable across deploys, because stored
-    calls name their source.
+    ``source_name`` must be unique within an agent and stable across deploys, because stored calls
+    name their source. Optional members: ``declared_tool_names()``, names the source always lists,
+    checked when the AgentDefinition is built; ``cancel_tool_task(cancellation)``.
     """
 
     @property
@@ -50,29 +85,34 @@ class ToolSource(Protocol):
         """Lists the tools to offer in this model call."""
         ...
 
-    def deferred_tool_call(self, *args: object, **kwargs: object) -> object:
-        """Builds the DeferredToolCall of one call of a listed tool."""
+    def deferred_tool_call(
+        self, turn: AgentTurnContext, tool_call_id: str, arguments: str, listed_tool: ListedTool
+    ) -> DeferredToolCall:
+        """Builds the DeferredToolCall of one call of ``listed_tool``, the definition offered.
+
+        Its ``policy`` comes from ``turn.resolve_tool_policy``, and its ``tool_source_reference``
+        is the source's own; the runner wraps it.
+        """
         ...
 
-    async def execute_deferred_tool_call(self, *args: object, **kwargs: object) -> object:
-        """Runs one call of the source's tools in its tool Step."""
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Runs one call of the source's tools in its tool Step, with the source's own reference."""
         ...
 
-    async def poll_tool_task(self, *args: object, **kwargs: object) -> object:
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         """Polls a task that one of the source's tools started."""
         ...
 
 
-def validate_tool_sources(sources: Sequence[object]) -> tuple[object, ...]:
+def validate_tool_sources(sources: Sequence[object]) -> tuple[ToolSource, ...]:
     """Checks that every source has the ToolSource members and that names are unique.
-
-    Returns the sources as a tuple, in order.
 
     Raises:
         TypeError: When a source lacks a member or its ``source_name`` is not text.
         ValueError: When a ``source_name`` is blank or two sources share one.
     """
     names: set[str] = set()
+    checked: list[ToolSource] = []
     for index, source in enumerate(sources):
         missing = [name for name in _REQUIRED_METHODS if not callable(getattr(source, name, None))]
         if missing:
@@ -87,7 +127,8 @@ def validate_tool_sources(sources: Sequence[object]) -> tuple[object, ...]:
         if source_name in names:
             raise ValueError(f"two tool sources are named {source_name}")
         names.add(source_name)
-    return tuple(sources)
+        checked.append(source)  # type: ignore[arg-type]
+    return tuple(checked)
 
 
 def declared_tool_names(source: object) -> tuple[str, ...]:
@@ -96,3 +137,64 @@ def declared_tool_names(source: object) -> tuple[str, ...]:
     if not callable(declare):
         return ()
     return tuple(str(name) for name in declare())
+
+
+async def list_source_tools(
+    sources: Sequence[ToolSource], timeout: timedelta
+) -> list[tuple[ToolSource, tuple[ListedTool, ...]]]:
+    """Lists every source concurrently; a source that raises or is too slow lists nothing.
+
+    A down server must never fail a turn, so its failure is a warning log only.
+    """
+
+    async def list_one(source: ToolSource) -> tuple[ListedTool, ...]:
+        try:
+            listed = await asyncio.wait_for(source.list_tools(), timeout.total_seconds())
+            return tuple(_checked_listed_tool(source, tool) for tool in listed)
+        except Exception as error:
+            _LOG.warning(
+                "tool source %s offers no tools in this model call: %s",
+                source.source_name,
+                "its listing took longer than the timeout"
+                if isinstance(error, TimeoutError)
+                else repr(error),
+            )
+            return ()
+
+    listings = await asyncio.gather(*(list_one(source) for source in sources))
+    return list(zip(sources, listings, strict=True))
+
+
+def _checked_listed_tool(source: ToolSource, tool: object) -> ListedTool:
+    if not isinstance(tool, ListedTool):
+        raise TypeError(
+            f"tool source {source.source_name} listed {type(tool).__name__}, not a ListedTool"
+        )
+    return tool
+
+
+@dataclass(frozen=True)
+class SourceReference:
+    """A stored call's source name and the source's own reference."""
+
+    source_name: str
+    reference: str | None
+
+
+def wrap_source_reference(source_name: str, reference: str | None) -> str:
+    """The reference Stepwise stores on a source's call record."""
+    return dump_json_text({_SOURCE_KEY: source_name, _REFERENCE_KEY: reference})
+
+
+def read_source_reference(record: AgentToolCall) -> SourceReference | None:
+    """The source of a stored call, or ``None`` for a call no source built."""
+    if record.tool_source_reference is None:
+        return None
+    try:
+        decoded = json.loads(record.tool_source_reference)
+    except ValueError:
+        return None
+    if not isinstance(decoded, Mapping) or not isinstance(decoded.get(_SOURCE_KEY), str):
+        return None
+    reference = decoded.get(_REFERENCE_KEY)
+    return SourceReference(decoded[_SOURCE_KEY], reference if isinstance(reference, str) else None)

@@ -6,7 +6,7 @@ import asyncio
 import inspect
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar, cast
+from typing import TYPE_CHECKING, TypeVar, cast, overload
 
 if TYPE_CHECKING:
     from dex_agents.agent_session_client import AgentSessionClient
@@ -37,6 +37,22 @@ class WaitTimeoutError(TimeoutError):
         self.description = description
         self.timeout = timeout
         self.last_value = last_value
+
+
+@overload
+async def wait_until(
+    description: str,
+    probe: Callable[[], Awaitable[ValueT | None]],
+    timeout: float = DEFAULT_WAIT_TIMEOUT_SECONDS,
+) -> ValueT: ...
+
+
+@overload
+async def wait_until(
+    description: str,
+    probe: Callable[[], ValueT | None],
+    timeout: float = DEFAULT_WAIT_TIMEOUT_SECONDS,
+) -> ValueT: ...
 
 
 async def wait_until(

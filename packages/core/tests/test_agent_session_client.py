@@ -1,0 +1,80 @@
+"""AgentSessionClient's own logic: argument checks and the lock-conflict retry of resolve_interrupt."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import dex_agents.agent_session_client as client_module
+import grpc
+import pytest
+from dex import AsyncClient, ErrorSubStatus, Flow, RpcLockConflictError
+from dex_agents import (
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    FrameworkMessage,
+    MessageRole,
+    ResolveInterruptRequest,
+    ToolExecutionResult,
+)
+
+
+class _Runner:
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return FrameworkMessage(role=MessageRole.USER, framework_item=text, text=text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        raise NotImplementedError
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        raise NotImplementedError
+
+
+class _ConflictingClient:
+    """Answers invoke_rpc with ``conflicts`` lock conflicts, then True; records every request."""
+
+    def __init__(self, conflicts: int) -> None:
+        self.conflicts = conflicts
+        self.requests: list[object] = []
+
+    async def invoke_rpc(self, method: object, flow_id: str, request: object) -> bool:
+        self.requests.append(request)
+        if len(self.requests) <= self.conflicts:
+            raise RpcLockConflictError(
+                grpc.StatusCode.ABORTED,
+                ErrorSubStatus.WORKER_API_ERROR,
+                "PENDING_INTERRUPTS is locked",
+                "invoke_rpc",
+                flow_id,
+            )
+        return True
+
+
+def _sessions(client: _ConflictingClient) -> AgentSessionClient:
+    flow = AgentSessionFlow(_Runner(), flow_type="ClientTest")
+    return AgentSessionClient(cast(AsyncClient, client), flow)
+
+
+async def test_resolve_interrupt_retries_lock_conflicts() -> None:
+    client = _ConflictingClient(conflicts=3)
+    assert await _sessions(client).resolve_interrupt(
+        "s1", "c1", approved=False, rejection_message="no"
+    )
+    assert client.requests == [ResolveInterruptRequest("c1", False, "no")] * 4
+
+
+async def test_resolve_interrupt_gives_up_after_the_retry_window(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(client_module, "LOCK_CONFLICT_RETRY_SECONDS", 0.2)
+    client = _ConflictingClient(conflicts=1_000)
+    with pytest.raises(RpcLockConflictError):
+        await _sessions(client).resolve_interrupt("s1", "c1", approved=True)
+    assert 1 < len(client.requests) < 1_000
+
+
+def test_client_refuses_a_flow_that_is_not_a_session_flow() -> None:
+    with pytest.raises(TypeError, match="AgentSessionFlow"):
+        AgentSessionClient(cast(AsyncClient, object()), cast(Flow[Any], object()))

@@ -1,0 +1,85 @@
+"""Snapshot and message paging through the real engine."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from agent_session_test_support import (
+    ScriptedRunner,
+    assistant,
+    idle_after_turns,
+    running_session_stack,
+)
+from dex_agents import (
+    AgentStatus,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    TurnCompleted,
+)
+from dex_agents.testing import wait_for_agent_snapshot, wait_until
+
+
+def _reply_twice(turn: AgentTurnContext) -> AgentTurnOutcome:
+    text = turn.messages[-1].text
+    return TurnCompleted((assistant(f"a:{text}"), assistant(f"b:{text}")), AgentUsage())
+
+
+async def test_messages_page_oldest_first_with_a_clamped_limit(tmp_path: Path) -> None:
+    async with running_session_stack(tmp_path, ScriptedRunner(_reply_twice)) as stack:
+        sessions = stack.sessions
+        await sessions.start_session("session-1", "one")
+        await wait_for_agent_snapshot(sessions, "session-1", idle_after_turns(1))
+        assert await sessions.send_user_message("session-1", "two")
+        snapshot = await wait_for_agent_snapshot(sessions, "session-1", idle_after_turns(2))
+        assert [m.sequence for m in snapshot.messages] == [1, 2, 3, 4, 5, 6]
+        assert snapshot.state is not None and snapshot.state.last_message_sequence == 6
+
+        texts: list[str | None] = []
+        after: int | None = None
+        pages = 0
+        while True:
+            page = await sessions.list_agent_messages("session-1", after_sequence=after, limit=4)
+            texts.extend(m.text for m in page.messages)
+            pages += 1
+            if page.next_after_sequence is None:
+                break
+            after = page.next_after_sequence
+        assert pages == 2
+        assert texts == ["one", "a:one", "b:one", "two", "a:two", "b:two"]
+
+        clamped_low = await sessions.list_agent_messages("session-1", limit=0)
+        assert [m.sequence for m in clamped_low.messages] == [1]
+        assert clamped_low.next_after_sequence == 1
+        clamped_high = await sessions.list_agent_messages("session-1", limit=10_000)
+        assert len(clamped_high.messages) == 6
+        assert clamped_high.next_after_sequence is None
+
+
+async def test_messages_sent_during_a_turn_queue_for_the_next_one(tmp_path: Path) -> None:
+    release = asyncio.Event()
+
+    async def hold_first_turn(turn: AgentTurnContext) -> None:
+        if turn.turn_id == "turn-1":
+            await asyncio.wait_for(release.wait(), timeout=30)
+
+    runner = ScriptedRunner(_reply_twice, before_model_call=hold_first_turn)
+    async with running_session_stack(tmp_path, runner) as stack:
+        sessions = stack.sessions
+        await sessions.start_session("session-1", "one")
+        await wait_until("the first model call to start", lambda: runner.model_calls)
+        assert await sessions.send_user_message("session-1", "queued")
+        snapshot = await sessions.get_agent_snapshot("session-1")
+        assert snapshot.state is not None
+        assert snapshot.state.status is AgentStatus.RUNNING_MODEL
+        assert snapshot.state.active_turn_id == "turn-1"
+        assert snapshot.queued_message_count == 1
+        (queued,) = snapshot.queued_messages
+        assert queued.text == "queued" and queued.message_id
+        release.set()
+        snapshot = await wait_for_agent_snapshot(sessions, "session-1", idle_after_turns(2))
+        assert [m.text for m in snapshot.messages] == [
+            "one", "a:one", "b:one", "queued", "a:queued", "b:queued",
+        ]  # fmt: skip
+        assert snapshot.queued_messages == ()
