@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 
 import pytest
 from dex import CodecRegistry
@@ -144,6 +145,17 @@ def test_encoded_size_matches_the_sdk_codec_including_non_ascii_text() -> None:
     assert isinstance(chunk_payload, str)
     sizes = [encoded_json_size(item) for item in chunk.messages]
     assert encoded_chunk_size(sizes) == encoded_json_size(chunk) == len(chunk_payload)
+
+
+def test_chunk_and_index_round_trip_through_the_sdk_codec() -> None:
+    registry = CodecRegistry()
+    now = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    chunk = AgentMessageChunk((message(7, 3), replace(message(8, 3), created_at=now)))
+    chunk_codec = registry.resolve(AgentMessageChunk)
+    assert chunk_codec.decode(chunk_codec.encode(chunk)) == chunk
+    index = AgentMessageIndex((AgentMessageChunkRange(1, 6), AgentMessageChunkRange(7, 8)), 9, 1)
+    index_codec = registry.resolve(AgentMessageIndex)
+    assert index_codec.decode(index_codec.encode(index)) == index
 
 
 def test_values_round_trip_and_reject_broken_layouts() -> None:
@@ -451,10 +463,10 @@ def test_every_message_stays_stored_once_and_in_order_across_rollovers_and_reten
             size = encoded_json_size(chunk)
             assert size <= limits.message_chunk_max_bytes or len(chunk.messages) == 1
             assert len(chunk.messages) <= limits.message_chunk_size
-        for chunk in plan.chunk_deletes:
-            assert summary_last is not None and chunk.last_sequence <= summary_last
+        for deleted in plan.chunk_deletes:
+            assert summary_last is not None and deleted.last_sequence <= summary_last
             assert limits.retained_message_limit is not None
-            assert len(expected) - chunk.last_sequence >= limits.retained_message_limit
+            assert len(expected) - deleted.last_sequence >= limits.retained_message_limit
         if session.index is not None:
             deleted_through = session.index.first_sequence - 1
         if deleted_through:

@@ -24,7 +24,6 @@ from dex import (
     graceful_complete,
     rpc,
 )
-
 from engine_kernel_harness import running_engine, sdk_client, sdk_worker
 
 

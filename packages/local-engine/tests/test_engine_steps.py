@@ -34,7 +34,6 @@ from dex import (
     graceful_complete,
     rpc,
 )
-
 from engine_kernel_harness import running_engine, sdk_client, sdk_worker
 
 WAIT = timedelta(seconds=30)
@@ -207,7 +206,9 @@ class KernelFlow(Flow[str]):
         raise RuntimeError(f"rpc exploded on {text}")
 
 
-async def _run(client: dex.AsyncClient, flow: KernelFlow, flow_id: str, route: str) -> dex.FlowResult:
+async def _run(
+    client: dex.AsyncClient, flow: KernelFlow, flow_id: str, route: str
+) -> dex.FlowResult:
     await client.start_flow(flow, flow_id, route)
     return await client.wait_for_flow(flow_id, timeout=WAIT)
 
@@ -217,9 +218,11 @@ async def _run(client: dex.AsyncClient, flow: KernelFlow, flow_id: str, route: s
 
 async def test_retries_hand_the_last_heartbeat_to_the_next_attempt() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         result = await _run(client, flow, "k-flaky", "flaky")
         assert result.status is FlowStatus.COMPLETED
         assert result.completions[0].decode(str) == "flaky:attempt=3:previous=2"
@@ -227,9 +230,11 @@ async def test_retries_hand_the_last_heartbeat_to_the_next_attempt() -> None:
 
 async def test_exhausted_retries_route_to_recovery_with_the_error() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         result = await _run(client, flow, "k-fails", "fails")
         assert result.status is FlowStatus.COMPLETED
         text = result.completions[0].decode(str)
@@ -241,9 +246,11 @@ async def test_exhausted_retries_route_to_recovery_with_the_error() -> None:
 
 async def test_force_fail_fails_the_flow_with_the_reason() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         result = await _run(client, flow, "k-fail", "fail-flow")
         assert result.status is FlowStatus.FAILED
         assert result.error_type is dex.FlowErrorType.STEP_DECISION_FAILED
@@ -252,9 +259,11 @@ async def test_force_fail_fails_the_flow_with_the_reason() -> None:
 
 async def test_dead_end_keeps_the_flow_running_until_an_rpc_adds_work() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "k-park", "park")
         await client.wait_for_step_completion("k-park", StepExecutionId("Parked", 1), STEP_WAIT)
         with pytest.raises(dex.LongPollTimeoutError):
@@ -268,9 +277,11 @@ async def test_dead_end_keeps_the_flow_running_until_an_rpc_adds_work() -> None:
 
 async def test_canceling_steps_ends_a_waiting_sibling() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         result = await _run(client, flow, "k-race", "race")
         assert result.status is FlowStatus.COMPLETED
         assert [c.decode(str) for c in result.completions] == ["winner"]
@@ -278,9 +289,11 @@ async def test_canceling_steps_ends_a_waiting_sibling() -> None:
 
 async def test_force_complete_if_channels_empty_drains_first() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "k-drain", "park")
         await client.wait_for_step_completion("k-drain", StepExecutionId("Parked", 1), STEP_WAIT)
         assert await client.invoke_rpc(flow.enqueue, "k-drain", 3) == 3
@@ -292,9 +305,11 @@ async def test_force_complete_if_channels_empty_drains_first() -> None:
 
 async def test_stop_flow_cancels_a_running_flow() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "k-stop", "park")
         await client.stop_flow("k-stop", dex.StopFlowOptions(reason="enough"))
         result = await client.wait_for_flow("k-stop", timeout=WAIT)
@@ -305,9 +320,11 @@ async def test_stop_flow_cancels_a_running_flow() -> None:
 
 async def test_skip_timer_wakes_a_sleeping_step() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "k-timer", "timer")
         for _ in range(100):
             try:
@@ -323,9 +340,11 @@ async def test_skip_timer_wakes_a_sleeping_step() -> None:
 
 async def test_failing_rpc_and_unknown_flow_errors_are_typed() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "k-rpc", "park")
         with pytest.raises(dex.WorkerInvocationError) as raised:
             await client.invoke_rpc(flow.explode, "k-rpc", "boom")
@@ -334,7 +353,10 @@ async def test_failing_rpc_and_unknown_flow_errors_are_typed() -> None:
             await client.start_flow(flow, "k-rpc", "park")
         waiter = asyncio.create_task(
             client.wait_for_attribute_match(
-                "k-rpc", flow.status, AttributeMatch.equal_to("resumed"), dex.WaitForAttributeOptions()
+                "k-rpc",
+                flow.status,
+                AttributeMatch.equal_to("resumed"),
+                dex.WaitForAttributeOptions(),
             )
         )
         await asyncio.sleep(0.2)
@@ -346,9 +368,11 @@ async def test_failing_rpc_and_unknown_flow_errors_are_typed() -> None:
 
 async def test_start_attributes_and_id_reuse() -> None:
     flow = KernelFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         options = dex.StartFlowOptions().with_attribute(flow.seen, 5)
         await client.start_flow(flow, "k-reuse", "empty", options)
         result = await client.wait_for_flow("k-reuse", timeout=WAIT)

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import socket
+import subprocess
 from collections.abc import Iterator
 from concurrent import futures
+from datetime import timedelta
+from pathlib import Path
 
 import grpc
 import pytest
+from dex import AsyncClient, BlobCacheConfig, ClientOptions, open_blob_cache
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
+from dex.worker_options import WorkerTarget
 from dex_local_engine import errors
 from dex_local_engine.history_cli import run_history
+from engine_test_support import EngineProcess, WorkerLauncher, engine_command
 from grpc_status import rpc_status
+from stream_sample_flows import CHATTER_REGISTRY, chatter_registry
 
 
 def _context(step_type: str, number: int, attempt: int, source: str) -> pb.StepMethodEventContext:
@@ -138,3 +146,45 @@ def test_unreachable_server_is_a_clear_error() -> None:
     err = io.StringIO()
     assert run_history(f"127.0.0.1:{port}", "session-1", out=io.StringIO(), err=err) == 1
     assert "cannot reach a Dex server at 127.0.0.1:" in err.getvalue()
+
+
+# --- The real command against the real engine ------------------------------------------------
+
+
+async def _run_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(
+        subprocess.run,
+        [*engine_command(), "history", *arguments],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+async def test_history_of_a_real_flow(
+    engine: EngineProcess, workers: WorkerLauncher, tmp_path: Path
+) -> None:
+    await workers.start(CHATTER_REGISTRY, engine.address)
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
+    options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
+    async with AsyncClient(chatter_registry(), cache, options) as client:
+        await client.start_flow(client.registry.flows[0], "hist-1", "h")
+        await client.wait_for_flow("hist-1", timedelta(seconds=30))
+
+    done = await _run_cli("--address", engine.address, "hist-1")
+    assert done.returncode == 0, done.stderr
+    assert [json.loads(line) for line in done.stdout.splitlines()] == [
+        {
+            "event_id": json.loads(done.stdout.splitlines()[0])["event_id"],
+            "event_type": "step_execute_completed",
+            "step_type": "Chatter",
+            "step_execution_id": "Chatter-1",
+            "attempt": 1,
+            "from_step_execution_id": "__start__",
+        }
+    ]
+
+    missing = await _run_cli("--address", engine.address, "no-such-flow")
+    assert missing.returncode == 1
+    assert missing.stdout == ""
+    assert "flow 'no-such-flow' does not exist" in missing.stderr

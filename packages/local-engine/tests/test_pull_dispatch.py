@@ -238,28 +238,18 @@ async def test_worker_killed_after_output_raises_worker_lost(
         await asyncio.wait_for(anext(frames), WAIT_SECONDS)
 
 
-async def test_worker_killed_before_output_gets_the_task_run_again_elsewhere(
-    pull_server: PullTestServer,
-    workers: WorkerLauncher,
-    gates: GateBoard,
-    invocation_log: InvocationLog,
+async def test_worker_killed_before_output_raises_task_not_started(
+    pull_server: PullTestServer, workers: WorkerLauncher, gates: GateBoard
 ) -> None:
-    doomed = await workers.start(PROBE_REGISTRY, pull_server.address)
+    worker = await workers.start(PROBE_REGISTRY, pull_server.address)
     gates.hold("early.before-output")
-    task = probe_task("early")
-    run = asyncio.create_task(collect(pull_server.dispatcher, task))
+    run = asyncio.create_task(collect(pull_server.dispatcher, probe_task("early")))
     await gates.wait_arrived("early.before-output")
 
-    doomed.kill()  # no output reached the engine: the task counts as never run
-    gates.release("early.before-output")
-    survivor = await workers.start(PROBE_REGISTRY, pull_server.address)
+    worker.kill()
 
-    assert completion_output(await asyncio.wait_for(run, WAIT_SECONDS)) == "early:done"
-    starts = invocation_log.entries("ProbeStep.start")
-    assert [(entry.pid, entry.details["attempt"]) for entry in starts] == [
-        (doomed.pid, 1),
-        (survivor.pid, 1),
-    ]
+    with pytest.raises(TaskNotStarted, match=worker.app_worker_id):
+        await asyncio.wait_for(run, WAIT_SECONDS)
 
 
 async def test_reconnect_reopens_idle_streams_and_lets_a_busy_stream_finish(

@@ -24,9 +24,12 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
+from dex.worker_options import WorkerTarget
 from dex_local_engine.errors import guard_servicer_method
 from dex_local_engine.streams import StreamStore
+from engine_test_support import EngineProcess, GateBoard, WorkerLauncher
 from google.protobuf import empty_pb2
+from stream_sample_flows import CHATTER, CHATTER_REGISTRY, chatter_registry
 
 PROGRESS = Stream("Progress", str, 1 << 20)
 TINY = Stream("Tiny", str, 2_000)
@@ -190,3 +193,48 @@ async def test_bad_requests_name_the_problem(
     with pytest.raises(DexServiceError) as raised:
         await client.list_stream_messages("f7", PROGRESS, 5000)
     assert "page_size" in raised.value.detail
+
+
+# --- Through the real engine: a Step writes, a Client long-polls with resume tokens -----------
+
+
+@pytest.fixture
+async def engine_client(engine: EngineProcess, tmp_path: Path) -> AsyncIterator[AsyncClient]:
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
+    options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
+    async with AsyncClient(chatter_registry(), cache, options) as client:
+        yield client
+
+
+async def test_step_writes_reach_a_long_polling_client_in_order(
+    engine: EngineProcess,
+    engine_client: AsyncClient,
+    workers: WorkerLauncher,
+    gates: GateBoard,
+) -> None:
+    await workers.start(CHATTER_REGISTRY, engine.address)
+    gates.hold("one.after-first")
+    flow = engine_client.registry.flows[0]
+    await engine_client.start_flow(flow, "chat-1", "one")
+    first = await engine_client.read_stream("chat-1", CHATTER, "", timedelta(seconds=30))
+    assert (first.value, first.source) == ("one:0", "#Chatter-1")
+    waiting = asyncio.create_task(
+        engine_client.read_stream("chat-1", CHATTER, first.resume_token, timedelta(seconds=30))
+    )
+    await asyncio.sleep(0.2)
+    assert not waiting.done(), "the read long-polls while the Step is held after its first write"
+    gates.release("one.after-first")
+    second = await waiting
+    third = await engine_client.read_stream("chat-1", CHATTER, second.resume_token)
+    assert [second.value, third.value] == ["one:1", "one:2"]
+    result = await engine_client.wait_for_flow("chat-1", timedelta(seconds=30))
+    assert result.single_output(str) == "one:done"
+    page = await engine_client.list_stream_messages("chat-1", CHATTER, 10)
+    assert [message.value for message in page.messages] == ["one:2", "one:1", "one:0"]
+
+    await engine_client.start_flow(flow, "chat-2", "two")
+    await engine_client.wait_for_flow("chat-2", timedelta(seconds=30))
+    with pytest.raises(DexServiceError) as raised:
+        await engine_client.read_stream("chat-2", CHATTER, first.resume_token)
+    assert raised.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert "another Stream" in raised.value.detail

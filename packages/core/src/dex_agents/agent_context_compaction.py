@@ -404,32 +404,37 @@ def build_context_summary_prompt(
 
 
 def _fit_prompt(previous: str | None, entries: list[str], allowed_bytes: int) -> str | None:
-    """The largest prompt within ``allowed_bytes``: newest entries first, then cut texts."""
+    """The fullest prompt within ``allowed_bytes``: newest entries whole, then cut texts."""
     count = len(entries)
-    suffix_bytes = [0] * (count + 1)
-    for position in range(count - 1, -1, -1):
-        suffix_bytes[position] = suffix_bytes[position + 1] + _section_bytes(entries[position])
     head = _head_sections(previous)
     head_bytes = _utf8_size(_SECTION_SEPARATOR.join(head))
-    for start in range(count + 1):
-        note = _omission_sections(start)
-        size = head_bytes + sum(_section_bytes(part) for part in note) + suffix_bytes[start]
-        if size <= allowed_bytes:
-            return _join(head, note, entries[start:])
-    # Not even the newest entry fits whole: cut its text, then the previous summary's.
-    note = _omission_sections(count - 1) if count > 1 else []
-    room = allowed_bytes - head_bytes - sum(_section_bytes(part) for part in note)
-    if count and room > _section_bytes(_TRUNCATION_MARKER):
-        newest = _truncate(entries[-1], room - _utf8_size(_SECTION_SEPARATOR))
-        return _join(head, note, [newest])
+    kept_bytes = 0
+    best: int | None = None
+    # Keep the most newest entries whole that fit with the omission note. No early stop: the
+    # note disappears once nothing is left out, so keeping all can fit where all but one did not.
+    for start in range(count - 1, -1, -1):
+        kept_bytes += _section_bytes(entries[start])
+        if head_bytes + _sections_bytes(_omission_sections(start)) + kept_bytes <= allowed_bytes:
+            best = start
+    if best is not None:
+        return _join(head, _omission_sections(best), entries[best:])
+    if count:
+        # Not even the newest entry fits whole: keep as much of its start as fits.
+        note = _omission_sections(count - 1)
+        room = allowed_bytes - head_bytes - _sections_bytes(note)
+        if room > _section_bytes(_TRUNCATION_MARKER):
+            newest = _truncate(entries[-1], room - _utf8_size(_SECTION_SEPARATOR))
+            return _join(head, note, [newest])
     note = _omission_sections(count)
+    if head_bytes + _sections_bytes(note) <= allowed_bytes:
+        return _join(head, note, [])
     if previous is None:
         return None
-    bare_head = _head_sections("")
+    # The previous summary alone is too large: keep its start.
     room = (
         allowed_bytes
-        - _utf8_size(_SECTION_SEPARATOR.join(bare_head))
-        - sum(_section_bytes(part) for part in note)
+        - _utf8_size(_SECTION_SEPARATOR.join(_head_sections("")))
+        - _sections_bytes(note)
     )
     if room <= _utf8_size(_TRUNCATION_MARKER):
         return None
@@ -449,6 +454,10 @@ def _omission_sections(omitted_count: int) -> list[str]:
 
 def _join(head: list[str], note: list[str], entries: list[str]) -> str:
     return _SECTION_SEPARATOR.join([*head, *note, *entries])
+
+
+def _sections_bytes(sections: list[str]) -> int:
+    return sum(_section_bytes(section) for section in sections)
 
 
 def _section_bytes(section: str) -> int:

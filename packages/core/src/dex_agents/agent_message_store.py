@@ -15,9 +15,9 @@ from datetime import datetime
 
 from dex import Context
 
+from dex_agents.agent_message_layout import assemble_stored_messages, page_agent_messages
 from dex_agents.agent_session_persistence import AGENT_MESSAGES
 from dex_agents.agent_session_values import (
-    LIST_AGENT_MESSAGES_MAX_LIMIT,
     AgentMessage,
     AgentMessagesPage,
     AgentState,
@@ -45,14 +45,17 @@ def load_messages(context: Context) -> list[AgentMessage]:
 
     Raises:
         AttributeMapNotLoadedError: When the invocation did not load the messages.
+        MessageLayoutError: When the stored sequences have a gap or a duplicate.
 
     Example:
         >>> [message.sequence for message in load_messages(context)]
         [1, 2, 3]
     """
-    # Keys are zero-padded, so their string order is the sequence order.
-    keys = AGENT_MESSAGES.get_all_instance_keys(context)
-    return [AGENT_MESSAGES.get(context, key) for key in keys]
+    window = [
+        AGENT_MESSAGES.get(context, key) for key in AGENT_MESSAGES.get_all_instance_keys(context)
+    ]
+    # No AgentMessageIndex yet: every message is in the window.
+    return list(assemble_stored_messages(window, None, ()))
 
 
 def append_messages(
@@ -109,12 +112,4 @@ def page_messages(
         >>> page_messages(messages, None, 2).next_after_sequence
         2
     """
-    clamped = min(max(limit, 1), LIST_AGENT_MESSAGES_MAX_LIMIT)
-    start = after_sequence if after_sequence is not None else 0
-    remaining = [message for message in messages if message.sequence > start]
-    page = tuple(remaining[:clamped])
-    has_more = len(remaining) > clamped
-    return AgentMessagesPage(
-        messages=page,
-        next_after_sequence=page[-1].sequence if has_more and page else None,
-    )
+    return page_agent_messages(messages, None, after_sequence=after_sequence, limit=limit)

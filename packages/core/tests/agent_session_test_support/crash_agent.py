@@ -9,12 +9,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agent_session_test_support import (
-    ScriptedRunner,
-    final_answer_with_results,
-    request_tools,
-    tool_call,
-)
 from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
@@ -26,6 +20,13 @@ from dex_agents import (
     ToolPolicy,
 )
 from dex_agents.testing import FileGate, InvocationLog
+
+from agent_session_test_support import (
+    ScriptedRunner,
+    final_answer_with_results,
+    request_tools,
+    tool_call,
+)
 
 STATE_DIR_ENV = "AGENT_SESSION_TEST_STATE_DIR"
 CRASH_FLOW_TYPE = "CrashTestAgent"
@@ -47,7 +48,7 @@ def _script(turn: AgentTurnContext) -> AgentTurnOutcome:
 
 async def _gated(call: DeferredToolExecution) -> ToolExecutionResult:
     name = call.tool_call.tool_name
-    InvocationLog(_state_dir() / "tools.log").record(name, attempt=call.attempt)
+    InvocationLog(_state_dir() / "tools.log").record(name, key=call.idempotency_key)
     gate = FileGate(_state_dir(), name)
     gate.mark_reached()
     await gate.wait_for_release()

@@ -25,8 +25,8 @@ from google.protobuf import struct_pb2
 from dex_local_engine import errors
 from dex_local_engine.conditions import condition_results, evaluate_step, start_waiting
 from dex_local_engine.dispatch import (
-    DispatchTask,
     Dispatcher,
+    DispatchTask,
     TaskFrame,
     TaskNotStarted,
     TaskRequest,
@@ -62,6 +62,7 @@ _DEFAULT_INITIAL_INTERVAL = 1.0
 _DEFAULT_BACKOFF = 2.0
 _DEFAULT_MAXIMUM_INTERVAL = 100.0
 _REDISPATCH_DELAY = 0.05
+_NO_ERROR = pb.FLOW_ERROR_TYPE_UNSPECIFIED
 _INDEX_META_KEY = "attribute_index_types"
 ATTEMPT_PROGRESS_NOT_STARTED = "NOT_STARTED"
 ATTEMPT_PROGRESS_NOT_COMPLETED = "NOT_COMPLETED"
@@ -73,7 +74,7 @@ def ensure_value(value: pb.Value | None) -> pb.Value:
     if value is not None:
         result.CopyFrom(value)
     if result.WhichOneof("kind") is None:
-        result.null_value = struct_pb2.NULL_VALUE
+        result.null_value = struct_pb2.NullValue.NULL_VALUE
     return result
 
 
@@ -263,7 +264,9 @@ class Engine:
                 if index_type is None:
                     continue
                 config = pb.IndexConfig(enable=True, type=index_type)  # type: ignore[arg-type]
-            found = indexed_value_from_write(pb.AttributeWrite(key=key, value=value, index_config=config))
+            found = indexed_value_from_write(
+                pb.AttributeWrite(key=key, value=value, index_config=config)
+            )
             if found is not None and found[1] is not None:
                 indexed[found[0]] = found[1]
         return FlowSearchRecord(
@@ -353,7 +356,9 @@ class Engine:
         policy = options.id_reuse_policy
         if existing.is_running:
             if policy == pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING:
-                self._close(existing, pb.FLOW_STATUS_TERMINATED, 0, "terminated by a new run")
+                self._close(
+                    existing, pb.FLOW_STATUS_TERMINATED, _NO_ERROR, "terminated by a new run"
+                )
                 self._commit(existing)
                 return None
             if options.flow_already_started_options.ignore_already_started_error:
@@ -382,11 +387,13 @@ class Engine:
         run = self.get_running(request.flow_id, request.run_id)
         reason = request.reason or "stopped by StopFlow"
         if request.stop_type == pb.STOP_TYPE_TERMINATE:
-            self._close(run, pb.FLOW_STATUS_TERMINATED, 0, reason)
+            self._close(run, pb.FLOW_STATUS_TERMINATED, _NO_ERROR, reason)
         elif request.stop_type == pb.STOP_TYPE_FAIL:
-            self._close(run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_CLIENT_API_FAILING_FLOW, reason)
+            self._close(
+                run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_CLIENT_API_FAILING_FLOW, reason
+            )
         else:
-            self._close(run, pb.FLOW_STATUS_CANCELED, 0, reason)
+            self._close(run, pb.FLOW_STATUS_CANCELED, _NO_ERROR, reason)
         self._commit(run)
 
     def _arm_flow_timeout(self, run: FlowRun) -> None:
@@ -402,12 +409,20 @@ class Engine:
         if not run.is_running or self.runs.get(run.flow_id) is not run:
             return
         if run.start_request.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
-            self._close(run, pb.FLOW_STATUS_CANCELED, 0, "flow timed out")
+            self._close(run, pb.FLOW_STATUS_CANCELED, _NO_ERROR, "flow timed out")
         else:
-            self._close(run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, "flow timed out")
+            self._close(
+                run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, "flow timed out"
+            )
         self._commit(run)
 
-    def _close(self, run: FlowRun, status: int, error_type: int, message: str) -> None:
+    def _close(
+        self,
+        run: FlowRun,
+        status: pb.FlowStatus.ValueType,
+        error_type: pb.FlowErrorType.ValueType,
+        message: str,
+    ) -> None:
         run.status = status
         run.closed_at = time.time()
         run.error_type = error_type
@@ -480,9 +495,7 @@ class Engine:
                 del locks[name]
             self._lock_waiters.notify(run.run_id)
 
-    def _cancel_steps(
-        self, run: FlowRun, step_types: Sequence[str], from_id: str | None
-    ) -> None:
+    def _cancel_steps(self, run: FlowRun, step_types: Sequence[str], from_id: str | None) -> None:
         wanted = set(step_types)
         for step in list(run.steps.values()):
             if step.step_type in wanted and (
@@ -551,7 +564,11 @@ class Engine:
             request = self._method_request(run, step)
             options = step.options
             timeout = float(
-                (options.wait_for_timeout_seconds if method is MethodKind.WAIT_FOR else options.execute_timeout_seconds)
+                (
+                    options.wait_for_timeout_seconds
+                    if method is MethodKind.WAIT_FOR
+                    else options.execute_timeout_seconds
+                )
                 or _DEFAULT_METHOD_TIMEOUT
             )
             heartbeat = float(options.heartbeat_timeout_seconds) or None
@@ -577,7 +594,13 @@ class Engine:
         timeout: float,
         heartbeat_timeout: float | None,
         step: StepExecution | None,
-    ) -> pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse | pb.InvokeWorkerRPCResponse | _AttemptFailure | None:
+    ) -> (
+        pb.InvokeWaitForMethodResponse
+        | pb.InvokeExecuteMethodResponse
+        | pb.InvokeWorkerRPCResponse
+        | _AttemptFailure
+        | None
+    ):
         """Dispatch one attempt until its final frame; None when it must be dispatched again."""
         deadline = time.time() + timeout
         listening = self._listening_address(run)
@@ -638,7 +661,13 @@ class Engine:
 
     def _on_frame(
         self, run: FlowRun, step: StepExecution | None, frame: TaskFrame
-    ) -> pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse | pb.InvokeWorkerRPCResponse | _AttemptFailure | None:
+    ) -> (
+        pb.InvokeWaitForMethodResponse
+        | pb.InvokeExecuteMethodResponse
+        | pb.InvokeWorkerRPCResponse
+        | _AttemptFailure
+        | None
+    ):
         if isinstance(frame, pb.WorkerErrorResponse):
             return _AttemptFailure(frame, reached_worker=True)
         if isinstance(frame, pb.InvokeWorkerRPCResponse):
@@ -692,7 +721,9 @@ class Engine:
             for key, value in run.attributes.items()
             if "/" not in key or _selected(key, attribute_maps)
         ]
-        infos = {name: pb.ChannelInfo(size=len(queue)) for name, queue in run.channels.items() if queue}
+        infos = {
+            name: pb.ChannelInfo(size=len(queue)) for name, queue in run.channels.items() if queue
+        }
         loaded: dict[str, pb.ChannelValues] = {}
         for name, queue in run.channels.items():
             if queue and (name in channel_names or _selected(name, channel_maps)):
@@ -752,7 +783,9 @@ class Engine:
             if write.HasField("index_config") and write.index_config.enable:
                 run.attribute_indexes[write.key] = write.index_config
 
-    def _publish(self, run: FlowRun, messages: Iterable[pb.ChannelMessage]) -> list[pb.ChannelMessage]:
+    def _publish(
+        self, run: FlowRun, messages: Iterable[pb.ChannelMessage]
+    ) -> list[pb.ChannelMessage]:
         published = []
         for message in messages:
             if not message.channel_name:
@@ -777,7 +810,9 @@ class Engine:
             )
             if index is None:
                 if strict:
-                    raise errors.channel_message_not_found(deletion.channel_name, deletion.message_id)
+                    raise errors.channel_message_not_found(
+                        deletion.channel_name, deletion.message_id
+                    )
                 continue
             del queue[index]
             if not queue:
@@ -824,7 +859,10 @@ class Engine:
         self, run: FlowRun, step: StepExecution, response: pb.InvokeWaitForMethodResponse
     ) -> None:
         self._apply_method_writes(
-            run, response.upsert_attributes, response.publish_to_channel, response.delete_from_channel
+            run,
+            response.upsert_attributes,
+            response.publish_to_channel,
+            response.delete_from_channel,
         )
         for kv in response.upsert_step_exe_locals:
             step.locals[kv.key] = ensure_value(kv.value)
@@ -858,7 +896,10 @@ class Engine:
         self, run: FlowRun, step: StepExecution, response: pb.InvokeExecuteMethodResponse
     ) -> None:
         self._apply_method_writes(
-            run, response.upsert_attributes, response.publish_to_channel, response.delete_from_channel
+            run,
+            response.upsert_attributes,
+            response.publish_to_channel,
+            response.delete_from_channel,
         )
         output = pb.StepExecuteCompletedOutput(
             step_decision=response.step_decision,
@@ -880,7 +921,7 @@ class Engine:
 
     def _after_steps_changed(self, run: FlowRun, started: list[StepExecution]) -> None:
         if run.is_running and run.graceful_close_pending and not run.steps:
-            self._close(run, pb.FLOW_STATUS_COMPLETED, 0, "")
+            self._close(run, pb.FLOW_STATUS_COMPLETED, _NO_ERROR, "")
         if run.is_running:
             self._evaluate_waiting(run, commit=False)
         self._commit(run)
@@ -910,7 +951,7 @@ class Engine:
                 kind = 0
         if kind == pb.CLOSE_DECISION_TYPE_FORCE_COMPLETE:
             run.results.append(result)
-            self._close(run, pb.FLOW_STATUS_COMPLETED, 0, "")
+            self._close(run, pb.FLOW_STATUS_COMPLETED, _NO_ERROR, "")
             return []
         if kind == pb.CLOSE_DECISION_TYPE_FORCE_FAIL:
             message = _value_text(close.close_input) if close.HasField("close_input") else ""
@@ -928,11 +969,18 @@ class Engine:
             return []
         if kind == pb.CLOSE_DECISION_TYPE_DEAD_END:
             return []
-        return [self._new_step(run, movement, step.step_execution_id, now) for movement in decision.next_steps]
+        return [
+            self._new_step(run, movement, step.step_execution_id, now)
+            for movement in decision.next_steps
+        ]
 
     def _attempt_failed(self, run: FlowRun, step: StepExecution, failure: _AttemptFailure) -> None:
         method = step.method
-        policy = step.options.wait_for_retry_policy if method is MethodKind.WAIT_FOR else step.options.execute_retry_policy
+        policy = (
+            step.options.wait_for_retry_policy
+            if method is MethodKind.WAIT_FOR
+            else step.options.execute_retry_policy
+        )
         step.reached_worker = step.reached_worker or failure.reached_worker
         step.last_failure = failure.error
         self._finished_inflight.setdefault(run.run_id, []).append(step.step_execution_id)
@@ -951,7 +999,9 @@ class Engine:
             return
         self._method_failed(run, step, failure.error)
 
-    def _method_failed(self, run: FlowRun, step: StepExecution, error: pb.WorkerErrorResponse) -> None:
+    def _method_failed(
+        self, run: FlowRun, step: StepExecution, error: pb.WorkerErrorResponse
+    ) -> None:
         failure = pb.StepMethodFailedOutput(
             failure=pb.StepMethodFailure(
                 backend_error=error.detail,
@@ -968,7 +1018,9 @@ class Engine:
         )
         context = self._event_context(step)
         context.last_failure_info.CopyFrom(failure.failure)
-        progress = ATTEMPT_PROGRESS_NOT_COMPLETED if step.reached_worker else ATTEMPT_PROGRESS_NOT_STARTED
+        progress = (
+            ATTEMPT_PROGRESS_NOT_COMPLETED if step.reached_worker else ATTEMPT_PROGRESS_NOT_STARTED
+        )
         detail = f"{error.detail} (attempt_progress: {progress})"
         if step.method is MethodKind.WAIT_FOR:
             self._event(
@@ -977,7 +1029,10 @@ class Engine:
                     input=self._event_input(step), output=failure, context=context
                 ),
             )
-            if step.options.wait_for_failure_policy == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE:
+            if (
+                step.options.wait_for_failure_policy
+                == pb.WAIT_FOR_METHOD_FAILURE_POLICY_PROCEED_ON_FAILURE
+            ):
                 step.wait_for_failed = True
                 self._reset_method(step, StepPhase.EXECUTE)
                 self._commit(run)
@@ -999,14 +1054,19 @@ class Engine:
         options = step.options
         self._end_step(run, step, completed=False)
         started: list[StepExecution] = []
-        if options.execute_failure_policy == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP:
+        if (
+            options.execute_failure_policy
+            == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP
+        ):
             movement = pb.StepMovement(
                 step_type=options.execute_failure_proceed_step_type,
                 step_input=step.input,
                 step_options=options.execute_failure_proceed_step_options,
             )
             recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error.error_type)
-            started.append(self._new_step(run, movement, step.step_execution_id, time.time(), recovery))
+            started.append(
+                self._new_step(run, movement, step.step_execution_id, time.time(), recovery)
+            )
         else:
             self._close(
                 run,
@@ -1061,7 +1121,9 @@ class Engine:
         """Publish external Channel messages."""
         run = self.get_running(request.flow_id, request.run_id)
         published = self._publish(run, request.messages)
-        self._event(run, channel_external_publish=pb.ChannelExternalPublishEvent(messages=published))
+        self._event(
+            run, channel_external_publish=pb.ChannelExternalPublishEvent(messages=published)
+        )
         self._evaluate_waiting(run, commit=False)
         self._commit(run)
 
@@ -1097,7 +1159,9 @@ class Engine:
             )
         timers = step.waiting.timer_conditions
         if request.timer_condition_id:
-            indexes = [i for i, t in enumerate(timers) if t.condition_id == request.timer_condition_id]
+            indexes = [
+                i for i, t in enumerate(timers) if t.condition_id == request.timer_condition_id
+            ]
         else:
             indexes = [request.timer_condition_index]
         if not indexes or not 0 <= indexes[0] < len(timers):

@@ -62,9 +62,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
         self._engine = engine
         self._streams = streams
 
-    async def _wait_for(
-        self, run: FlowRun, ready: Callable[[], bool], timeout: float
-    ) -> bool:
+    async def _wait_for(self, run: FlowRun, ready: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while not ready():
             remaining = deadline - time.monotonic()
@@ -105,7 +103,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
         self, request: pb.SearchFlowsRequest, context: _Context
     ) -> pb.SearchFlowsResponse:
         records = [self._engine.search_record(run) for run in self._engine.runs.values()]
-        return search_flows(records, request, self._engine.attribute_index_types)  # type: ignore[arg-type]
+        return search_flows(records, request, self._engine.attribute_index_types)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -250,10 +248,14 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
             raise errors.long_poll_timeout(f"Attribute {match.key!r} to match")
         if not _matches(run.attributes.get(match.key), match):
             raise errors.flow_not_active(request.flow_id)
-        return pb.WaitForAttributeResponse(matched_value=ensure_value(run.attributes.get(match.key)))
+        return pb.WaitForAttributeResponse(
+            matched_value=ensure_value(run.attributes.get(match.key))
+        )
 
     @guard
-    async def LoadBlobs(self, request: pb.LoadBlobsRequest, context: _Context) -> pb.LoadBlobsResponse:
+    async def LoadBlobs(
+        self, request: pb.LoadBlobsRequest, context: _Context
+    ) -> pb.LoadBlobsResponse:
         if request.entries:
             raise errors.invalid_argument(
                 "dex-local-engine stores every value inline and has no blobs to load"
@@ -263,7 +265,9 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
     # ------------------------------------------------------------------ RPCs and Steps
 
     @guard
-    async def InvokeRPC(self, request: pb.InvokeRPCRequest, context: _Context) -> pb.InvokeRPCResponse:
+    async def InvokeRPC(
+        self, request: pb.InvokeRPCRequest, context: _Context
+    ) -> pb.InvokeRPCResponse:
         return await self._engine.invoke_rpc(request)
 
     @guard
@@ -318,7 +322,9 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
                 state.waiting_condition.waiting_condition_type = step.waiting.waiting_condition_type
                 state.waiting_condition.timer_conditions.extend(step.waiting.timer_conditions)
                 state.waiting_condition.channel_conditions.extend(step.waiting.channel_conditions)
-                for timer, timer_state in zip(step.waiting.timer_conditions, step.timers, strict=True):
+                for timer, timer_state in zip(
+                    step.waiting.timer_conditions, step.timers, strict=True
+                ):
                     state.timers.add(
                         condition_id=timer.condition_id,
                         firing_unix_timestamp_seconds=int(timer_state.fire_at),
@@ -347,9 +353,13 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
             try:
                 start = int(request.next_page_token.decode())
             except ValueError:
-                raise errors.invalid_argument("GetHistoryEvents: malformed next_page_token") from None
+                raise errors.invalid_argument(
+                    "GetHistoryEvents: malformed next_page_token"
+                ) from None
         if request.estimate_page_size < 0:
-            raise errors.invalid_argument("GetHistoryEvents: estimate_page_size must not be negative")
+            raise errors.invalid_argument(
+                "GetHistoryEvents: estimate_page_size must not be negative"
+            )
         limit = request.estimate_page_size or _DEFAULT_HISTORY_PAGE
         events = self._engine.history(run, max(start, 1), limit)
         next_id = events[-1].event_id + 1 if events else max(start, 1)

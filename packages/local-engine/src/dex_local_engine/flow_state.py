@@ -10,6 +10,7 @@ import io
 import pickle
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf.message import Message
@@ -106,9 +107,9 @@ class FlowRun:
     start_request: pb.StartFlowRequest
     config: pb.FlowConfig
     started_at: float
-    status: int = pb.FLOW_STATUS_RUNNING
+    status: pb.FlowStatus.ValueType = pb.FLOW_STATUS_RUNNING
     closed_at: float | None = None
-    error_type: int = pb.FLOW_ERROR_TYPE_UNSPECIFIED
+    error_type: pb.FlowErrorType.ValueType = pb.FLOW_ERROR_TYPE_UNSPECIFIED
     error_message: str = ""
     attributes: dict[str, pb.Value] = field(default_factory=dict)
     attribute_indexes: dict[str, pb.IndexConfig] = field(default_factory=dict)
@@ -138,7 +139,7 @@ def _rebuild_message(type_name: str, payload: bytes) -> Message:
 
 class _SnapshotPickler(pickle.Pickler):
     # Generated protobuf classes cannot be pickled by reference, so messages travel as bytes.
-    def reducer_override(self, obj: object) -> object:
+    def reducer_override(self, obj: object) -> Any:
         if isinstance(obj, Message):
             return _rebuild_message, (obj.DESCRIPTOR.name, obj.SerializeToString())
         return NotImplemented
@@ -153,7 +154,7 @@ def dump_run(run: FlowRun) -> bytes:
 
 def load_run(snapshot: bytes) -> FlowRun:
     """Restore a run written by :func:`dump_run` (the engine's own database only)."""
-    run = pickle.loads(snapshot)  # noqa: S301 - the engine reads only its own database
+    run = pickle.loads(snapshot)
     if not isinstance(run, FlowRun):
         raise TypeError("snapshot is not a Flow run")
     return run

@@ -29,10 +29,10 @@ Protocol, as the Dex SDK's pull Worker expects it:
   which is dropped.
 - A Worker retires idle streams at any time (half-close, then it rejects or silently drops a task
   that arrives), so a task whose stream half-closes before any output never ran: it is offered to
-  another stream, like a reject. A SIGKILLed Worker's stream usually reads as a half-close too;
-  the task then counts as never run as well (Dex's rule: no output, same attempt). A stream that
-  breaks (the call is cancelled) before any output raises :class:`TaskNotStarted`. After output,
-  any end of the stream raises :class:`WorkerLost`.
+  another stream, like a reject. A stream that breaks (a killed Worker, a cancelled call) before
+  any output raises :class:`TaskNotStarted` (the task counts as never run: same attempt). After
+  output, any end of the stream raises :class:`WorkerLost`. Both ends read as EOF on the server;
+  a ``ping`` written after the EOF tells them apart (it fails on a broken call).
 - Idle streams are offered least-busy Worker first, then longest-idle stream first.
 """
 
@@ -63,7 +63,8 @@ from dex_local_engine.pull_worker_registry import (
 __all__ = ["PullDispatchStats", "PullDispatcher", "PullStreamInfo"]
 
 _LOGGER = logging.getLogger(__name__)
-_EOF: object = getattr(grpc.aio, "EOF")  # missing from the grpc type stubs
+_EOF: object = grpc.aio.EOF  # type: ignore[attr-defined]  # missing from the grpc stubs
+_PROBE_SECONDS = 5.0
 
 
 class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[misc]
@@ -168,7 +169,8 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
             while True:
                 request = await context.read()
                 if request is _EOF:
-                    detail, is_half_close = "the Worker's stream closed", True
+                    if await _is_still_connected(stream, writer):
+                        detail, is_half_close = "the Worker's stream closed", True
                     break
                 problem = self._handle_request(stream, request)
                 if problem is not None:
@@ -204,13 +206,34 @@ async def _write_frames(
     context: grpc.aio.ServicerContext[pb.PollWorkerTaskRequest, pb.PollWorkerTaskResponse],
 ) -> None:
     while True:
-        response = await stream.outbox.get()
+        outgoing = await stream.outbox.get()
         try:
-            await context.write(response)
-        except Exception:
-            # The stream is ending; its reader notices and reports the end to the task.
+            await context.write(outgoing.response)
+        except BaseException:
+            # The call is over (grpc.aio raises CancelledError); the reader reports the end.
             _LOGGER.debug("write to pull stream %d failed", stream.stream_id, exc_info=True)
+            if outgoing.written is not None and not outgoing.written.done():
+                outgoing.written.set_result(False)
             return
+        if outgoing.written is not None and not outgoing.written.done():
+            outgoing.written.set_result(True)
+
+
+async def _is_still_connected(stream: WorkerStream, writer: asyncio.Task[None]) -> bool:
+    """After the Worker's EOF: a half-close (the Worker still reads) or a broken call?
+
+    Both read as EOF on the server. A live, half-closed Worker still accepts a ``ping``; a
+    cancelled or dead call fails the write. Only asked when it matters: the stream carries a task
+    without output, which a half-close lets run elsewhere and a break returns as TaskNotStarted.
+    """
+    if not stream.carries_unstarted_task:
+        return True
+    written: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+    stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing()), written)
+    await asyncio.wait(
+        {written, writer}, timeout=_PROBE_SECONDS, return_when=asyncio.FIRST_COMPLETED
+    )
+    return written.done() and written.result()
 
 
 def _registration_problem(request: pb.PollWorkerTaskRequest) -> str | None:

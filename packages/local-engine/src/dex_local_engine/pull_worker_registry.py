@@ -101,13 +101,21 @@ class Assignment:
     """True once the dispatcher stopped listening; later frames are dropped."""
 
 
+@dataclass(frozen=True)
+class Outgoing:
+    """A frame for the stream's writer; ``written`` (if any) learns whether the write succeeded."""
+
+    response: pb.PollWorkerTaskResponse
+    written: asyncio.Future[bool] | None = None
+
+
 @dataclass(eq=False)
 class WorkerStream:
     """One registered ``PollWorkerTask`` stream."""
 
     stream_id: int
     registration: pb.PollWorkerTaskRegister
-    outbox: asyncio.Queue[pb.PollWorkerTaskResponse] = field(default_factory=asyncio.Queue)
+    outbox: asyncio.Queue[Outgoing] = field(default_factory=asyncio.Queue)
     assignment: Assignment | None = None
     is_draining: bool = False
     is_closed: bool = False
@@ -126,10 +134,17 @@ class WorkerStream:
     def is_idle(self) -> bool:
         return self.assignment is None and not self.is_draining and not self.is_closed
 
-    def send(self, response: pb.PollWorkerTaskResponse) -> None:
+    def send(
+        self, response: pb.PollWorkerTaskResponse, written: asyncio.Future[bool] | None = None
+    ) -> None:
         """Queue a frame for the stream's writer; frames leave in the order they were sent."""
         if not self.is_closed:
-            self.outbox.put_nowait(response)
+            self.outbox.put_nowait(Outgoing(response, written))
+
+    @property
+    def carries_unstarted_task(self) -> bool:
+        """True while the stream carries a task that sent no output yet."""
+        return self.assignment is not None and not self.assignment.has_output
 
     def serves(self, task: DispatchTask) -> bool:
         """Whether this stream may carry ``task``, by the task's queue and Flow type."""

@@ -124,8 +124,10 @@ class EngineServer:
         router = _DispatcherRouter(pull)
         engine = Engine(store, router, write_stream)
         await engine.recover()
-        dex_pb2_grpc.add_FlowServiceServicer_to_server(FlowService(engine, streams), server)
-        dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(pull, server)
+        dex_pb2_grpc.add_FlowServiceServicer_to_server(  # type: ignore[no-untyped-call]
+            FlowService(engine, streams), server
+        )
+        dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(pull, server)  # type: ignore[no-untyped-call]
         await server.start()
         return cls(server, engine, store, pull, router, port)
 

@@ -108,9 +108,7 @@ class Store:
     def open(cls, path: Path, durability: Durability) -> Store:
         """Open (creating if needed) the database at ``path``."""
         try:
-            connection = sqlite3.connect(
-                str(path), isolation_level=None, check_same_thread=False
-            )
+            connection = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
             connection.execute("PRAGMA journal_mode=WAL")
             synchronous = "FULL" if durability is Durability.FSYNC else "OFF"
             connection.execute(f"PRAGMA synchronous={synchronous}")
