@@ -14,6 +14,9 @@ from dex_agents import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageChunkRange,
+    AgentMessageIndex,
     AgentMessagesPage,
     AgentPlan,
     AgentSessionStartInput,
@@ -136,6 +139,11 @@ SAMPLES: dict[type[WireValue], WireValue] = {
         "call_1", False, "too big", "answer", CancellationReason.STEERED
     ),
     AgentMessage: _MESSAGE,
+    AgentMessageChunk: AgentMessageChunk((_MESSAGE,)),
+    AgentMessageChunkRange: AgentMessageChunkRange(7, 7),
+    AgentMessageIndex: AgentMessageIndex(
+        (AgentMessageChunkRange(1, 6), AgentMessageChunkRange(7, 7)), 8, 1
+    ),
     AgentMessagesPage: AgentMessagesPage((_MESSAGE,), 7, 3),
     AgentPlan: _PLAN,
     AgentSessionStartInput: AgentSessionStartInput(

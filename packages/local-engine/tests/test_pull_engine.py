@@ -95,11 +95,6 @@ def test_worker_killed_before_output_reruns_the_same_attempt(
     assert attempts(invocation_log, "ProbeStep.done") == [1]
 
 
-@pytest.mark.xfail(
-    reason="engine recovery fails the Flow: a lost in-flight attempt whose first_attempt_at was "
-    "never persisted (0.0) is judged past its total retry duration (engine.py _attempt_failed)",
-    strict=False,
-)
 def test_engine_killed_mid_step_and_restarted_finishes_the_flow_with_the_same_worker(
     engine: EngineProcess,
     client: dex.Client,

@@ -372,8 +372,8 @@ def plan_message_storage(
     written as a chunk of its own, so a message too large for the Server fails this commit. When
     the window then holds more than ``message_window_size`` messages, its oldest messages move into
     chunks of up to ``message_chunk_size`` messages and ``message_chunk_max_bytes`` bytes; one
-    commit writes at most 4 chunks and 8 MiB of chunks, so the window may stay larger for a few
-    commits. With ``summary_last_sequence`` set, :func:`plan_retention` then deletes the oldest
+    commit writes at most 4 chunks and 8 MiB of chunks, oversized messages' own chunks included
+    (those are always written), so the window may stay larger for a few commits. With ``summary_last_sequence`` set, :func:`plan_retention` then deletes the oldest
     chunks it allows.
 
     Args:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Final
 
 from dex import (
@@ -85,6 +86,7 @@ from dex_agents.agent_session_values import (
     AgentStatus,
     AgentToolCall,
     FrameworkMessage,
+    InterruptKind,
     MessageRole,
     TurnReplySequence,
     empty_agent_usage,
@@ -310,7 +312,7 @@ def _contract_problem(
 
 
 def _write_interrupt_raised(
-    events: AgentEventWriter, interrupt_id: str, record: AgentToolCall, deadline: object
+    events: AgentEventWriter, interrupt_id: str, record: AgentToolCall, deadline: datetime | None
 ) -> None:
     events.write_event(
         AgentEventType.INTERRUPT_RAISED,
@@ -319,7 +321,7 @@ def _write_interrupt_raised(
             "tool_call_id": record.tool_call_id,
             "tool_name": record.tool_name,
             "deadline": deadline,
-            "kind": "approval",
+            "kind": InterruptKind.APPROVAL,
             "question": None,
             "choices": [],
             "allows_free_text": True,

@@ -98,12 +98,12 @@ def condition_results(step: StepExecution) -> pb.ConditionResults | None:
     for channel, state in zip(step.waiting.channel_conditions, step.channels, strict=True):
         results.channel_results.add(
             condition_id=channel.condition_id,
-            condition_status=_status(state),  # type: ignore[arg-type]
+            condition_status=_status(state),
             channel_name=channel.channel_name,
             values=state.values,
         )
     return results
 
 
-def _status(state: ConditionState) -> int:
+def _status(state: ConditionState) -> pb.ConditionStatus:
     return pb.CONDITION_STATUS_COMPLETED if state.completed else pb.CONDITION_STATUS_WAITING

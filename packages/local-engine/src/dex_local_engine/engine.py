@@ -10,6 +10,7 @@ Dispatcher` and apply the Worker's result when it arrives.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -74,7 +75,7 @@ def ensure_value(value: pb.Value | None) -> pb.Value:
     if value is not None:
         result.CopyFrom(value)
     if result.WhichOneof("kind") is None:
-        result.null_value = struct_pb2.NullValue.NULL_VALUE
+        result.null_value = struct_pb2.NULL_VALUE  # type: ignore[assignment]
     return result
 
 
@@ -110,10 +111,8 @@ class _Waiters:
     async def wait(self, run_id: str, timeout: float) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._by_run.setdefault(run_id, []).append(future)
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(future, timeout)
-        except TimeoutError:
-            pass
 
 
 class Engine:
@@ -273,7 +272,7 @@ class Engine:
             flow_id=run.flow_id,
             run_id=run.run_id,
             flow_type=run.flow_type,
-            status=run.status,  # type: ignore[arg-type]
+            status=run.status,
             start_time=_timestamp(run.started_at),
             close_time=None if run.closed_at is None else _timestamp(run.closed_at),
             active_step_types=self._active_step_types(run),
@@ -419,8 +418,8 @@ class Engine:
     def _close(
         self,
         run: FlowRun,
-        status: pb.FlowStatus.ValueType,
-        error_type: pb.FlowErrorType.ValueType,
+        status: pb.FlowStatus,
+        error_type: pb.FlowErrorType,
         message: str,
     ) -> None:
         run.status = status

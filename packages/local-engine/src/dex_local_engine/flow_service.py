@@ -9,7 +9,7 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
@@ -50,7 +50,7 @@ def _flow_result(run: FlowRun, needs_results: bool) -> pb.FlowResult:
     return result
 
 
-class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
+class FlowService(dex_pb2_grpc.FlowServiceServicer):
     """Serves the Dex FlowService over an :class:`Engine`.
 
     Example::
@@ -103,7 +103,11 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):  # type: ignore[misc]
         self, request: pb.SearchFlowsRequest, context: _Context
     ) -> pb.SearchFlowsResponse:
         records = [self._engine.search_record(run) for run in self._engine.runs.values()]
-        return search_flows(records, request, self._engine.attribute_index_types)
+        known = {
+            key: cast(pb.IndexType, value)
+            for key, value in self._engine.attribute_index_types.items()
+        }
+        return search_flows(records, request, known)
 
     # ------------------------------------------------------------------ lifecycle
 

@@ -107,9 +107,9 @@ class FlowRun:
     start_request: pb.StartFlowRequest
     config: pb.FlowConfig
     started_at: float
-    status: pb.FlowStatus.ValueType = pb.FLOW_STATUS_RUNNING
+    status: pb.FlowStatus = pb.FLOW_STATUS_RUNNING
     closed_at: float | None = None
-    error_type: pb.FlowErrorType.ValueType = pb.FLOW_ERROR_TYPE_UNSPECIFIED
+    error_type: pb.FlowErrorType = pb.FLOW_ERROR_TYPE_UNSPECIFIED
     error_message: str = ""
     attributes: dict[str, pb.Value] = field(default_factory=dict)
     attribute_indexes: dict[str, pb.IndexConfig] = field(default_factory=dict)
@@ -127,7 +127,7 @@ class FlowRun:
     @property
     def is_running(self) -> bool:
         """Whether the run is still open."""
-        return self.status == pb.FLOW_STATUS_RUNNING
+        return bool(self.status == pb.FLOW_STATUS_RUNNING)
 
 
 def _rebuild_message(type_name: str, payload: bytes) -> Message:

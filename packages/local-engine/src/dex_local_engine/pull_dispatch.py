@@ -22,8 +22,9 @@ Protocol, as the Dex SDK's pull Worker expects it:
 - A stream carries one task at a time: ``task`` out, then ``task_frame``s back (heartbeats and
   Stream writes, then the result, or ``worker_error``), or a ``reject``.
 - A rejected task is offered to other streams without using an attempt: a Worker without capacity
-  is skipped until it finishes a task (or after ``no_capacity_retry_seconds``), a Worker that does
-  not know the Step or RPC is skipped for that task. A task waits for a Worker without limit; the
+  is skipped until it finishes a task or a retry delay passed (20 ms, doubling, at most
+  ``no_capacity_retry_seconds``); a Worker that does not know the Step or RPC is skipped for that
+  task. A task waits for a Worker without limit; the
   scheduler enforces the deadline by cancelling the dispatch.
 - Cancelling a dispatch sends ``cancel_task``; the stream stays busy until the Worker's final frame,
   which is dropped.
@@ -41,6 +42,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
@@ -71,8 +73,8 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
     """Serves pull Worker streams and dispatches tasks to them.
 
     Args:
-        no_capacity_retry_seconds: after a Worker declines a task for lack of capacity, how long
-            the task avoids that Worker unless the Worker finishes a task sooner.
+        no_capacity_retry_seconds: the longest a task avoids a Worker that declined it for lack
+            of capacity (unless the Worker finishes a task sooner); retries start at 20 ms.
 
     Example:
         >>> pull = PullDispatcher()
@@ -230,9 +232,8 @@ async def _is_still_connected(stream: WorkerStream, writer: asyncio.Task[None]) 
         return True
     written: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
     stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing()), written)
-    await asyncio.wait(
-        {written, writer}, timeout=_PROBE_SECONDS, return_when=asyncio.FIRST_COMPLETED
-    )
+    waiting: set[asyncio.Future[Any]] = {written, writer}
+    await asyncio.wait(waiting, timeout=_PROBE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
     return written.done() and written.result()
 
 

@@ -168,25 +168,36 @@ class WorkerStream:
         )
 
 
+_FIRST_NO_CAPACITY_RETRY_SECONDS = 0.02
+
+
 @dataclass
 class Exclusions:
     """The Workers that declined one task, so the task is offered elsewhere first.
 
-    A Worker without capacity is excluded until it finishes a task (its capacity changed) or
-    ``retry_seconds`` passed; a Worker that does not know the Step or RPC stays excluded.
+    A Worker without capacity is skipped until it finishes a task (its capacity changed) or a
+    retry delay passed: 20 ms, doubling with each further decline, at most ``retry_seconds``. The
+    delay matters because a Worker frees its slot only after it sent a task's final frame, so a
+    task offered right after that frame is often declined. A Worker that does not know the Step or
+    RPC stays skipped.
     """
 
     retry_seconds: float
     unknown_name: set[str] = field(default_factory=set)
-    no_capacity: dict[str, tuple[int, float]] = field(default_factory=dict)
-    """app Worker ID -> (the Worker's finished-task count when it declined, retry time)."""
+    no_capacity: dict[str, tuple[int, float, float]] = field(default_factory=dict)
+    """app Worker ID -> (its finished-task count when it declined, retry time, retry delay)."""
 
     def record(self, app_worker_id: str, reason: int, finished_count: int) -> None:
         if reason in _UNKNOWN_NAME_REASONS:
             self.unknown_name.add(app_worker_id)
-        else:
-            retry_at = time.monotonic() + self.retry_seconds
-            self.no_capacity[app_worker_id] = (finished_count, retry_at)
+            return
+        previous = self.no_capacity.get(app_worker_id)
+        delay = (
+            _FIRST_NO_CAPACITY_RETRY_SECONDS
+            if previous is None
+            else min(previous[2] * 2, self.retry_seconds)
+        )
+        self.no_capacity[app_worker_id] = (finished_count, time.monotonic() + delay, delay)
 
     def excludes(self, app_worker_id: str, finished_count: int, now: float) -> bool:
         if app_worker_id in self.unknown_name:
@@ -194,11 +205,11 @@ class Exclusions:
         declined = self.no_capacity.get(app_worker_id)
         if declined is None:
             return False
-        count_at_decline, retry_at = declined
+        count_at_decline, retry_at, _ = declined
         return finished_count == count_at_decline and now < retry_at
 
     def next_retry_at(self, now: float) -> float | None:
-        pending = [retry_at for _, retry_at in self.no_capacity.values() if retry_at > now]
+        pending = [retry_at for _, retry_at, _ in self.no_capacity.values() if retry_at > now]
         return min(pending, default=None)
 
 

@@ -30,6 +30,12 @@ __all__ = ["MAX_MESSAGE_BYTES", "AddressInUseError", "EngineServer", "ServerConf
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Largest gRPC message the engine sends or accepts (gRPC's default is 4 MiB)."""
 
+_NO_CAPACITY_RETRY_SECONDS = 0.005
+"""How soon a task is offered again to a Worker that declined it for lack of capacity.
+
+An SDK pull stream declines a task that arrives between its final frame and the end of its own
+bookkeeping, so a short retry keeps back-to-back Steps from stalling."""
+
 _log = logging.getLogger(__name__)
 
 
@@ -115,7 +121,7 @@ class EngineServer:
         if port == 0:
             store.close()
             raise AddressInUseError(f"cannot listen on {config.address}: address in use or invalid")
-        pull = PullDispatcher()
+        pull = PullDispatcher(no_capacity_retry_seconds=_NO_CAPACITY_RETRY_SECONDS)
         streams = StreamStore()
 
         def write_stream(run: FlowRun, step_execution_id: str, frame: pb.StepStreamWrite) -> None:

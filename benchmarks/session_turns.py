@@ -1,0 +1,798 @@
+"""Benchmark: a durable Stepwise turn against the same runner calls made in process.
+
+One turn of a Stepwise agent with one READ tool (``lookup_order``) and a ``ScriptedModelClient``
+whose script sleeps ``--model-latency-ms`` (asyncio) before answering: the first model call asks
+for the tool, the second gives the final answer. So a turn is two model calls and one tool call.
+
+It measures, and prints as a table:
+
+1. the durable turn: a real ``dex-local-engine serve`` process (process-crash-safe, its default)
+   and a Worker child process (``python -m session_turns``, as in production), timed from
+   ``send_user_message`` until the snapshot shows the turn completed. The client long-polls the
+   session's AgentEvents Stream for ``turn_completed`` and then reads the snapshot once to confirm
+   it (``--completion events``, the default), or polls the snapshot every ``--poll-interval-ms``
+   (``--completion poll``). Median over ``--turns`` turns after ``--warmup`` turns;
+2. the same runner's calls made in process, no engine: ``run_model_step``,
+   ``execute_deferred_tool_call``, ``run_model_step`` with the same script and tool; median;
+3. their ratio (goal: at most 1.10);
+4. turns per second of ``--sessions`` concurrent sessions, each running turns back to back for
+   ``--duration`` seconds.
+
+Run from the repository root::
+
+    uv run python benchmarks/session_turns.py
+    uv run python benchmarks/session_turns.py --turns 50 --sessions 10 --model-latency-ms 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import platform
+import shlex
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Final
+
+import grpc
+from dex import LongPollTimeoutError
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+
+from dex_agents import (
+    AgentEventType,
+    AgentMessage,
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentSnapshot,
+    AgentStatus,
+    AgentToolCall,
+    AgentToolCallStatus,
+    FrameworkMessage,
+    ToolEffect,
+)
+from dex_agents.agent_event_writer import AgentEventWriter
+from dex_agents.agent_framework_runner import (
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolCallsRequested,
+    ToolExecutionResult,
+    TurnCompleted,
+)
+from dex_agents.stepwise import (
+    AgentDefinition,
+    ModelRequest,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
+    StepwiseAgentRunner,
+    function_tool,
+    stepwise_agent_session_flow,
+    stepwise_agent_session_options,
+)
+from dex_agents.testing import (
+    DEXCLI_ENV,
+    SERVER_ADDRESS_ENV,
+    AgentTestStack,
+    read_step_history,
+    run_agent_worker,
+)
+
+FLOW_TYPE: Final = "SessionTurnsBenchmarkAgent"
+GOAL_RATIO: Final = 1.10
+
+# The Worker child learns the model latency from its environment, so both processes build the
+# same Flow from the same command line.
+_MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
+# With --profile the Worker child appends "<label> <wall ns>" lines here around each model and
+# tool call, so the client can place them on one timeline with the engine's history.
+_MARKS_FILE_ENV: Final = "DEX_AGENTS_BENCHMARK_MARKS_FILE"
+_WORKER_MODULE: Final = "session_turns"
+_BENCHMARK_DIR: Final = Path(__file__).resolve().parent
+
+_USER_TEXT: Final = "Where is order 7?"
+_ORDER: Final = {"order_id": "7", "item": "teapot", "status": "shipped"}
+_FINAL_PREFIX: Final = "Order 7: "
+_READ_WAIT: Final = timedelta(seconds=5)
+_TURN_TIMEOUT_SECONDS: Final = 60.0
+_SEQUENTIAL_SESSION: Final = "sequential-session"
+_ROUND_TRIPS: Final = 30
+
+
+class CompletionMode(StrEnum):
+    """How the client learns that a durable turn completed."""
+
+    EVENTS = "events"
+    POLL = "poll"
+
+
+def _mark(label: str) -> None:
+    """Record ``label`` at the current wall time when the profile asked for marks."""
+    path = os.environ.get(_MARKS_FILE_ENV)
+    if path:
+        with open(path, "a", encoding="utf-8") as marks:
+            marks.write(f"{label} {time.time_ns()}\n")
+
+
+@function_tool(effect=ToolEffect.READ)
+async def lookup_order(order_id: str) -> dict[str, str]:
+    """Look up an order by its ID."""
+    _mark("tool_start")
+    if order_id != _ORDER["order_id"]:
+        raise KeyError(order_id)
+    _mark("tool_end")
+    return dict(_ORDER)
+
+
+def _script(latency_seconds: float) -> Callable[[ModelRequest], Awaitable[ScriptedModelReply]]:
+    """The model: after ``latency_seconds``, ask for the lookup, then answer from its result."""
+
+    async def respond(request: ModelRequest) -> ScriptedModelReply:
+        _mark("model_start")
+        await asyncio.sleep(latency_seconds)
+        results = ScriptedModelClient.tool_results(request)
+        _mark("model_end")
+        if not results:
+            return ScriptedModelReply(
+                tool_calls=[ScriptedToolCall("lookup_order", {"order_id": "7"})]
+            )
+        return ScriptedModelReply(text=_FINAL_PREFIX + results[-1].output)
+
+    return respond
+
+
+def build_definition(latency_ms: float) -> AgentDefinition:
+    """The benchmark agent: one READ tool, a scripted model answering after ``latency_ms``."""
+    return AgentDefinition(
+        name="benchmark-support",
+        instructions="You answer questions about orders.",
+        model=ScriptedModelClient(_script(latency_ms / 1000.0), max_recorded_requests=0),
+        tools=[lookup_order],
+    )
+
+
+def build_flow(latency_ms: float) -> AgentSessionFlow:
+    """The session Flow of the benchmark agent, the same in the client and the Worker child."""
+    return stepwise_agent_session_flow(build_definition(latency_ms), flow_type=FLOW_TYPE)
+
+
+# --- in process: the runner's calls without an engine ----------------------------------------
+
+
+@dataclass
+class _InProcessSession:
+    """The session's bookkeeping in memory: stored messages and the turn's final tool records."""
+
+    runner: StepwiseAgentRunner
+    flow_id: str = "in-process-session"
+    turn_number: int = 0
+    messages: list[AgentMessage] = dataclasses.field(default_factory=list)
+
+    def _store(self, messages: Sequence[FrameworkMessage], turn_id: str) -> None:
+        for message in messages:
+            self.messages.append(
+                AgentMessage.from_framework_message(
+                    message, sequence=len(self.messages) + 1, turn_id=turn_id, created_at=None
+                )
+            )
+
+    def _context(
+        self, turn_id: str, run_state: str | None, records: dict[str, AgentToolCall]
+    ) -> AgentTurnContext:
+        options = stepwise_agent_session_options(self.runner.definition)
+        return AgentTurnContext(
+            flow_id=self.flow_id,
+            turn_id=turn_id,
+            attempt=1,
+            messages=tuple(self.messages),
+            framework_run_state=run_state,
+            tool_calls=dict(records),
+            events=AgentEventWriter.discarding(turn_id=turn_id),
+            tool_policies=options.tool_policies,
+            default_tool_effect=options.default_tool_effect,
+        )
+
+    async def run_turn(self, text: str) -> str:
+        """Run one turn: model call, each tool call, model call... until the turn completes.
+
+        Returns:
+            The final answer's text.
+        """
+        self.turn_number += 1
+        turn_id = f"turn-{self.turn_number}"
+        self._store([self.runner.build_user_message(text)], turn_id)
+        records: dict[str, AgentToolCall] = {}
+        run_state: str | None = None
+        while True:
+            outcome = await self.runner.run_model_step(self._context(turn_id, run_state, records))
+            self._store(outcome.new_messages, turn_id)
+            if isinstance(outcome, TurnCompleted):
+                return self.messages[-1].text or ""
+            assert isinstance(outcome, ToolCallsRequested)
+            run_state = outcome.framework_run_state
+            for order, call in enumerate(outcome.tool_calls, start=len(records)):
+                records[call.tool_call_id] = await self._run_tool(call, turn_id, order)
+
+    async def _run_tool(self, call: DeferredToolCall, turn_id: str, order: int) -> AgentToolCall:
+        record = AgentToolCall(
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            arguments=call.arguments,
+            effect=call.policy.effect,
+            requires_approval=call.policy.requires_approval,
+            status=AgentToolCallStatus.APPROVED,
+            turn_id=turn_id,
+            deferral_order=order,
+        )
+        result = await self.runner.execute_deferred_tool_call(
+            DeferredToolExecution(
+                flow_id=self.flow_id,
+                tool_call=record,
+                attempt=1,
+                events=AgentEventWriter.discarding(turn_id=turn_id),
+            )
+        )
+        assert isinstance(result, ToolExecutionResult)
+        return dataclasses.replace(
+            record, status=AgentToolCallStatus.SUCCEEDED, output=result.output
+        )
+
+
+async def measure_in_process(latency_ms: float, turns: int, warmup: int) -> list[float]:
+    """Wall seconds of ``turns`` in-process turns of one session, after ``warmup`` turns."""
+    session = _InProcessSession(StepwiseAgentRunner(build_definition(latency_ms)))
+    durations: list[float] = []
+    for index in range(warmup + turns):
+        started = time.perf_counter()
+        answer = await session.run_turn(_USER_TEXT)
+        elapsed = time.perf_counter() - started
+        if not answer.startswith(_FINAL_PREFIX):
+            raise RuntimeError(f"the in-process turn answered {answer!r}")
+        if index >= warmup:
+            durations.append(elapsed)
+    return durations
+
+
+# --- durable: engine process, Worker child, client --------------------------------------------
+
+
+@dataclass(frozen=True)
+class TurnTiming:
+    """One durable turn: seconds until ``turn_completed`` was read, and until the snapshot showed it.
+
+    The ``*_ns`` fields are wall clock times (``time.time_ns``), comparable with the Worker's
+    marks and the engine's history event times for the profile.
+    """
+
+    event_seconds: float | None
+    snapshot_seconds: float
+    sent_ns: int
+    accepted_ns: int
+    event_ns: int | None
+    snapshot_ns: int
+
+
+def _turn_done(snapshot: AgentSnapshot, turn_count: int) -> bool:
+    state = snapshot.state
+    return (
+        state is not None
+        and state.turn_count >= turn_count
+        and state.active_turn_id is None
+        and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+    )
+
+
+def _check_answer(session_id: str, snapshot: AgentSnapshot, turn_count: int) -> None:
+    state = snapshot.state
+    if state is None or state.turn_count != turn_count or state.last_turn_error:
+        raise RuntimeError(f"session {session_id} did not complete turn {turn_count}: {state}")
+    answer = snapshot.messages[-1].text if snapshot.messages else None
+    if not answer or not answer.startswith(_FINAL_PREFIX):
+        raise RuntimeError(f"turn {turn_count} of session {session_id} answered {answer!r}")
+
+
+class _DurableSession:
+    """One session on the engine, driven turn by turn, following its AgentEvents Stream."""
+
+    def __init__(
+        self,
+        sessions: AgentSessionClient,
+        session_id: str,
+        completion: CompletionMode,
+        poll_interval: float,
+    ) -> None:
+        self._sessions = sessions
+        self._session_id = session_id
+        self._completion = completion
+        self._poll_interval = poll_interval
+        self._resume_token = ""
+        self.turn_count = 0
+
+    async def run_turn(self) -> TurnTiming:
+        """Start the next turn (the first one starts the session) and wait until it completed.
+
+        Raises:
+            RuntimeError: The turn failed or answered something unexpected.
+            TimeoutError: The turn did not complete in time.
+        """
+        self.turn_count += 1
+        sent_ns = time.time_ns()
+        started = time.perf_counter()
+        if self.turn_count == 1:
+            await self._sessions.start_session(self._session_id, _USER_TEXT)
+        elif not await self._sessions.send_user_message(self._session_id, _USER_TEXT):
+            raise RuntimeError(f"session {self._session_id} refused the user message")
+        accepted_ns = time.time_ns()
+        async with asyncio.timeout(_TURN_TIMEOUT_SECONDS):
+            event_seconds: float | None = None
+            event_ns: int | None = None
+            if self._completion is CompletionMode.EVENTS:
+                await self._read_until_turn_completed()
+                event_seconds = time.perf_counter() - started
+                event_ns = time.time_ns()
+            snapshot = await self._poll_snapshot()
+        snapshot_seconds = time.perf_counter() - started
+        snapshot_ns = time.time_ns()
+        _check_answer(self._session_id, snapshot, self.turn_count)
+        return TurnTiming(
+            event_seconds, snapshot_seconds, sent_ns, accepted_ns, event_ns, snapshot_ns
+        )
+
+    async def _read_until_turn_completed(self) -> None:
+        turn_id = f"turn-{self.turn_count}"
+        flow = self._sessions.flow
+        client = self._sessions._client  # the AgentSessionClient has no Stream reader yet
+        while True:
+            try:
+                message = await client.read_stream(
+                    self._session_id, flow.agent_events, self._resume_token, _READ_WAIT
+                )
+            except LongPollTimeoutError:
+                continue
+            self._resume_token = message.resume_token
+            event = message.value
+            if event.turn_id == turn_id and event.type in (
+                AgentEventType.TURN_COMPLETED,
+                AgentEventType.TURN_FAILED,
+            ):
+                return
+
+    async def _poll_snapshot(self) -> AgentSnapshot:
+        while True:
+            snapshot = await self._sessions.get_agent_snapshot(self._session_id)
+            if _turn_done(snapshot, self.turn_count):
+                return snapshot
+            await asyncio.sleep(self._poll_interval)
+
+
+@dataclass(frozen=True)
+class DurableFigures:
+    """Timings of the sequential durable turns, the bare RPC round trips and the concurrent run."""
+
+    turns: list[TurnTiming]
+    steps_per_turn: list[str]
+    health_check_seconds: list[float]
+    snapshot_rpc_seconds: list[float]
+    concurrent_turns: int
+    concurrent_seconds: float
+    concurrent_latencies: list[float]
+    profile: list[list[_Mark]]
+
+
+async def _sequential_turns(
+    sessions: AgentSessionClient, options: BenchmarkOptions
+) -> list[TurnTiming]:
+    session = _DurableSession(
+        sessions, _SEQUENTIAL_SESSION, options.completion, options.poll_interval
+    )
+    timings: list[TurnTiming] = []
+    total = options.warmup + options.turns
+    for index in range(total):
+        timing = await session.run_turn()
+        if index >= options.warmup:
+            timings.append(timing)
+        if (index + 1) % 5 == 0 or index + 1 == total:
+            _progress(f"  durable turn {index + 1}/{total}: {timing.snapshot_seconds * 1000:.1f} ms")
+    return timings
+
+
+async def _concurrent_turns(
+    sessions: AgentSessionClient, options: BenchmarkOptions
+) -> tuple[int, float, list[float]]:
+    """Turns completed by ``options.sessions`` sessions running back to back, and the window."""
+    started = time.perf_counter()
+    deadline = started + options.duration
+    latencies: list[float] = []
+
+    async def drive(number: int) -> None:
+        session = _DurableSession(
+            sessions, f"concurrent-session-{number}", options.completion, options.poll_interval
+        )
+        while time.perf_counter() < deadline:
+            latencies.append((await session.run_turn()).snapshot_seconds)
+
+    async def report_progress() -> None:
+        while True:
+            await asyncio.sleep(max(options.duration / 4, 1.0))
+            _progress(f"  concurrent: {len(latencies)} turns after {time.perf_counter() - started:.1f} s")
+
+    reporter = asyncio.create_task(report_progress())
+    try:
+        await asyncio.gather(*(drive(number) for number in range(1, options.sessions + 1)))
+    finally:
+        reporter.cancel()
+    return len(latencies), time.perf_counter() - started, latencies
+
+
+async def _round_trips(call: Callable[[], Awaitable[object]], count: int) -> list[float]:
+    durations: list[float] = []
+    for _ in range(count):
+        started = time.perf_counter()
+        await call()
+        durations.append(time.perf_counter() - started)
+    return durations
+
+
+async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> DurableFigures:
+    """Run the sequential and the concurrent durable turns against a fresh engine and Worker."""
+    flow = build_flow(options.model_latency_ms)
+    marks_file = state_dir / "worker-marks.txt"
+    worker_env = {_MODEL_LATENCY_ENV: repr(options.model_latency_ms)}
+    if options.profile:
+        worker_env[_MARKS_FILE_ENV] = str(marks_file)
+    async with AgentTestStack(
+        state_dir, [flow], _WORKER_MODULE, worker_cwd=_BENCHMARK_DIR, worker_env=worker_env
+    ) as stack:
+        _progress(f"engine on {stack.server_address}; starting the Worker child process")
+        await stack.start_worker()
+        sessions = stack.sessions(flow)
+        _progress(f"sequential durable turns ({options.warmup} warm-up + {options.turns})")
+        timings = await _sequential_turns(sessions, options)
+        profile: list[list[_Mark]] = []
+        if options.profile:
+            marks = [
+                *_read_worker_marks(marks_file),
+                *await _read_engine_marks(stack.server_address, _SEQUENTIAL_SESSION),
+            ]
+            profile = [_turn_timeline(turn, marks) for turn in timings]
+        history = await read_step_history(stack.server_address, _SEQUENTIAL_SESSION)
+        steps = _steps_of_last_turn(
+            [
+                f"{entry.step_type}.{'wait_for' if 'wait_for' in entry.event_type else 'execute'}"
+                for entry in history
+            ]
+        )
+        _progress("bare round trips: health check, snapshot RPC")
+        health = await _round_trips(stack.client.health_check, _ROUND_TRIPS)
+        snapshots = await _round_trips(
+            lambda: sessions.get_agent_snapshot(_SEQUENTIAL_SESSION), _ROUND_TRIPS
+        )
+        _progress(f"{options.sessions} concurrent sessions for {options.duration:g} s")
+        count, seconds, latencies = await _concurrent_turns(sessions, options)
+    return DurableFigures(
+        timings, steps, health, snapshots, count, seconds, latencies, profile
+    )
+
+
+def _steps_of_last_turn(step_methods: list[str]) -> list[str]:
+    """The Step methods of the last turn in history order: from the last user message wait on."""
+    starts = [index for index, step in enumerate(step_methods) if step.startswith("AwaitUserMessage")]
+    if len(starts) < 2:
+        return step_methods
+    # The last AwaitUserMessage method waits for the next message; the turn ends before it.
+    first = max(index for index in starts if index < starts[-1] and
+                not step_methods[index + 1].startswith("AwaitUserMessage") or index == starts[-2])
+    return step_methods[first : starts[-1]]
+
+
+# --- profile: where the durable turn's time goes ----------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Mark:
+    """One point of a turn's timeline: wall ns, who saw it, and what happened."""
+
+    wall_ns: int
+    source: str
+    label: str
+
+
+def _read_worker_marks(path: Path) -> list[_Mark]:
+    if not path.exists():
+        return []
+    marks: list[_Mark] = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        label, _, wall_ns = line.rpartition(" ")
+        marks.append(_Mark(int(wall_ns), "worker", label))
+    return marks
+
+
+async def _read_engine_marks(server_address: str, flow_id: str) -> list[_Mark]:
+    """The engine's view: when it started each Step attempt and when it recorded each result."""
+    marks: list[_Mark] = []
+    async with grpc.aio.insecure_channel(server_address) as channel:
+        stub = dex_pb2_grpc.FlowServiceStub(channel)
+        token = b""
+        while True:
+            response = await stub.GetHistoryEvents(
+                pb.GetHistoryEventsRequest(
+                    flow_id=flow_id, estimate_page_size=500, next_page_token=token
+                ),
+                timeout=30,
+            )
+            for event in response.events:
+                marks.extend(_engine_event_marks(event))
+            token = response.next_page_token
+            if not token:
+                return marks
+
+
+def _engine_event_marks(event: pb.FlowHistoryEvent) -> list[_Mark]:
+    kind = event.WhichOneof("payload")
+    recorded_ns = event.event_time.ToNanoseconds()
+    if kind == "rpc_execution_completed":
+        return [_Mark(recorded_ns, "engine", f"RPC {event.rpc_execution_completed.rpc_name} done")]
+    if kind not in ("step_wait_for_completed", "step_execute_completed"):
+        return []
+    context = getattr(event, kind).context
+    method = "wait_for" if kind == "step_wait_for_completed" else "execute"
+    name = f"{context.step_type}.{method}"
+    marks = [_Mark(recorded_ns, "engine", f"{name} result recorded")]
+    if context.HasField("started_time"):
+        marks.append(_Mark(context.started_time.ToNanoseconds(), "engine", f"{name} attempt started"))
+    return marks
+
+
+def _turn_timeline(turn: TurnTiming, marks: Sequence[_Mark]) -> list[_Mark]:
+    """The marks inside one turn, in time order, with repeated labels numbered."""
+    client = [
+        _Mark(turn.sent_ns, "client", "send_user_message sent"),
+        _Mark(turn.accepted_ns, "client", "send_user_message returned"),
+        _Mark(turn.snapshot_ns, "client", "snapshot shows turn completed"),
+    ]
+    if turn.event_ns is not None:
+        client.append(_Mark(turn.event_ns, "client", "turn_completed event read"))
+    inside = [mark for mark in marks if turn.sent_ns <= mark.wall_ns <= turn.snapshot_ns]
+    ordered = sorted([*client, *inside], key=lambda mark: mark.wall_ns)
+    seen: dict[str, int] = {}
+    numbered: list[_Mark] = []
+    for mark in ordered:
+        seen[mark.label] = seen.get(mark.label, 0) + 1
+        label = mark.label if seen[mark.label] == 1 else f"{mark.label} #{seen[mark.label]}"
+        numbered.append(_Mark(mark.wall_ns, mark.source, label))
+    return numbered
+
+
+def _profile_rows(timelines: Sequence[list[_Mark]]) -> list[tuple[str, str, float]]:
+    """Median ms of each gap between consecutive marks, for turns whose marks came in one order."""
+    if not timelines:
+        return []
+    shapes: dict[tuple[str, ...], list[list[_Mark]]] = {}
+    for timeline in timelines:
+        shapes.setdefault(tuple(mark.label for mark in timeline), []).append(timeline)
+    # The most common order of events; a turn that interleaved differently is left out.
+    common = max(shapes.values(), key=len)
+    rows: list[tuple[str, str, float]] = []
+    for index in range(1, len(common[0])):
+        previous, current = common[0][index - 1], common[0][index]
+        gaps = [(t[index].wall_ns - t[index - 1].wall_ns) / 1e6 for t in common]
+        rows.append(
+            (
+                f"{previous.source}: {previous.label}",
+                f"{current.source}: {current.label}",
+                _median(gaps),
+            )
+        )
+    return rows
+
+
+def _print_profile(timelines: Sequence[list[_Mark]]) -> None:
+    rows = _profile_rows(timelines)
+    if not rows:
+        return
+    print()
+    print("profile of one sequential durable turn: median gap between consecutive wall clock marks")
+    print("(client, engine history event_time/started_time, Worker marks around model and tool)")
+    width = max(len(row[0]) for row in rows)
+    for start, end, gap in rows:
+        print(f"  {gap:8.2f} ms  {start.ljust(width)} -> {end}")
+    print(f"  {sum(row[2] for row in rows):8.2f} ms  total")
+
+
+# --- command line -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BenchmarkOptions:
+    """The parsed command line."""
+
+    turns: int
+    warmup: int
+    sessions: int
+    duration: float
+    model_latency_ms: float
+    completion: CompletionMode
+    poll_interval: float
+    profile: bool
+
+
+def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
+    parser = argparse.ArgumentParser(
+        description="Time a durable Stepwise turn against the same runner calls made in process."
+    )
+    parser.add_argument("--turns", type=int, default=20, help="measured turns (default 20)")
+    parser.add_argument("--warmup", type=int, default=3, help="warm-up turns (default 3)")
+    parser.add_argument(
+        "--sessions", type=int, default=10, help="concurrent sessions (default 10)"
+    )
+    parser.add_argument(
+        "--duration",
+        type=float,
+        default=15.0,
+        help="seconds the concurrent sessions run turns (default 15)",
+    )
+    parser.add_argument(
+        "--model-latency-ms",
+        type=float,
+        default=100.0,
+        help="asyncio sleep of each model call (default 100)",
+    )
+    parser.add_argument(
+        "--completion",
+        choices=[mode.value for mode in CompletionMode],
+        default=CompletionMode.EVENTS.value,
+        help="events: long-poll AgentEvents for turn_completed, then read the snapshot once; "
+        "poll: read the snapshot every --poll-interval-ms (default events)",
+    )
+    parser.add_argument(
+        "--poll-interval-ms",
+        type=float,
+        default=5.0,
+        help="snapshot poll interval (default 5)",
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print where a sequential turn's time goes (Worker marks + engine history)",
+    )
+    arguments = parser.parse_args(argv)
+    for name in ("turns", "sessions"):
+        if getattr(arguments, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(arguments, name)}")
+    if arguments.warmup < 0:
+        parser.error(f"--warmup must be 0 or more, got {arguments.warmup}")
+    for name in ("duration", "model_latency_ms", "poll_interval_ms"):
+        if getattr(arguments, name) < 0:
+            flag = "--" + name.replace("_", "-")
+            parser.error(f"{flag} must be 0 or more, got {getattr(arguments, name)}")
+    return BenchmarkOptions(
+        turns=arguments.turns,
+        warmup=arguments.warmup,
+        sessions=arguments.sessions,
+        duration=arguments.duration,
+        model_latency_ms=arguments.model_latency_ms,
+        completion=CompletionMode(arguments.completion),
+        poll_interval=arguments.poll_interval_ms / 1000.0,
+        profile=arguments.profile,
+    )
+
+
+def _progress(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def _median(values: Sequence[float]) -> float:
+    return statistics.median(values)
+
+
+def _engine_description() -> str:
+    if os.environ.get(DEXCLI_ENV):
+        return "dexcli dev --engine zd (durabilityMode processCrashSafe)"
+    return "dex-local-engine serve --durability process-crash-safe (the default)"
+
+
+def _print_report(
+    options: BenchmarkOptions, in_process: list[float], durable: DurableFigures
+) -> None:
+    snapshot_times = [timing.snapshot_seconds for timing in durable.turns]
+    event_times = [t.event_seconds for t in durable.turns if t.event_seconds is not None]
+    base = _median(in_process)
+    durable_median = _median(snapshot_times)
+    rows: list[tuple[str, str]] = [
+        ("in-process turn (2 model calls + 1 tool call), median", _ms(base)),
+        ("in-process turn, min / max", f"{_ms(min(in_process))} / {_ms(max(in_process))}"),
+    ]
+    if event_times:
+        rows.append(("durable turn until turn_completed read, median", _ms(_median(event_times))))
+    rows += [
+        ("durable turn until snapshot shows it completed, median", _ms(durable_median)),
+        (
+            "durable turn, min / max",
+            f"{_ms(min(snapshot_times))} / {_ms(max(snapshot_times))}",
+        ),
+        ("durable overhead per turn (median - in-process median)", _ms(durable_median - base)),
+        (
+            f"ratio durable / in-process (goal <= {GOAL_RATIO:.2f})",
+            f"{durable_median / base:.3f}" if base > 0 else "n/a",
+        ),
+        ("Step methods of one turn", f"{len(durable.steps_per_turn)}: {' > '.join(durable.steps_per_turn)}"),
+        ("bare health check round trip (engine only), median", _ms(_median(durable.health_check_seconds))),
+        ("bare get_agent_snapshot RPC (engine + Worker), median", _ms(_median(durable.snapshot_rpc_seconds))),
+        (
+            f"throughput, {options.sessions} concurrent sessions",
+            f"{durable.concurrent_turns / durable.concurrent_seconds:.1f} turns/s "
+            f"({durable.concurrent_turns} turns in {durable.concurrent_seconds:.1f} s)",
+        ),
+        (
+            "  turn latency under that load, median",
+            _ms(_median(durable.concurrent_latencies)) if durable.concurrent_latencies else "n/a",
+        ),
+        (
+            "  ideal (sessions / in-process turn)",
+            f"{options.sessions / base:.1f} turns/s" if base > 0 else "n/a",
+        ),
+    ]
+    width = max(len(label) for label, _ in rows)
+    print()
+    print(f"{'measure'.ljust(width)}  value")
+    print(f"{'-' * width}  {'-' * 40}")
+    for label, value in rows:
+        print(f"{label.ljust(width)}  {value}")
+    print()
+    completion = (
+        "AgentEvents long-poll for turn_completed, then one snapshot read"
+        if options.completion is CompletionMode.EVENTS
+        else f"snapshot poll every {options.poll_interval * 1000:g} ms"
+    )
+    if durable.profile:
+        _print_profile(durable.profile)
+        print()
+    print(
+        f"command: {shlex.join(['python', *sys.argv])} | turns measured {options.turns} after "
+        f"{options.warmup} warm-up | model latency {options.model_latency_ms:g} ms | "
+        f"completion: {completion} | engine: {_engine_description()} | Worker: child process "
+        f"(python -m {_WORKER_MODULE}) | cores: {os.cpu_count()} | "
+        f"{platform.python_implementation()} {platform.python_version()} on {platform.system()}"
+    )
+
+
+async def _run(options: BenchmarkOptions) -> None:
+    _progress(f"in-process turns ({options.warmup} warm-up + {options.turns})")
+    in_process = await measure_in_process(options.model_latency_ms, options.turns, options.warmup)
+    _progress(f"  in-process median {_ms(_median(in_process))}")
+    with tempfile.TemporaryDirectory(prefix="dex-agents-session-turns-") as state_dir:
+        durable = await measure_durable(options, Path(state_dir))
+    _print_report(options, in_process, durable)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark and print its table; exit status 0."""
+    options = _parse_arguments(argv)
+    asyncio.run(_run(options))
+    return 0
+
+
+def _serve_worker() -> None:
+    latency_ms = float(os.environ.get(_MODEL_LATENCY_ENV, "100"))
+    run_agent_worker([build_flow(latency_ms)])
+
+
+if __name__ == "__main__":
+    if os.environ.get(SERVER_ADDRESS_ENV) and _MODEL_LATENCY_ENV in os.environ:
+        _serve_worker()
+    else:
+        sys.exit(main())
