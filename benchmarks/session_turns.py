@@ -28,10 +28,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import dataclasses
+import functools
+import io
+import itertools
 import os
 import platform
+import pstats
 import shlex
+import signal
 import statistics
 import sys
 import tempfile
@@ -44,10 +50,9 @@ from pathlib import Path
 from typing import Final
 
 import grpc
-from dex import LongPollTimeoutError
+from dex import AsyncClient, LongPollTimeoutError
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-
 from dex_agents import (
     AgentEventType,
     AgentMessage,
@@ -97,6 +102,12 @@ _MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
 # With --profile the Worker child appends "<label> <wall ns>" lines here around each model and
 # tool call, so the client can place them on one timeline with the engine's history.
 _MARKS_FILE_ENV: Final = "DEX_AGENTS_BENCHMARK_MARKS_FILE"
+# With --cprofile-worker the Worker child runs under cProfile and writes its statistics here
+# when it gets SIGUSR1 (after the sequential turns).
+_CPROFILE_FILE_ENV: Final = "DEX_AGENTS_BENCHMARK_CPROFILE_FILE"
+# With --cache-sdk-type-hints both processes memoize the SDK codec's get_type_hints (an experiment:
+# how much of the overhead is the SDK re-deriving a dataclass's type hints on every decode).
+_CACHE_TYPE_HINTS_ENV: Final = "DEX_AGENTS_BENCHMARK_CACHE_SDK_TYPE_HINTS"
 _WORKER_MODULE: Final = "session_turns"
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 
@@ -276,6 +287,7 @@ class TurnTiming:
 
     event_seconds: float | None
     snapshot_seconds: float
+    snapshot_reads: int
     sent_ns: int
     accepted_ns: int
     event_ns: int | None
@@ -306,11 +318,13 @@ class _DurableSession:
 
     def __init__(
         self,
+        client: AsyncClient,
         sessions: AgentSessionClient,
         session_id: str,
         completion: CompletionMode,
         poll_interval: float,
     ) -> None:
+        self._client = client
         self._sessions = sessions
         self._session_id = session_id
         self._completion = completion
@@ -340,21 +354,26 @@ class _DurableSession:
                 await self._read_until_turn_completed()
                 event_seconds = time.perf_counter() - started
                 event_ns = time.time_ns()
-            snapshot = await self._poll_snapshot()
+            snapshot, snapshot_reads = await self._poll_snapshot()
         snapshot_seconds = time.perf_counter() - started
         snapshot_ns = time.time_ns()
         _check_answer(self._session_id, snapshot, self.turn_count)
         return TurnTiming(
-            event_seconds, snapshot_seconds, sent_ns, accepted_ns, event_ns, snapshot_ns
+            event_seconds,
+            snapshot_seconds,
+            snapshot_reads,
+            sent_ns,
+            accepted_ns,
+            event_ns,
+            snapshot_ns,
         )
 
     async def _read_until_turn_completed(self) -> None:
         turn_id = f"turn-{self.turn_count}"
         flow = self._sessions.flow
-        client = self._sessions._client  # the AgentSessionClient has no Stream reader yet
         while True:
             try:
-                message = await client.read_stream(
+                message = await self._client.read_stream(
                     self._session_id, flow.agent_events, self._resume_token, _READ_WAIT
                 )
             except LongPollTimeoutError:
@@ -367,11 +386,14 @@ class _DurableSession:
             ):
                 return
 
-    async def _poll_snapshot(self) -> AgentSnapshot:
+    async def _poll_snapshot(self) -> tuple[AgentSnapshot, int]:
+        """The first snapshot that shows the turn completed, and how many reads it took."""
+        reads = 0
         while True:
             snapshot = await self._sessions.get_agent_snapshot(self._session_id)
+            reads += 1
             if _turn_done(snapshot, self.turn_count):
-                return snapshot
+                return snapshot, reads
             await asyncio.sleep(self._poll_interval)
 
 
@@ -386,14 +408,17 @@ class DurableFigures:
     concurrent_turns: int
     concurrent_seconds: float
     concurrent_latencies: list[float]
+    concurrent_cpu_seconds: dict[str, float]
     profile: list[list[_Mark]]
+    message_sizes: list[_Mark]
+    worker_cprofile: str
 
 
 async def _sequential_turns(
-    sessions: AgentSessionClient, options: BenchmarkOptions
+    client: AsyncClient, sessions: AgentSessionClient, options: BenchmarkOptions
 ) -> list[TurnTiming]:
     session = _DurableSession(
-        sessions, _SEQUENTIAL_SESSION, options.completion, options.poll_interval
+        client, sessions, _SEQUENTIAL_SESSION, options.completion, options.poll_interval
     )
     timings: list[TurnTiming] = []
     total = options.warmup + options.turns
@@ -402,12 +427,14 @@ async def _sequential_turns(
         if index >= options.warmup:
             timings.append(timing)
         if (index + 1) % 5 == 0 or index + 1 == total:
-            _progress(f"  durable turn {index + 1}/{total}: {timing.snapshot_seconds * 1000:.1f} ms")
+            _progress(
+                f"  durable turn {index + 1}/{total}: {timing.snapshot_seconds * 1000:.1f} ms"
+            )
     return timings
 
 
 async def _concurrent_turns(
-    sessions: AgentSessionClient, options: BenchmarkOptions
+    client: AsyncClient, sessions: AgentSessionClient, options: BenchmarkOptions
 ) -> tuple[int, float, list[float]]:
     """Turns completed by ``options.sessions`` sessions running back to back, and the window."""
     started = time.perf_counter()
@@ -416,7 +443,11 @@ async def _concurrent_turns(
 
     async def drive(number: int) -> None:
         session = _DurableSession(
-            sessions, f"concurrent-session-{number}", options.completion, options.poll_interval
+            client,
+            sessions,
+            f"concurrent-session-{number}",
+            options.completion,
+            options.poll_interval,
         )
         while time.perf_counter() < deadline:
             latencies.append((await session.run_turn()).snapshot_seconds)
@@ -424,7 +455,9 @@ async def _concurrent_turns(
     async def report_progress() -> None:
         while True:
             await asyncio.sleep(max(options.duration / 4, 1.0))
-            _progress(f"  concurrent: {len(latencies)} turns after {time.perf_counter() - started:.1f} s")
+            _progress(
+                f"  concurrent: {len(latencies)} turns after {time.perf_counter() - started:.1f} s"
+            )
 
     reporter = asyncio.create_task(report_progress())
     try:
@@ -450,21 +483,34 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
     worker_env = {_MODEL_LATENCY_ENV: repr(options.model_latency_ms)}
     if options.profile:
         worker_env[_MARKS_FILE_ENV] = str(marks_file)
+    cprofile_file = state_dir / "worker.cprofile"
+    if options.cprofile_worker:
+        worker_env[_CPROFILE_FILE_ENV] = str(cprofile_file)
+    if options.cache_sdk_type_hints:
+        worker_env[_CACHE_TYPE_HINTS_ENV] = "1"
+        _cache_sdk_type_hints()
     async with AgentTestStack(
         state_dir, [flow], _WORKER_MODULE, worker_cwd=_BENCHMARK_DIR, worker_env=worker_env
     ) as stack:
         _progress(f"engine on {stack.server_address}; starting the Worker child process")
-        await stack.start_worker()
+        worker = await stack.start_worker()
         sessions = stack.sessions(flow)
         _progress(f"sequential durable turns ({options.warmup} warm-up + {options.turns})")
-        timings = await _sequential_turns(sessions, options)
+        timings = await _sequential_turns(stack.client, sessions, options)
+        cprofile_text = ""
+        if options.cprofile_worker:
+            cprofile_text = await _collect_worker_cprofile(worker.pid, cprofile_file)
         profile: list[list[_Mark]] = []
+        sizes: list[_Mark] = []
         if options.profile:
+            worker_marks, all_sizes = _split_sizes(_read_worker_marks(marks_file))
             marks = [
-                *_read_worker_marks(marks_file),
+                *worker_marks,
                 *await _read_engine_marks(stack.server_address, _SEQUENTIAL_SESSION),
             ]
             profile = [_turn_timeline(turn, marks) for turn in timings]
+            last = timings[-1]
+            sizes = [m for m in all_sizes if last.sent_ns <= m.wall_ns <= last.snapshot_ns]
         history = await read_step_history(stack.server_address, _SEQUENTIAL_SESSION)
         steps = _steps_of_last_turn(
             [
@@ -478,21 +524,68 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
             lambda: sessions.get_agent_snapshot(_SEQUENTIAL_SESSION), _ROUND_TRIPS
         )
         _progress(f"{options.sessions} concurrent sessions for {options.duration:g} s")
-        count, seconds, latencies = await _concurrent_turns(sessions, options)
+        # AgentTestStack does not expose the engine's process; the benchmark only reads its CPU.
+        engine_pid = stack._engine.process.pid if stack._engine is not None else None
+        processes = {"engine": engine_pid, "Worker": worker.pid, "client": os.getpid()}
+        cpu_before = {name: _cpu_seconds(pid) for name, pid in processes.items()}
+        count, seconds, latencies = await _concurrent_turns(stack.client, sessions, options)
+        cpu_used = {
+            name: after - before
+            for name, pid in processes.items()
+            if (before := cpu_before[name]) is not None and (after := _cpu_seconds(pid)) is not None
+        }
     return DurableFigures(
-        timings, steps, health, snapshots, count, seconds, latencies, profile
+        timings,
+        steps,
+        health,
+        snapshots,
+        count,
+        seconds,
+        latencies,
+        cpu_used,
+        profile,
+        sizes,
+        cprofile_text,
     )
 
 
+def _cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds of a process so far, from /proc; None where unreadable."""
+    if pid is None:
+        return None
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    except OSError:
+        return None
+    # utime and stime are fields 14 and 15 of stat(5); the split starts at field 3.
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def _collect_worker_cprofile(pid: int, path: Path) -> str:
+    """Ask the Worker child for its cProfile statistics; the top functions as text."""
+    os.kill(pid, signal.SIGUSR1)
+    deadline = time.monotonic() + 30
+    while not path.exists():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the Worker child wrote no cProfile statistics")
+        await asyncio.sleep(0.05)
+    text = io.StringIO()
+    stats = pstats.Stats(str(path), stream=text)
+    stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats(45)
+    stats.sort_stats(pstats.SortKey.TIME).print_stats(30)
+    return text.getvalue()
+
+
 def _steps_of_last_turn(step_methods: list[str]) -> list[str]:
-    """The Step methods of the last turn in history order: from the last user message wait on."""
-    starts = [index for index, step in enumerate(step_methods) if step.startswith("AwaitUserMessage")]
-    if len(starts) < 2:
-        return step_methods
-    # The last AwaitUserMessage method waits for the next message; the turn ends before it.
-    first = max(index for index in starts if index < starts[-1] and
-                not step_methods[index + 1].startswith("AwaitUserMessage") or index == starts[-2])
-    return step_methods[first : starts[-1]]
+    """The Step methods of the last turn, in history order: from its ``AwaitUserMessage.execute``.
+
+    ``AwaitUserMessage.wait_for`` completes when it returns its Wait, right after the previous
+    turn, so a turn starts with the execute that takes the user message.
+    """
+    starts = [
+        index for index, step in enumerate(step_methods) if step == "AwaitUserMessage.execute"
+    ]
+    return step_methods[starts[-1] :] if starts else step_methods
 
 
 # --- profile: where the durable turn's time goes ----------------------------------------------
@@ -517,11 +610,17 @@ def _read_worker_marks(path: Path) -> list[_Mark]:
     return marks
 
 
+def _split_sizes(marks: Sequence[_Mark]) -> tuple[list[_Mark], list[_Mark]]:
+    """Timeline marks, and the ``bytes ...=N`` marks of task and result sizes."""
+    sizes = [mark for mark in marks if mark.label.startswith("bytes ")]
+    return [mark for mark in marks if not mark.label.startswith("bytes ")], sizes
+
+
 async def _read_engine_marks(server_address: str, flow_id: str) -> list[_Mark]:
     """The engine's view: when it started each Step attempt and when it recorded each result."""
     marks: list[_Mark] = []
     async with grpc.aio.insecure_channel(server_address) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)
+        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         token = b""
         while True:
             response = await stub.GetHistoryEvents(
@@ -549,7 +648,9 @@ def _engine_event_marks(event: pb.FlowHistoryEvent) -> list[_Mark]:
     name = f"{context.step_type}.{method}"
     marks = [_Mark(recorded_ns, "engine", f"{name} result recorded")]
     if context.HasField("started_time"):
-        marks.append(_Mark(context.started_time.ToNanoseconds(), "engine", f"{name} attempt started"))
+        marks.append(
+            _Mark(context.started_time.ToNanoseconds(), "engine", f"{name} attempt started")
+        )
     return marks
 
 
@@ -596,6 +697,59 @@ def _profile_rows(timelines: Sequence[list[_Mark]]) -> list[tuple[str, str, floa
     return rows
 
 
+class _GapKind(StrEnum):
+    """Where a gap between two consecutive marks of a turn's timeline is spent."""
+
+    RUNNER = "runner: model and tool calls (what the in-process turn also does)"
+    WORKER = "Worker: SDK task decode/encode + session Step code around the runner"
+    WORKER_RPC = "Worker: serving the client's RPCs (send_user_message, get_agent_snapshot)"
+    DISPATCH = "engine -> Worker: Step attempt start to task received (incl. gRPC)"
+    DELIVERY = "Worker -> engine: result sent to result recorded (incl. gRPC)"
+    ENGINE = "engine: result recorded to next Step attempt (commit, scheduling)"
+    CLIENT = "client: send_user_message RPC and seeing the completion"
+
+
+def _gap_kinds(timeline: Sequence[_Mark]) -> list[_GapKind]:
+    """The kind of each gap of ``timeline``; a gap inside a runner call is the runner's."""
+    kinds: list[_GapKind] = []
+    in_runner = False
+    for previous, current in itertools.pairwise(timeline):
+        if previous.label.startswith("runner.") and " entered" in previous.label:
+            in_runner = True
+        elif previous.label.startswith("runner.") and " returned" in previous.label:
+            in_runner = False
+        sources = (previous.source, current.source)
+        if "client" in sources:
+            kinds.append(_GapKind.CLIENT)
+        elif in_runner:
+            kinds.append(_GapKind.RUNNER)
+        elif sources == ("worker", "worker") and previous.label.startswith("task received RPC"):
+            kinds.append(_GapKind.WORKER_RPC)
+        elif sources == ("worker", "worker"):
+            kinds.append(_GapKind.WORKER)
+        elif sources == ("engine", "worker"):
+            kinds.append(_GapKind.DISPATCH)
+        elif sources == ("worker", "engine"):
+            kinds.append(_GapKind.DELIVERY)
+        else:
+            kinds.append(_GapKind.ENGINE)
+    return kinds
+
+
+def _kind_medians(timelines: Sequence[list[_Mark]]) -> dict[_GapKind, float]:
+    """Per kind, the median over turns of the ms that turn spent in gaps of that kind."""
+    totals: dict[_GapKind, list[float]] = {kind: [] for kind in _GapKind}
+    for timeline in timelines:
+        per_turn = dict.fromkeys(_GapKind, 0.0)
+        for (previous, current), kind in zip(
+            itertools.pairwise(timeline), _gap_kinds(timeline), strict=True
+        ):
+            per_turn[kind] += (current.wall_ns - previous.wall_ns) / 1e6
+        for kind, value in per_turn.items():
+            totals[kind].append(value)
+    return {kind: _median(values) for kind, values in totals.items() if values}
+
+
 def _print_profile(timelines: Sequence[list[_Mark]]) -> None:
     rows = _profile_rows(timelines)
     if not rows:
@@ -607,6 +761,11 @@ def _print_profile(timelines: Sequence[list[_Mark]]) -> None:
     for start, end, gap in rows:
         print(f"  {gap:8.2f} ms  {start.ljust(width)} -> {end}")
     print(f"  {sum(row[2] for row in rows):8.2f} ms  total")
+    print()
+    print("the same turns by where the time goes (median per turn; kinds overlap where Steps run")
+    print("in parallel, e.g. CallTool with ResumeTurn.wait_for, so the column need not add up):")
+    for kind, value in _kind_medians(timelines).items():
+        print(f"  {value:8.2f} ms  {kind.value}")
 
 
 # --- command line -----------------------------------------------------------------------------
@@ -624,6 +783,8 @@ class BenchmarkOptions:
     completion: CompletionMode
     poll_interval: float
     profile: bool
+    cprofile_worker: bool
+    cache_sdk_type_hints: bool
 
 
 def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
@@ -632,9 +793,7 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
     )
     parser.add_argument("--turns", type=int, default=20, help="measured turns (default 20)")
     parser.add_argument("--warmup", type=int, default=3, help="warm-up turns (default 3)")
-    parser.add_argument(
-        "--sessions", type=int, default=10, help="concurrent sessions (default 10)"
-    )
+    parser.add_argument("--sessions", type=int, default=10, help="concurrent sessions (default 10)")
     parser.add_argument(
         "--duration",
         type=float,
@@ -665,6 +824,18 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
         action="store_true",
         help="also print where a sequential turn's time goes (Worker marks + engine history)",
     )
+    parser.add_argument(
+        "--cprofile-worker",
+        action="store_true",
+        help="run the Worker child under cProfile and print its top functions over the "
+        "sequential turns (slows the Worker: its timings are not comparable)",
+    )
+    parser.add_argument(
+        "--cache-sdk-type-hints",
+        action="store_true",
+        help="experiment: memoize the SDK codec's typing.get_type_hints in the client and the "
+        "Worker, to show what that per-decode work costs (changes no file)",
+    )
     arguments = parser.parse_args(argv)
     for name in ("turns", "sessions"):
         if getattr(arguments, name) < 1:
@@ -684,6 +855,8 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
         completion=CompletionMode(arguments.completion),
         poll_interval=arguments.poll_interval_ms / 1000.0,
         profile=arguments.profile,
+        cprofile_worker=arguments.cprofile_worker,
+        cache_sdk_type_hints=arguments.cache_sdk_type_hints,
     )
 
 
@@ -693,6 +866,10 @@ def _progress(text: str) -> None:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
+
+
+def _ratio(durable: float, in_process: float) -> str:
+    return f"{durable / in_process:.3f}" if in_process > 0 else "n/a (in-process time is 0)"
 
 
 def _median(values: Sequence[float]) -> float:
@@ -718,20 +895,41 @@ def _print_report(
     ]
     if event_times:
         rows.append(("durable turn until turn_completed read, median", _ms(_median(event_times))))
+        rows.append(
+            ("ratio durable (turn_completed read) / in-process", _ratio(_median(event_times), base))
+        )
     rows += [
         ("durable turn until snapshot shows it completed, median", _ms(durable_median)),
+        (
+            "  first 5 / last 5 measured turns of the session, median",
+            f"{_ms(_median(snapshot_times[:5]))} / {_ms(_median(snapshot_times[-5:]))}",
+        ),
+        (
+            "snapshot reads until it showed the turn completed, median / max",
+            f"{_median([t.snapshot_reads for t in durable.turns]):g} / "
+            f"{max(t.snapshot_reads for t in durable.turns)}",
+        ),
         (
             "durable turn, min / max",
             f"{_ms(min(snapshot_times))} / {_ms(max(snapshot_times))}",
         ),
         ("durable overhead per turn (median - in-process median)", _ms(durable_median - base)),
         (
-            f"ratio durable / in-process (goal <= {GOAL_RATIO:.2f})",
-            f"{durable_median / base:.3f}" if base > 0 else "n/a",
+            f"RATIO durable (snapshot shows it) / in-process (goal <= {GOAL_RATIO:.2f})",
+            _ratio(durable_median, base),
         ),
-        ("Step methods of one turn", f"{len(durable.steps_per_turn)}: {' > '.join(durable.steps_per_turn)}"),
-        ("bare health check round trip (engine only), median", _ms(_median(durable.health_check_seconds))),
-        ("bare get_agent_snapshot RPC (engine + Worker), median", _ms(_median(durable.snapshot_rpc_seconds))),
+        (
+            "Step methods of one turn",
+            f"{len(durable.steps_per_turn)}: {' > '.join(durable.steps_per_turn)}",
+        ),
+        (
+            "bare health check round trip (engine only), median",
+            _ms(_median(durable.health_check_seconds)),
+        ),
+        (
+            "bare get_agent_snapshot RPC (engine + Worker), median",
+            _ms(_median(durable.snapshot_rpc_seconds)),
+        ),
         (
             f"throughput, {options.sessions} concurrent sessions",
             f"{durable.concurrent_turns / durable.concurrent_seconds:.1f} turns/s "
@@ -740,6 +938,14 @@ def _print_report(
         (
             "  turn latency under that load, median",
             _ms(_median(durable.concurrent_latencies)) if durable.concurrent_latencies else "n/a",
+        ),
+        (
+            "  CPU busy during it (share of one core)",
+            ", ".join(
+                f"{name} {used / durable.concurrent_seconds:.0%}"
+                for name, used in durable.concurrent_cpu_seconds.items()
+            )
+            or "n/a",
         ),
         (
             "  ideal (sessions / in-process turn)",
@@ -758,8 +964,13 @@ def _print_report(
         if options.completion is CompletionMode.EVENTS
         else f"snapshot poll every {options.poll_interval * 1000:g} ms"
     )
+    if durable.worker_cprofile:
+        print("Worker child cProfile over the sequential turns:")
+        print(durable.worker_cprofile)
     if durable.profile:
         _print_profile(durable.profile)
+        sizes = ", ".join(mark.label.removeprefix("bytes ") for mark in durable.message_sizes)
+        print(f"  Worker task/result bytes of the last turn, in order: {sizes}")
         print()
     print(
         f"command: {shlex.join(['python', *sys.argv])} | turns measured {options.turns} after "
@@ -767,7 +978,20 @@ def _print_report(
         f"completion: {completion} | engine: {_engine_description()} | Worker: child process "
         f"(python -m {_WORKER_MODULE}) | cores: {os.cpu_count()} | "
         f"{platform.python_implementation()} {platform.python_version()} on {platform.system()}"
+        f"{_modifiers(options)}"
     )
+
+
+def _modifiers(options: BenchmarkOptions) -> str:
+    """What changed the measured code path, so a figure is never read as a plain run's."""
+    notes = []
+    if options.profile:
+        notes.append("--profile marks in the Worker")
+    if options.cprofile_worker:
+        notes.append("Worker under cProfile (slowed)")
+    if options.cache_sdk_type_hints:
+        notes.append("EXPERIMENT: SDK codec get_type_hints memoized")
+    return f" | {'; '.join(notes)}" if notes else ""
 
 
 async def _run(options: BenchmarkOptions) -> None:
@@ -786,8 +1010,103 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _install_profile_hooks() -> None:
+    """Mark, in this Worker child only, when the SDK receives a task and writes its result.
+
+    Wraps private methods of the SDK's pull Worker and the runner's two calls; used only with
+    ``--profile``, so the measured turns of a normal run go through unwrapped code.
+    """
+    from dex import _pull_worker
+
+    stream_type = _pull_worker.PullStream
+    start_task = stream_type._start_task
+    send = stream_type._send
+
+    async def marked_start_task(self: _pull_worker.PullStream, task: pb.PollWorkerTask) -> None:
+        name = _task_name(task)
+        _mark(f"task received {name}")
+        _mark(f"bytes in {name}={task.ByteSize()}")
+        await start_task(self, task)
+
+    async def marked_send(self: _pull_worker.PullStream, request: pb.PollWorkerTaskRequest) -> None:
+        if request.HasField("task_frame"):
+            frame = request.task_frame
+            final = frame.HasField("rpc") or any(
+                frame.HasField(method) and getattr(frame, method).WhichOneof("output") == "result"
+                for method in ("wait_for", "execute")
+            )
+            if final:
+                _mark("result sending")
+                _mark(f"bytes result={request.ByteSize()}")
+        await send(self, request)
+
+    stream_type._start_task = marked_start_task  # type: ignore[method-assign]
+    stream_type._send = marked_send  # type: ignore[method-assign]
+
+    run_model_step = StepwiseAgentRunner.run_model_step
+    execute_tool = StepwiseAgentRunner.execute_deferred_tool_call
+
+    async def marked_run_model_step(self: StepwiseAgentRunner, turn: AgentTurnContext) -> object:
+        _mark("runner.run_model_step entered")
+        try:
+            return await run_model_step(self, turn)
+        finally:
+            _mark("runner.run_model_step returned")
+
+    async def marked_execute_tool(self: StepwiseAgentRunner, call: DeferredToolExecution) -> object:
+        _mark("runner.execute_deferred_tool_call entered")
+        try:
+            return await execute_tool(self, call)
+        finally:
+            _mark("runner.execute_deferred_tool_call returned")
+
+    StepwiseAgentRunner.run_model_step = marked_run_model_step  # type: ignore[method-assign,assignment]
+    StepwiseAgentRunner.execute_deferred_tool_call = marked_execute_tool  # type: ignore[method-assign,assignment]
+
+
+def _task_name(task: pb.PollWorkerTask) -> str:
+    kind = task.WhichOneof("request")
+    if kind == "rpc":
+        return f"RPC {task.rpc.rpc_name}"
+    if kind in ("wait_for", "execute"):
+        return f"{getattr(task, kind).step_type}.{kind}"
+    return str(kind)
+
+
+def _start_cprofile(path: Path) -> None:
+    """Profile this Worker child from now on; SIGUSR1 writes the statistics to ``path``."""
+    profiler = cProfile.Profile()
+
+    def dump(signal_number: int, frame: object) -> None:
+        profiler.disable()
+        partial = path.with_suffix(".partial")
+        profiler.dump_stats(partial)
+        os.replace(partial, path)
+
+    signal.signal(signal.SIGUSR1, dump)
+    profiler.enable()
+
+
+def _cache_sdk_type_hints() -> None:
+    """Memoize ``get_type_hints`` in this process's SDK codec (the --cache-sdk-type-hints experiment).
+
+    The SDK's JSON codec calls ``typing.get_type_hints`` for every dataclass it decodes, which
+    compiles and evaluates each annotation again; the hints of a class never change.
+    """
+    from dex import codec
+
+    codec.get_type_hints = functools.cache(codec.get_type_hints)  # type: ignore[attr-defined,assignment]
+
+
 def _serve_worker() -> None:
     latency_ms = float(os.environ.get(_MODEL_LATENCY_ENV, "100"))
+    if os.environ.get(_CACHE_TYPE_HINTS_ENV):
+        _cache_sdk_type_hints()
+    if os.environ.get(_MARKS_FILE_ENV):
+        _install_profile_hooks()
+    cprofile_file = os.environ.get(_CPROFILE_FILE_ENV)
+    if cprofile_file:
+        _start_cprofile(Path(cprofile_file))
     run_agent_worker([build_flow(latency_ms)])
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from dex import CodecRegistry, Registry, StepDurability
 from dex_agents import (
+    AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGES,
     AGENT_TOOL_CALLS,
     PENDING_INTERRUPTS,
@@ -124,7 +125,11 @@ def test_step_options_are_sync_and_load_only_what_the_step_needs() -> None:
     assert run_model.execute_retry.maximum_attempts == 3
     assert run_model.execute_retry.total_duration == timedelta(minutes=30)
     assert run_model._execute_failure_target is RecordTurnFailure
-    assert run_model.execute_load_attribute_maps == (AGENT_MESSAGES, AGENT_TOOL_CALLS)
+    assert run_model.execute_load_attribute_maps == (
+        AGENT_MESSAGES,
+        AGENT_MESSAGE_CHUNKS,
+        AGENT_TOOL_CALLS,
+    )
 
     tool = tool_call_step_options(
         "c1",

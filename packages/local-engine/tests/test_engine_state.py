@@ -169,6 +169,11 @@ class StateFlow(Flow[str]):
         return RPCResult(value)
 
     @rpc
+    async def store_note(self, context: dex.Context, size: int) -> RPCResult[int]:
+        self.notes.set(context, "big", "x" * size)
+        return RPCResult(size)
+
+    @rpc
     async def park(self, context: dex.Context, text: str) -> RPCResult[str]:
         return RPCResult(text, next_steps=(StepMovement.of(Idle, text),))
 
@@ -386,3 +391,21 @@ def test_serve_rejects_a_busy_port_and_an_unusable_database(tmp_path: Path) -> N
     finally:
         assert engine.stop() == 0
 
+
+
+async def test_large_values_travel_and_oversized_values_are_refused() -> None:
+    flow = StateFlow()
+    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
+        engine, [flow]
+    ) as client:
+        await client.start_flow(flow, "s-big", "idle")
+        two_mib = 2 * 1024 * 1024
+        assert await client.invoke_rpc(flow.store_note, "s-big", two_mib) == two_mib
+        with pytest.raises(dex.DexServiceError) as raised:
+            await client.invoke_rpc(flow.store_note, "s-big", 5 * 1024 * 1024)
+        assert "Attribute 'notes/big'" in str(raised.value)
+        assert "value limit" in str(raised.value)
+        # The refused write changed nothing and the Flow still works.
+        assert await client.invoke_rpc(flow.send, "s-big", "go") == "sent"
+        result = await client.wait_for_flow("s-big", timeout=WAIT)
+        assert result.status is FlowStatus.COMPLETED

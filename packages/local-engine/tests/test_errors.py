@@ -14,6 +14,7 @@ from dex._grpc_errors import translate_rpc_error
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 from dex_local_engine import errors
+from google.protobuf import empty_pb2
 
 
 class _FailingFlowService(dex_pb2_grpc.FlowServiceServicer):
@@ -36,9 +37,9 @@ class _FailingFlowService(dex_pb2_grpc.FlowServiceServicer):
     @errors.guard_servicer_method
     async def StopFlow(
         self, request: pb.StopFlowRequest, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> pb.StopFlowResponse:
+    ) -> empty_pb2.Empty:
         self.failure()
-        return pb.StopFlowResponse()
+        return empty_pb2.Empty()
 
 
 class _StreamingService(dex_pb2_grpc.WorkerTaskServiceServicer):
@@ -62,8 +63,8 @@ async def served(
     flow_service = _FailingFlowService()
     streaming = _StreamingService()
     server = grpc.aio.server()
-    dex_pb2_grpc.add_FlowServiceServicer_to_server(flow_service, server)
-    dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(streaming, server)
+    dex_pb2_grpc.add_FlowServiceServicer_to_server(flow_service, server)  # type: ignore[no-untyped-call]
+    dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(streaming, server)  # type: ignore[no-untyped-call]
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
@@ -147,7 +148,7 @@ async def test_each_constructor_maps_to_its_sdk_error(
 ) -> None:
     served[0].failure = _raising(error)
     async with grpc.aio.insecure_channel(served[2]) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)
+        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.RpcError) as raised:
             await stub.GetFlowSummary(pb.GetFlowSummaryRequest(flow_id="f"))
     translated = translate_rpc_error(raised.value, "op", "f", requirement)
@@ -167,7 +168,7 @@ async def test_worker_api_error_carries_the_worker_failure(
     )
     served[0].failure = _raising(errors.worker_api_error(worker_error))
     async with grpc.aio.insecure_channel(served[2]) as channel:
-        stub = dex_pb2_grpc.FlowServiceStub(channel)
+        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         with pytest.raises(grpc.RpcError) as raised:
             await stub.GetFlowSummary(pb.GetFlowSummaryRequest(flow_id="f"))
     translated = translate_rpc_error(raised.value, "invoke_rpc", "f", "active")
@@ -183,7 +184,7 @@ async def test_streaming_method_error_after_output_reaches_the_caller(
 ) -> None:
     served[1].failure = _raising(errors.invalid_argument("unknown queue 'q'"))
     async with grpc.aio.insecure_channel(served[2]) as channel:
-        stub = dex_pb2_grpc.WorkerTaskServiceStub(channel)
+        stub = dex_pb2_grpc.WorkerTaskServiceStub(channel)  # type: ignore[no-untyped-call]
         call = stub.PollWorkerTask(iter([pb.PollWorkerTaskRequest()]))
         frames = []
         with pytest.raises(grpc.RpcError) as raised:

@@ -22,7 +22,7 @@ from dex_local_engine import errors
 from dex_local_engine.history_cli import run_history
 from engine_test_support import EngineProcess, WorkerLauncher, engine_command
 from grpc_status import rpc_status
-from stream_sample_flows import CHATTER_REGISTRY, chatter_registry
+from history_sample_flows import RETRY_REGISTRY, retry_registry
 
 
 def _context(step_type: str, number: int, attempt: int, source: str) -> pb.StepMethodEventContext:
@@ -84,7 +84,7 @@ class _HistoryService(dex_pb2_grpc.FlowServiceServicer):
 def served() -> Iterator[tuple[_HistoryService, str]]:
     service = _HistoryService()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    dex_pb2_grpc.add_FlowServiceServicer_to_server(service, server)
+    dex_pb2_grpc.add_FlowServiceServicer_to_server(service, server)  # type: ignore[no-untyped-call]
     port = server.add_insecure_port("127.0.0.1:0")
     server.start()
     try:
@@ -161,27 +161,37 @@ async def _run_cli(*arguments: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_history_of_a_real_flow(
+async def test_history_of_a_real_flow_shows_each_step_and_its_final_attempt(
     engine: EngineProcess, workers: WorkerLauncher, tmp_path: Path
 ) -> None:
-    await workers.start(CHATTER_REGISTRY, engine.address)
+    await workers.start(RETRY_REGISTRY, engine.address)
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
     options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
-    async with AsyncClient(chatter_registry(), cache, options) as client:
+    async with AsyncClient(retry_registry(), cache, options) as client:
         await client.start_flow(client.registry.flows[0], "hist-1", "h")
-        await client.wait_for_flow("hist-1", timedelta(seconds=30))
+        result = await client.wait_for_flow("hist-1", timedelta(seconds=30))
+        assert result.single_output(str) == "h:done"
 
     done = await _run_cli("--address", engine.address, "hist-1")
     assert done.returncode == 0, done.stderr
-    assert [json.loads(line) for line in done.stdout.splitlines()] == [
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    event_ids = [event.pop("event_id") for event in events]
+    assert event_ids == sorted(event_ids) and len(set(event_ids)) == len(event_ids)
+    assert events == [
         {
-            "event_id": json.loads(done.stdout.splitlines()[0])["event_id"],
             "event_type": "step_execute_completed",
-            "step_type": "Chatter",
-            "step_execution_id": "Chatter-1",
-            "attempt": 1,
+            "step_type": "Flaky",
+            "step_execution_id": "Flaky-1",
+            "attempt": 2,
             "from_step_execution_id": "__start__",
-        }
+        },
+        {
+            "event_type": "step_execute_completed",
+            "step_type": "Finish",
+            "step_execution_id": "Finish-1",
+            "attempt": 1,
+            "from_step_execution_id": "Flaky-1",
+        },
     ]
 
     missing = await _run_cli("--address", engine.address, "no-such-flow")

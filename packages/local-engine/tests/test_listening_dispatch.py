@@ -81,7 +81,7 @@ async def test_step_execute_streams_heartbeat_stream_write_and_result(
     _, address = await listening_workers.start(registry, use_async=use_async)
     task = _at(execute_task(PROBE_FLOW_TYPE, PROBE_STEP_TYPE, string_value("a")), address)
     frames = await _frames(dispatcher, task)
-    kinds = [frame.WhichOneof("output") for frame in frames]  # type: ignore[union-attr]
+    kinds = [frame.WhichOneof("output") for frame in frames]
     assert kinds[-1] == "result"
     assert "heartbeat" in kinds
     writes = [frame.stream_write for frame in frames if frame.HasField("stream_write")]  # type: ignore[union-attr]
@@ -162,7 +162,7 @@ async def test_cancelling_the_dispatch_cancels_the_call_and_the_channel_stays_us
     task = _at(execute_task(PROBE_FLOW_TYPE, PROBE_STEP_TYPE, string_value("slow")), address)
     iteration = dispatcher.dispatch(task)
     first = await anext(iteration)
-    assert first.WhichOneof("output") in ("heartbeat", "stream_write")  # type: ignore[union-attr]
+    assert first.WhichOneof("output") in ("heartbeat", "stream_write")
     await gates.wait_arrived("slow.after-output")
     await asyncio.wait_for(iteration.aclose(), 5)
     gates.release("slow.after-output")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import cast
 
 import pytest
 from dex import (
@@ -16,7 +17,7 @@ from dex import (
 )
 from dex.worker_options import WorkerTarget
 from engine_test_support import EngineProcess, GateBoard, InvocationLog
-from engine_test_support.sample_flows import PROBE_REGISTRY, probe_registry
+from engine_test_support.sample_flows import PROBE_REGISTRY, ProbeFlow, probe_registry
 from listening_worker_main import start_listening_worker
 
 
@@ -35,7 +36,7 @@ async def test_listening_worker_runs_a_flow_and_an_rpc(
             server_address=engine.address, worker_target=WorkerTarget(address=address)
         )
         async with AsyncClient(probe_registry(), cache, options) as client:
-            flow = client.registry.flows[0]
+            flow = cast(ProbeFlow, client.registry.flows[0])
             with pytest.raises(FlowNotActiveOrNotFoundError):
                 await client.invoke_rpc(flow.echo, "no-such-flow", "early")
             await client.start_flow(flow, "listen-1", "l1")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +21,7 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
+from dex.worker_options import WorkerTarget
 from dex_local_engine.errors import EngineError, guard_servicer_method
 from dex_local_engine.search_query import (
     FlowSearchRecord,
@@ -28,6 +30,8 @@ from dex_local_engine.search_query import (
     parse_search_query,
     search_flows,
 )
+from engine_test_support import EngineProcess, WorkerLauncher
+from search_sample_flows import TICKET_REGISTRY, ticket_registry
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
 
@@ -36,7 +40,7 @@ def _record(
     flow_id: str,
     *,
     flow_type: str = "AgentSession",
-    status: int = pb.FLOW_STATUS_RUNNING,
+    status: pb.FlowStatus = pb.FLOW_STATUS_RUNNING,
     minutes: int = 0,
     active: tuple[str, ...] = (),
     attributes: dict[str, IndexedValue] | None = None,
@@ -143,7 +147,9 @@ def test_known_keys_reject_unknown_attributes_and_mistyped_values() -> None:
 
 
 def test_attribute_writes_become_search_values() -> None:
-    def write(value: pb.Value, index_type: int = 0, index_key: str = "") -> pb.AttributeWrite:
+    def write(
+        value: pb.Value, index_type: pb.IndexType = pb.INDEX_TYPE_UNSPECIFIED, index_key: str = ""
+    ) -> pb.AttributeWrite:
         return pb.AttributeWrite(
             key="status",
             value=value,
@@ -151,7 +157,9 @@ def test_attribute_writes_become_search_values() -> None:
         )
 
     assert indexed_value_from_write(pb.AttributeWrite(key="x", value=pb.Value(int_value=1))) is None
-    assert indexed_value_from_write(write(pb.Value(string_value="paid"), 0, "OrderStatus")) == (
+    assert indexed_value_from_write(
+        write(pb.Value(string_value="paid"), index_key="OrderStatus")
+    ) == (
         "OrderStatus",
         IndexedValue(pb.INDEX_TYPE_KEYWORD, "paid"),
     )
@@ -160,7 +168,10 @@ def test_attribute_writes_become_search_values() -> None:
         "status",
         IndexedValue(pb.INDEX_TYPE_KEYWORD_ARRAY, ("a", "b")),
     )
-    assert indexed_value_from_write(write(pb.Value(null_value=0))) == ("status", None)
+    assert indexed_value_from_write(write(pb.Value(null_value="NULL_VALUE"))) == (
+        "status",
+        None,
+    )
 
 
 class _SearchService(dex_pb2_grpc.FlowServiceServicer):
@@ -174,7 +185,7 @@ class _SearchService(dex_pb2_grpc.FlowServiceServicer):
 @pytest.fixture
 async def client(tmp_path: Path) -> AsyncIterator[AsyncClient]:
     server = grpc.aio.server()
-    dex_pb2_grpc.add_FlowServiceServicer_to_server(_SearchService(), server)
+    dex_pb2_grpc.add_FlowServiceServicer_to_server(_SearchService(), server)  # type: ignore[no-untyped-call]
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))
@@ -210,3 +221,50 @@ async def test_sdk_sees_invalid_query_as_invalid_argument(client: AsyncClient) -
     with pytest.raises(DexServiceError) as raised:
         await client.search_flows("FlowType = 'Orders'", 10, "bogus")
     assert "next_page_token" in raised.value.detail
+
+
+# --- Through the real engine -------------------------------------------------------------------
+
+
+async def _search_ids(client: AsyncClient, query: str) -> list[str]:
+    page = await client.search_flows(query, 100)
+    return sorted(entry.flow_id for entry in page.flows)
+
+
+async def _eventually_ids(client: AsyncClient, query: str, expected: list[str]) -> list[str]:
+    """Search until the result is ``expected`` (Steps run asynchronously) or 30 s pass."""
+    found: list[str] = []
+    for _ in range(300):
+        found = await _search_ids(client, query)
+        if found == expected:
+            break
+        await asyncio.sleep(0.1)
+    return found
+
+
+async def test_sessions_waiting_for_a_person_are_found_by_active_step_type(
+    engine: EngineProcess, workers: WorkerLauncher, tmp_path: Path
+) -> None:
+    await workers.start(TICKET_REGISTRY, engine.address)
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
+    options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
+    async with AsyncClient(ticket_registry(), cache, options) as client:
+        flow = client.registry.flows[0]
+        for flow_id in ("t1", "t2"):
+            await client.start_flow(flow, flow_id, f"title {flow_id}")
+        waiting = 'ActiveStepTypes = "AwaitApproval"'
+        assert await _eventually_ids(client, waiting, ["t1", "t2"]) == ["t1", "t2"]
+        assert await _search_ids(client, "TicketStatus = 'open'") == ["t1", "t2"]
+
+        await client.invoke_rpc(flow.approve, "t1", "alice")  # type: ignore[attr-defined]
+        result = await client.wait_for_flow("t1", timedelta(seconds=30))
+        assert result.status is FlowStatus.COMPLETED
+        assert await _search_ids(client, waiting) == ["t2"]
+        assert await _search_ids(client, "TicketStatus = 'approved'") == ["t1"]
+        assert await _search_ids(
+            client, "ExecutionStatus = 'Completed' AND FlowType = 'TicketFlow'"
+        ) == ["t1"]
+        with pytest.raises(DexServiceError) as raised:
+            await client.search_flows("TicketStatu = 'open'", 10)
+        assert raised.value.code is grpc.StatusCode.INVALID_ARGUMENT
+        assert "TicketStatu" in raised.value.detail

@@ -68,7 +68,7 @@ class _StreamService(dex_pb2_grpc.FlowServiceServicer):
 async def store_and_client(tmp_path: Path) -> AsyncIterator[tuple[StreamStore, AsyncClient]]:
     store = StreamStore(default_read_wait_seconds=1.0)
     server = grpc.aio.server()
-    dex_pb2_grpc.add_FlowServiceServicer_to_server(_StreamService(store), server)
+    dex_pb2_grpc.add_FlowServiceServicer_to_server(_StreamService(store), server)  # type: ignore[no-untyped-call]
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blobs"), 1 << 20))

@@ -55,6 +55,7 @@ class SessionRuntime:
     runner: AgentFrameworkRunner[Any]
     options: AgentSessionOptions
     events: Stream[AgentEvent]
+    flow_type: str = ""
 
     def event_writer(self, context: Context, turn_id: str | None) -> AgentEventWriter:
         """Return a writer stamping this Step execution and attempt on every event."""

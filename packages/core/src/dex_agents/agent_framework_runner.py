@@ -761,7 +761,8 @@ def describe_tool_call_outcome(record: AgentToolCall) -> str:
     - ``succeeded``: the output.
     - ``failed``: ``Error: <error>``.
     - ``rejected`` by steering or ``cancel_turn``: :data:`STEERED_TOOL_RESULT` or
-      :data:`TURN_CANCELLED_TOOL_RESULT`; by a person: ``The user rejected this tool call.``,
+      :data:`TURN_CANCELLED_TOOL_RESULT`; by the session (``error`` set, such as a declined
+      question or a planning turn's other tool): the error verbatim; by a person: ``The user rejected this tool call.``,
       followed by ``Reason: <rejection_message>`` when one was given.
     - ``outcome_unknown``: :data:`OUTCOME_UNKNOWN_TOOL_RESULT`.
 
@@ -787,6 +788,9 @@ def describe_tool_call_outcome(record: AgentToolCall) -> str:
             return STEERED_TOOL_RESULT
         if record.cancellation_reason is CancellationReason.TURN_CANCELLED:
             return TURN_CANCELLED_TOOL_RESULT
+        if record.error:
+            # Rejected by the session, not a person: a declined question, a planning turn.
+            return record.error
         if record.rejection_message:
             return f"The user rejected this tool call. Reason: {record.rejection_message}"
         return "The user rejected this tool call."

@@ -24,6 +24,8 @@ from dex_agents.agent_session_values import (
     AgentSessionStartInput,
     AgentSnapshot,
     AgentUserMessage,
+    AnswerQuestionRequest,
+    ExecutePlanRequest,
     ListAgentMessagesRequest,
     ResolveInterruptRequest,
 )
@@ -154,6 +156,51 @@ class AgentSessionClient:
         return await _retry_lock_conflicts(
             lambda: self._client.invoke_rpc(self._flow.resolve_interrupt, session_id, request)
         )
+
+    async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
+        """Answer a pending question (``ask_user``, or a tool's or task's question).
+
+        Retries ``RpcLockConflictError`` (a Step holding ``PendingInterrupts``) for 5 seconds.
+        Decline a question with ``resolve_interrupt(..., approved=False)``.
+
+        Returns:
+            ``False`` when the interrupt is not a pending question, is past its deadline, or the
+            answer is blank or not an allowed choice.
+
+        Raises:
+            RpcLockConflictError: When the lock stays taken for 5 seconds.
+
+        Example:
+            >>> await sessions.answer_question("session-42", interrupt.interrupt_id, "eu")
+            True
+        """
+        request = AnswerQuestionRequest(interrupt_id=interrupt_id, answer=answer)
+        return await _retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.answer_question, session_id, request)
+        )
+
+    async def execute_plan(self, session_id: str, revision: int) -> bool:
+        """Approve plan revision ``revision`` for execution; an executing turn starts with it.
+
+        Retries ``RpcLockConflictError`` (a concurrent ``execute_plan``) for 5 seconds, then
+        returns ``False``.
+
+        Returns:
+            ``True`` only while the session waits for a user message, the plan has this revision
+            and is draft or active, no execution of it is pending, and nothing is queued, steered,
+            or pending.
+
+        Example:
+            >>> await sessions.execute_plan("session-42", snapshot.plan.revision)
+            True
+        """
+        request = ExecutePlanRequest(revision=revision)
+        try:
+            return await _retry_lock_conflicts(
+                lambda: self._client.invoke_rpc(self._flow.execute_plan, session_id, request)
+            )
+        except RpcLockConflictError:
+            return False
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
         """Return the session's state, newest messages, interrupts, tool calls, and usage."""

@@ -14,17 +14,35 @@ from dex import Context, Flow, PersistenceSchema, RPCResult, StepList, Stream, r
 
 from dex_agents._agent_session_step_support import SessionRuntime, tool_calls_in_order
 from dex_agents.agent_event_writer import AgentEvent
-from dex_agents.agent_framework_runner import AgentFrameworkRunner
-from dex_agents.agent_message_store import load_messages, page_messages
+from dex_agents.agent_framework_runner import AgentFrameworkRunner, runner_supports_plan_mode
+from dex_agents.agent_message_store import load_stored_messages, page_messages
+from dex_agents.agent_session_compaction_steps import CompactContext, require_compaction_runner
+from dex_agents.agent_session_built_in_transitions import decide_question_answer
 from dex_agents.agent_session_options import AgentSessionOptions
+from dex_agents.agent_session_plan_steps import accept_plan_execution
+from dex_agents.agent_session_question_steps import AwaitQuestionAnswer, AwaitTimer
+from dex_agents.agent_session_task_steps import CancelToolTask, PollToolTask
+from dex_agents.agent_session_turn_control_steps import (
+    ApplyTurnControl,
+    FinishTurnCancellation,
+    finish_turn_cancellation_movement,
+)
+from dex_agents import agent_session_turn_control_rpcs as _turn_control_rpcs
+from dex_agents.agent_session_turn_control import CancelTurnDecision
 from dex_agents.agent_session_persistence import (
+    AGENT_MESSAGE_CHUNKS,
+    AGENT_PLAN,
+    CONTEXT_SUMMARY,
     AGENT_MESSAGES,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
+    PENDING_PLAN_EXECUTION,
     QUEUED_USER_MESSAGES,
+    STEERED_USER_MESSAGES,
+    TURN_CANCELLATION_REQUEST,
     agent_event_stream,
     agent_session_persistence_schema,
 )
@@ -47,6 +65,12 @@ from dex_agents.agent_session_values import (
     SNAPSHOT_MESSAGE_LIMIT,
     AgentMessagesPage,
     AgentSessionStartInput,
+    AnswerQuestionRequest,
+    CancelTurnRequest,
+    DeleteQueuedMessageRequest,
+    ExecutePlanRequest,
+    SteerUserMessageRequest,
+    UpdateSessionSettingsRequest,
     AgentSnapshot,
     AgentUserMessage,
     ListAgentMessagesRequest,
@@ -100,7 +124,15 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             raise TypeError(f"options must be AgentSessionOptions, got {type(resolved).__name__}")
         self._flow_type = flow_type
         self._events = agent_event_stream(resolved.event_stream_capacity_bytes)
-        self._runtime = SessionRuntime(runner=runner, options=resolved, events=self._events)
+        require_compaction_runner(runner, resolved.compaction)
+        if resolved.plan_mode_enabled and not runner_supports_plan_mode(runner):
+            raise TypeError(
+                f"plan_mode_enabled needs a PlanModeRunner: runner {type(runner).__name__} "
+                "does not set supports_plan_mode = True"
+            )
+        self._runtime = SessionRuntime(
+            runner=runner, options=resolved, events=self._events, flow_type=flow_type
+        )
 
     @property
     def runner(self) -> AgentFrameworkRunner[Any]:
@@ -132,6 +164,13 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             RecordToolOutcomeUnknown(runtime),
             ResumeTurn(runtime),
             RecordTurnFailure(runtime),
+            CompactContext(runtime),
+            AwaitQuestionAnswer(runtime),
+            AwaitTimer(runtime),
+            PollToolTask(runtime),
+            CancelToolTask(runtime),
+            ApplyTurnControl(runtime),
+            FinishTurnCancellation(runtime),
         )
 
     def get_persistence_schema(self) -> PersistenceSchema:
@@ -141,9 +180,32 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def send_user_message(self, context: Context, message: AgentUserMessage) -> RPCResult[bool]:
         """Queue a user message for the next turn; ``False`` for blank text or ``plan_mode``
         (plan mode is off)."""
-        if not message.text.strip() or message.plan_mode:
+        if not message.text.strip():
+            return RPCResult(False)
+        if message.plan_mode and not self._runtime.options.plan_mode_enabled:
             return RPCResult(False)
         QUEUED_USER_MESSAGES.publish(context, message)
+        return RPCResult(True)
+
+    @rpc(lock_attributes=(PENDING_PLAN_EXECUTION.lock(),),
+         load_channels=(QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES))
+    def execute_plan(self, context: Context, request: ExecutePlanRequest) -> RPCResult[bool]:
+        """Approve plan revision ``request.revision`` for execution; ``True`` only while the
+        session waits for a user message, the plan has that revision and is draft or active, no
+        execution of it is pending, and nothing is queued, steered, or pending."""
+        return RPCResult(accept_plan_execution(context, request))
+
+    @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
+    def answer_question(self, context: Context, request: AnswerQuestionRequest) -> RPCResult[bool]:
+        """Answer a pending question; ``False`` when it is not a pending question, is past its
+        deadline, or the answer is blank or not an allowed choice. Removes the interrupt and
+        publishes the answer in one commit."""
+        interrupts = PENDING_INTERRUPTS.get(context) or []
+        decision = decide_question_answer(interrupts, request, datetime.now(UTC))
+        if decision.resolution is None:
+            return RPCResult(False)
+        PENDING_INTERRUPTS.set(context, list(decision.remaining_interrupts))
+        INTERRUPT_RESOLUTIONS.publish(context, request.interrupt_id, decision.resolution)
         return RPCResult(True)
 
     @rpc(lock_attributes=(PENDING_INTERRUPTS.lock(),))
@@ -161,14 +223,15 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return RPCResult(True)
 
     @rpc(
-        load_attribute_maps=(AGENT_MESSAGES, AGENT_TOOL_CALLS),
-        load_channels=(QUEUED_USER_MESSAGES,),
+        load_attribute_maps=(AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS, AGENT_TOOL_CALLS),
+        load_channels=(QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES),
     )
     def get_agent_snapshot(self, context: Context) -> RPCResult[AgentSnapshot]:
         """Return the state, the newest 200 messages, pending interrupts, the active turn's tool
         calls, usage, and the queued messages."""
         state = AGENT_STATE.get(context)
         active_turn = state.active_turn_id if state is not None else None
+        stored = load_stored_messages(context)
         records = {
             key: AGENT_TOOL_CALLS.get(context, key)
             for key in AGENT_TOOL_CALLS.get_all_instance_keys(context)
@@ -184,7 +247,10 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return RPCResult(
             AgentSnapshot(
                 state=state,
-                messages=tuple(load_messages(context)[-SNAPSHOT_MESSAGE_LIMIT:]),
+                messages=stored.messages[-SNAPSHOT_MESSAGE_LIMIT:],
+                deleted_before_sequence=stored.deleted_before_sequence,
+                context_summary=CONTEXT_SUMMARY.get(context),
+                plan=AGENT_PLAN.get(context),
                 pending_interrupts=tuple(PENDING_INTERRUPTS.get(context) or ()),
                 tool_calls=tuple(
                     record
@@ -194,14 +260,63 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 usage=AGENT_USAGE.get(context) or empty_agent_usage(),
                 queued_message_count=len(queued),
                 queued_messages=queued,
+                steered_messages=_turn_control_rpcs.steered_messages(context),
+                session_settings=_turn_control_rpcs.next_turn_session_settings(context),
             )
         )
 
-    @rpc(load_attribute_maps=(AGENT_MESSAGES,))
+    @rpc(load_attribute_maps=(AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS))
     def list_agent_messages(
         self, context: Context, request: ListAgentMessagesRequest
     ) -> RPCResult[AgentMessagesPage]:
         """Return one page of stored messages, oldest first; ``limit`` is clamped to 1..200."""
         return RPCResult(
-            page_messages(load_messages(context), request.after_sequence, request.limit)
+            page_messages(context, request.after_sequence, request.limit)
         )
+
+    @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
+    def steer_user_message(
+        self, context: Context, request: SteerUserMessageRequest
+    ) -> RPCResult[bool]:
+        """Steer the running turn with new text or a queued message; while no turn is active, queue
+        the text. ``False`` for both or neither, blank text, a message no longer queued, or a turn
+        that does not accept steering. Locks nothing."""
+        return RPCResult(
+            _turn_control_rpcs.steer_user_message(context, request, self._runtime.options)
+        )
+
+    @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
+    def delete_queued_message(
+        self, context: Context, request: DeleteQueuedMessageRequest
+    ) -> RPCResult[bool]:
+        """Delete a queued message; ``False`` for a message no longer queued. Locks nothing."""
+        return RPCResult(_turn_control_rpcs.delete_queued_message(context, request))
+
+    @rpc(lock_attributes=(TURN_CANCELLATION_REQUEST.lock(), PENDING_INTERRUPTS.lock()))
+    def cancel_turn(self, context: Context, request: CancelTurnRequest) -> RPCResult[bool]:
+        """Stop the running turn now with no new turn: cancels its model call, compaction, and
+        waiting Steps, and moves to ``FinishTurnCancellation``. ``False`` when no turn is active,
+        ``turn_id`` names another turn, or the turn does not accept cancellation; a second call
+        for the same turn returns ``True`` and changes nothing."""
+        decision = _turn_control_rpcs.record_turn_cancellation(context, request)
+        if decision is not CancelTurnDecision.CANCEL:
+            return RPCResult(decision is CancelTurnDecision.ALREADY_REQUESTED)
+        return RPCResult(
+            True, next_steps=(finish_turn_cancellation_movement(request.turn_id),)
+        ).with_canceling_steps(
+            RunModel,
+            CompactContext,
+            RecordTurnFailure,
+            AwaitToolApproval,
+            AwaitQuestionAnswer,
+            AwaitTimer,
+            PollToolTask,
+        )
+
+    @rpc(is_transactional=True)
+    def update_session_settings(
+        self, context: Context, request: UpdateSessionSettingsRequest
+    ) -> RPCResult[bool]:
+        """Replace the session settings the next turn starts with (``{}`` clears them). ``False``
+        before the session initialized, for ``None``, or beyond the size limit plus tolerance."""
+        return RPCResult(_turn_control_rpcs.update_session_settings(context, request))

@@ -7,6 +7,21 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from types import MappingProxyType
 
+from dex_agents.agent_built_in_tools import (
+    DEFAULT_MAX_DURABLE_WAIT,
+    BuiltInTool,
+    max_durable_wait_seconds,
+    parse_built_in_tools,
+)
+from dex_agents.agent_context_compaction import CompactionPolicy
+from dex_agents.agent_message_layout import (
+    DEFAULT_MESSAGE_CHUNK_MAX_BYTES,
+    DEFAULT_MESSAGE_CHUNK_SIZE,
+    DEFAULT_MESSAGE_WINDOW_SIZE,
+    DEFAULT_RETAINED_MESSAGE_LIMIT,
+    MessageStorageLimits,
+)
+from dex_agents.model_spend_limit import ModelSpendLimit
 from dex_agents.tool_policy import ToolEffect, ToolPolicy
 
 __all__ = [
@@ -92,9 +107,25 @@ class AgentSessionOptions:
             waits forever.
         run_model_limit: Timeout and retries of every ``RunModel``.
         tool_call_limit: Timeout and retries of the tool Steps.
+        message_window_size: Messages the window holds before its oldest move into chunks (64).
+        message_chunk_size: Messages per ``AgentMessageChunks`` instance at most (32).
+        message_chunk_max_bytes: Encoded JSON bytes per chunk at most (1 MiB, at most 8 MiB).
+        retained_message_limit: With compaction, messages always kept after a deleted chunk
+            (1,000); ``None`` keeps every message.
+        compaction: The compaction policy; the runner must implement
+            ``ContextCompactionRunner`` (else TypeError). ``None`` never compacts or deletes.
+        built_in_tools: Built-in tools the session offers (``ask_user``, ``durable_wait``,
+            ``write_todos``); an enabled name is reserved, so no tool policy may name it.
+        max_durable_wait: Longest ``durable_wait`` (365 days); whole seconds from 1.
+        plan_mode_enabled: Whether ``plan_mode`` messages start planning turns; needs
+            ``write_todos`` and a runner with ``supports_plan_mode``.
+        model_spend_limit: The application's ``ModelSpendLimit``, asked before each model call;
+            a refusal ends the turn with ``last_turn_error``. ``None`` makes no checks.
 
     Raises:
-        ValueError: When the capacity is not positive or the deadline is not positive.
+        ValueError: When the capacity is not positive, the deadline is not positive, a built-in
+            tool is unknown or named by a tool policy, ``max_durable_wait`` is under a second, or
+            plan mode lacks ``write_todos``.
 
     Example:
         >>> options = AgentSessionOptions(
@@ -109,8 +140,36 @@ class AgentSessionOptions:
     interrupt_deadline: timedelta | None = None
     run_model_limit: RunModelLimit = field(default_factory=RunModelLimit)
     tool_call_limit: ToolCallLimit = field(default_factory=ToolCallLimit)
+    built_in_tools: frozenset[BuiltInTool] = frozenset()
+    max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_WAIT
+    plan_mode_enabled: bool = False
+    # Message storage, retention, and compaction (see agent_message_store).
+    message_window_size: int = DEFAULT_MESSAGE_WINDOW_SIZE
+    message_chunk_size: int = DEFAULT_MESSAGE_CHUNK_SIZE
+    message_chunk_max_bytes: int = DEFAULT_MESSAGE_CHUNK_MAX_BYTES
+    retained_message_limit: int | None = DEFAULT_RETAINED_MESSAGE_LIMIT
+    compaction: CompactionPolicy | None = None
+    # Spend limits (see model_spend_limit): asked before each model call, told what it used.
+    model_spend_limit: ModelSpendLimit | None = None
 
     def __post_init__(self) -> None:
+        if self.model_spend_limit is not None and not isinstance(
+            self.model_spend_limit, ModelSpendLimit
+        ):
+            raise TypeError(
+                f"model_spend_limit must be a ModelSpendLimit or None, got {self.model_spend_limit!r}"
+            )
+        # Raises ValueError naming the bad storage limit.
+        MessageStorageLimits(
+            self.message_window_size,
+            self.message_chunk_size,
+            self.message_chunk_max_bytes,
+            self.retained_message_limit,
+        )
+        if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):
+            raise TypeError(
+                f"compaction must be a CompactionPolicy or None, got {self.compaction!r}"
+            )
         # A read-only copy, so a caller's later change to its dict never reaches a running Worker.
         object.__setattr__(self, "tool_policies", MappingProxyType(dict(self.tool_policies)))
         for name, policy in self.tool_policies.items():
@@ -125,6 +184,41 @@ class AgentSessionOptions:
             raise ValueError(
                 f"interrupt_deadline must be positive or None, got {self.interrupt_deadline}"
             )
+        self._check_built_in_tools()
+
+    def _check_built_in_tools(self) -> None:
+        object.__setattr__(self, "built_in_tools", parse_built_in_tools(self.built_in_tools))
+        max_durable_wait_seconds(self.max_durable_wait)
+        reserved = sorted(name for name in self.tool_policies if name in self.built_in_tools)
+        if reserved:
+            raise ValueError(
+                f"tool_policies names the enabled built-in tool {reserved[0]!r}; "
+                "an enabled built-in name is reserved"
+            )
+        if self.plan_mode_enabled and BuiltInTool.WRITE_TODOS not in self.built_in_tools:
+            raise ValueError(
+                "plan_mode_enabled needs BuiltInTool.WRITE_TODOS in built_in_tools, "
+                "because a planning turn writes its plan with write_todos"
+            )
+
+    @property
+    def message_storage_limits(self) -> MessageStorageLimits:
+        """The storage limits the message store applies; retention only with compaction.
+
+        Without a compaction policy nothing is deleted, so ``retained_message_limit`` reads as
+        ``None`` here.
+
+        Raises:
+            ValueError: When a limit is invalid.
+        """
+        return MessageStorageLimits(
+            message_window_size=self.message_window_size,
+            message_chunk_size=self.message_chunk_size,
+            message_chunk_max_bytes=self.message_chunk_max_bytes,
+            retained_message_limit=(
+                self.retained_message_limit if self.compaction is not None else None
+            ),
+        )
 
 
 def _require_limit(*durations: timedelta) -> None:

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from dex import AttributeMap, RetryPolicy, Step, StepDurability, StepOptions
+from dex import AttributeMap, AttributeMapLoad, RetryPolicy, Step, StepDurability, StepOptions
 
 from dex_agents.agent_session_options import RunModelLimit, ToolCallLimit
 from dex_agents.agent_session_persistence import (
+    AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGES,
     AGENT_TOOL_CALLS,
     PENDING_INTERRUPTS,
@@ -30,6 +31,7 @@ __all__ = [
     "tool_call_step_options",
     "turn_failure_step_options",
     "turn_step_options",
+    "with_selected_message_chunks",
 ]
 
 #: The options every session Step starts from: SYNC durability for both methods.
@@ -38,7 +40,37 @@ SYNC_STEP_OPTIONS = StepOptions(
     execute_durability=StepDurability.SYNC,
 )
 
-_ALL_MESSAGES_AND_RECORDS: tuple[AttributeMap[Any], ...] = (AGENT_MESSAGES, AGENT_TOOL_CALLS)
+# Every kept chunk too: bounded by retention with compaction, every message without it.
+_ALL_MESSAGES_AND_RECORDS: tuple[AttributeMap[Any], ...] = (
+    AGENT_MESSAGES,
+    AGENT_MESSAGE_CHUNKS,
+    AGENT_TOOL_CALLS,
+)
+
+
+def with_selected_message_chunks(
+    options: StepOptions, chunk_loads: tuple[AttributeMapLoad, ...]
+) -> StepOptions:
+    """Return per-movement ``options`` that load only ``chunk_loads`` of the message chunks.
+
+    ``RunModel`` with compaction reads only the chunks after the summary; it still loads the whole
+    window and every tool call record.
+
+    Example:
+        >>> options = with_selected_message_chunks(turn_step_options(), ())
+        >>> AGENT_MESSAGE_CHUNKS in options.execute_load_attribute_maps
+        False
+    """
+    return replace(
+        options,
+        execute_load_attribute_maps=tuple(
+            loaded for loaded in options.execute_load_attribute_maps if loaded is not AGENT_MESSAGE_CHUNKS
+        ),
+        execute_load_attribute_map_instances=(
+            *options.execute_load_attribute_map_instances,
+            *chunk_loads,
+        ),
+    )
 
 
 def message_storing_step_options() -> StepOptions:
@@ -64,7 +96,7 @@ def turn_step_options() -> StepOptions:
         SYNC options that load every ``AgentMessages`` and ``AgentToolCalls`` instance in execute.
 
     Example:
-        >>> turn_step_options().execute_load_attribute_maps == (AGENT_MESSAGES, AGENT_TOOL_CALLS)
+        >>> AGENT_MESSAGE_CHUNKS in turn_step_options().execute_load_attribute_maps
         True
     """
     return replace(SYNC_STEP_OPTIONS, execute_load_attribute_maps=_ALL_MESSAGES_AND_RECORDS)
@@ -102,7 +134,7 @@ def turn_failure_step_options() -> StepOptions:
         SYNC options that load every message and record.
 
     Example:
-        >>> turn_failure_step_options().execute_load_attribute_maps == (AGENT_MESSAGES, AGENT_TOOL_CALLS)
+        >>> AGENT_MESSAGE_CHUNKS in turn_failure_step_options().execute_load_attribute_maps
         True
     """
     return turn_step_options()

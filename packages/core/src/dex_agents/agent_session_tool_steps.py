@@ -8,7 +8,7 @@ or publishing, so a repeated movement never runs a tool twice.
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any, Final
+from typing import Any
 
 from dex import (
     AsyncContext,
@@ -35,12 +35,15 @@ from dex_agents.agent_framework_runner import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
+    ToolTaskPoller,
     ToolTaskStarted,
 )
+from dex_agents.agent_session_built_in_transitions import record_tool_question, record_tool_task
 from dex_agents.agent_session_persistence import (
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
+    TOOL_CALL_CANCELLATIONS,
 )
 from dex_agents.agent_session_step_options import (
     tool_call_record_step_options,
@@ -77,12 +80,6 @@ __all__ = [
     "tool_step_movement",
 ]
 
-#: Error of a call whose tool asked a question; questions arrive in a later release.
-TOOL_QUESTIONS_UNSUPPORTED: Final = (
-    "the tool asked the user a question, but this session does not support tool questions yet"
-)
-
-
 class _ToolCallStep(Step[str]):
     """Base of the Steps that own one tool call record; the input is the tool call ID."""
 
@@ -109,12 +106,13 @@ class AwaitToolApproval(_ToolCallStep):
         record = load_tool_call(context, input)
         if record is None or record.status is not AgentToolCallStatus.AWAITING_APPROVAL:
             return Wait.skip_immediately()
+        cancellation = TOOL_CALL_CANCELLATIONS.for_one(input)
         resolution = INTERRUPT_RESOLUTIONS.for_one(input)
         pending = find_pending_interrupt(PENDING_INTERRUPTS.get(context) or [], input)
         if pending is None or pending.deadline is None:
-            return Wait.until(resolution)
+            return Wait.any_of(cancellation, resolution)
         seconds = seconds_until(pending.deadline, self._runtime.now())
-        return Wait.any_of(resolution, Timer.by_duration(timedelta(seconds=seconds)))
+        return Wait.any_of(cancellation, resolution, Timer.by_duration(timedelta(seconds=seconds)))
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
         record = load_tool_call(context, input)
@@ -123,6 +121,19 @@ class AwaitToolApproval(_ToolCallStep):
         if record.status is AgentToolCallStatus.APPROVED:
             return go_to_many(tool_call_movement(self._runtime, record))
         events = self._events(context, record)
+        cancellations = TOOL_CALL_CANCELLATIONS.results(context, input)
+        if cancellations:
+            # Steering removed the interrupt; the call records rejected with the reason.
+            return self._apply_resolution(
+                context,
+                events,
+                record,
+                AgentInterruptResolution(
+                    interrupt_id=input,
+                    approved=False,
+                    cancellation_reason=cancellations[0].reason,
+                ),
+            )
         resolutions = INTERRUPT_RESOLUTIONS.results(context, input)
         if resolutions:
             return self._apply_resolution(context, events, record, resolutions[0])
@@ -181,15 +192,35 @@ class _RunToolStep(_ToolCallStep):
             return dead_end()
         if record.status is AgentToolCallStatus.AWAITING_APPROVAL:
             return go_to_many(approval_movement(record.tool_call_id))
+        if record.status is not AgentToolCallStatus.APPROVED:
+            # A question or task of this call is already on its way; that Step owns the record.
+            return go_to_many(_waiting_movement(self._runtime, record))
         events = self._events(context, record)
+        # Deferred import: the turn control Steps route approvals back to this module.
+        from dex_agents.agent_session_turn_control_steps import reject_unstarted_tool_call
+
+        if reject_unstarted_tool_call(context, events, record):
+            return dead_end()
         events.write_tool_call_started(record.tool_call_id, record.tool_name)
         heartbeat = Heartbeat(context)
         # A stream that half-closes before any output hands the attempt out again under the same
         # number; after this output it fails the attempt, so a started tool is never "not run".
         await heartbeat.beat()
-        final = await self._run(context, record, heartbeat)
-        finish_tool_call(context, events, final)
-        return dead_end()
+        updated = await self._run(context, record, heartbeat)
+        if updated.is_final:
+            finish_tool_call(context, events, updated)
+            return dead_end()
+        AGENT_TOOL_CALLS.set(context, updated.tool_call_id, updated)
+        if updated.status is AgentToolCallStatus.WAITING_FOR_TASK:
+            events.write_event(
+                AgentEventType.TOOL_TASK_STARTED,
+                {
+                    "tool_call_id": updated.tool_call_id,
+                    "tool_name": updated.tool_name,
+                    "task_id": updated.task_id,
+                },
+            )
+        return go_to_many(_waiting_movement(self._runtime, updated))
 
     async def _run(
         self, context: AsyncContext, record: AgentToolCall, heartbeat: Heartbeat
@@ -201,7 +232,7 @@ class _RunToolStep(_ToolCallStep):
             attempt=max(context.attempt, 1),
             events=runner_events,
             input_answers=record.input_answers,
-            supports_tool_tasks=False,
+            supports_tool_tasks=isinstance(self._runtime.runner, ToolTaskPoller),
             heartbeat_checkpoint=heartbeat.checkpoint,
             send_heartbeat=heartbeat.beat,
             send_checkpoint=heartbeat.save_checkpoint,
@@ -213,17 +244,17 @@ class _RunToolStep(_ToolCallStep):
             return finalize_tool_call(record, AgentToolCallStatus.FAILED, error=str(error))
         finally:
             runner_events.close()
-        return _record_outcome(record, outcome)
+        return _record_outcome(record, outcome, isinstance(self._runtime.runner, ToolTaskPoller))
 
 
-def _record_outcome(record: AgentToolCall, outcome: object) -> AgentToolCall:
+def _record_outcome(record: AgentToolCall, outcome: object, polls_tasks: bool) -> AgentToolCall:
+    """The record after one run of the tool: final, asking a question, or waiting for a task."""
     if isinstance(outcome, ToolExecutionResult):
         return finalize_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=outcome.output)
     if isinstance(outcome, ToolInputRequested):
-        # The tool took no effect before asking, so the call can be recorded as not run.
-        return finalize_tool_call(
-            record, AgentToolCallStatus.FAILED, error=TOOL_QUESTIONS_UNSUPPORTED
-        )
+        return record_tool_question(record, outcome)
+    if isinstance(outcome, ToolTaskStarted) and polls_tasks:
+        return record_tool_task(record, outcome.task_id, outcome.poll_interval_seconds)
     if isinstance(outcome, ToolTaskStarted):
         status = (
             AgentToolCallStatus.OUTCOME_UNKNOWN
@@ -302,8 +333,22 @@ def tool_step_movement(runtime: SessionRuntime, record: AgentToolCall) -> StepMo
     )
 
 
+def _waiting_movement(runtime: SessionRuntime, record: AgentToolCall) -> StepMovement[str]:
+    # Deferred imports: the question and task Steps route back to the tool Steps.
+    from dex_agents.agent_session_question_steps import question_movement, timer_movement
+    from dex_agents.agent_session_task_steps import poll_movement
+
+    if record.status is AgentToolCallStatus.WAITING_FOR_TASK:
+        return poll_movement(runtime, record)
+    if record.status is AgentToolCallStatus.WAITING_FOR_TIMER:
+        return timer_movement(record.tool_call_id)
+    return question_movement(record)
+
+
 def tool_call_movement(runtime: SessionRuntime, record: AgentToolCall) -> StepMovement[str]:
     """Return the first movement of a new call: its approval wait, or its tool Step."""
     if record.status is AgentToolCallStatus.AWAITING_APPROVAL:
         return approval_movement(record.tool_call_id)
+    if record.status is not AgentToolCallStatus.APPROVED:
+        return _waiting_movement(runtime, record)
     return tool_step_movement(runtime, record)

@@ -368,7 +368,11 @@ def record_tool_failure(
         'failed'
     """
     detail = _recovery_detail(recovery)
-    if attempt_progress(recovery) is AttemptProgress.NOT_STARTED and record.question_count == 0:
+    if (
+        attempt_progress(recovery) is AttemptProgress.NOT_STARTED
+        and record.question_count == 0
+        and record.task_id is None
+    ):
         return finalize_tool_call(
             record,
             AgentToolCallStatus.FAILED,

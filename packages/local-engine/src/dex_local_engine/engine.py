@@ -45,6 +45,11 @@ from dex_local_engine.flow_state import (
 )
 from dex_local_engine.search_query import FlowSearchRecord, IndexedValue, indexed_value_from_write
 from dex_local_engine.store import FlowRow, HistoryRow, InflightRow, Store
+from dex_local_engine.value_limits import (
+    TOO_LARGE_ERROR_TYPE,
+    oversized_task,
+    oversized_values,
+)
 
 __all__ = ["DispatcherRouter", "Engine", "StreamWriter", "ensure_value"]
 
@@ -64,6 +69,8 @@ _DEFAULT_BACKOFF = 2.0
 _DEFAULT_MAXIMUM_INTERVAL = 100.0
 _REDISPATCH_DELAY = 0.05
 _NO_ERROR = pb.FLOW_ERROR_TYPE_UNSPECIFIED
+TIMEOUT_HANDLER_STEP_TYPE = "sys:timeout_handler"
+"""The Step type under which Workers run ``Flow.handle_timeout``."""
 _INDEX_META_KEY = "attribute_index_types"
 ATTEMPT_PROGRESS_NOT_STARTED = "NOT_STARTED"
 ATTEMPT_PROGRESS_NOT_COMPLETED = "NOT_COMPLETED"
@@ -95,6 +102,14 @@ def _selected(name: str, selectors: Iterable[str]) -> bool:
 class _AttemptFailure:
     error: pb.WorkerErrorResponse
     reached_worker: bool
+
+
+_TaskOutcome = (
+    pb.InvokeWaitForMethodResponse
+    | pb.InvokeExecuteMethodResponse
+    | pb.InvokeWorkerRPCResponse
+    | _AttemptFailure
+)
 
 
 class _Waiters:
@@ -148,6 +163,7 @@ class Engine:
         self._finished_inflight: dict[str, list[str]] = {}
         self._lost_attempts: set[tuple[str, str]] = set()
         self._closing = False
+        self._new_runs: set[str] = set()
         stored_indexes = store.get_meta(_INDEX_META_KEY)
         self.attribute_index_types: dict[str, int] = (
             json.loads(stored_indexes) if stored_indexes else {}
@@ -216,8 +232,10 @@ class Engine:
     def _commit(self, run: FlowRun) -> None:
         history = self._pending_history.pop(run.run_id, [])
         finished = [(run.run_id, s) for s in self._finished_inflight.pop(run.run_id, [])]
+        is_new = run.run_id in self._new_runs
+        self._new_runs.discard(run.run_id)
         self._store.commit(
-            [FlowRow(run.run_id, run.flow_id, True, dump_run(run))], history, finished
+            [FlowRow(run.run_id, run.flow_id, is_new, dump_run(run))], history, finished
         )
         self.waiters.notify(run.run_id)
 
@@ -298,10 +316,15 @@ class Engine:
 
     def start_flow(self, request: pb.StartFlowRequest) -> str:
         """Start a run (ID reuse policy applied); returns its run ID."""
-        for name in ("flow_id", "flow_type", "start_step_type"):
+        for name in ("flow_id", "flow_type"):
             if not getattr(request, name):
                 raise errors.invalid_argument(f"StartFlow: {name} is required")
         options = request.flow_start_options
+        _refuse_oversized(
+            oversized_values(
+                attributes=options.attributes, others=[("the start Step input", request.step_input)]
+            )
+        )
         existing = self.runs.get(request.flow_id)
         if existing is not None:
             reused = self._check_reuse(existing, request)
@@ -336,18 +359,23 @@ class Engine:
             pb.KV(key=k, value=v) for k, v in run.attributes.items()
         )
         self._event(run, flow_started_or_continued=started)
-        movement = pb.StepMovement(
-            step_type=request.start_step_type,
-            step_input=ensure_value(request.step_input),
-            step_options=request.step_options,
-        )
-        step = self._new_step(run, movement, START_FROM, now)
-        if options.flow_start_delay_seconds > 0:
-            step.retry_at = now + options.flow_start_delay_seconds
+        step: StepExecution | None = None
+        if request.start_step_type:
+            # A Flow without a start Step waits, like a dead end, until an RPC adds work.
+            movement = pb.StepMovement(
+                step_type=request.start_step_type,
+                step_input=ensure_value(request.step_input),
+                step_options=request.step_options,
+            )
+            step = self._new_step(run, movement, START_FROM, now)
+            if options.flow_start_delay_seconds > 0:
+                step.retry_at = now + options.flow_start_delay_seconds
         self.runs[run.flow_id] = run
+        self._new_runs.add(run.run_id)
         self._commit(run)
         self._arm_flow_timeout(run)
-        self._launch(run, step)
+        if step is not None:
+            self._launch(run, step)
         return run.run_id
 
     def _check_reuse(self, existing: FlowRun, request: pb.StartFlowRequest) -> str | None:
@@ -407,13 +435,42 @@ class Engine:
     def _on_flow_timeout(self, run: FlowRun) -> None:
         if not run.is_running or self.runs.get(run.flow_id) is not run:
             return
-        if run.start_request.flow_timeout_policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
+        policy = run.start_request.flow_timeout_policy
+        if policy == pb.FLOW_TIMEOUT_POLICY_HANDLER and not run.timeout_handled:
+            self._start_timeout_handler(run)
+            return
+        if policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
             self._close(run, pb.FLOW_STATUS_CANCELED, _NO_ERROR, "flow timed out")
         else:
             self._close(
                 run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, "flow timed out"
             )
         self._commit(run)
+
+    def _start_timeout_handler(self, run: FlowRun) -> None:
+        """Cancel the running Steps and run ``Flow.handle_timeout`` as a Step of its own."""
+        run.timeout_handled = True
+        handler = run.start_request.flow_start_options.timeout_handler_options
+        for step in list(run.steps.values()):
+            self._end_step(run, step)
+        options = pb.StepOptions(
+            skip_wait_for=True,
+            execute_timeout_seconds=handler.method_timeout_seconds,
+            heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
+            execute_retry_policy=handler.retry_policy,
+            execute_failure_policy=handler.failure_policy,
+            execute_failure_proceed_step_type=handler.failure_proceed_step_type,
+            execute_failure_proceed_step_options=handler.failure_proceed_step_options,
+            execute_durability_override=handler.durability_override,
+            execute_lock_attribute_keys=handler.lock_attribute_keys,
+            execute_load_attribute_map_instances=handler.load_attribute_map_instances,
+            execute_load_channel_names=handler.load_channel_names,
+            execute_load_channel_map_instances=handler.load_channel_map_instances,
+        )
+        movement = pb.StepMovement(step_type=TIMEOUT_HANDLER_STEP_TYPE, step_options=options)
+        step = self._new_step(run, movement, START_FROM, time.time(), has_input=False)
+        self._commit(run)
+        self._launch(run, step)
 
     def _close(
         self,
@@ -427,7 +484,7 @@ class Engine:
         run.error_type = error_type
         run.error_message = message
         for step in list(run.steps.values()):
-            self._end_step(run, step, completed=False)
+            self._end_step(run, step)
         handle = self._flow_timeouts.pop(run.run_id, None)
         if handle is not None:
             handle.cancel()
@@ -447,6 +504,8 @@ class Engine:
         from_id: str,
         now: float,
         recovery: pb.RecoveryErrorInfo | None = None,
+        *,
+        has_input: bool = True,
     ) -> StepExecution:
         if not movement.step_type:
             raise errors.invalid_argument("a Step movement has no step_type")
@@ -461,6 +520,7 @@ class Engine:
             created_at=now,
             recovery_error=recovery,
             phase=StepPhase.EXECUTE if movement.step_options.skip_wait_for else StepPhase.WAIT_FOR,
+            has_input=has_input,
         )
         run.steps[step.step_execution_id] = step
         return step
@@ -478,9 +538,8 @@ class Engine:
         if self._drivers.get(key) is task:
             del self._drivers[key]
 
-    def _end_step(self, run: FlowRun, step: StepExecution, *, completed: bool) -> None:
+    def _end_step(self, run: FlowRun, step: StepExecution) -> None:
         run.steps.pop(step.step_execution_id, None)
-        run.completed_steps[step.step_execution_id] = 1 if completed else 2
         key = (run.run_id, step.step_execution_id)
         for handle in self._timer_handles.pop(key, []):
             handle.cancel()
@@ -500,7 +559,7 @@ class Engine:
             if step.step_type in wanted and (
                 from_id is None or step.from_step_execution_id == from_id
             ):
-                self._end_step(run, step, completed=False)
+                self._end_step(run, step)
 
     async def _drive(self, run: FlowRun, step: StepExecution) -> None:
         try:
@@ -571,12 +630,24 @@ class Engine:
                 or _DEFAULT_METHOD_TIMEOUT
             )
             heartbeat = float(options.heartbeat_timeout_seconds) or None
-            self._store.mark_inflight(
-                InflightRow(run.run_id, step.step_execution_id, method.value, step.attempt)
-            )
-            outcome = await self._run_task(run, request, timeout, heartbeat, step)
+            problem = oversized_task(request, f"{method.value} of {step.step_execution_id}")
+            outcome: _TaskOutcome | None = None
+            if problem is None:
+                self._store.mark_inflight(
+                    InflightRow(run.run_id, step.step_execution_id, method.value, step.attempt)
+                )
+                outcome = await self._run_task(run, request, timeout, heartbeat, step)
         finally:
             self._release_locks(run, keys, step.step_execution_id)
+        if problem is None and isinstance(
+            outcome, pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse
+        ):
+            problem = _oversized_result(outcome)
+        if problem is not None:
+            if run.is_running and step.step_execution_id in run.steps:
+                error = pb.WorkerErrorResponse(detail=problem, error_type=TOO_LARGE_ERROR_TYPE)
+                self._method_failed(run, step, error)
+            return
         if outcome is None or not run.is_running or step.step_execution_id not in run.steps:
             return
         if isinstance(outcome, _AttemptFailure):
@@ -593,13 +664,7 @@ class Engine:
         timeout: float,
         heartbeat_timeout: float | None,
         step: StepExecution | None,
-    ) -> (
-        pb.InvokeWaitForMethodResponse
-        | pb.InvokeExecuteMethodResponse
-        | pb.InvokeWorkerRPCResponse
-        | _AttemptFailure
-        | None
-    ):
+    ) -> _TaskOutcome | None:
         """Dispatch one attempt until its final frame; None when it must be dispatched again."""
         deadline = time.time() + timeout
         listening = self._listening_address(run)
@@ -660,13 +725,7 @@ class Engine:
 
     def _on_frame(
         self, run: FlowRun, step: StepExecution | None, frame: TaskFrame
-    ) -> (
-        pb.InvokeWaitForMethodResponse
-        | pb.InvokeExecuteMethodResponse
-        | pb.InvokeWorkerRPCResponse
-        | _AttemptFailure
-        | None
-    ):
+    ) -> _TaskOutcome | None:
         if isinstance(frame, pb.WorkerErrorResponse):
             return _AttemptFailure(frame, reached_worker=True)
         if isinstance(frame, pb.InvokeWorkerRPCResponse):
@@ -755,7 +814,6 @@ class Engine:
             context=self._context(run, step),
             flow_type=run.flow_type,
             step_type=step.step_type,
-            step_input=step.input,
             step_exe_locals=[pb.KV(key=k, value=v) for k, v in step.locals.items()],
             **self._state(  # type: ignore[arg-type]
                 run,
@@ -764,6 +822,8 @@ class Engine:
                 options.execute_load_channel_map_instances,
             ),
         )
+        if step.has_input:
+            request.step_input.CopyFrom(step.input)
         results = condition_results(step)
         if results is not None:
             request.condition_results.CopyFrom(results)
@@ -914,7 +974,7 @@ class Engine:
                 input=self._event_input(step), output=output, context=self._event_context(step)
             ),
         )
-        self._end_step(run, step, completed=True)
+        self._end_step(run, step)
         started = self._apply_decision(run, step, response.step_decision)
         self._after_steps_changed(run, started)
 
@@ -1051,7 +1111,7 @@ class Engine:
             ),
         )
         options = step.options
-        self._end_step(run, step, completed=False)
+        self._end_step(run, step)
         started: list[StepExecution] = []
         if (
             options.execute_failure_policy
@@ -1119,6 +1179,7 @@ class Engine:
     def publish(self, request: pb.PublishToChannelRequest) -> None:
         """Publish external Channel messages."""
         run = self.get_running(request.flow_id, request.run_id)
+        _refuse_oversized(oversized_values(messages=request.messages))
         published = self._publish(run, request.messages)
         self._event(
             run, channel_external_publish=pb.ChannelExternalPublishEvent(messages=published)
@@ -1139,6 +1200,7 @@ class Engine:
     def set_attributes(self, request: pb.SetAttributesRequest) -> None:
         """Write Attributes from a client."""
         run = self.get_running(request.flow_id, request.run_id)
+        _refuse_oversized(oversized_values(attributes=request.attributes))
         self._apply_attribute_writes(run, request.attributes)
         self._event(
             run,
@@ -1197,6 +1259,7 @@ class Engine:
             raise errors.invalid_argument("InvokeRPC: rpc_name is required")
         keys = list(request.lock_attribute_keys)
         run = self.get_run(request.flow_id, request.run_id)
+        _refuse_oversized(oversized_values(others=[("the RPC input", request.input)]))
         # A non-transactional RPC without locks may read a closed run if it changes nothing.
         if not run.is_running and (request.is_transactional or keys):
             raise errors.flow_not_active(request.flow_id)
@@ -1248,6 +1311,14 @@ class Engine:
                 raise errors.worker_unavailable(outcome.error.detail)
             raise errors.worker_api_error(outcome.error)
         assert isinstance(outcome, pb.InvokeWorkerRPCResponse)
+        problem = oversized_values(
+            attributes=outcome.upsert_attributes,
+            messages=outcome.publish_to_channel,
+            decision=outcome.step_decision,
+            others=[("the RPC output", outcome.output)],
+        )
+        if problem is not None:
+            raise errors.failed_precondition(f"RPC {request.rpc_name!r} result refused: {problem}")
         if not run.is_running:
             if _has_effects(outcome):
                 raise errors.flow_not_active(run.flow_id)
@@ -1274,6 +1345,28 @@ class Engine:
         )
         self._after_steps_changed(run, started)
         return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
+
+
+def _refuse_oversized(problem: str | None) -> None:
+    if problem is not None:
+        raise errors.invalid_argument(problem)
+
+
+def _oversized_result(
+    response: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
+) -> str | None:
+    locals_ = [
+        (f"step-execution local {kv.key!r}", kv.value) for kv in response.upsert_step_exe_locals
+    ]
+    decision = (
+        response.step_decision if isinstance(response, pb.InvokeExecuteMethodResponse) else None
+    )
+    return oversized_values(
+        attributes=response.upsert_attributes,
+        messages=response.publish_to_channel,
+        decision=decision,
+        others=locals_,
+    )
 
 
 def _has_effects(response: pb.InvokeWorkerRPCResponse) -> bool:

@@ -283,19 +283,26 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     async def WaitForStepCompletion(
         self, request: pb.WaitForStepCompletionRequest, context: _Context
     ) -> pb.WaitForStepCompletionResponse:
-        run = self._engine.get_running(request.flow_id)
+        run = self._engine.get_run(request.flow_id)
         if not request.step_type or not request.step_execution_number:
             raise errors.invalid_argument(
                 "WaitForStepCompletion: step_type and step_execution_number are required"
             )
-        step_id = f"{request.step_type}-{request.step_execution_number}"
+        try:
+            number = int(request.step_execution_number)
+        except ValueError:
+            raise errors.invalid_argument(
+                f"WaitForStepCompletion: step_execution_number must be a positive integer, "
+                f"got {request.step_execution_number!r}"
+            ) from None
+        step_id = f"{request.step_type}-{number}"
         timeout = _wait_seconds(request.request_timeout_seconds)
         done = await self._wait_for(
-            run, lambda: step_id in run.completed_steps or not run.is_running, timeout
+            run, lambda: run.has_finished(request.step_type, number) or not run.is_running, timeout
         )
         if not done:
             raise errors.long_poll_timeout(f"Step execution {step_id!r} to complete")
-        if step_id not in run.completed_steps:
+        if not run.has_finished(request.step_type, number):
             raise errors.flow_not_active(request.flow_id)
         return pb.WaitForStepCompletionResponse()
 

@@ -71,6 +71,8 @@ class StepExecution:
     created_at: float
     recovery_error: pb.RecoveryErrorInfo | None = None
     phase: StepPhase = StepPhase.WAIT_FOR
+    has_input: bool = True
+    """False for the Flow timeout handler, whose request must carry no input."""
     attempt: int = 1
     first_attempt_at: float = 0.0
     reached_worker: bool = False
@@ -117,12 +119,18 @@ class FlowRun:
     next_message_number: int = 1
     step_counts: dict[str, int] = field(default_factory=dict)
     steps: dict[str, StepExecution] = field(default_factory=dict)
-    completed_steps: dict[str, int] = field(default_factory=dict)
-    """Finished Step execution IDs (value: 1 completed, 2 canceled/failed) for waits on them."""
     results: list[pb.StepCompletionOutput] = field(default_factory=list)
     graceful_close_pending: bool = False
+    timeout_handled: bool = False
     next_event_id: int = 1
     request_id: str = ""
+
+    def has_finished(self, step_type: str, number: int) -> bool:
+        """Whether Step execution ``<step_type>-<number>`` existed and has ended."""
+        return (
+            number <= self.step_counts.get(step_type, 0)
+            and f"{step_type}-{number}" not in self.steps
+        )
 
     @property
     def is_running(self) -> bool:

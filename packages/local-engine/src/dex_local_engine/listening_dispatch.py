@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -87,7 +87,7 @@ class ListeningDispatcher:
         for channel in channels.values():
             await channel.close(None)
 
-    def dispatch(self, task: DispatchTask) -> AsyncIterator[TaskFrame]:
+    def dispatch(self, task: DispatchTask) -> AsyncGenerator[TaskFrame, None]:
         """Run ``task`` on the listening Worker at ``task.listening_address``; yield its frames.
 
         Raises:
@@ -128,7 +128,7 @@ class ListeningDispatcher:
             ) from None
         return dex_pb2_grpc.WorkerServiceStub(channel)  # type: ignore[no-untyped-call]
 
-    async def _dispatch_step_method(self, task: DispatchTask) -> AsyncIterator[TaskFrame]:
+    async def _dispatch_step_method(self, task: DispatchTask) -> AsyncGenerator[TaskFrame, None]:
         stub = await self._connected_stub(task)
         method: Any = (
             stub.InvokeWaitForMethod
@@ -152,7 +152,7 @@ class ListeningDispatcher:
 
     async def _dispatch_rpc(
         self, task: DispatchTask, request: pb.InvokeWorkerRPCRequest
-    ) -> AsyncIterator[TaskFrame]:
+    ) -> AsyncGenerator[TaskFrame, None]:
         stub = await self._connected_stub(task)
         call = stub.InvokeWorkerRPC(request, timeout=_seconds_until(task.deadline))
         try:

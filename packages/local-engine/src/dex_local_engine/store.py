@@ -14,12 +14,20 @@ loses nothing; ``fsync`` durability also survives an operating-system crash.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["Durability", "FlowRow", "HistoryRow", "InflightRow", "Store", "StoreError"]
+__all__ = [
+    "Durability",
+    "FlowRow",
+    "HistoryRow",
+    "InflightRow",
+    "Store",
+    "StoreError",
+    "StoredRun",
+]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS flows (
@@ -62,7 +70,18 @@ class Durability(StrEnum):
 
 @dataclass(frozen=True)
 class FlowRow:
-    """One Flow run's persisted snapshot."""
+    """One Flow run's snapshot to write."""
+
+    run_id: str
+    flow_id: str
+    is_new: bool
+    """A new run: earlier runs of the Flow ID stop being the latest."""
+    snapshot: bytes
+
+
+@dataclass(frozen=True)
+class StoredRun:
+    """One Flow run's snapshot as read back."""
 
     run_id: str
     flow_id: str
@@ -122,12 +141,12 @@ class Store:
         """Close the connection; later calls fail."""
         self._db.close()
 
-    def load_flows(self) -> Iterator[FlowRow]:
+    def load_flows(self) -> Iterator[StoredRun]:
         """Every stored Flow run, oldest first."""
         for run_id, flow_id, is_latest, snapshot in self._db.execute(
             "SELECT run_id, flow_id, is_latest, snapshot FROM flows ORDER BY rowid"
         ):
-            yield FlowRow(run_id, flow_id, bool(is_latest), snapshot)
+            yield StoredRun(run_id, flow_id, bool(is_latest), snapshot)
 
     def load_inflight(self) -> list[InflightRow]:
         """Attempts that were in flight when the engine last stopped."""
@@ -170,7 +189,7 @@ class Store:
         self,
         flows: list[FlowRow],
         history: list[HistoryRow],
-        finished: list[tuple[str, str]] = (),  # type: ignore[assignment]
+        finished: Sequence[tuple[str, str]] = (),
     ) -> None:
         """Write Flow snapshots, append history and clear finished attempts atomically.
 
@@ -180,15 +199,15 @@ class Store:
         db.execute("BEGIN")
         try:
             for flow in flows:
-                if flow.is_latest:
+                if flow.is_new:
                     db.execute(
                         "UPDATE flows SET is_latest = 0 WHERE flow_id = ? AND run_id != ?",
                         (flow.flow_id, flow.run_id),
                     )
                 db.execute(
                     "INSERT OR REPLACE INTO flows (run_id, flow_id, is_latest, snapshot) "
-                    "VALUES (?, ?, ?, ?)",
-                    (flow.run_id, flow.flow_id, int(flow.is_latest), flow.snapshot),
+                    "VALUES (?, ?, 1, ?)",
+                    (flow.run_id, flow.flow_id, flow.snapshot),
                 )
             db.executemany(
                 "INSERT INTO history (run_id, event_id, event) VALUES (?, ?, ?)",

@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import re
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from engine_test_support.child_process import ChildProcess
 
 READY_LINE = re.compile(r"^dex-local-engine ready on (127\.0\.0\.1:\d+)$")
+_REBIND_SECONDS = 10.0
 
 
 def engine_command() -> list[str]:
@@ -74,19 +76,31 @@ class EngineProcess:
     def start(self, timeout: float = 60.0) -> str:
         """Start the engine (on the previous port after a restart); return its address.
 
+        A restart retries for up to ``_REBIND_SECONDS`` while the old port is briefly unavailable
+        (another process's connection may hold it right after the kill).
+
         Raises:
             RuntimeError: already running, or the engine exited before its ready line.
             TimeoutError: no ready line within ``timeout`` seconds.
         """
         if self.is_running:
             raise RuntimeError(f"the engine already runs at {self._address}")
+        rebind_deadline = time.monotonic() + _REBIND_SECONDS
+        while True:
+            try:
+                return self._start_once(timeout)
+            except RuntimeError:
+                if self._address is None or time.monotonic() > rebind_deadline:
+                    raise
+                time.sleep(0.2)
+
+    def _start_once(self, timeout: float) -> str:
         self._runs += 1
-        address = self._address or "127.0.0.1:0"
         command = [
             *engine_command(),
             "serve",
             "--address",
-            address,
+            self._address or "127.0.0.1:0",
             "--database",
             str(self.database),
             *self.extra_args,

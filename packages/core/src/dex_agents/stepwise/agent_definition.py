@@ -9,6 +9,7 @@ from types import MappingProxyType
 from typing import Literal
 
 from dex_agents.agent_built_in_tools import BuiltInTool, parse_built_in_tools
+from dex_agents.agent_context_compaction import CompactionPolicy
 from dex_agents.agent_session_options import DEFAULT_EVENT_STREAM_CAPACITY_BYTES
 from dex_agents.stepwise._json_schema import JsonValue
 from dex_agents.stepwise.function_tool import FunctionTool
@@ -90,6 +91,8 @@ class AgentDefinition:
             model call while no draft exists.
         resolve_model: Maps the turn's session settings to the ModelClient of each model call.
         compaction: The session's compaction policy, or ``None``.
+        max_output_tokens: The most output tokens a model call may produce, if set; a summary
+            request leaves room for it within the policy's ``context_window_tokens``.
         tool_source_listing_timeout: How long each RunModel waits for one source's listing.
 
     Raises:
@@ -122,7 +125,8 @@ class AgentDefinition:
     plan_mode_enabled: bool = False
     planning_tool_choice: PlanningToolChoice = "auto"
     resolve_model: Callable[[Mapping[str, object]], ModelClient] | None = None
-    compaction: object | None = None
+    compaction: CompactionPolicy | None = None
+    max_output_tokens: int | None = None
     tool_source_listing_timeout: timedelta = DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT
 
     def __post_init__(self) -> None:
@@ -183,6 +187,14 @@ class AgentDefinition:
                 declared.add(tool_name)
 
     def _check_limits(self) -> None:
+        if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):
+            raise TypeError(
+                f"AgentDefinition.compaction must be a CompactionPolicy or None, "
+                f"got {self.compaction!r}"
+            )
+        tokens = self.max_output_tokens
+        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+            raise ValueError(f"max_output_tokens must be a positive int or None, got {tokens!r}")
         if self.max_model_calls_per_turn < 1:
             raise ValueError(
                 f"max_model_calls_per_turn must be at least 1, got {self.max_model_calls_per_turn}"

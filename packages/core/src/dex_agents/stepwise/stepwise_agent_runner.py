@@ -10,10 +10,13 @@ from dataclasses import dataclass
 
 from dex_agents._json_values import dump_json_text
 from dex_agents.agent_built_in_tools import BuiltInTool, built_in_tool_definitions
+from dex_agents.agent_context_compaction import build_context_summary_note
 from dex_agents.agent_framework_runner import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentTurnContext,
     AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
@@ -42,6 +45,7 @@ from dex_agents.stepwise.agent_definition import (
 )
 from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext
 from dex_agents.stepwise.model_client import (
+    DiscardingModelOutputWriter,
     ModelInputItem,
     ModelRequest,
     ModelResponse,
@@ -50,6 +54,10 @@ from dex_agents.stepwise.model_client import (
     ModelToolDefinition,
     ModelToolResult,
     ModelUserText,
+)
+from dex_agents.stepwise.stepwise_context_compaction import (
+    build_summary_model_request,
+    select_response_boundary_cutoff,
 )
 from dex_agents.stepwise.stepwise_input_items import (
     model_output_message,
@@ -173,6 +181,7 @@ class StepwiseAgentRunner:
         request = ModelRequest(
             instructions=await self._instructions(turn),
             input=(
+                *_summary_note(turn),
                 *_with_plan_note(turn, transcript.input, transcript.turn_start),
                 *previous_results,
             ),
@@ -251,6 +260,88 @@ class StepwiseAgentRunner:
         cancel = getattr(source, "cancel_tool_task", None)
         if callable(cancel):
             await cancel(dataclasses.replace(cancellation, tool_call=source_record))
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """Estimates the next model call's input with the model client's own estimate.
+
+        Counts the instructions (a function's result only when it returns text synchronously),
+        the summary note, every stored item, the pending tool results, and the function and
+        built-in tool definitions; tool sources count through their ``cached_tools()`` if any.
+        """
+        transcript = read_transcript(
+            turn.messages, lambda call: OUTCOME_UNKNOWN_TOOL_RESULT, turn.turn_id
+        )
+        previous_results = tuple(
+            self._recorded_result(turn, call) for call in transcript.unanswered_calls
+        )
+        request = ModelRequest(
+            instructions=self._instructions_now(turn),
+            input=(
+                *_summary_note(turn),
+                *_with_plan_note(turn, transcript.input, transcript.turn_start),
+                *previous_results,
+            ),
+            tools=self._estimated_tool_definitions(turn),
+            settings=self._definition.model_settings,
+        )
+        return self._definition.model_for(turn.session_settings).estimate_input_tokens(request)
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """Cuts between model responses whose tool calls all have stored results, so a turn with
+        many tool calls compacts mid-turn without separating a call from its result."""
+        return select_response_boundary_cutoff(turn.messages, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """Makes one summary call with CONTEXT_SUMMARY_INSTRUCTIONS and no tools.
+
+        The request fits ``input_token_budget`` with the definition's ``max_output_tokens``; the
+        oldest whole responses are left out first, with the omission note.
+        """
+        model = self._definition.model_for(request.session_settings)
+        model_request = build_summary_model_request(
+            request,
+            estimate_input_tokens=model.estimate_input_tokens,
+            max_output_tokens=self._definition.max_output_tokens,
+        )
+        response = await model.call_model(model_request, DiscardingModelOutputWriter())
+        return ContextSummaryResult(
+            text=response.text, usage=response.usage, model_call_metadata=_metadata(response)
+        )
+
+    def _instructions_now(self, turn: AgentTurnContext) -> str:
+        instructions = self._definition.instructions
+        if isinstance(instructions, str):
+            return instructions
+        text = instructions(
+            InstructionContext(
+                flow_id=turn.flow_id,
+                turn_id=turn.turn_id,
+                session_settings=turn.session_settings,
+                interaction_mode=str(turn.interaction_mode),
+            )
+        )
+        if inspect.isawaitable(text):
+            # An async instructions function cannot run in the synchronous estimate.
+            close = getattr(text, "close", None)
+            if callable(close):
+                close()
+            return ""
+        return text if isinstance(text, str) else ""
+
+    def _estimated_tool_definitions(
+        self, turn: AgentTurnContext
+    ) -> tuple[ModelToolDefinition, ...]:
+        if turn.interaction_mode is InteractionMode.PLANNING:
+            return _built_in_definitions(turn, only=BuiltInTool.WRITE_TODOS)
+        definitions = [tool.definition() for tool in self._tools.values()]
+        for source in self._definition.tool_sources:
+            cached = getattr(source, "cached_tools", None)
+            listed = cached() if callable(cached) else ()
+            definitions.extend(tool.definition() for tool in listed or ())
+        definitions.extend(_built_in_definitions(turn))
+        return tuple(definitions)
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """The results of the stored calls that have none yet, from the turn's final records."""
@@ -422,6 +513,13 @@ def _built_in_definitions(
         ModelToolDefinition(definition.name.value, definition.description, definition.parameters)
         for definition in built_in_tool_definitions(enabled)
     )
+
+
+def _summary_note(turn: AgentTurnContext) -> tuple[ModelInputItem, ...]:
+    """The context summary note that starts the input once the session compacted."""
+    if turn.context_summary is None:
+        return ()
+    return (ModelUserText(build_context_summary_note(turn.context_summary)),)
 
 
 def _with_plan_note(
