@@ -16,12 +16,26 @@ It measures, and prints as a table:
    ``execute_deferred_tool_call``, ``run_model_step`` with the same script and tool; median;
 3. their ratio (goal: at most 1.10);
 4. turns per second of ``--sessions`` concurrent sessions, each running turns back to back for
-   ``--duration`` seconds.
+   ``--duration`` seconds, and how busy the engine, Worker and client processes were meanwhile.
+
+The sequential turns all run in one session (its first turn starts it with ``start_session``), so
+later turns carry a longer history; the table shows the first and last five measured turns.
+
+Finding out where the overhead goes:
+
+- ``--profile`` puts every mark of a turn on one wall clock timeline: the client's, the engine's
+  history (when it started each Step attempt and recorded each result) and the Worker child's
+  (task received and result sent in the SDK's pull Worker, the runner's calls, the model's and the
+  tool's start and end), and prints the median gap between consecutive marks and their sum by kind;
+- ``--cprofile-worker`` prints the Worker child's cProfile over the sequential turns;
+- ``--memoize-sdk`` is an experiment: it memoizes two SDK functions that recompute constant results,
+  to show what they cost.
 
 Run from the repository root::
 
     uv run python benchmarks/session_turns.py
     uv run python benchmarks/session_turns.py --turns 50 --sessions 10 --model-latency-ms 100
+    uv run python benchmarks/session_turns.py --profile
 """
 
 from __future__ import annotations
@@ -42,7 +56,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
@@ -89,7 +103,6 @@ from dex_agents.testing import (
     DEXCLI_ENV,
     SERVER_ADDRESS_ENV,
     AgentTestStack,
-    read_step_history,
     run_agent_worker,
 )
 
@@ -105,9 +118,28 @@ _MARKS_FILE_ENV: Final = "DEX_AGENTS_BENCHMARK_MARKS_FILE"
 # With --cprofile-worker the Worker child runs under cProfile and writes its statistics here
 # when it gets SIGUSR1 (after the sequential turns).
 _CPROFILE_FILE_ENV: Final = "DEX_AGENTS_BENCHMARK_CPROFILE_FILE"
-# With --cache-sdk-type-hints both processes memoize the SDK codec's get_type_hints (an experiment:
-# how much of the overhead is the SDK re-deriving a dataclass's type hints on every decode).
-_CACHE_TYPE_HINTS_ENV: Final = "DEX_AGENTS_BENCHMARK_CACHE_SDK_TYPE_HINTS"
+# With --memoize-sdk both processes memoize two SDK functions that recompute constant results
+# (an experiment: how much of the overhead they are).
+_MEMOIZE_SDK_ENV: Final = "DEX_AGENTS_BENCHMARK_MEMOIZE_SDK"
+# With --cprofile-engine the engine process runs under cProfile: a sitecustomize module on its
+# PYTHONPATH starts the profiler in a process whose arguments start with "serve" and writes the
+# statistics to this file on SIGUSR1. The engine's own code is unchanged.
+_ENGINE_CPROFILE_FILE_ENV: Final = "DEX_AGENTS_BENCHMARK_ENGINE_CPROFILE_FILE"
+_ENGINE_PROFILE_HOOK: Final = f"""
+import os, sys
+_path = os.environ.get({_ENGINE_CPROFILE_FILE_ENV!r})
+if _path and sys.argv[1:2] == ["serve"]:
+    import cProfile, signal
+    _profiler = cProfile.Profile()
+
+    def _dump(signal_number, frame):
+        _profiler.disable()
+        _profiler.dump_stats(_path + ".partial")
+        os.replace(_path + ".partial", _path)
+
+    signal.signal(signal.SIGUSR1, _dump)
+    _profiler.enable()
+"""
 _WORKER_MODULE: Final = "session_turns"
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 
@@ -118,6 +150,8 @@ _READ_WAIT: Final = timedelta(seconds=5)
 _TURN_TIMEOUT_SECONDS: Final = 60.0
 _SEQUENTIAL_SESSION: Final = "sequential-session"
 _ROUND_TRIPS: Final = 30
+_HISTORY_PAGE_SIZE: Final = 50
+_HISTORY_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
 
 
 class CompletionMode(StrEnum):
@@ -259,11 +293,22 @@ class _InProcessSession:
         )
 
 
-async def measure_in_process(latency_ms: float, turns: int, warmup: int) -> list[float]:
-    """Wall seconds of ``turns`` in-process turns of one session, after ``warmup`` turns."""
+@dataclass(frozen=True)
+class InProcessFigures:
+    """Wall seconds of each measured in-process turn, and the CPU seconds of all of them."""
+
+    durations: list[float]
+    cpu_seconds: float
+
+
+async def measure_in_process(latency_ms: float, turns: int, warmup: int) -> InProcessFigures:
+    """Time ``turns`` in-process turns of one session, after ``warmup`` turns."""
     session = _InProcessSession(StepwiseAgentRunner(build_definition(latency_ms)))
     durations: list[float] = []
+    cpu_started = 0.0
     for index in range(warmup + turns):
+        if index == warmup:
+            cpu_started = time.process_time()
         started = time.perf_counter()
         answer = await session.run_turn(_USER_TEXT)
         elapsed = time.perf_counter() - started
@@ -271,7 +316,7 @@ async def measure_in_process(latency_ms: float, turns: int, warmup: int) -> list
             raise RuntimeError(f"the in-process turn answered {answer!r}")
         if index >= warmup:
             durations.append(elapsed)
-    return durations
+    return InProcessFigures(durations, time.process_time() - cpu_started)
 
 
 # --- durable: engine process, Worker child, client --------------------------------------------
@@ -402,6 +447,7 @@ class DurableFigures:
     """Timings of the sequential durable turns, the bare RPC round trips and the concurrent run."""
 
     turns: list[TurnTiming]
+    turns_cpu_seconds: dict[str, float]
     steps_per_turn: list[str]
     health_check_seconds: list[float]
     snapshot_rpc_seconds: list[float]
@@ -412,17 +458,21 @@ class DurableFigures:
     profile: list[list[_Mark]]
     message_sizes: list[_Mark]
     worker_cprofile: str
+    engine_cprofile: str
 
 
 async def _sequential_turns(
-    client: AsyncClient, sessions: AgentSessionClient, options: BenchmarkOptions
+    client: AsyncClient, sessions: AgentSessionClient, options: BenchmarkOptions, cpu: _CpuMeter
 ) -> list[TurnTiming]:
+    """Run the warm-up and the measured turns of one session; ``cpu`` covers the measured ones."""
     session = _DurableSession(
         client, sessions, _SEQUENTIAL_SESSION, options.completion, options.poll_interval
     )
     timings: list[TurnTiming] = []
     total = options.warmup + options.turns
     for index in range(total):
+        if index == options.warmup:
+            cpu.start()
         timing = await session.run_turn()
         if index >= options.warmup:
             timings.append(timing)
@@ -486,67 +536,117 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
     cprofile_file = state_dir / "worker.cprofile"
     if options.cprofile_worker:
         worker_env[_CPROFILE_FILE_ENV] = str(cprofile_file)
-    if options.cache_sdk_type_hints:
-        worker_env[_CACHE_TYPE_HINTS_ENV] = "1"
-        _cache_sdk_type_hints()
-    async with AgentTestStack(
+    if options.memoize_sdk:
+        worker_env[_MEMOIZE_SDK_ENV] = "1"
+        _memoize_sdk()
+    engine_cprofile_file = state_dir / "engine.cprofile"
+    stack = AgentTestStack(
         state_dir, [flow], _WORKER_MODULE, worker_cwd=_BENCHMARK_DIR, worker_env=worker_env
-    ) as stack:
+    )
+    if options.cprofile_engine:
+        await _enter_with_engine_profiler(stack, state_dir, engine_cprofile_file)
+    else:
+        await stack.__aenter__()
+    async with stack:
         _progress(f"engine on {stack.server_address}; starting the Worker child process")
         worker = await stack.start_worker()
         sessions = stack.sessions(flow)
+        # AgentTestStack does not expose the engine's process; the benchmark only reads its CPU.
+        engine_pid = stack._engine.process.pid if stack._engine is not None else None
+        cpu = _CpuMeter({"engine": engine_pid, "Worker": worker.pid, "client": os.getpid()})
         _progress(f"sequential durable turns ({options.warmup} warm-up + {options.turns})")
-        timings = await _sequential_turns(stack.client, sessions, options)
+        timings = await _sequential_turns(stack.client, sessions, options, cpu)
+        sequential_cpu = cpu.used()
         cprofile_text = ""
         if options.cprofile_worker:
-            cprofile_text = await _collect_worker_cprofile(worker.pid, cprofile_file)
+            cprofile_text = await _collect_cprofile(worker.pid, cprofile_file)
+        engine_cprofile_text = ""
+        if options.cprofile_engine and engine_pid is not None:
+            engine_cprofile_text = await _collect_cprofile(engine_pid, engine_cprofile_file)
+        history = await _read_history(stack.server_address, _SEQUENTIAL_SESSION)
+        steps = _steps_of_last_turn(_step_methods(history))
         profile: list[list[_Mark]] = []
         sizes: list[_Mark] = []
         if options.profile:
             worker_marks, all_sizes = _split_sizes(_read_worker_marks(marks_file))
             marks = [
                 *worker_marks,
-                *await _read_engine_marks(stack.server_address, _SEQUENTIAL_SESSION),
+                *(mark for event in history for mark in _engine_event_marks(event)),
             ]
             profile = [_turn_timeline(turn, marks) for turn in timings]
             last = timings[-1]
             sizes = [m for m in all_sizes if last.sent_ns <= m.wall_ns <= last.snapshot_ns]
-        history = await read_step_history(stack.server_address, _SEQUENTIAL_SESSION)
-        steps = _steps_of_last_turn(
-            [
-                f"{entry.step_type}.{'wait_for' if 'wait_for' in entry.event_type else 'execute'}"
-                for entry in history
-            ]
-        )
         _progress("bare round trips: health check, snapshot RPC")
         health = await _round_trips(stack.client.health_check, _ROUND_TRIPS)
         snapshots = await _round_trips(
             lambda: sessions.get_agent_snapshot(_SEQUENTIAL_SESSION), _ROUND_TRIPS
         )
         _progress(f"{options.sessions} concurrent sessions for {options.duration:g} s")
-        # AgentTestStack does not expose the engine's process; the benchmark only reads its CPU.
-        engine_pid = stack._engine.process.pid if stack._engine is not None else None
-        processes = {"engine": engine_pid, "Worker": worker.pid, "client": os.getpid()}
-        cpu_before = {name: _cpu_seconds(pid) for name, pid in processes.items()}
+        cpu.start()
         count, seconds, latencies = await _concurrent_turns(stack.client, sessions, options)
-        cpu_used = {
-            name: after - before
-            for name, pid in processes.items()
-            if (before := cpu_before[name]) is not None and (after := _cpu_seconds(pid)) is not None
-        }
+        concurrent_cpu = cpu.used()
     return DurableFigures(
         timings,
+        sequential_cpu,
         steps,
         health,
         snapshots,
         count,
         seconds,
         latencies,
-        cpu_used,
+        concurrent_cpu,
         profile,
         sizes,
         cprofile_text,
+        engine_cprofile_text,
     )
+
+
+async def _enter_with_engine_profiler(
+    stack: AgentTestStack, state_dir: Path, stats_file: Path
+) -> None:
+    """Enter ``stack`` with its engine process under cProfile (see ``_ENGINE_PROFILE_HOOK``)."""
+    hook_dir = state_dir / "engine-profile-hook"
+    hook_dir.mkdir(parents=True, exist_ok=True)
+    (hook_dir / "sitecustomize.py").write_text(_ENGINE_PROFILE_HOOK)
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", _ENGINE_CPROFILE_FILE_ENV)}
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        part for part in (str(hook_dir), saved["PYTHONPATH"]) if part
+    )
+    os.environ[_ENGINE_CPROFILE_FILE_ENV] = str(stats_file)
+    try:
+        await stack.__aenter__()
+    finally:
+        # Only the engine started above gets the hook; the Worker child starts without it.
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+class _CpuMeter:
+    """CPU seconds each named process used between ``start()`` and ``used()``.
+
+    CPU time, unlike wall time, hardly changes when other work shares the machine.
+    """
+
+    def __init__(self, processes: Mapping[str, int | None]) -> None:
+        self._processes = dict(processes)
+        self._started: dict[str, float | None] = {}
+
+    def start(self) -> None:
+        """Take the starting reading."""
+        self._started = {name: _cpu_seconds(pid) for name, pid in self._processes.items()}
+
+    def used(self) -> dict[str, float]:
+        """Seconds used since ``start()``, for each process whose CPU time could be read."""
+        used: dict[str, float] = {}
+        for name, pid in self._processes.items():
+            before, after = self._started.get(name), _cpu_seconds(pid)
+            if before is not None and after is not None:
+                used[name] = after - before
+        return used
 
 
 def _cpu_seconds(pid: int | None) -> float | None:
@@ -561,13 +661,13 @@ def _cpu_seconds(pid: int | None) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def _collect_worker_cprofile(pid: int, path: Path) -> str:
-    """Ask the Worker child for its cProfile statistics; the top functions as text."""
+async def _collect_cprofile(pid: int, path: Path) -> str:
+    """Ask a profiled child (SIGUSR1) for its cProfile statistics; the top functions as text."""
     os.kill(pid, signal.SIGUSR1)
     deadline = time.monotonic() + 30
     while not path.exists():
         if time.monotonic() > deadline:
-            raise TimeoutError("the Worker child wrote no cProfile statistics")
+            raise TimeoutError(f"process {pid} wrote no cProfile statistics to {path}")
         await asyncio.sleep(0.05)
     text = io.StringIO()
     stats = pstats.Stats(str(path), stream=text)
@@ -616,24 +716,40 @@ def _split_sizes(marks: Sequence[_Mark]) -> tuple[list[_Mark], list[_Mark]]:
     return [mark for mark in marks if not mark.label.startswith("bytes ")], sizes
 
 
-async def _read_engine_marks(server_address: str, flow_id: str) -> list[_Mark]:
-    """The engine's view: when it started each Step attempt and when it recorded each result."""
-    marks: list[_Mark] = []
-    async with grpc.aio.insecure_channel(server_address) as channel:
+async def _read_history(server_address: str, flow_id: str) -> list[pb.FlowHistoryEvent]:
+    """Every history event of ``flow_id`` through FlowService ``GetHistoryEvents``.
+
+    Small pages and a large receive limit: each recorded ``get_agent_snapshot`` carries the whole
+    snapshot, so 500 events (what ``dex-local-engine history`` asks for) can pass gRPC's 4 MiB.
+    """
+    events: list[pb.FlowHistoryEvent] = []
+    options = [("grpc.max_receive_message_length", _HISTORY_MAX_MESSAGE_BYTES)]
+    async with grpc.aio.insecure_channel(server_address, options=options) as channel:
         stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         token = b""
         while True:
             response = await stub.GetHistoryEvents(
                 pb.GetHistoryEventsRequest(
-                    flow_id=flow_id, estimate_page_size=500, next_page_token=token
+                    flow_id=flow_id, estimate_page_size=_HISTORY_PAGE_SIZE, next_page_token=token
                 ),
                 timeout=30,
             )
-            for event in response.events:
-                marks.extend(_engine_event_marks(event))
+            events.extend(response.events)
             token = response.next_page_token
             if not token:
-                return marks
+                return events
+
+
+def _step_methods(history: Sequence[pb.FlowHistoryEvent]) -> list[str]:
+    """``StepType.wait_for`` / ``StepType.execute`` of each completed Step method, in order."""
+    methods: list[str] = []
+    for event in history:
+        kind = event.WhichOneof("payload")
+        if kind == "step_wait_for_completed":
+            methods.append(f"{event.step_wait_for_completed.context.step_type}.wait_for")
+        elif kind == "step_execute_completed":
+            methods.append(f"{event.step_execute_completed.context.step_type}.execute")
+    return methods
 
 
 def _engine_event_marks(event: pb.FlowHistoryEvent) -> list[_Mark]:
@@ -784,7 +900,8 @@ class BenchmarkOptions:
     poll_interval: float
     profile: bool
     cprofile_worker: bool
-    cache_sdk_type_hints: bool
+    cprofile_engine: bool
+    memoize_sdk: bool
 
 
 def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
@@ -831,10 +948,16 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
         "sequential turns (slows the Worker: its timings are not comparable)",
     )
     parser.add_argument(
-        "--cache-sdk-type-hints",
+        "--cprofile-engine",
         action="store_true",
-        help="experiment: memoize the SDK codec's typing.get_type_hints in the client and the "
-        "Worker, to show what that per-decode work costs (changes no file)",
+        help="run the engine process under cProfile and print its top functions over the "
+        "sequential turns (slows the engine: its timings are not comparable)",
+    )
+    parser.add_argument(
+        "--memoize-sdk",
+        action="store_true",
+        help="experiment: memoize the SDK codec's typing.get_type_hints and the pull Worker's "
+        "sdk_version() in the client and the Worker, to show what they cost (changes no file)",
     )
     arguments = parser.parse_args(argv)
     for name in ("turns", "sessions"):
@@ -856,7 +979,8 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
         poll_interval=arguments.poll_interval_ms / 1000.0,
         profile=arguments.profile,
         cprofile_worker=arguments.cprofile_worker,
-        cache_sdk_type_hints=arguments.cache_sdk_type_hints,
+        cprofile_engine=arguments.cprofile_engine,
+        memoize_sdk=arguments.memoize_sdk,
     )
 
 
@@ -883,15 +1007,16 @@ def _engine_description() -> str:
 
 
 def _print_report(
-    options: BenchmarkOptions, in_process: list[float], durable: DurableFigures
+    options: BenchmarkOptions, in_process: InProcessFigures, durable: DurableFigures
 ) -> None:
     snapshot_times = [timing.snapshot_seconds for timing in durable.turns]
     event_times = [t.event_seconds for t in durable.turns if t.event_seconds is not None]
-    base = _median(in_process)
+    base = _median(in_process.durations)
     durable_median = _median(snapshot_times)
+    fastest, slowest = min(in_process.durations), max(in_process.durations)
     rows: list[tuple[str, str]] = [
         ("in-process turn (2 model calls + 1 tool call), median", _ms(base)),
-        ("in-process turn, min / max", f"{_ms(min(in_process))} / {_ms(max(in_process))}"),
+        ("in-process turn, min / max", f"{_ms(fastest)} / {_ms(slowest)}"),
     ]
     if event_times:
         rows.append(("durable turn until turn_completed read, median", _ms(_median(event_times))))
@@ -917,6 +1042,11 @@ def _print_report(
         (
             f"RATIO durable (snapshot shows it) / in-process (goal <= {GOAL_RATIO:.2f})",
             _ratio(durable_median, base),
+        ),
+        (
+            "CPU per measured turn (load-independent)",
+            _cpu_per_turn(durable.turns_cpu_seconds, len(durable.turns))
+            + f"; in process {_ms(in_process.cpu_seconds / len(in_process.durations))}",
         ),
         (
             "Step methods of one turn",
@@ -967,6 +1097,9 @@ def _print_report(
     if durable.worker_cprofile:
         print("Worker child cProfile over the sequential turns:")
         print(durable.worker_cprofile)
+    if durable.engine_cprofile:
+        print("engine process cProfile over its life up to the end of the sequential turns:")
+        print(durable.engine_cprofile)
     if durable.profile:
         _print_profile(durable.profile)
         sizes = ", ".join(mark.label.removeprefix("bytes ") for mark in durable.message_sizes)
@@ -976,10 +1109,26 @@ def _print_report(
         f"command: {shlex.join(['python', *sys.argv])} | turns measured {options.turns} after "
         f"{options.warmup} warm-up | model latency {options.model_latency_ms:g} ms | "
         f"completion: {completion} | engine: {_engine_description()} | Worker: child process "
-        f"(python -m {_WORKER_MODULE}) | cores: {os.cpu_count()} | "
+        f"(python -m {_WORKER_MODULE}) | cores: {os.cpu_count()}, load average "
+        f"{_load_average()} at the end | "
         f"{platform.python_implementation()} {platform.python_version()} on {platform.system()}"
         f"{_modifiers(options)}"
     )
+
+
+def _cpu_per_turn(cpu_seconds: Mapping[str, float], turns: int) -> str:
+    if not cpu_seconds:
+        return "n/a"
+    parts = [f"{name} {_ms(used / turns)}" for name, used in cpu_seconds.items()]
+    return ", ".join(parts) + f" (sum {_ms(sum(cpu_seconds.values()) / turns)})"
+
+
+def _load_average() -> str:
+    """The 1-minute load average: other work on the machine skews every figure."""
+    try:
+        return f"{os.getloadavg()[0]:.2f}"
+    except OSError:
+        return "unknown"
 
 
 def _modifiers(options: BenchmarkOptions) -> str:
@@ -989,15 +1138,17 @@ def _modifiers(options: BenchmarkOptions) -> str:
         notes.append("--profile marks in the Worker")
     if options.cprofile_worker:
         notes.append("Worker under cProfile (slowed)")
-    if options.cache_sdk_type_hints:
-        notes.append("EXPERIMENT: SDK codec get_type_hints memoized")
+    if options.cprofile_engine:
+        notes.append("engine under cProfile (slowed)")
+    if options.memoize_sdk:
+        notes.append("EXPERIMENT --memoize-sdk: SDK get_type_hints and sdk_version memoized")
     return f" | {'; '.join(notes)}" if notes else ""
 
 
 async def _run(options: BenchmarkOptions) -> None:
     _progress(f"in-process turns ({options.warmup} warm-up + {options.turns})")
     in_process = await measure_in_process(options.model_latency_ms, options.turns, options.warmup)
-    _progress(f"  in-process median {_ms(_median(in_process))}")
+    _progress(f"  in-process median {_ms(_median(in_process.durations))}")
     with tempfile.TemporaryDirectory(prefix="dex-agents-session-turns-") as state_dir:
         durable = await measure_durable(options, Path(state_dir))
     _print_report(options, in_process, durable)
@@ -1087,21 +1238,24 @@ def _start_cprofile(path: Path) -> None:
     profiler.enable()
 
 
-def _cache_sdk_type_hints() -> None:
-    """Memoize ``get_type_hints`` in this process's SDK codec (the --cache-sdk-type-hints experiment).
+def _memoize_sdk() -> None:
+    """Memoize two SDK functions in this process (the --memoize-sdk experiment).
 
-    The SDK's JSON codec calls ``typing.get_type_hints`` for every dataclass it decodes, which
-    compiles and evaluates each annotation again; the hints of a class never change.
+    The SDK 1.23.0 JSON codec calls ``typing.get_type_hints`` for every dataclass it decodes,
+    which compiles and evaluates each annotation again, and the pull Worker reads its own package
+    metadata (``importlib.metadata.version``) for every pull stream it opens, one per task. Both
+    results never change in a process.
     """
-    from dex import codec
+    from dex import _pull_worker, codec
 
     codec.get_type_hints = functools.cache(codec.get_type_hints)  # type: ignore[attr-defined,assignment]
+    _pull_worker.sdk_version = functools.cache(_pull_worker.sdk_version)  # type: ignore[attr-defined]
 
 
 def _serve_worker() -> None:
     latency_ms = float(os.environ.get(_MODEL_LATENCY_ENV, "100"))
-    if os.environ.get(_CACHE_TYPE_HINTS_ENV):
-        _cache_sdk_type_hints()
+    if os.environ.get(_MEMOIZE_SDK_ENV):
+        _memoize_sdk()
     if os.environ.get(_MARKS_FILE_ENV):
         _install_profile_hooks()
     cprofile_file = os.environ.get(_CPROFILE_FILE_ENV)

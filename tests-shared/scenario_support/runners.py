@@ -9,13 +9,27 @@ registry, so both sides register the same Flow types.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
 from dex import Flow
+from dex_agents import (
+    AgentTurnContext,
+    BuiltInTool,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
+)
 from dex_agents.stepwise import (
     AgentDefinition,
+    ListedTool,
     ModelOutputItem,
     ModelRequest,
     ModelUserText,
@@ -25,7 +39,10 @@ from dex_agents.stepwise import (
     ToolCallContext,
     function_tool,
     stepwise_agent_session_flow,
+    stepwise_agent_session_options,
 )
+from dex_agents.testing import ContextWindowRunnerFactory, build_stepwise_context_window_flow
+from dex_agents.tool_policy import ToolEffect
 
 from scenario_support.scenario_agent import (
     ScenarioAgentSpec,
@@ -35,6 +52,16 @@ from scenario_support.scenario_agent import (
     scenario_agent_specs,
     scripted_reply,
 )
+from scenario_support.scenario_questions import (
+    CONFIRM_TOOL,
+    REPORT_POLL_INTERVAL_SECONDS,
+    REPORT_TOOL,
+    ScenarioQuestion,
+    ScenarioTaskRunning,
+    poll_report,
+    run_confirm_tool,
+    start_report,
+)
 
 RunnerFactory = Callable[[ScenarioAgentSpec], Flow[Any]]
 
@@ -42,29 +69,43 @@ RunnerFactory = Callable[[ScenarioAgentSpec], Flow[Any]]
 def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
     """The scenario agent as a Stepwise agent with a ScriptedModelClient."""
 
-    async def respond(request: ModelRequest) -> ScriptedModelReply:
-        turn_items = _items_after_last_user_text(request.input, ModelUserText)
-        reply = await scripted_reply(
-            spec,
-            ScriptedModelClient.user_texts(request)[-1],
-            model_call_index=1 + _count_runs(turn_items, ModelOutputItem),
-            tool_outputs=[result.output for result in ScriptedModelClient.tool_results(request)],
-        )
-        return ScriptedModelReply(
-            text=reply.text,
-            tool_calls=[
-                ScriptedToolCall(call.tool, dict(call.arguments)) for call in reply.tool_calls
-            ],
-        )
+    def model_for(settings: Mapping[str, object]) -> ScriptedModelClient:
+        async def respond(request: ModelRequest) -> ScriptedModelReply:
+            turn_items = _items_after_last_user_text(request.input, ModelUserText)
+            reply = await scripted_reply(
+                spec,
+                ScriptedModelClient.user_texts(request)[-1],
+                model_call_index=1 + _count_runs(turn_items, ModelOutputItem),
+                tool_outputs=[
+                    result.output for result in ScriptedModelClient.tool_results(request)
+                ],
+                session_settings=settings,
+            )
+            return ScriptedModelReply(
+                text=reply.text,
+                tool_calls=[
+                    ScriptedToolCall(call.tool, dict(call.arguments)) for call in reply.tool_calls
+                ],
+            )
+
+        return ScriptedModelClient(respond)
 
     agent = AgentDefinition(
         name="scenario",
         instructions=spec.instructions,
-        model=ScriptedModelClient(respond),
-        tools=[_stepwise_tool(spec, tool) for tool in spec.tools],
+        model=model_for({}),
+        # The turn's session settings reach the scripted model, as a real resolve_model would.
+        resolve_model=model_for,
+        tools=[*(_stepwise_tool(spec, tool) for tool in spec.tools), _stepwise_confirm_tool(spec)],
+        tool_sources=[StepwiseReportSource(spec)],
         interrupt_deadline=spec.interrupt_deadline,
+        built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
+        plan_mode_enabled=spec.plan_mode_enabled,
     )
-    return stepwise_agent_session_flow(agent, flow_type=spec.flow_type)
+    options = replace(
+        stepwise_agent_session_options(agent), model_spend_limit=spec.model_spend_limit
+    )
+    return stepwise_agent_session_flow(agent, flow_type=spec.flow_type, options=options)
 
 
 def _stepwise_tool(spec: ScenarioAgentSpec, tool: ScenarioTool) -> Any:
@@ -82,6 +123,85 @@ def _stepwise_tool(spec: ScenarioAgentSpec, tool: ScenarioTool) -> Any:
         name=tool.name,
         description=tool.description,
     )(run)
+
+
+def _stepwise_confirm_tool(spec: ScenarioAgentSpec) -> Any:
+    async def confirm(
+        gate: Annotated[str, "Unused; every scenario tool takes it"], context: ToolCallContext
+    ) -> str | ToolInputRequested:
+        answers = [answer.answer for answer in context.input_answers]
+        result = run_confirm_tool(spec, answers, context.idempotency_key)
+        if isinstance(result, ScenarioQuestion):
+            return _input_requested(result)
+        return result
+
+    return function_tool(
+        effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+        requires_approval=False,
+        name=CONFIRM_TOOL,
+        description="Ask before shipping, then ship once.",
+    )(confirm)
+
+
+def _input_requested(question: ScenarioQuestion) -> ToolInputRequested:
+    return ToolInputRequested(
+        question.question,
+        choices=question.choices,
+        allows_free_text=question.allows_free_text,
+        continuation=question.continuation,
+    )
+
+
+class StepwiseReportSource:
+    """A Stepwise tool source offering ``report``, whose job the session polls as a task."""
+
+    source_name = "scenario-report"
+
+    def __init__(self, spec: ScenarioAgentSpec) -> None:
+        self._spec = spec
+
+    async def list_tools(self) -> list[ListedTool]:
+        return [
+            ListedTool(
+                REPORT_TOOL,
+                "Start a report job.",
+                {
+                    "type": "object",
+                    "properties": {"gate": {"type": "string"}},
+                    "additionalProperties": False,
+                },
+                framework_effect=ToolEffect.READ,
+            )
+        ]
+
+    def deferred_tool_call(
+        self, turn: AgentTurnContext, tool_call_id: str, arguments: str, listed_tool: ListedTool
+    ) -> DeferredToolCall:
+        policy = turn.resolve_tool_policy(listed_tool.name, listed_tool.framework_effect)
+        return DeferredToolCall(tool_call_id, listed_tool.name, arguments, policy)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolTaskStarted:
+        if call.heartbeat_checkpoint is not None:
+            return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
+        job_id = start_report(self._spec, call.idempotency_key)
+        await call.save_heartbeat_checkpoint(job_id)
+        return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        assert poll.tool_call.task_id is not None
+        pending = poll.pending_answer
+        outcome = poll_report(
+            self._spec,
+            poll.tool_call.task_id,
+            continuation=poll.tool_call.input_continuation,
+            pending_answer=pending.answer if pending is not None else None,
+            answer_is_pending=pending is not None,
+        )
+        if isinstance(outcome, ScenarioQuestion):
+            return _input_requested(outcome)
+        if isinstance(outcome, ScenarioTaskRunning):
+            return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
+        return ToolExecutionResult(outcome)
 
 
 def _items_after_last_user_text(items: tuple[object, ...], user_text_type: type) -> list[object]:
@@ -107,6 +227,25 @@ RUNNERS: dict[str, RunnerFactory] = {
     "stepwise": build_stepwise_flow,
 }
 
+#: Optional features each runner supports; a scenario needing one a runner lacks is skipped.
+#: ``tool_questions``: the ``confirm`` tool asks with ToolInputRequested; ``tool_tasks``: the
+#: ``report`` tool starts a task and the runner polls it; ``plan_mode``: a PlanModeRunner.
+RUNNER_FEATURES: dict[str, frozenset[str]] = {
+    "stepwise": frozenset({"tool_questions", "tool_tasks", "plan_mode"}),
+}
+
+
+def runner_supports(runner: str, feature: str) -> bool:
+    """Whether ``runner`` declares ``feature`` in ``RUNNER_FEATURES``."""
+    return feature in RUNNER_FEATURES.get(runner, frozenset())
+
+#: The runners that compact, for ``test_context_window.py``: each wires the scenario's scripted
+#: model into the runner (see ``dex_agents.testing.ContextWindowSessionScenario``). A runner of
+#: ``RUNNERS`` missing here does not implement ContextCompactionRunner, and the scenario skips it.
+CONTEXT_WINDOW_RUNNERS: dict[str, ContextWindowRunnerFactory] = {
+    "stepwise": build_stepwise_context_window_flow,
+}
+
 
 def build_scenario_flows(runner: str, state_dir: Path) -> list[Flow[Any]]:
     """Every scenario agent's Flow under ``runner``, in a fixed order.
@@ -117,4 +256,8 @@ def build_scenario_flows(runner: str, state_dir: Path) -> list[Flow[Any]]:
     if runner not in RUNNERS:
         raise KeyError(f"unknown scenario runner {runner!r}; known: {sorted(RUNNERS)}")
     factory = RUNNERS[runner]
-    return [factory(spec) for spec in scenario_agent_specs(state_dir)]
+    return [
+        factory(spec)
+        for spec in scenario_agent_specs(state_dir)
+        if not spec.plan_mode_enabled or runner_supports(runner, "plan_mode")
+    ]

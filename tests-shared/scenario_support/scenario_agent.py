@@ -15,16 +15,20 @@ Flow: it offers ``SCENARIO_TOOLS`` with their effects, answers model calls with
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from dex_agents.model_spend_limit import ModelCallIdentity, ModelSpendRefusal, ModelSpendReport
 from dex_agents.testing import FileGate, InvocationLog
 from dex_agents.tool_policy import ToolEffect
 
 MAIN_FLOW_TYPE = "ScenarioAgent"
 DEADLINE_FLOW_TYPE = "ScenarioDeadlineAgent"
+PLAN_FLOW_TYPE = "ScenarioPlanAgent"
+#: Built-in tools of the main and deadline agents; session features, so every runner has them.
+QUESTION_BUILT_IN_TOOLS = frozenset({"ask_user", "durable_wait"})
 APPROVAL_DEADLINE = timedelta(seconds=2)
 INSTRUCTIONS = "You are the scenario agent of the shared test suite."
 MODEL_INVOCATION = "model"
@@ -62,6 +66,13 @@ class ScenarioAgentSpec:
     interrupt_deadline: timedelta | None = None
     tools: tuple[ScenarioTool, ...] = SCENARIO_TOOLS
     instructions: str = INSTRUCTIONS
+    built_in_tools: frozenset[str] = frozenset()
+    plan_mode_enabled: bool = False
+
+    @property
+    def model_spend_limit(self) -> ScenarioSpendLimit:
+        """The agent's spend limit; every runner passes it as ``model_spend_limit``."""
+        return ScenarioSpendLimit(self.state_dir)
 
     @property
     def invocation_log(self) -> InvocationLog:
@@ -71,8 +82,19 @@ class ScenarioAgentSpec:
 def scenario_agent_specs(state_dir: Path) -> list[ScenarioAgentSpec]:
     """The agents every Worker child and test build, in the same order."""
     return [
-        ScenarioAgentSpec(MAIN_FLOW_TYPE, state_dir),
-        ScenarioAgentSpec(DEADLINE_FLOW_TYPE, state_dir, interrupt_deadline=APPROVAL_DEADLINE),
+        ScenarioAgentSpec(MAIN_FLOW_TYPE, state_dir, built_in_tools=QUESTION_BUILT_IN_TOOLS),
+        ScenarioAgentSpec(
+            DEADLINE_FLOW_TYPE,
+            state_dir,
+            interrupt_deadline=APPROVAL_DEADLINE,
+            built_in_tools=QUESTION_BUILT_IN_TOOLS,
+        ),
+        ScenarioAgentSpec(
+            PLAN_FLOW_TYPE,
+            state_dir,
+            built_in_tools=frozenset({"write_todos"}),
+            plan_mode_enabled=True,
+        ),
     ]
 
 
@@ -84,6 +106,8 @@ def invocation_log(state_dir: Path) -> InvocationLog:
 class ScenarioCall:
     tool: str
     gate: str = ""
+    #: The call's arguments; ``None`` sends ``{"gate": gate}``, as the scenario tools take.
+    arguments: dict[str, object] | None = None
 
 
 @dataclass(frozen=True)
@@ -97,7 +121,10 @@ class ScenarioCommand:
     def to_message(self) -> str:
         return json.dumps(
             {
-                "calls": [{"tool": call.tool, "gate": call.gate} for call in self.calls],
+                "calls": [
+                    {"tool": call.tool, "gate": call.gate, "arguments": call.arguments}
+                    for call in self.calls
+                ],
                 "gate_model_call": self.gate_model_call,
                 "fail_after_tools": self.fail_after_tools,
             }
@@ -113,7 +140,8 @@ class ScenarioCommand:
             return None
         return cls(
             calls=tuple(
-                ScenarioCall(call["tool"], call.get("gate", "")) for call in value["calls"]
+                ScenarioCall(call["tool"], call.get("gate", ""), call.get("arguments"))
+                for call in value["calls"]
             ),
             gate_model_call=value.get("gate_model_call"),
             fail_after_tools=bool(value.get("fail_after_tools")),
@@ -127,7 +155,7 @@ def model_gate_name(call_index: int) -> str:
 @dataclass(frozen=True)
 class ScenarioToolCall:
     tool: str
-    arguments: dict[str, str]
+    arguments: dict[str, object]
 
 
 @dataclass(frozen=True)
@@ -143,18 +171,22 @@ async def scripted_reply(
     last_user_text: str,
     model_call_index: int,
     tool_outputs: Sequence[str],
+    session_settings: Mapping[str, object] | None = None,
 ) -> ScenarioReply:
     """The scenario model: deterministic in its input, as a rerun RunModel needs.
 
-    ``model_call_index`` counts the model calls of the current turn from 1.
+    ``model_call_index`` counts the model calls of the current turn from 1. A text reply ends
+    with `` [model=<m>]`` when the turn's ``session_settings`` name a model, so a scenario sees
+    which settings each turn ran with.
 
     Raises:
         RuntimeError: The command asks to fail after the tools ran.
     """
     spec.invocation_log.record(MODEL_INVOCATION, key=f"call-{model_call_index}")
     command = ScenarioCommand.from_message(last_user_text)
+    suffix = _settings_suffix(session_settings)
     if command is None:
-        return ScenarioReply(text=f"Echo: {last_user_text}")
+        return ScenarioReply(text=f"Echo: {last_user_text}{suffix}")
     if command.gate_model_call == model_call_index:
         gate = FileGate(spec.state_dir, model_gate_name(model_call_index))
         gate.mark_reached()
@@ -162,12 +194,49 @@ async def scripted_reply(
     if model_call_index == 1 and command.calls:
         return ScenarioReply(
             tool_calls=tuple(
-                ScenarioToolCall(call.tool, {"gate": call.gate}) for call in command.calls
+                ScenarioToolCall(
+                    call.tool,
+                    dict(call.arguments) if call.arguments is not None else {"gate": call.gate},
+                )
+                for call in command.calls
             )
         )
     if command.fail_after_tools:
         raise RuntimeError(MODEL_FAILURE)
-    return ScenarioReply(text="done: " + "; ".join(tool_outputs))
+    return ScenarioReply(text="done: " + "; ".join(tool_outputs) + suffix)
+
+
+def _settings_suffix(session_settings: Mapping[str, object] | None) -> str:
+    model = (session_settings or {}).get("model")
+    return f" [model={model}]" if model is not None else ""
+
+
+SPEND_REFUSAL_REASON = "the scenario spend budget is used up"
+
+
+class ScenarioSpendLimit:
+    """A ModelSpendLimit shared by the test and its Worker children through a flag file: it
+    refuses every model call while ``refuse_model_calls(state_dir)`` is in effect, and counts
+    each reported call once in ``spend-usage.jsonl``."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self._state_dir = state_dir
+
+    async def check_model_call(self, call: ModelCallIdentity) -> ModelSpendRefusal | None:
+        if (self._state_dir / "spend-refused").exists():
+            return ModelSpendRefusal(SPEND_REFUSAL_REASON)
+        return None
+
+    async def record_model_usage(self, report: ModelSpendReport) -> None:
+        InvocationLog(self._state_dir / "spend-usage.jsonl").record(
+            "usage", key=report.call.usage_key
+        )
+
+
+def refuse_model_calls(state_dir: Path) -> None:
+    """Make every scenario agent's spend limit refuse model calls from now on."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "spend-refused").touch()
 
 
 class ScenarioToolError(Exception):

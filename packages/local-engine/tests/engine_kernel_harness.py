@@ -29,6 +29,7 @@ class EngineProcess:
     """A ``dex-local-engine serve`` child process bound to a free port."""
 
     database: Path
+    extra_args: tuple[str, ...] = ()
     process: subprocess.Popen[str] | None = None
     address: str = ""
     port: int = 0
@@ -48,6 +49,7 @@ class EngineProcess:
                 f"127.0.0.1:{port}",
                 "--database",
                 str(self.database),
+                *self.extra_args,
             ],
             stdout=subprocess.PIPE,
             stderr=log,
@@ -74,11 +76,11 @@ class EngineProcess:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait()
 
-    def stop(self) -> int:
-        """SIGTERM the engine and return its exit status."""
+    def stop(self, signum: int = signal.SIGTERM) -> int:
+        """Signal the engine to stop (SIGTERM by default) and return its exit status."""
         assert self.process is not None
         if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
+            self.process.send_signal(signum)
             try:
                 self.process.wait(timeout=10)
             except subprocess.TimeoutExpired:
@@ -88,10 +90,10 @@ class EngineProcess:
 
 
 @asynccontextmanager
-async def running_engine() -> AsyncIterator[EngineProcess]:
-    """An engine process on a fresh temp database."""
+async def running_engine(*extra_args: str) -> AsyncIterator[EngineProcess]:
+    """An engine process on a fresh temp database (``extra_args`` go to ``serve``)."""
     with tempfile.TemporaryDirectory() as directory:
-        engine = EngineProcess(Path(directory) / "engine.db")
+        engine = EngineProcess(Path(directory) / "engine.db", tuple(extra_args))
         engine.start()
         try:
             yield engine

@@ -4,6 +4,7 @@ Timer on the local engine, and the engine survives SIGKILL mid-Flow."""
 from __future__ import annotations
 
 import asyncio
+import signal
 from datetime import timedelta
 
 import dex
@@ -133,3 +134,19 @@ async def test_engine_sigkill_mid_flow_continues() -> None:
             result = await client.wait_for_flow("first-light-kill", timeout=timedelta(seconds=30))
             assert result.status is FlowStatus.COMPLETED
             assert result.completions[0].decode(str) == "hi|x,y|2|AwaitMessage-1|Pause-1"
+
+
+async def test_fsync_durability_and_graceful_sigint_keep_completed_flows() -> None:
+    flow = FirstLight()
+    async with running_engine("--durability", "fsync") as engine:
+        async with sdk_worker(engine, [flow]), sdk_client(engine, [flow]) as client:
+            await client.start_flow(flow, "fsync-1", "durable")
+            await client.invoke_rpc(flow.post, "fsync-1", "a")
+            await client.invoke_rpc(flow.post, "fsync-1", "b")
+            result = await client.wait_for_flow("fsync-1", timeout=timedelta(seconds=30))
+            assert result.status is FlowStatus.COMPLETED
+        assert engine.stop(signal.SIGINT) == 0
+        engine.start()
+        async with sdk_client(engine, [flow]) as client:
+            result = await client.wait_for_flow("fsync-1", timeout=timedelta(seconds=30))
+            assert result.completions[0].decode(str) == "durable|a,b|2|AwaitMessage-1|Pause-1"

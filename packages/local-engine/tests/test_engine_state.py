@@ -22,7 +22,6 @@ from dex import (
     Flow,
     FlowStatus,
     PersistenceSchema,
-    RetryPolicy,
     RPCResult,
     Step,
     StepDecision,
@@ -38,9 +37,8 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from google.protobuf import empty_pb2
-
 from engine_kernel_harness import EngineProcess, running_engine, sdk_client, sdk_worker
+from google.protobuf import empty_pb2
 
 WAIT = timedelta(seconds=30)
 STEP_WAIT = dex.WaitForStepCompletionOptions()
@@ -113,14 +111,21 @@ class Gather(Step[str]):
         go = list(self.flow.go.results(context))
         alice = list(self.flow.votes.results(context, "alice"))
         pending_bob = [m.value for m in self.flow.votes.pending_messages(context, "bob")]
-        notes = {key: self.flow.notes.get(context, key) for key in self.flow.notes.get_all_instance_keys(context)}
-        return graceful_complete(f"go={go} alice={alice} bob={pending_bob} notes={sorted(notes.items())}")
+        notes = {
+            key: self.flow.notes.get(context, key)
+            for key in self.flow.notes.get_all_instance_keys(context)
+        }
+        return graceful_complete(
+            f"go={go} alice={alice} bob={pending_bob} notes={sorted(notes.items())}"
+        )
 
 
 class AfterGhost(Step[str]):
     async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
         error = context.recovery_error
-        return graceful_complete(f"{context.from_step_execution_id}:{error.detail if error else ''}")
+        return graceful_complete(
+            f"{context.from_step_execution_id}:{error.detail if error else ''}"
+        )
 
 
 class Nap(Step[str]):
@@ -169,6 +174,10 @@ class StateFlow(Flow[str]):
         return RPCResult(value)
 
     @rpc
+    async def peek(self, context: dex.Context) -> RPCResult[int]:
+        return RPCResult(self.balance.get(context))
+
+    @rpc
     async def store_note(self, context: dex.Context, size: int) -> RPCResult[int]:
         self.notes.set(context, "big", "x" * size)
         return RPCResult(size)
@@ -188,9 +197,11 @@ def _stub(engine: EngineProcess) -> tuple[grpc.aio.Channel, dex_pb2_grpc.FlowSer
 
 async def test_history_records_step_method_events_in_order() -> None:
     flow = StateFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "s-history", "idle")
         assert await client.invoke_rpc(flow.send, "s-history", "go") == "sent"
         result = await client.wait_for_flow("s-history", timeout=WAIT)
@@ -222,15 +233,19 @@ async def test_history_records_step_method_events_in_order() -> None:
 
 async def test_search_finds_flows_by_active_step_type() -> None:
     flow = StateFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         options = dex.StartFlowOptions(
             config_override=dex.FlowConfig(active_step_search_mode=dex.ActiveStepSearchMode.ALL)
         )
         await client.start_flow(flow, "s-search-idle", "idle", options)
         await client.start_flow(flow, "s-search-done", "idle", options)
-        await client.wait_for_step_completion("s-search-idle", StepExecutionId("Route", 1), STEP_WAIT)
+        await client.wait_for_step_completion(
+            "s-search-idle", StepExecutionId("Route", 1), STEP_WAIT
+        )
         await client.invoke_rpc(flow.send, "s-search-done", "go")
         await client.wait_for_flow("s-search-done", timeout=WAIT)
         page = await client.search_flows('ActiveStepTypes = "Idle"', 10)
@@ -243,9 +258,11 @@ async def test_rpc_lock_conflict_while_a_step_holds_the_lock() -> None:
     flow = StateFlow()
     HOLD_RELEASE.clear()
     HOLD_ENTERED.clear()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "s-lock", "hold")
         await asyncio.wait_for(HOLD_ENTERED.wait(), 30)
         with pytest.raises(dex.RpcLockConflictError):
@@ -257,9 +274,11 @@ async def test_rpc_lock_conflict_while_a_step_holds_the_lock() -> None:
 
 async def test_combination_wait_over_channel_maps_with_loads() -> None:
     flow = StateFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "s-gather", "gather")
         for target in ("go", "votes/bob", "go", "votes/alice"):
             assert await client.invoke_rpc(flow.send, "s-gather", target) == "sent"
@@ -273,9 +292,11 @@ async def test_combination_wait_over_channel_maps_with_loads() -> None:
 async def test_an_attempt_no_worker_could_take_recovers_as_not_started() -> None:
     """The start Step 'Ghost' is unknown to every Worker, so its only attempt times out unstarted."""
     flow = StateFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         channel, stub = _stub(engine)
         async with channel:
             await stub.StartFlow(
@@ -321,8 +342,12 @@ def test_sync_client_drives_a_flow(tmp_path: Path) -> None:
 
 
 def _sync_run(engine: EngineProcess, flow: StateFlow) -> str:
-    cache = dex.open_blob_cache(dex.BlobCacheConfig(str(engine.database.parent / "sync-cache"), 1 << 24))
-    options = dex.ClientOptions(server_address=engine.address, worker_target=dex.WorkerTarget(pull=True))
+    cache = dex.open_blob_cache(
+        dex.BlobCacheConfig(str(engine.database.parent / "sync-cache"), 1 << 24)
+    )
+    options = dex.ClientOptions(
+        server_address=engine.address, worker_target=dex.WorkerTarget(pull=True)
+    )
     with dex.Client(dex.Registry([flow], allow_async_handlers=True), cache, options) as client:
         client.start_flow(flow, "s-sync", "sync")
         assert client.invoke_rpc(flow.send, "s-sync", "go") == "sent"
@@ -336,7 +361,10 @@ async def test_bad_requests_get_typed_errors_naming_the_problem() -> None:
         channel, stub = _stub(engine)
         async with channel:
             info = await stub.GetServerInfo(empty_pb2.Empty())
-            assert (info.minimum_supported_protocol_version, info.current_protocol_version) == (1, 3)
+            assert (info.minimum_supported_protocol_version, info.current_protocol_version) == (
+                1,
+                3,
+            )
             with pytest.raises(grpc.aio.AioRpcError) as raised:
                 await stub.StartFlow(pb.StartFlowRequest(flow_id="x", start_step_type="S"))
             assert raised.value.code() is grpc.StatusCode.INVALID_ARGUMENT
@@ -349,8 +377,13 @@ async def test_bad_requests_get_typed_errors_naming_the_problem() -> None:
             assert raised.value.code() is grpc.StatusCode.UNIMPLEMENTED
             assert "not supported by dex-local-engine" in (raised.value.details() or "")
             with pytest.raises(grpc.aio.AioRpcError) as raised:
-                await stub.WaitForFlow(pb.WaitForFlowRequest(flow_id="missing", wait_time_seconds=-1))
-            assert raised.value.code() in (grpc.StatusCode.NOT_FOUND, grpc.StatusCode.INVALID_ARGUMENT)
+                await stub.WaitForFlow(
+                    pb.WaitForFlowRequest(flow_id="missing", wait_time_seconds=-1)
+                )
+            assert raised.value.code() in (
+                grpc.StatusCode.NOT_FOUND,
+                grpc.StatusCode.INVALID_ARGUMENT,
+            )
             await stub.HealthCheck(empty_pb2.Empty())
 
 
@@ -374,17 +407,37 @@ def test_serve_rejects_a_busy_port_and_an_unusable_database(tmp_path: Path) -> N
     engine.start()
     try:
         busy = subprocess.run(
-            [sys.executable, "-m", "dex_local_engine.cli", "serve", "--address", engine.address,
-             "--database", str(tmp_path / "other.db")],
-            capture_output=True, text=True, timeout=30,
+            [
+                sys.executable,
+                "-m",
+                "dex_local_engine.cli",
+                "serve",
+                "--address",
+                engine.address,
+                "--database",
+                str(tmp_path / "other.db"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         assert busy.returncode == 1
         assert engine.address in busy.stderr
         (tmp_path / "not-a-db").write_text("this is not sqlite" * 100)
         bad = subprocess.run(
-            [sys.executable, "-m", "dex_local_engine.cli", "serve", "--address", "127.0.0.1:0",
-             "--database", str(tmp_path / "not-a-db")],
-            capture_output=True, text=True, timeout=30,
+            [
+                sys.executable,
+                "-m",
+                "dex_local_engine.cli",
+                "serve",
+                "--address",
+                "127.0.0.1:0",
+                "--database",
+                str(tmp_path / "not-a-db"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
         )
         assert bad.returncode == 1
         assert "not-a-db" in bad.stderr
@@ -392,12 +445,13 @@ def test_serve_rejects_a_busy_port_and_an_unusable_database(tmp_path: Path) -> N
         assert engine.stop() == 0
 
 
-
 async def test_large_values_travel_and_oversized_values_are_refused() -> None:
     flow = StateFlow()
-    async with running_engine() as engine, sdk_worker(engine, [flow]), sdk_client(
-        engine, [flow]
-    ) as client:
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
         await client.start_flow(flow, "s-big", "idle")
         two_mib = 2 * 1024 * 1024
         assert await client.invoke_rpc(flow.store_note, "s-big", two_mib) == two_mib
@@ -409,3 +463,44 @@ async def test_large_values_travel_and_oversized_values_are_refused() -> None:
         assert await client.invoke_rpc(flow.send, "s-big", "go") == "sent"
         result = await client.wait_for_flow("s-big", timeout=WAIT)
         assert result.status is FlowStatus.COMPLETED
+
+
+async def test_update_config_attributes_and_flow_state_over_the_wire() -> None:
+    flow = StateFlow()
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
+        await client.start_flow(flow, "s-config", "idle")
+        await client.wait_for_step_completion("s-config", StepExecutionId("Route", 1), STEP_WAIT)
+        assert (await client.search_flows('ActiveStepTypes = "Idle"', 10)).flows
+        await client.update_flow_config(
+            "s-config", dex.FlowConfig(active_step_search_mode=dex.ActiveStepSearchMode.DISABLED)
+        )
+        assert not (await client.search_flows('ActiveStepTypes = "Idle"', 10)).flows
+        channel, stub = _stub(engine)
+        async with channel:
+            await stub.SetAttributes(
+                pb.SetAttributesRequest(
+                    flow_id="s-config",
+                    attributes=[pb.AttributeWrite(key="balance", value=pb.Value(int_value=7))],
+                )
+            )
+            got = await stub.GetAttributes(
+                pb.GetAttributesRequest(flow_id="s-config", keys=["balance"])
+            )
+            assert [(kv.key, kv.value.int_value) for kv in got.attributes] == [("balance", 7)]
+            state = await stub.GetFlowState(pb.GetFlowStateRequest(flow_id="s-config"))
+            [active] = state.active_step_executions
+            assert (active.step_execution_id, active.phase) == (
+                "Idle-1",
+                pb.ACTIVE_STEP_PHASE_WAITING,
+            )
+        assert await client.invoke_rpc(flow.locked_add, "s-config", 1) == 8
+        await client.invoke_rpc(flow.send, "s-config", "go")
+        await client.wait_for_flow("s-config", timeout=WAIT)
+        # A read-only RPC may still run on the closed Flow; one with effects may not.
+        assert await client.invoke_rpc(flow.peek, "s-config") == 8
+        with pytest.raises(dex.FlowNotActiveOrNotFoundError):
+            await client.invoke_rpc(flow.send, "s-config", "go")

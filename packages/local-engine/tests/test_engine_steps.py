@@ -61,6 +61,24 @@ class Flaky(Step[str]):
         return graceful_complete(f"{input}:attempt={context.attempt}:previous={previous}")
 
 
+class Sluggish(Step[str]):
+    """Its first attempt stops heartbeating; the heartbeat timeout fails it and a retry runs."""
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(
+            heartbeat_timeout=timedelta(seconds=1),
+            execute_retry=RetryPolicy(
+                initial_interval=timedelta(seconds=1), backoff_coefficient=1.0, maximum_attempts=2
+            ),
+        )
+
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+        await context.heartbeat()
+        if context.attempt == 1:
+            await asyncio.sleep(30)
+        return graceful_complete(f"sluggish:attempt={context.attempt}")
+
+
 class AlwaysFails(Step[str]):
     def get_step_options(self) -> StepOptions:
         return StepOptions(
@@ -107,6 +125,7 @@ class Router(Step[str]):
             "race": go_to_many(StepMovement.of(Forever, input), StepMovement.of(Winner, input)),
             "empty": go_to(Drain, input),
             "timer": go_to(Sleeper, input),
+            "sluggish": go_to(Sluggish, input),
         }
         return flows[input]
 
@@ -181,6 +200,7 @@ class KernelFlow(Flow[str]):
             Drain(self),
             Consume(self),
             Sleeper(),
+            Sluggish(),
         )
 
     def get_persistence_schema(self) -> PersistenceSchema:
@@ -383,3 +403,15 @@ async def test_start_attributes_and_id_reuse() -> None:
         await client.start_flow(flow, "k-reuse", "empty", reuse)
         result = await client.wait_for_flow("k-reuse", timeout=WAIT)
         assert result.completions[0].decode(str) == "drained:0"
+
+
+async def test_heartbeat_timeout_fails_the_attempt_and_a_retry_runs() -> None:
+    flow = KernelFlow()
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
+        result = await _run(client, flow, "k-sluggish", "sluggish")
+        assert result.status is FlowStatus.COMPLETED
+        assert result.completions[0].decode(str) == "sluggish:attempt=2"

@@ -155,7 +155,10 @@ async def test_killed_before_output_is_not_started_and_after_output_is_lost(
 
 
 async def test_cancelling_the_dispatch_cancels_the_call_and_the_channel_stays_usable(
-    dispatcher: ListeningDispatcher, listening_workers: _Workers, gates: GateBoard
+    dispatcher: ListeningDispatcher,
+    listening_workers: _Workers,
+    gates: GateBoard,
+    invocation_log: InvocationLog,
 ) -> None:
     gates.hold("slow.after-output")
     _, address = await listening_workers.start(ASYNC_PROBE_REGISTRY, use_async=True)
@@ -170,3 +173,7 @@ async def test_cancelling_the_dispatch_cancels_the_call_and_the_channel_stays_us
         dispatcher, _at(rpc_task(PROBE_FLOW_TYPE, "echo", string_value("after")), address)
     )
     assert "echo:after" in json.dumps(str(frames[0]))
+    # The handler was cancelled with the call: released, it never gets to record "done".
+    await asyncio.sleep(0.5)
+    assert invocation_log.count("ProbeStep.start") == 1
+    assert invocation_log.count("ProbeStep.done") == 0

@@ -50,6 +50,7 @@ from dex_agents.agent_session_values import (
     AgentMessagesPage,
     AgentState,
     FrameworkMessage,
+    MessageRole,
     message_sequence_key,
 )
 
@@ -64,6 +65,8 @@ __all__ = [
 
 _logger: Final = logging.getLogger("dex_agents.session")
 _DEFAULT_LIMITS: Final = MessageStorageLimits()
+# A sequence above every stored one: read the whole window as placeholders.
+_NEVER: Final = 2**62
 
 
 @dataclass(frozen=True)
@@ -105,9 +108,7 @@ def load_stored_messages(context: Context, *, after_sequence: int | None = None)
         >>> [m.sequence for m in load_stored_messages(context, after_sequence=40).messages]
         [41, 42]
     """
-    window = [
-        AGENT_MESSAGES.get(context, key) for key in AGENT_MESSAGES.get_all_instance_keys(context)
-    ]
+    window = _read_window(context, decode_after=after_sequence)
     index = AGENT_MESSAGE_INDEX.get(context)
     chunks: list[AgentMessageChunk] = []
     for entry in chunks_to_load(index, after_sequence=after_sequence):
@@ -201,9 +202,10 @@ def append_messages(
                 message, sequence=sequence, turn_id=turn_id, created_at=now
             )
         )
-    window = [
-        AGENT_MESSAGES.get(context, key) for key in AGENT_MESSAGES.get_all_instance_keys(context)
-    ]
+    keys = AGENT_MESSAGES.get_all_instance_keys(context)
+    # Only a rollover moves window messages; without one the plan needs their sequences alone.
+    rolls_over = len(keys) + len(stored) > resolved.message_window_size
+    window = _read_window(context, keys=keys, decode_after=None if rolls_over else _NEVER)
     summary = CONTEXT_SUMMARY.get(context) if resolved.retained_message_limit is not None else None
     plan = plan_message_storage(
         window,
@@ -238,6 +240,24 @@ def page_messages(context: Context, after_sequence: int | None, limit: int) -> A
     return page_agent_messages(
         stored.messages, stored.index, after_sequence=after_sequence, limit=limit
     )
+
+
+def _read_window(
+    context: Context, *, decode_after: int | None, keys: Sequence[str] | None = None
+) -> list[AgentMessage]:
+    """The window's messages; those up to ``decode_after`` only as sequence placeholders.
+
+    Decoding a stored message is the costly part of reading, and a placeholder is enough where
+    only its sequence matters: messages a reader leaves out, or a commit that moves none.
+    """
+    window: list[AgentMessage] = []
+    for key in keys if keys is not None else AGENT_MESSAGES.get_all_instance_keys(context):
+        sequence = int(key)
+        if decode_after is not None and sequence <= decode_after:
+            window.append(AgentMessage(sequence, MessageRole.USER, ""))
+        else:
+            window.append(AGENT_MESSAGES.get(context, key))
+    return window
 
 
 def _apply(context: Context, plan: StoragePlan) -> None:

@@ -234,10 +234,10 @@ def ask_user_interrupt(
 ) -> AgentInterrupt:
     """Return the question interrupt of a record that asks (``ask_user`` or a tool's question).
 
-    Its ID is :func:`interrupt_id_of_question` of the record.
+    Its ID is the tool call ID, as ``ask_user`` asks; :func:`raise_tool_question` renames it.
     """
     return AgentInterrupt(
-        interrupt_id=interrupt_id_of_question(record),
+        interrupt_id=record.tool_call_id,
         tool_call_id=record.tool_call_id,
         tool_name=record.tool_name,
         kind=InterruptKind.QUESTION,

@@ -25,9 +25,13 @@ from dex_agents.agent_session_values import (
     AgentSnapshot,
     AgentUserMessage,
     AnswerQuestionRequest,
+    CancelTurnRequest,
+    DeleteQueuedMessageRequest,
     ExecutePlanRequest,
     ListAgentMessagesRequest,
     ResolveInterruptRequest,
+    SteerUserMessageRequest,
+    UpdateSessionSettingsRequest,
 )
 
 __all__ = [
@@ -201,6 +205,96 @@ class AgentSessionClient:
             )
         except RpcLockConflictError:
             return False
+
+    async def steer_user_message(
+        self,
+        session_id: str,
+        text: str | None = None,
+        *,
+        message_id: str | None = None,
+        plan_mode: bool = False,
+    ) -> bool:
+        """Steer the running turn with new ``text`` or with the queued message ``message_id``.
+
+        The turn ends at its next safe Step boundary and a new turn starts with every steered
+        message, in order. While no turn is active, ``text`` is queued like ``send_user_message``.
+
+        Returns:
+            ``False`` for both or neither of ``text`` and ``message_id``, blank text, a message no
+            longer queued, or a turn that does not accept steering.
+
+        Raises:
+            ChannelMessageNotFoundError: When the session consumed the queued message while the
+                RPC ran; nothing changed, so reload the snapshot and let the user choose again.
+
+        Example:
+            >>> await sessions.steer_user_message("session-42", "Use the staging account instead")
+            True
+        """
+        request = SteerUserMessageRequest(text=text, message_id=message_id, plan_mode=plan_mode)
+        return await self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
+
+    async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
+        """Delete the queued message ``message_id`` (from ``AgentSnapshot.queued_messages``).
+
+        Returns:
+            ``False`` for a message that is no longer queued.
+
+        Raises:
+            ChannelMessageNotFoundError: When the session consumed it while the RPC ran.
+
+        Example:
+            >>> await sessions.delete_queued_message("session-42", queued.message_id)
+            True
+        """
+        request = DeleteQueuedMessageRequest(message_id=message_id)
+        return await self._client.invoke_rpc(self._flow.delete_queued_message, session_id, request)
+
+    async def cancel_turn(self, session_id: str, turn_id: str) -> bool:
+        """Stop turn ``turn_id`` now, with no new turn.
+
+        Cancels its model call or compaction (the answer is dropped) and every wait; a started tool
+        call runs to its end, and a started tool task is abandoned. Retries
+        ``RpcLockConflictError`` for 5 seconds.
+
+        Returns:
+            ``True`` when the request is recorded, also for a second call for the same turn;
+            ``False`` when no turn is active, ``turn_id`` names another turn, or the turn does not
+            accept cancellation.
+
+        Raises:
+            RpcLockConflictError: When the locks stay taken for 5 seconds.
+
+        Example:
+            >>> await sessions.cancel_turn("session-42", snapshot.state.active_turn_id)
+            True
+        """
+        request = CancelTurnRequest(turn_id=turn_id)
+        return await _retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.cancel_turn, session_id, request)
+        )
+
+    async def update_session_settings(
+        self, session_id: str, session_settings: Mapping[str, object]
+    ) -> bool:
+        """Replace the session's settings; the next turn starts with them (``{}`` clears them).
+
+        Returns:
+            ``False`` before the session initialized.
+
+        Raises:
+            ValueError: When ``session_settings`` is not a JSON object of at most 16 KiB; nothing
+                is sent.
+
+        Example:
+            >>> await sessions.update_session_settings("session-42", {"model": "openai/gpt-5-mini"})
+            True
+        """
+        validate_session_settings(session_settings)
+        request = UpdateSessionSettingsRequest(session_settings=dict(session_settings))
+        return await self._client.invoke_rpc(
+            self._flow.update_session_settings, session_id, request
+        )
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
         """Return the session's state, newest messages, interrupts, tool calls, and usage."""

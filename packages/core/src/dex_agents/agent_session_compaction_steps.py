@@ -51,6 +51,11 @@ from dex_agents.agent_session_step_options import (
     with_selected_message_chunks,
 )
 from dex_agents.agent_session_values import AgentState, AgentStatus, ContextSummary
+from dex_agents.model_spend_limit import (
+    ModelCallKind,
+    check_model_spend,
+    model_spend_limit_error,
+)
 
 __all__ = [
     "CompactContext",
@@ -218,9 +223,22 @@ class CompactContext(Step[CompactContextInput]):
             ),
             events=events,
         )
+        # The summary is a model call too: the spend limit is asked first and told what it used.
+        spend_call = steps.model_call_identity(
+            context,
+            runtime,
+            request.turn_id,
+            request.session_settings,
+            ModelCallKind.CONTEXT_SUMMARY,
+        )
+        refusal = await check_model_spend(runtime.options.model_spend_limit, spend_call)
+        if refusal is not None:
+            error = model_spend_limit_error(refusal)
+            return steps.fail_active_turn(context, runtime, state, error, events)
         heartbeat = Heartbeat(context)
         async with heartbeat.in_background():
             result = await runner.summarize_context(request)
+        await steps.report_model_spend(runtime, spend_call, result)
         if not isinstance(result, ContextSummaryResult) or not isinstance(result.text, str):
             raise TypeError(
                 "summarize_context must return a ContextSummaryResult with text, got "

@@ -227,6 +227,18 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
         interrupts = PENDING_INTERRUPTS.get(context) or []
         if find_pending_interrupt(interrupts, interrupt_id) is not None:
             PENDING_INTERRUPTS.set(context, remove_interrupt(interrupts, interrupt_id))
+        # Steering removed the question's interrupt; the UI learns why from this event.
+        events.write_event(
+            AgentEventType.INTERRUPT_RESOLVED,
+            {
+                "interrupt_id": interrupt_id,
+                "approved": False,
+                "rejection_message": None,
+                "kind": InterruptKind.QUESTION,
+                "answered": False,
+                "cancellation_reason": reason,
+            },
+        )
         final = finalize_tool_call(
             record,
             AgentToolCallStatus.REJECTED,

@@ -298,7 +298,9 @@ class RunModel(_TurnStep, Step[None]):
             runner_events.close()
             return compact_context_movement(context, self._runtime, state, through_sequence)
         warn_when_messages_were_deleted(context, self._runtime)
-        spend_call = model_call_identity(context, self._runtime, turn, ModelCallKind.TURN)
+        spend_call = model_call_identity(
+            context, self._runtime, turn.turn_id, turn.session_settings, ModelCallKind.TURN
+        )
         refusal = await check_model_spend(self._runtime.options.model_spend_limit, spend_call)
         if refusal is not None:
             runner_events.close()
@@ -426,17 +428,21 @@ class RunModel(_TurnStep, Step[None]):
 
 
 def model_call_identity(
-    context: AsyncContext, runtime: SessionRuntime, turn: AgentTurnContext, kind: ModelCallKind
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    turn_id: str,
+    session_settings: Mapping[str, object],
+    kind: ModelCallKind,
 ) -> ModelCallIdentity:
     """Return the identity of the model call this Step attempt makes, for the spend limit."""
     return ModelCallIdentity(
         flow_type=runtime.flow_type,
         flow_id=context.flow_id,
-        turn_id=turn.turn_id,
+        turn_id=turn_id,
         step_execution_id=context.step_execution_id,
         attempt=max(context.attempt, 1),
         kind=kind,
-        session_settings=turn.session_settings,
+        session_settings=session_settings,
     )
 
 

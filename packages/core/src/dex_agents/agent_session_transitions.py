@@ -103,6 +103,8 @@ def start_turn(state: AgentState) -> AgentState:
         interaction_mode=InteractionMode.CHAT,
         active_turn_id=agent_turn_id(turn_count),
         turn_count=turn_count,
+        # Turns this release starts can be steered and cancelled.
+        accepts_turn_control=True,
     )
 
 

@@ -49,6 +49,7 @@ __all__ = [
 #: steer the next turn again, so none is lost.
 MAX_STEERED_MESSAGES_PER_TURN: Final = 1000
 
+
 class SteerDecision(StrEnum):
     """What ``steer_user_message`` commits."""
 
@@ -80,7 +81,9 @@ def decide_steer(
     has_id = request.message_id is not None
     if has_text == has_id:
         return SteerDecision.REFUSE
-    if has_text and (not str(request.text).strip() or (request.plan_mode and not plan_mode_enabled)):
+    if has_text and (
+        not str(request.text).strip() or (request.plan_mode and not plan_mode_enabled)
+    ):
         return SteerDecision.REFUSE
     if has_id and not str(request.message_id).strip():
         return SteerDecision.REFUSE

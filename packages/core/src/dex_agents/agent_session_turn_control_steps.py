@@ -29,12 +29,14 @@ from dex_agents._agent_session_step_support import (
     load_all_tool_calls,
 )
 from dex_agents.agent_event_writer import AgentEventType, AgentEventWriter
+from dex_agents.agent_plans import turn_interaction_mode
 from dex_agents.agent_session_built_in_transitions import (
     interrupt_id_of_question,
     is_ask_user_record,
     is_question_raised,
 )
 from dex_agents.agent_session_persistence import (
+    AGENT_PLAN,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
@@ -86,7 +88,9 @@ __all__ = [
 ]
 
 
-def turn_control_reason_now(context: AsyncContext, state: AgentState | None) -> CancellationReason | None:
+def turn_control_reason_now(
+    context: AsyncContext, state: AgentState | None
+) -> CancellationReason | None:
     """Return why the active turn must end at this Step boundary (steered or cancelled), or
     ``None``, from the committed steered messages and cancellation request."""
     return turn_control_reason(
@@ -228,10 +232,13 @@ class ApplyTurnControl(Step[None]):
                 AGENT_STATE.set(context, replace(state, status=AgentStatus.RUNNING_MODEL))
                 return go_to(RunModel, None)
             state = _end_turn(context, self._runtime, state, reason, len(steered))
-        texts, _plan_mode = steered_turn_user_messages(steered)
+        texts, plan_mode = steered_turn_user_messages(steered)
         if not texts:
             return go_to(AwaitUserMessage, None)
-        return begin_turn(context, self._runtime, state, texts)
+        mode = turn_interaction_mode(
+            [plan_mode and self._runtime.options.plan_mode_enabled], AGENT_PLAN.get(context)
+        )
+        return begin_turn(context, self._runtime, state, texts, interaction_mode=mode)
 
 
 class FinishTurnCancellation(Step[str]):
@@ -306,7 +313,9 @@ class FinishTurnCancellation(Step[str]):
             self._reject(context, events, record)
         return None
 
-    def _reject(self, context: AsyncContext, events: AgentEventWriter, record: AgentToolCall) -> None:
+    def _reject(
+        self, context: AsyncContext, events: AgentEventWriter, record: AgentToolCall
+    ) -> None:
         interrupt_id = self._interrupt_id(record)
         if interrupt_id is not None:
             interrupts = PENDING_INTERRUPTS.get(context) or []

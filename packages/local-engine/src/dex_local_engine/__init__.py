@@ -1,3 +1,15 @@
-"""A local server that speaks the Dex wire protocol (dex-local-engine)."""
+"""A local server that speaks the Dex wire protocol (dex-local-engine).
+
+Run it with ``dex-local-engine serve --address 127.0.0.1:0 --database engine.db``, or embed it::
+
+    server = await EngineServer.start(ServerConfig("127.0.0.1:0", Path("engine.db")))
+    ...
+    await server.stop()
+"""
 
 __version__ = "0.3.0"
+
+from dex_local_engine.server import EngineServer, ServerConfig
+from dex_local_engine.store import Durability, StoreError
+
+__all__ = ["Durability", "EngineServer", "ServerConfig", "StoreError", "__version__"]

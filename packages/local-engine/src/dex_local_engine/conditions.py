@@ -7,11 +7,21 @@ when the condition type's rule holds (all, any, or any listed combination).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine.flow_state import ConditionState, FlowRun, StepExecution
 
-__all__ = ["condition_results", "evaluate_step", "start_waiting"]
+__all__ = ["SubFlowResults", "condition_results", "evaluate_step", "start_waiting", "sub_flow_id"]
+
+SubFlowResults = Callable[[str], pb.FlowResult | None]
+"""Looks up a SubFlow by ID: its result once closed, else None."""
+
+
+def sub_flow_id(flow_id: str, step_execution_id: str, index: int) -> str:
+    """The Flow ID of a Step's SubFlow, as the SDK derives it."""
+    return f"SubFlow:{flow_id}-{step_execution_id}-{index}"
 
 
 def start_waiting(step: StepExecution, waiting: pb.WaitingCondition, now: float) -> None:
@@ -26,6 +36,7 @@ def start_waiting(step: StepExecution, waiting: pb.WaitingCondition, now: float)
         for timer in waiting.timer_conditions
     ]
     step.channels = [ConditionState() for _ in waiting.channel_conditions]
+    step.sub_flows = [ConditionState() for _ in waiting.sub_flow_conditions]
 
 
 def _take_from_channel(run: FlowRun, condition: pb.ChannelCondition, state: ConditionState) -> bool:
@@ -46,7 +57,7 @@ def _take_from_channel(run: FlowRun, condition: pb.ChannelCondition, state: Cond
 def _is_satisfied(step: StepExecution) -> bool:
     waiting = step.waiting
     assert waiting is not None
-    states = [*step.timers, *step.channels]
+    states = [*step.timers, *step.channels, *step.sub_flows]
     kind = waiting.waiting_condition_type
     if kind == pb.WAITING_CONDITION_TYPE_ANY_COMPLETED:
         return any(state.completed for state in states)
@@ -56,6 +67,8 @@ def _is_satisfied(step: StepExecution) -> bool:
             by_id[condition.condition_id] = state
         for channel, state in zip(waiting.channel_conditions, step.channels, strict=True):
             by_id[channel.condition_id] = state
+        for sub_flow, state in zip(waiting.sub_flow_conditions, step.sub_flows, strict=True):
+            by_id[sub_flow.condition_id] = state
         return any(
             all(by_id[cid].completed for cid in combination.condition_ids if cid in by_id)
             for combination in waiting.condition_combinations
@@ -63,7 +76,9 @@ def _is_satisfied(step: StepExecution) -> bool:
     return all(state.completed for state in states)
 
 
-def evaluate_step(run: FlowRun, step: StepExecution, now: float) -> bool:
+def evaluate_step(
+    run: FlowRun, step: StepExecution, now: float, sub_flow_results: SubFlowResults
+) -> bool:
     """Complete whatever conditions can complete now; True when the Step may execute.
 
     With ``any`` semantics, evaluation stops at the first completed condition so no Channel
@@ -83,10 +98,21 @@ def evaluate_step(run: FlowRun, step: StepExecution, now: float) -> bool:
     for condition, state in zip(waiting.channel_conditions, step.channels, strict=True):
         if not state.completed and _take_from_channel(run, condition, state) and stop_at_first:
             return True
+    for index, state in enumerate(step.sub_flows):
+        if state.completed:
+            continue
+        result = sub_flow_results(sub_flow_id(run.flow_id, step.step_execution_id, index))
+        if result is not None:
+            state.completed = True
+            state.result = result
+            if stop_at_first:
+                return True
     return _is_satisfied(step)
 
 
-def condition_results(step: StepExecution) -> pb.ConditionResults | None:
+def condition_results(
+    step: StepExecution, sub_flow_results: SubFlowResults, flow_id: str
+) -> pb.ConditionResults | None:
     """What ``execute`` learns about the conditions (None when the Step did not wait)."""
     if step.waiting is None and not step.wait_for_failed:
         return None
@@ -101,6 +127,15 @@ def condition_results(step: StepExecution) -> pb.ConditionResults | None:
             condition_status=_status(state),
             channel_name=channel.channel_name,
             values=state.values,
+        )
+    for index, state in enumerate(step.sub_flows):
+        if state.result is not None:
+            results.sub_flow_results.append(state.result)
+            continue
+        # Another condition won first: report the SubFlow's current (running) snapshot.
+        current = sub_flow_results(sub_flow_id(flow_id, step.step_execution_id, index))
+        results.sub_flow_results.append(
+            current or pb.FlowResult(flow_status=pb.FLOW_STATUS_RUNNING)
         )
     return results
 

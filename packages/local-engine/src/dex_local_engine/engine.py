@@ -18,13 +18,19 @@ import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf import struct_pb2
 
 from dex_local_engine import errors
-from dex_local_engine.conditions import condition_results, evaluate_step, start_waiting
+from dex_local_engine.conditions import (
+    condition_results,
+    evaluate_step,
+    start_waiting,
+    sub_flow_id,
+)
 from dex_local_engine.dispatch import (
     Dispatcher,
     DispatchTask,
@@ -69,6 +75,13 @@ _DEFAULT_BACKOFF = 2.0
 _DEFAULT_MAXIMUM_INTERVAL = 100.0
 _REDISPATCH_DELAY = 0.05
 _NO_ERROR = pb.FLOW_ERROR_TYPE_UNSPECIFIED
+_RETRYABLE_FLOW_ERRORS = frozenset(
+    {
+        pb.FLOW_ERROR_TYPE_STEP_DECISION_FAILING_FLOW,
+        pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
+        pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT,
+    }
+)
 TIMEOUT_HANDLER_STEP_TYPE = "sys:timeout_handler"
 """The Step type under which Workers run ``Flow.handle_timeout``."""
 _INDEX_META_KEY = "attribute_index_types"
@@ -221,9 +234,11 @@ class Engine:
 
     # ------------------------------------------------------------------ persistence
 
-    def _event(self, run: FlowRun, **payload: object) -> None:
-        event = pb.FlowHistoryEvent(event_id=run.next_event_id, run_attempt=1, **payload)  # type: ignore[arg-type]
-        event.event_time.FromDatetime(_timestamp(time.time()))
+    def _event(self, run: FlowRun, **payload: Any) -> None:
+        event = pb.FlowHistoryEvent(
+            event_id=run.next_event_id, run_attempt=run.run_attempt, **payload
+        )
+        event.event_time.FromNanoseconds(time.time_ns())
         run.next_event_id += 1
         self._pending_history.setdefault(run.run_id, []).append(
             HistoryRow(run.run_id, event.event_id, event.SerializeToString())
@@ -295,6 +310,7 @@ class Engine:
             close_time=None if run.closed_at is None else _timestamp(run.closed_at),
             active_step_types=self._active_step_types(run),
             indexed_attributes=indexed,
+            parent_flow_id=run.parent_flow_id,
         )
 
     def _active_step_types(self, run: FlowRun) -> tuple[str, ...]:
@@ -330,6 +346,15 @@ class Engine:
             reused = self._check_reuse(existing, request)
             if reused is not None:
                 return reused
+        run, _ = self._create_run(request)
+        self._begin_run(run)
+        return run.run_id
+
+    def _create_run(
+        self, request: pb.StartFlowRequest, *, parent_flow_id: str = ""
+    ) -> tuple[FlowRun, StepExecution | None]:
+        """Build a new run and its start Step and make it the Flow ID's latest run (unsaved)."""
+        options = request.flow_start_options
         now = time.time()
         config = pb.FlowConfig()
         config.CopyFrom(options.flow_config_override)
@@ -343,6 +368,7 @@ class Engine:
             config=config,
             started_at=now,
             request_id=request.request_id,
+            parent_flow_id=parent_flow_id,
         )
         self._apply_attribute_writes(run, options.attributes)
         started = pb.FlowStartedOrContinuedHistoryEvent(
@@ -372,11 +398,14 @@ class Engine:
                 step.retry_at = now + options.flow_start_delay_seconds
         self.runs[run.flow_id] = run
         self._new_runs.add(run.run_id)
+        return run, step
+
+    def _begin_run(self, run: FlowRun) -> None:
+        """Persist a run made by :meth:`_create_run` and start its Steps and Flow timer."""
         self._commit(run)
         self._arm_flow_timeout(run)
-        if step is not None:
+        for step in list(run.steps.values()):
             self._launch(run, step)
-        return run.run_id
 
     def _check_reuse(self, existing: FlowRun, request: pb.StartFlowRequest) -> str | None:
         options = request.flow_start_options
@@ -423,11 +452,14 @@ class Engine:
             self._close(run, pb.FLOW_STATUS_CANCELED, _NO_ERROR, reason)
         self._commit(run)
 
-    def _arm_flow_timeout(self, run: FlowRun) -> None:
+    def _arm_flow_timeout(self, run: FlowRun, since: float | None = None) -> None:
         seconds = run.start_request.flow_timeout_seconds
         if seconds <= 0 or not run.is_running:
             return
-        delay = max(0.0, run.started_at + seconds - time.time())
+        if since is not None:
+            run.attempt_started_at = since
+        start = run.attempt_started_at or run.started_at
+        delay = max(0.0, start + seconds - time.time())
         self._flow_timeouts[run.run_id] = asyncio.get_running_loop().call_later(
             delay, self._on_flow_timeout, run
         )
@@ -446,6 +478,65 @@ class Engine:
                 run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, "flow timed out"
             )
         self._commit(run)
+
+    def _sub_flow_result(self, flow_id: str) -> pb.FlowResult | None:
+        child = self.runs.get(flow_id)
+        if child is None or child.is_running:
+            return None
+        return pb.FlowResult(
+            flow_status=child.status,
+            results=child.results,
+            error_type=child.error_type,
+            error_message=child.error_message,
+        )
+
+    def _start_sub_flows(
+        self, run: FlowRun, step: StepExecution, waiting: pb.WaitingCondition
+    ) -> list[FlowRun]:
+        """Create (not yet launch) the SubFlows a waiting Step asked for."""
+        started = []
+        for index, condition in enumerate(waiting.sub_flow_conditions):
+            child_id = sub_flow_id(run.flow_id, step.step_execution_id, index)
+            existing = self.runs.get(child_id)
+            policy = condition.options.reuse_policy
+            if existing is not None and (
+                existing.is_running
+                or policy in (pb.SUB_FLOW_REUSE_POLICY_UNSPECIFIED, pb.SUB_FLOW_REUSE_POLICY_ATTACH)
+                or (
+                    policy == pb.SUB_FLOW_REUSE_POLICY_RESTART_IF_PREVIOUS_EXITS_ABNORMALLY
+                    and existing.status == pb.FLOW_STATUS_COMPLETED
+                )
+            ):
+                continue
+            options = condition.options
+            config = pb.FlowConfig()
+            config.CopyFrom(options.flow_config_override)
+            if not config.HasField("worker_target"):
+                config.worker_target.CopyFrom(run.config.worker_target)
+            request = pb.StartFlowRequest(
+                flow_id=child_id,
+                flow_type=condition.sub_flow_type,
+                flow_timeout_seconds=options.flow_timeout_seconds,
+                flow_timeout_policy=options.flow_timeout_policy,
+                start_step_type=condition.start_step_type,
+                step_input=ensure_value(condition.step_input),
+                step_options=condition.step_options,
+                flow_start_options=pb.FlowStartOptions(
+                    flow_start_delay_seconds=options.flow_start_delay_seconds,
+                    attributes=options.attributes,
+                    flow_config_override=config,
+                    timeout_handler_options=options.timeout_handler_options,
+                ),
+            )
+            child, _ = self._create_run(request, parent_flow_id=run.flow_id)
+            started.append(child)
+        return started
+
+    def _notify_parent(self, run: FlowRun) -> None:
+        parent = self.runs.get(run.parent_flow_id) if run.parent_flow_id else None
+        if parent is not None and parent.is_running:
+            # After the child's close is committed, so the parent never sees an unsaved result.
+            asyncio.get_running_loop().call_soon(self._evaluate_waiting, parent)
 
     def _start_timeout_handler(self, run: FlowRun) -> None:
         """Cancel the running Steps and run ``Flow.handle_timeout`` as a Step of its own."""
@@ -479,6 +570,12 @@ class Engine:
         error_type: pb.FlowErrorType,
         message: str,
     ) -> None:
+        if (
+            status == pb.FLOW_STATUS_FAILED
+            and error_type in _RETRYABLE_FLOW_ERRORS
+            and self._retry_run(run, error_type, message)
+        ):
+            return
         run.status = status
         run.closed_at = time.time()
         run.error_type = error_type
@@ -494,6 +591,61 @@ class Engine:
             flow_status=status, results=run.results, error_type=error_type, error_message=message
         )
         self._event(run, flow_closed=closed)
+        self._notify_parent(run)
+
+    def _retry_run(self, run: FlowRun, error_type: pb.FlowErrorType, message: str) -> bool:
+        """Start the run's next attempt per its Flow retry policy; False when none is left."""
+        options = run.start_request.flow_start_options
+        if not options.HasField("retry_policy"):
+            return False
+        policy = options.retry_policy
+        if 0 < policy.maximum_attempts <= run.run_attempt:
+            return False
+        step_policy = pb.RetryPolicy(
+            initial_interval_seconds=policy.initial_interval_seconds,
+            backoff_coefficient=policy.backoff_coefficient,
+            maximum_interval_seconds=policy.maximum_interval_seconds,
+        )
+        for step in list(run.steps.values()):
+            self._end_step(run, step)
+        handle = self._flow_timeouts.pop(run.run_id, None)
+        if handle is not None:
+            handle.cancel()
+        self._locks.pop(run.run_id, None)
+        closed = pb.FlowClosedHistoryEvent(
+            flow_status=pb.FLOW_STATUS_FAILED, error_type=error_type, error_message=message
+        )
+        self._event(run, flow_closed=closed)
+        now = time.time()
+        delay = _retry_interval(step_policy, run.run_attempt, 0)
+        run.run_attempt += 1
+        run.attributes.clear()
+        run.attribute_indexes.clear()
+        run.channels.clear()
+        run.step_counts.clear()
+        run.results.clear()
+        run.graceful_close_pending = False
+        run.timeout_handled = False
+        request = run.start_request
+        self._apply_attribute_writes(run, options.attributes)
+        started = pb.FlowStartedOrContinuedHistoryEvent(
+            flow_execution_id=pb.FlowExecutionID(flow_id=run.flow_id, run_id=run.run_id),
+            flow_type=run.flow_type,
+            flow_config=run.config,
+        )
+        started.initial_start.start_step_type = request.start_step_type
+        self._event(run, flow_started_or_continued=started)
+        if request.start_step_type:
+            movement = pb.StepMovement(
+                step_type=request.start_step_type,
+                step_input=ensure_value(request.step_input),
+                step_options=request.step_options,
+            )
+            step = self._new_step(run, movement, START_FROM, now)
+            step.retry_at = now + delay
+            self._launch_soon(run, step)
+        asyncio.get_running_loop().call_soon(self._arm_flow_timeout, run, now + delay)
+        return True
 
     # ------------------------------------------------------------------ Steps
 
@@ -584,8 +736,18 @@ class Engine:
                 await self._attempt(run, step)
         except asyncio.CancelledError:
             pass
-        except Exception:
+        except Exception as error:
+            # An engine bug: fail the Flow visibly rather than leave the Step hanging.
             _log.exception("Step driver for %s/%s failed", run.flow_id, step.step_execution_id)
+            if run.is_running:
+                self._pending_history.pop(run.run_id, None)
+                self._close(
+                    run,
+                    pb.FLOW_STATUS_FAILED,
+                    pb.FLOW_ERROR_TYPE_INTERNAL,
+                    f"internal engine error in Step {step.step_execution_id}: {error!r}",
+                )
+                self._commit(run)
 
     def _lock_keys(self, step: StepExecution) -> Sequence[str]:
         if step.method is MethodKind.WAIT_FOR:
@@ -642,7 +804,7 @@ class Engine:
         if problem is None and isinstance(
             outcome, pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse
         ):
-            problem = _oversized_result(outcome)
+            problem = _malformed_result(outcome) or _oversized_result(outcome)
         if problem is not None:
             if run.is_running and step.step_execution_id in run.steps:
                 error = pb.WorkerErrorResponse(detail=problem, error_type=TOO_LARGE_ERROR_TYPE)
@@ -737,7 +899,9 @@ class Engine:
             if step is not None:
                 step.reached_worker = True
                 if frame.heartbeat.HasField("value"):
+                    # Persisted at once: the next attempt gets it even after an engine restart.
                     step.last_heartbeat = ensure_value(frame.heartbeat.value)
+                    self._commit(run)
         elif kind == "stream_write" and self._stream_writer is not None and step is not None:
             self._stream_writer(run, step.step_execution_id, frame.stream_write)
         return None
@@ -759,7 +923,7 @@ class Engine:
             first_attempt_timestamp=int(step.first_attempt_at),
             attempt=step.attempt,
             from_step_execution_id=step.from_step_execution_id,
-            run_attempt=1,
+            run_attempt=run.run_attempt,
         )
         if step.recovery_error is not None:
             context.recovery_error.CopyFrom(step.recovery_error)
@@ -824,7 +988,7 @@ class Engine:
         )
         if step.has_input:
             request.step_input.CopyFrom(step.input)
-        results = condition_results(step)
+        results = condition_results(step, self._sub_flow_result, run.flow_id)
         if results is not None:
             request.condition_results.CopyFrom(results)
         return request
@@ -898,7 +1062,7 @@ class Engine:
             final_attempt=step.attempt,
         )
         if step.method_started_at:
-            context.started_time.FromDatetime(_timestamp(step.method_started_at))
+            context.started_time.FromNanoseconds(int(step.method_started_at * 1e9))
             context.duration.FromNanoseconds(int((time.time() - step.method_started_at) * 1e9))
         return context
 
@@ -941,13 +1105,17 @@ class Engine:
         )
         self._finished_inflight.setdefault(run.run_id, []).append(step.step_execution_id)
         now = time.time()
+        started: list[FlowRun] = []
         if response.HasField("waiting_condition"):
             self._reset_method(step, StepPhase.WAITING)
             start_waiting(step, response.waiting_condition, now)
+            started = self._start_sub_flows(run, step, response.waiting_condition)
         else:
             self._reset_method(step, StepPhase.EXECUTE)
         self._evaluate_waiting(run, commit=False)
         self._commit(run)
+        for child in started:
+            self._begin_run(child)
         if step.phase is StepPhase.WAITING:
             self._arm_timers(run, step)
 
@@ -1144,7 +1312,9 @@ class Engine:
         now = time.time()
         ready = []
         for step in sorted(run.steps.values(), key=lambda s: s.created_at):
-            if step.phase is StepPhase.WAITING and evaluate_step(run, step, now):
+            if step.phase is StepPhase.WAITING and evaluate_step(
+                run, step, now, self._sub_flow_result
+            ):
                 step.phase = StepPhase.EXECUTE
                 ready.append(step)
         if ready and commit:
@@ -1279,7 +1449,7 @@ class Engine:
                     flow_started_timestamp=int(run.started_at),
                     first_attempt_timestamp=int(now),
                     attempt=1,
-                    run_attempt=1,
+                    run_attempt=run.run_attempt,
                 ),
                 flow_type=run.flow_type,
                 rpc_name=request.rpc_name,
@@ -1317,6 +1487,9 @@ class Engine:
             decision=outcome.step_decision,
             others=[("the RPC output", outcome.output)],
         )
+        problem = problem or _malformed_writes(
+            outcome.upsert_attributes, outcome.publish_to_channel, outcome.step_decision
+        )
         if problem is not None:
             raise errors.failed_precondition(f"RPC {request.rpc_name!r} result refused: {problem}")
         if not run.is_running:
@@ -1345,6 +1518,30 @@ class Engine:
         )
         self._after_steps_changed(run, started)
         return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
+
+
+def _malformed_writes(
+    attributes: Iterable[pb.AttributeWrite],
+    messages: Iterable[pb.ChannelMessage],
+    decision: pb.StepDecision | None,
+) -> str | None:
+    if any(not write.key for write in attributes):
+        return "the result writes an Attribute with an empty key"
+    if any(not message.channel_name for message in messages):
+        return "the result publishes a Channel message with an empty channel name"
+    if decision is not None and any(not m.step_type for m in decision.next_steps):
+        return "the result moves to a Step with an empty Step type"
+    return None
+
+
+def _malformed_result(
+    response: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
+) -> str | None:
+    decision = (
+        response.step_decision if isinstance(response, pb.InvokeExecuteMethodResponse) else None
+    )
+    problem = _malformed_writes(response.upsert_attributes, response.publish_to_channel, decision)
+    return None if problem is None else f"the Worker returned a malformed result: {problem}"
 
 
 def _refuse_oversized(problem: str | None) -> None:

@@ -141,7 +141,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
             request_id=run.request_id,
             flow_type=run.flow_type,
             flow_status=run.status,
-            run_attempt=1,
+            run_attempt=run.run_attempt,
         )
         response.start_time.FromNanoseconds(int(run.started_at * 1e9))
         if run.closed_at is not None:

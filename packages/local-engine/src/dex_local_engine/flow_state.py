@@ -57,6 +57,8 @@ class ConditionState:
     skipped: bool = False
     values: list[pb.Value] = field(default_factory=list)
     """Channels: the consumed message values."""
+    result: pb.FlowResult | None = None
+    """SubFlows: the SubFlow's result once it closed."""
 
 
 @dataclass
@@ -84,6 +86,7 @@ class StepExecution:
     waiting: pb.WaitingCondition | None = None
     timers: list[ConditionState] = field(default_factory=list)
     channels: list[ConditionState] = field(default_factory=list)
+    sub_flows: list[ConditionState] = field(default_factory=list)
     wait_for_failed: bool = False
     locals: dict[str, pb.Value] = field(default_factory=dict)
     method_started_at: float = 0.0
@@ -122,6 +125,12 @@ class FlowRun:
     results: list[pb.StepCompletionOutput] = field(default_factory=list)
     graceful_close_pending: bool = False
     timeout_handled: bool = False
+    run_attempt: int = 1
+    """Attempt of the run under its Flow retry policy."""
+    attempt_started_at: float = 0.0
+    """When the current run attempt started (0: at ``started_at``)."""
+    parent_flow_id: str = ""
+    """For a SubFlow: the Flow whose Step started it."""
     next_event_id: int = 1
     request_id: str = ""
 

@@ -11,7 +11,7 @@ any Dex server) and prints one JSON object per line for each Step method event, 
 ``step_execute_failed``); ``attempt`` is the final attempt. Other events (Flow started/closed,
 RPCs, Channel publishes, pending Steps) are not printed.
 
-Public API: :func:`run_history` (E1's ``cli.py`` calls it) and :func:`step_event_lines`.
+Public API: :func:`run_history` (``dex_local_engine.cli`` calls it) and :func:`step_event_lines`.
 
 Exit status 0 on success; 1 with a message on stderr when the Flow does not exist, the server
 cannot be reached, or it fails the request.

@@ -32,7 +32,7 @@ run does not have is false, except ``!=``, ``NOT ...`` and ``IS NULL``, which ar
 
 Public API:
 
-* :class:`FlowSearchRecord` -- what E1 fills per Flow run; :class:`IndexedValue`.
+* :class:`FlowSearchRecord` -- what the engine builds per Flow run; :class:`IndexedValue`.
 * :func:`indexed_value_from_write` -- the search value of an ``AttributeWrite`` (or None).
 * :func:`parse_search_query` -- text to a :class:`SearchQuery` (a predicate plus ordering).
 * :func:`search_flows` -- a whole SearchFlows call: filter, order, page, build the response.

@@ -15,7 +15,7 @@ head, reads from the oldest retained message. When no message follows the token,
 long-polls until one is written or the wait ends with ``LongPollTimeoutError``
 (DEADLINE_EXCEEDED + LONG_POLL_TIME_OUT).
 
-Public API (E1 wires it into the FlowService servicer and the scheduler):
+Public API (the FlowService servicer and the scheduler use it):
 
 * :class:`StreamStore` -- ``write`` (WriteStream), ``write_from_step`` (a Step's
   ``StepStreamWrite`` frame), ``await read`` (ReadStream), ``list`` (ListStreamMessages).

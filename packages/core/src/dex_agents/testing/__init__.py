@@ -9,6 +9,14 @@ calls with ``InvocationLog``, and read which Steps ran with
 
 from dex_agents.stepwise import ScriptedModelClient
 from dex_agents.testing.agent_test_stack import AgentTestStack
+from dex_agents.testing.context_window_session_scenario import (
+    ContextWindowModel,
+    ContextWindowProgress,
+    ContextWindowReport,
+    ContextWindowRunnerFactory,
+    ContextWindowSessionScenario,
+    build_stepwise_context_window_flow,
+)
 from dex_agents.testing.engine_process import (
     DEX_SERVER_ZD_BINARY_ENV,
     DEXCLI_ENV,
@@ -53,6 +61,11 @@ __all__ = [
     "WAIT_FOR_COMPLETED_EVENT",
     "WAIT_FOR_FAILED_EVENT",
     "AgentTestStack",
+    "ContextWindowModel",
+    "ContextWindowProgress",
+    "ContextWindowReport",
+    "ContextWindowRunnerFactory",
+    "ContextWindowSessionScenario",
     "EngineDurability",
     "EngineLogs",
     "EngineProcess",
@@ -66,6 +79,7 @@ __all__ = [
     "WaitTimeoutError",
     "WorkerProcess",
     "WorkerStartError",
+    "build_stepwise_context_window_flow",
     "read_step_history",
     "run_agent_worker",
     "wait_for_agent_snapshot",

@@ -1,0 +1,189 @@
+"""Chunked message storage through the real engine: rollover, chunk limits, the old layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agent_session_test_support import ScriptedRunner, assistant, idle_after_turns
+from compaction_test_support import swappable_worker_stack
+from dex_agents import (
+    AGENT_MESSAGE_INDEX,
+    AgentMessage,
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    TurnCompleted,
+)
+from dex_agents.testing import wait_for_agent_snapshot
+
+FLOW_TYPE = "StorageAgent"
+
+
+def _reply(turn: AgentTurnContext) -> AgentTurnOutcome:
+    user_text = turn.messages[-1].text or ""
+    return TurnCompleted((assistant(f"reply to {user_text}"),), AgentUsage())
+
+
+async def _run_turns(sessions: AgentSessionClient, session_id: str, first: int, last: int) -> None:
+    for number in range(first, last + 1):
+        if number == 1:
+            await sessions.start_session(session_id, "message 1")
+        else:
+            assert await sessions.send_user_message(session_id, f"message {number}")
+        await wait_for_agent_snapshot(sessions, session_id, idle_after_turns(number))
+
+
+async def _all_pages(
+    sessions: AgentSessionClient, session_id: str, limit: int
+) -> list[AgentMessage]:
+    messages: list[AgentMessage] = []
+    after: int | None = None
+    while True:
+        page = await sessions.list_agent_messages(session_id, after_sequence=after, limit=limit)
+        messages.extend(page.messages)
+        if page.next_after_sequence is None:
+            return messages
+        after = page.next_after_sequence
+
+
+def _expected_texts(turns: int) -> list[str]:
+    return [text for n in range(1, turns + 1) for text in (f"message {n}", f"reply to message {n}")]
+
+
+async def test_the_window_rolls_over_into_chunks_that_read_back_in_order(tmp_path: Path) -> None:
+    runner = ScriptedRunner(_reply)
+    options = AgentSessionOptions(message_window_size=4, message_chunk_size=3)
+    async with (
+        swappable_worker_stack(tmp_path) as stack,
+        stack.serve(AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)) as sessions,
+    ):
+        await _run_turns(sessions, "s1", 1, 8)
+        attributes = await stack.attributes("s1")
+        snapshot = await sessions.get_agent_snapshot("s1")
+        pages = await _all_pages(sessions, "s1", limit=5)
+
+    # The window holds the newest messages, one instance each; older ones sit in chunks of 3.
+    window = attributes.instance_keys("AGENT_MESSAGES")
+    chunks = attributes.instance_keys("AGENT_MESSAGE_CHUNKS")
+    assert 1 <= len(window) <= 4
+    assert chunks == ["000000000001", "000000000004", "000000000007", "000000000010"][: len(chunks)]
+    assert len(chunks) >= 3
+    index = attributes.json_of(AGENT_MESSAGE_INDEX.name)
+    assert isinstance(index, dict)
+    assert index["first_sequence"] == 1
+    assert index["window_first_sequence"] == 3 * len(chunks) + 1
+    assert [entry["first_sequence"] for entry in index["chunks"]] == [int(key) for key in chunks]
+    assert window[0] == f"{index['window_first_sequence']:012d}"
+
+    # Readers see one ordered transcript, whatever the layout.
+    assert [m.text for m in snapshot.messages] == _expected_texts(8)
+    assert [m.sequence for m in pages] == list(range(1, 17))
+    assert snapshot.deleted_before_sequence is None
+    # The last model call saw every message before its reply.
+    assert [m.sequence for m in runner.model_calls[-1].messages] == list(range(1, 16))
+
+
+async def test_a_message_larger_than_a_chunk_goes_straight_into_its_own_chunk(
+    tmp_path: Path,
+) -> None:
+    big = "x" * 6_000
+
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        text = turn.messages[-1].text or ""
+        return TurnCompleted(
+            (assistant(big if text == "big please" else f"ok {text}"),), AgentUsage()
+        )
+
+    options = AgentSessionOptions(message_window_size=8, message_chunk_max_bytes=4_000)
+    async with swappable_worker_stack(tmp_path) as stack:
+        flow = AgentSessionFlow(ScriptedRunner(script), flow_type=FLOW_TYPE, options=options)
+        async with stack.serve(flow) as sessions:
+            await sessions.start_session("s1", "hello")
+            await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(1))
+            assert await sessions.send_user_message("s1", "big please")
+            snapshot = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(2))
+            attributes = await stack.attributes("s1")
+
+    # The big reply (sequence 4) skipped the window: its own chunk, written by its own Step.
+    assert attributes.instance_keys("AGENT_MESSAGE_CHUNKS") == ["000000000004"]
+    assert attributes.instance_keys("AGENT_MESSAGES") == [f"{n:012d}" for n in (1, 2, 3)]
+    index = attributes.json_of(AGENT_MESSAGE_INDEX.name)
+    assert isinstance(index, dict)
+    assert index["chunks"] == [{"first_sequence": 4, "last_sequence": 4}]
+    assert index["window_first_sequence"] == 1
+    assert [m.text for m in snapshot.messages] == ["hello", "ok hello", "big please", big]
+
+
+async def test_a_session_in_the_old_single_window_layout_reads_and_moves_over(
+    tmp_path: Path,
+) -> None:
+    async with swappable_worker_stack(tmp_path) as stack:
+        # A window too large to ever roll over stores every message in AgentMessages with no
+        # index: the layout dex-agents 0.1.0 wrote.
+        old_flow = AgentSessionFlow(
+            ScriptedRunner(_reply),
+            flow_type=FLOW_TYPE,
+            options=AgentSessionOptions(message_window_size=10_000),
+        )
+        async with stack.serve(old_flow) as sessions:
+            await _run_turns(sessions, "s1", 1, 12)
+        old = await stack.attributes("s1")
+        assert len(old.instance_keys("AGENT_MESSAGES")) == 24
+        assert old.instance_keys("AGENT_MESSAGE_CHUNKS") == []
+        assert old.json_of(AGENT_MESSAGE_INDEX.name) is None
+
+        runner = ScriptedRunner(_reply)
+        new_flow = AgentSessionFlow(
+            runner,
+            flow_type=FLOW_TYPE,
+            options=AgentSessionOptions(message_window_size=2, message_chunk_size=2),
+        )
+        async with stack.serve(new_flow) as sessions:
+            before = await sessions.get_agent_snapshot("s1")
+            assert [m.text for m in before.messages] == _expected_texts(12)
+            await _run_turns(sessions, "s1", 13, 13)
+            moved_once = await stack.attributes("s1")
+            await _run_turns(sessions, "s1", 14, 16)
+            after = await stack.attributes("s1")
+            pages = await _all_pages(sessions, "s1", limit=7)
+
+    # Each storing Step moves at most 4 chunks: turn 13 stores twice (user message, reply).
+    assert len(moved_once.instance_keys("AGENT_MESSAGE_CHUNKS")) == 8
+    assert len(moved_once.instance_keys("AGENT_MESSAGES")) == 26 - 16
+    assert len(after.instance_keys("AGENT_MESSAGES")) <= 2
+    assert [m.text for m in pages] == _expected_texts(16)
+    assert [m.sequence for m in runner.model_calls[-1].messages] == list(range(1, 32))
+
+
+async def test_a_message_too_large_for_the_server_fails_its_own_turn(tmp_path: Path) -> None:
+    # Text and framework item each hold the reply, so 2.5 MB of text is a 5 MB message: over the
+    # server's value limit. 1.2 MB of text (2.4 MB) is over a chunk's 1 MiB but fits the server.
+    sizes = {"huge": 2_500_000, "large": 1_200_000}
+
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        text = turn.messages[-1].text or ""
+        return TurnCompleted((assistant("z" * sizes.get(text, 3)),), AgentUsage())
+
+    runner = ScriptedRunner(script)
+    async with swappable_worker_stack(tmp_path) as stack:
+        flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=AgentSessionOptions())
+        async with stack.serve(flow) as sessions:
+            await sessions.start_session("s1", "huge")
+            failed = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(1), timeout=120)
+            assert await sessions.send_user_message("s1", "large")
+            stored = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(2), timeout=120)
+            attributes = await stack.attributes("s1")
+
+    # The oversized reply went straight into its own chunk, so RunModel's own commit was refused.
+    assert failed.state is not None
+    assert "AGENT_MESSAGE_CHUNKS/000000000002" in (failed.state.last_turn_error or "")
+    assert [m.text for m in failed.messages] == ["huge"]
+    # At once: the server refuses the value, so no attempt is retried.
+    assert len([t for t in runner.model_calls if t.turn_id == "turn-1"]) == 1
+    # A reply over the chunk limit that the server accepts is stored in a chunk of its own.
+    assert stored.state is not None and stored.state.last_turn_error is None
+    assert [len(m.text or "") for m in stored.messages] == [4, 5, 1_200_000]
+    assert attributes.instance_keys("AGENT_MESSAGE_CHUNKS") == ["000000000003"]

@@ -1,0 +1,160 @@
+"""Tool tasks through the real engine: started, polled on Timers, a question, failures."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agent_session_test_support import (
+    ScriptedRunner,
+    final_answer_with_results,
+    idle_after_turns,
+    read_events_until,
+    request_tools,
+    running_session_stack,
+    tool_call,
+)
+from dex_agents import (
+    MISSING_TOOL_TASK_POLLER,
+    AgentSessionOptions,
+    AgentSnapshot,
+    AgentToolCallStatus,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    QuestionResolution,
+    ToolEffect,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolPolicy,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
+)
+from dex_agents.testing import read_step_history, wait_for_agent_snapshot
+
+OPTIONS = AgentSessionOptions(
+    tool_policies={
+        "report": ToolPolicy(ToolEffect.READ),
+        "export": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
+    }
+)
+PollHandler = Callable[[ToolTaskPoll], Awaitable[ToolTaskPollOutcome]]
+
+
+@dataclass
+class TaskRunner(ScriptedRunner):
+    """A scripted runner that polls tasks with ``poll``, recording every poll."""
+
+    poll: PollHandler | None = None
+    polls: list[ToolTaskPoll] = field(default_factory=list)
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        self.polls.append(poll)
+        assert self.poll is not None
+        return await self.poll(poll)
+
+
+def _one_call(call_id: str, name: str) -> Callable[[AgentTurnContext], AgentTurnOutcome]:
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        if not turn.is_resuming:
+            return request_tools(turn, tool_call(turn, call_id, name, {}))
+        return final_answer_with_results(turn)
+
+    return script
+
+
+async def _start(call: DeferredToolExecution) -> ToolTaskStarted:
+    if call.heartbeat_checkpoint is not None:
+        return ToolTaskStarted(call.heartbeat_checkpoint, 0.2)
+    await call.save_heartbeat_checkpoint("job-1")
+    return ToolTaskStarted("job-1", 0.2)
+
+
+def _question(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+    return snapshot if snapshot.pending_interrupts else None
+
+
+async def test_a_task_is_polled_to_its_result_with_a_question_between(tmp_path: Path) -> None:
+    async def poll(task: ToolTaskPoll) -> ToolTaskPollOutcome:
+        number = len(runner.polls)
+        if number == 1:
+            return ToolTaskPending(0.5)
+        if number == 2:
+            return ToolInputRequested("Include drafts?", continuation="q-1")
+        if task.pending_answer is not None:
+            return ToolTaskPending(1, continuation=task.tool_call.input_continuation)
+        return ToolExecutionResult(f"report {task.tool_call.task_id} ready")
+
+    runner = TaskRunner(_one_call("report-1", "report"), {"report": _start}, poll=poll)  # type: ignore[dict-item]
+    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+        await stack.sessions.start_session("s", "report")
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _question, timeout=60)
+        (interrupt,) = snapshot.pending_interrupts
+        assert (interrupt.interrupt_id, interrupt.question) == (
+            "report-1-input-1",
+            "Include drafts?",
+        )
+        (record,) = snapshot.tool_calls
+        assert (record.status, record.task_id) == (AgentToolCallStatus.AWAITING_ANSWER, "job-1")
+        assert await stack.sessions.answer_question("s", "report-1-input-1", "no")
+
+        snapshot = await wait_for_agent_snapshot(
+            stack.sessions, "s", idle_after_turns(1), timeout=60
+        )
+        assert snapshot.messages[-1].text == "report=report job-1 ready"
+        assert len(runner.tool_calls) == 1 and runner.tool_calls[0].supports_tool_tasks
+        assert len(runner.polls) == 4
+        assert [poll.pending_answer is not None for poll in runner.polls] == [
+            False,
+            False,
+            True,
+            False,
+        ]
+        delivered = runner.polls[2]
+        assert delivered.pending_answer is not None
+        assert (delivered.pending_answer.resolution, delivered.pending_answer.answer) == (
+            QuestionResolution.ANSWERED,
+            "no",
+        )
+        assert delivered.tool_call.input_continuation == "q-1"
+        assert runner.polls[3].tool_call.input_continuation == "q-1"
+        assert runner.polls[0].tool_call.task_poll_interval_seconds == 1
+
+        events = await read_events_until(stack, "s", lambda e: e.type == "turn_completed")
+        started = next(e for e in events if e.type == "tool_task_started").payload_json()
+        assert started == {"tool_call_id": "report-1", "tool_name": "report", "task_id": "job-1"}
+        history = await read_step_history(stack.engine.server_address, "s")
+        executed = [e.step_type for e in history if e.event_type == "step_execute_completed"]
+        assert executed.count("PollToolTask") == 4
+        assert executed.count("CallTool") == 1
+
+
+async def test_a_task_without_a_poller_fails_with_missing_poller(tmp_path: Path) -> None:
+    runner = ScriptedRunner(_one_call("report-1", "report"), {"report": _start})  # type: ignore[dict-item]
+    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+        await stack.sessions.start_session("s", "report")
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        assert snapshot.messages[-1].text == f"report=Error: {MISSING_TOOL_TASK_POLLER}"
+        assert not runner.tool_calls[0].supports_tool_tasks
+
+
+async def test_a_task_whose_polls_keep_failing_is_recorded_by_its_effect(tmp_path: Path) -> None:
+    async def poll(task: ToolTaskPoll) -> ToolTaskPollOutcome:
+        raise RuntimeError("task service unreachable")
+
+    runner = TaskRunner(
+        _one_call("export-1", "export"),
+        {"export": _start},  # type: ignore[dict-item]
+        poll=poll,
+    )
+    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+        await stack.sessions.start_session("s", "export")
+        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1), timeout=120)
+        (record,) = runner.model_calls[1].tool_calls.values()
+        # The task may still run, so a write's outcome is unknown, never "not run".
+        assert record.status is AgentToolCallStatus.OUTCOME_UNKNOWN
+        assert len(runner.polls) == 3
+        assert len(runner.tool_calls) == 1

@@ -1,0 +1,25 @@
+"""The engine benchmark still runs end to end (tiny sizes; the figures are not checked)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "engine_steps.py"
+
+
+def test_engine_steps_benchmark_prints_both_measurements() -> None:
+    done = subprocess.run(
+        [sys.executable, str(BENCHMARK), "--steps", "5", "--flows", "2"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    figures = r"\d+ Steps in [\d.]+ s = [\d,]+ Steps/s; Step round trip p50 [\d.]+ ms"
+    for mode in ("process-crash-safe", "fsync"):
+        assert f"[{mode}]" in done.stdout
+    assert len(re.findall(rf"sequential \(1 Flow\):\s+5 {figures[4:]}", done.stdout)) == 2
+    assert len(re.findall(rf"aggregate \(2 Flows\): 10 {figures[4:]}", done.stdout)) == 2

@@ -1,0 +1,75 @@
+"""Plan mode: a draft, feedback that revises it, execute_plan, and the executing turn."""
+
+from __future__ import annotations
+
+import pytest
+from dex_agents.agent_plans import plan_execution_message
+from dex_agents.agent_session_client import AgentSessionClient
+from dex_agents.agent_session_values import InteractionMode, PlanStatus
+from dex_agents.testing import wait_for_agent_snapshot
+from scenario_support.harness import Scenario, assistant_texts
+from scenario_support.runners import runner_supports
+from scenario_support.scenario_agent import PLAN_FLOW_TYPE, ScenarioCall, ScenarioCommand
+
+
+def _write_todos(*tasks: str) -> ScenarioCommand:
+    todos = [{"content": task, "status": "pending"} for task in tasks]
+    return ScenarioCommand(calls=(ScenarioCall("write_todos", arguments={"todos": todos}),))
+
+
+def _plan_sessions(scenario: Scenario) -> AgentSessionClient:
+    if not runner_supports(scenario.runner, "plan_mode"):
+        pytest.skip(f"runner {scenario.runner} is not a PlanModeRunner (no plan_mode feature)")
+    flow = next(f for f in scenario.stack.flows if f.get_flow_type() == PLAN_FLOW_TYPE)
+    return scenario.stack.sessions(flow)
+
+
+async def _turns_ended(sessions: AgentSessionClient, turns: int) -> None:
+    def probe(snapshot: object) -> object | None:
+        state = getattr(snapshot, "state", None)
+        ended = state is not None and state.turn_count >= turns and state.active_turn_id is None
+        return snapshot if ended else None
+
+    await wait_for_agent_snapshot(sessions, "plan", probe, description=f"turn {turns} to end")
+
+
+async def test_plan_mode_draft_feedback_execute(scenario: Scenario) -> None:
+    sessions = _plan_sessions(scenario)
+    await sessions.start_session("plan")
+    assert await sessions.send_user_message(
+        "plan", _write_todos("Back up").to_message(), plan_mode=True
+    )
+    await _turns_ended(sessions, 1)
+    snapshot = await sessions.get_agent_snapshot("plan")
+    assert snapshot.plan is not None
+    assert (snapshot.plan.revision, snapshot.plan.status) == (1, PlanStatus.DRAFT)
+    assert snapshot.state is not None
+    assert snapshot.state.interaction_mode is InteractionMode.PLANNING
+
+    # Feedback on a draft is an ordinary message that revises it in another planning turn.
+    assert await sessions.send_user_message("plan", _write_todos("Back up", "Migrate").to_message())
+    await _turns_ended(sessions, 2)
+    snapshot = await sessions.get_agent_snapshot("plan")
+    assert snapshot.plan is not None
+    assert (snapshot.plan.revision, snapshot.plan.status) == (2, PlanStatus.DRAFT)
+    assert [todo.content for todo in snapshot.plan.todos] == ["Back up", "Migrate"]
+
+    assert not await sessions.execute_plan("plan", 1)  # replaced by revision 2
+    assert await sessions.execute_plan("plan", 2)
+    await _turns_ended(sessions, 3)
+    snapshot = await sessions.get_agent_snapshot("plan")
+    assert snapshot.state is not None
+    assert snapshot.state.interaction_mode is InteractionMode.EXECUTING
+    assert snapshot.plan is not None
+    assert (snapshot.plan.revision, snapshot.plan.status) == (2, PlanStatus.ACTIVE)
+    assert assistant_texts(snapshot)[-1] == f"Echo: {plan_execution_message(2)}"
+    # An active plan of that revision may be executed again, as the seed's rule says.
+    assert await sessions.execute_plan("plan", 2)
+    await _turns_ended(sessions, 4)
+    assert not await sessions.execute_plan("plan", 3)  # no such revision
+
+
+async def test_a_plan_mode_message_is_refused_when_plan_mode_is_off(scenario: Scenario) -> None:
+    await scenario.sessions.start_session("chat")
+    assert not await scenario.sessions.send_user_message("chat", "Plan it", plan_mode=True)
+    assert not await scenario.sessions.execute_plan("chat", 1)
