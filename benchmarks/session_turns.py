@@ -333,6 +333,7 @@ class TurnTiming:
     event_seconds: float | None
     snapshot_seconds: float
     snapshot_reads: int
+    events_read: int
     sent_ns: int
     accepted_ns: int
     event_ns: int | None
@@ -395,8 +396,9 @@ class _DurableSession:
         async with asyncio.timeout(_TURN_TIMEOUT_SECONDS):
             event_seconds: float | None = None
             event_ns: int | None = None
+            events_read = 0
             if self._completion is CompletionMode.EVENTS:
-                await self._read_until_turn_completed()
+                events_read = await self._read_until_turn_completed()
                 event_seconds = time.perf_counter() - started
                 event_ns = time.time_ns()
             snapshot, snapshot_reads = await self._poll_snapshot()
@@ -407,15 +409,18 @@ class _DurableSession:
             event_seconds,
             snapshot_seconds,
             snapshot_reads,
+            events_read,
             sent_ns,
             accepted_ns,
             event_ns,
             snapshot_ns,
         )
 
-    async def _read_until_turn_completed(self) -> None:
+    async def _read_until_turn_completed(self) -> int:
+        """Read AgentEvents until this turn's ``turn_completed``; how many events were read."""
         turn_id = f"turn-{self.turn_count}"
         flow = self._sessions.flow
+        read = 0
         while True:
             try:
                 message = await self._client.read_stream(
@@ -424,12 +429,13 @@ class _DurableSession:
             except LongPollTimeoutError:
                 continue
             self._resume_token = message.resume_token
+            read += 1
             event = message.value
             if event.turn_id == turn_id and event.type in (
                 AgentEventType.TURN_COMPLETED,
                 AgentEventType.TURN_FAILED,
             ):
-                return
+                return read
 
     async def _poll_snapshot(self) -> tuple[AgentSnapshot, int]:
         """The first snapshot that shows the turn completed, and how many reads it took."""
@@ -547,7 +553,7 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         await _enter_with_engine_profiler(stack, state_dir, engine_cprofile_file)
     else:
         await stack.__aenter__()
-    async with stack:
+    try:
         _progress(f"engine on {stack.server_address}; starting the Worker child process")
         worker = await stack.start_worker()
         sessions = stack.sessions(flow)
@@ -585,6 +591,8 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         cpu.start()
         count, seconds, latencies = await _concurrent_turns(stack.client, sessions, options)
         concurrent_cpu = cpu.used()
+    finally:
+        await stack.close()
     return DurableFigures(
         timings,
         sequential_cpu,
@@ -1033,6 +1041,10 @@ def _print_report(
             "snapshot reads until it showed the turn completed, median / max",
             f"{_median([t.snapshot_reads for t in durable.turns]):g} / "
             f"{max(t.snapshot_reads for t in durable.turns)}",
+        ),
+        (
+            "AgentEvents read per turn (one ReadStream call each), median",
+            f"{_median([t.events_read for t in durable.turns]):g}",
         ),
         (
             "durable turn, min / max",

@@ -123,3 +123,24 @@ async def _wait_for_count(scenario: Scenario, name: str, count: int) -> None:
         return True if scenario.log.count(name) >= count else None
 
     await wait_until(f"{count} {name} invocations", reached)
+
+
+async def test_a_task_handle_saved_before_a_worker_kill_is_resumed(scenario: Scenario) -> None:
+    _require(scenario, "tool_tasks")
+    command = ScenarioCommand(calls=(ScenarioCall(REPORT_TOOL, gate="report-started"),))
+    await scenario.start("resume", command)
+    gate = scenario.gate("report-started")
+    await gate.wait_until_reached()  # the job started and its handle is the checkpoint
+    await scenario.replace_worker()
+
+    interrupt = await scenario.wait_for_pending_interrupt("resume")
+    assert await scenario.sessions.answer_question("resume", interrupt.interrupt_id, "yes")
+    snapshot = await scenario.wait_for_turn_end("resume")
+    gate.release()
+
+    assert assistant_texts(snapshot) == ["done: report ready (drafts: yes)"]
+    assert scenario.log.count(REPORT_TOOL) == 1  # the retry resumed the saved job
+    assert len(report_job_ids(scenario.state_dir)) == 1
+    history = await scenario.executed("resume")
+    (call_tool,) = [entry for entry in history if entry.step_type == "CallTool"]
+    assert call_tool.final_attempt == 2

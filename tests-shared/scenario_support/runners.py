@@ -9,6 +9,7 @@ registry, so both sides register the same Flow types.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -61,6 +62,7 @@ from scenario_support.scenario_questions import (
     poll_report,
     run_confirm_tool,
     start_report,
+    stop_at_report_gate,
 )
 
 RunnerFactory = Callable[[ScenarioAgentSpec], Flow[Any]]
@@ -185,6 +187,8 @@ class StepwiseReportSource:
             return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
         job_id = start_report(self._spec, call.idempotency_key)
         await call.save_heartbeat_checkpoint(job_id)
+        arguments = json.loads(call.tool_call.arguments or "{}")
+        await stop_at_report_gate(self._spec, str(arguments.get("gate") or ""))
         return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:

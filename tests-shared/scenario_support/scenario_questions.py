@@ -15,6 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dex_agents.testing import FileGate
+
 from scenario_support.scenario_agent import ScenarioAgentSpec
 
 CONFIRM_TOOL = "confirm"
@@ -64,6 +66,15 @@ def start_report(spec: ScenarioAgentSpec, idempotency_key: str) -> str:
         path.parent.mkdir(parents=True, exist_ok=True)
         _write_job(path, {"polls": 0, "answer": None, "deliveries": 0})
     return job_id
+
+
+async def stop_at_report_gate(spec: ScenarioAgentSpec, gate: str) -> None:
+    """Stop at ``gate`` (when not empty) after the job's handle is saved, so a test can kill the
+    Worker between the start and the tool Step's commit."""
+    if gate:
+        file_gate = FileGate(spec.state_dir, gate)
+        file_gate.mark_reached()
+        await file_gate.wait_for_release()
 
 
 def poll_report(

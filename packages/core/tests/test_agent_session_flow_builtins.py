@@ -240,3 +240,30 @@ def test_plan_mode_needs_a_plan_mode_runner() -> None:
     )
     with pytest.raises(TypeError, match="supports_plan_mode"):
         AgentSessionFlow(runner, flow_type="T", options=options)
+
+
+async def test_steering_settles_a_waiting_question_and_a_durable_wait(tmp_path: Path) -> None:
+    wait = {"duration_seconds": 3600, "reason": "long build"}
+    asking = _calls_then_answer(("ask-1", "ask_user", ASK), ("wait-1", "durable_wait", wait))
+
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        if turn.turn_id == "turn-1":
+            return asking(turn)
+        return final_answer_with_results(turn)
+
+    runner = ScriptedRunner(script)
+    async with running_session_stack(tmp_path, runner, _options()) as stack:
+        await stack.sessions.start_session("s", "go")
+        await wait_for_agent_snapshot(stack.sessions, "s", _pending)
+        assert await stack.sessions.steer_user_message("s", "never mind")
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(2))
+        assert not await stack.sessions.answer_question("s", "ask-1", "eu")
+        assert snapshot.pending_interrupts == ()
+        events = await read_events_until(stack, "s", lambda e: e.type == "turn_steered")
+        finished = [e.payload_json() for e in events if e.type == "tool_call_finished"]
+        assert sorted((f["tool_call_id"], f["status"]) for f in finished) == [
+            ("ask-1", "rejected"),
+            ("wait-1", "rejected"),
+        ]
+        resolved = next(e for e in events if e.type == "interrupt_resolved").payload_json()
+        assert (resolved["interrupt_id"], resolved["cancellation_reason"]) == ("ask-1", "steered")

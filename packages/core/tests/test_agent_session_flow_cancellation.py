@@ -34,6 +34,7 @@ from dex_agents import (
     MessageRole,
     ToolEffect,
     ToolExecutionResult,
+    ToolInputRequested,
     ToolPolicy,
     ToolTaskCancellation,
     ToolTaskPending,
@@ -347,3 +348,75 @@ async def test_a_steer_waits_for_a_started_tool_task(tmp_path: Path) -> None:
         assert runner.cancelled == []
         assert snapshot.messages[-1].text == "heard also add totals"
         assert any("report ready" in (m.text or "") for m in snapshot.messages)
+
+
+@pytest.mark.parametrize("control", ["cancel", "steer"])
+async def test_a_question_asked_after_the_turn_was_stopped_never_waits(
+    tmp_path: Path, control: str
+) -> None:
+    gate = Gate()
+
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        if turn.turn_id == "turn-1":
+            if not turn.is_resuming:
+                return request_tools(turn, tool_call(turn, "ship-1", "ship", {}))
+            return final_answer_with_results(turn)
+        return echo_user_messages(turn)
+
+    async def ship(call: DeferredToolExecution) -> ToolInputRequested:
+        await gate.pass_through()
+        return ToolInputRequested("Ship it?", choices=("yes", "no"))
+
+    runner = ScriptedRunner(script, {"ship": ship})  # type: ignore[dict-item]
+    options = AgentSessionOptions(tool_policies={"ship": ToolPolicy(ToolEffect.READ)})
+    async with running_session_stack(tmp_path, runner, options) as stack:
+        sessions = stack.sessions
+        await sessions.start_session("s", "ship it")
+        await gate.wait_reached()
+        if control == "cancel":
+            assert await sessions.cancel_turn("s", "turn-1")
+            turns, reason = 1, CancellationReason.TURN_CANCELLED
+        else:
+            assert await sessions.steer_user_message("s", "do not ship")
+            turns, reason = 2, CancellationReason.STEERED
+        gate.opened.set()
+        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(turns))
+        assert snapshot.pending_interrupts == ()
+        assert len(runner.model_calls) == turns
+        events = await read_events_until(
+            stack, "s", lambda e: e.type in ("turn_cancelled", "turn_steered")
+        )
+        assert "interrupt_raised" not in [e.type for e in events]
+        finished = [e.payload_json() for e in events if e.type == "tool_call_finished"]
+        assert finished == [{"tool_call_id": "ship-1", "tool_name": "ship", "status": "rejected"}]
+        result = (
+            TURN_CANCELLED_TOOL_RESULT
+            if reason is CancellationReason.TURN_CANCELLED
+            else (STEERED_TOOL_RESULT)
+        )
+        assert any(result in (m.text or "") for m in snapshot.messages)
+
+
+async def test_a_task_started_after_the_cancel_is_abandoned(tmp_path: Path) -> None:
+    gate = Gate()
+    runner = _task_runner()
+
+    async def start(call: DeferredToolExecution) -> ToolTaskStarted:
+        await gate.pass_through()
+        return ToolTaskStarted("job-1", 1)
+
+    runner.tools = {"report": start}  # type: ignore[dict-item]
+    async with running_session_stack(tmp_path, runner, _REPORT_IS_READ) as stack:
+        sessions = stack.sessions
+        await sessions.start_session("s", "make the report")
+        await gate.wait_reached()
+        assert await sessions.cancel_turn("s", "turn-1")
+        gate.opened.set()
+        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        assert runner.polls == []
+        assert [c.tool_call.task_id for c in runner.cancelled] == ["job-1"]
+        events = await read_events_until(stack, "s", lambda e: e.type == "turn_cancelled")
+        finished = [e.payload_json() for e in events if e.type == "tool_call_finished"]
+        assert finished == [
+            {"tool_call_id": "report-1", "tool_name": "report", "status": "outcome_unknown"}
+        ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -20,11 +21,13 @@ from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentStatus,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
     CompactionPolicy,
     ContextSummaryRequest,
+    RunModelLimit,
     TurnCompleted,
     estimate_stored_input_tokens,
 )
@@ -217,6 +220,9 @@ async def test_a_worker_killed_in_compact_context_reruns_only_the_summary_call(
             assert await sessions.send_user_message("s1", f"message {number}")
         gate = FileGate(tmp_path, SUMMARY_GATE)
         await gate.wait_until_reached()
+        compacting = await sessions.get_agent_snapshot("s1")
+        assert compacting.state is not None
+        assert compacting.state.status is AgentStatus.COMPACTING_CONTEXT
         worker.kill()
 
         await stack.start_worker()
@@ -244,3 +250,61 @@ async def test_a_worker_killed_in_compact_context_reruns_only_the_summary_call(
     assert snapshot.context_summary is not None
     assert snapshot.context_summary.generation == len(compactions)
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
+
+
+async def test_a_summary_call_that_keeps_failing_fails_the_turn_through_record_turn_failure(
+    tmp_path: Path,
+) -> None:
+    async def broken_summary(request: ContextSummaryRequest) -> None:
+        raise RuntimeError("summary model unavailable")
+
+    runner = CompactingScriptedRunner(_reply, before_summary=broken_summary)
+    options = _options(run_model_limit=RunModelLimit(maximum_attempts=2))
+    flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)
+    async with swappable_worker_stack(tmp_path) as stack:
+        async with stack.serve(flow) as sessions:
+            await sessions.start_session("s1", "message 1")
+            number = 1
+            snapshot = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(number))
+            while not runner.summary_requests:
+                number += 1
+                assert await sessions.send_user_message("s1", f"message {number}")
+                snapshot = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(number))
+        history = await read_step_history(stack.engine.server_address, "s1")
+
+    assert snapshot.state is not None
+    assert "summary model unavailable" in (snapshot.state.last_turn_error or "")
+    assert snapshot.context_summary is None
+    assert [request.attempt for request in runner.summary_requests] == [1, 2]
+    # The failing turn made no model call: it failed while compacting.
+    assert all(turn.turn_id != f"turn-{number}" for turn in runner.model_calls)
+    executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
+    assert executed[-1] == "RecordTurnFailure"
+
+
+async def test_a_runner_without_compaction_warns_on_a_session_with_deleted_messages(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async with swappable_worker_stack(tmp_path) as stack:
+        compacting = AgentSessionFlow(
+            CompactingScriptedRunner(_reply), flow_type=FLOW_TYPE, options=_options()
+        )
+        async with stack.serve(compacting) as sessions:
+            await _run_turns(sessions, "s1", TURNS)
+            deleted = (await sessions.get_agent_snapshot("s1")).deleted_before_sequence
+        assert deleted is not None
+
+        plain = ScriptedRunner(_reply)
+        flow = AgentSessionFlow(plain, flow_type=FLOW_TYPE, options=_options(compaction=None))
+        with caplog.at_level(logging.WARNING, logger="dex_agents.session"):
+            async with stack.serve(flow) as sessions:
+                assert await sessions.send_user_message("s1", "after the policy was removed")
+                await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(TURNS + 1))
+
+    warnings = [r.getMessage() for r in caplog.records if "deleted the messages" in r.getMessage()]
+    assert len(warnings) == 1
+    assert f"before sequence {deleted}" in warnings[0]
+    # Its input starts after the deleted messages, with no summary.
+    (turn,) = plain.model_calls
+    assert turn.messages[0].sequence == deleted
+    assert turn.context_summary is None

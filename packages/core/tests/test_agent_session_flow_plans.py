@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,7 +98,11 @@ async def test_plan_mode_draft_feedback_execute(tmp_path: Path) -> None:
         assert [todo.content for todo in snapshot.plan.todos] == ["Back up", "Migrate"]
 
         assert not await sessions.execute_plan("s", 1)  # a replaced revision
-        assert await sessions.execute_plan("s", 2)
+        # Two approvals at once: one is recorded, the other finds it pending (or the turn running).
+        accepted = await asyncio.gather(
+            sessions.execute_plan("s", 2), sessions.execute_plan("s", 2)
+        )
+        assert sorted(accepted) == [False, True]
         snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(3))
         assert snapshot.state is not None
         assert snapshot.state.interaction_mode is InteractionMode.EXECUTING
@@ -134,3 +139,12 @@ async def test_plan_mode_messages_need_plan_mode(tmp_path: Path) -> None:
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert snapshot.messages[-1].text == "chat: hello"
         assert not await stack.sessions.execute_plan("s", 1)
+
+
+async def test_a_session_can_start_with_a_planning_turn(tmp_path: Path) -> None:
+    runner = PlanRunner(_script, {"lookup": _lookup})
+    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+        await stack.sessions.start_session("s", "Back up", plan_mode=True)
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        assert runner.model_calls[0].interaction_mode is InteractionMode.PLANNING
+        assert snapshot.plan is not None and snapshot.plan.status is PlanStatus.DRAFT

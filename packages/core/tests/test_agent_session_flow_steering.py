@@ -3,6 +3,7 @@ with every steered message, in order; queued messages can be steered or deleted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from agent_session_test_support import (
@@ -22,8 +23,10 @@ from dex_agents import (
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
+    BuiltInTool,
     CancellationReason,
     DeferredToolExecution,
+    InteractionMode,
     MessageRole,
     ToolEffect,
     ToolExecutionResult,
@@ -227,3 +230,34 @@ async def test_a_turn_that_does_not_accept_turn_control_is_not_steered(tmp_path:
         assert snapshot.state.status is AgentStatus.RUNNING_MODEL
         gate.opened.set()
         await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+
+
+@dataclass
+class _PlanningRunner(ScriptedRunner):
+    supports_plan_mode: bool = True
+
+
+async def test_a_steered_plan_mode_message_starts_a_planning_turn(tmp_path: Path) -> None:
+    gate = Gate()
+
+    async def before(turn: AgentTurnContext) -> None:
+        if turn.turn_id == "turn-1":
+            await gate.pass_through()
+
+    runner = _PlanningRunner(echo_user_messages, before_model_call=before)
+    options = AgentSessionOptions(
+        built_in_tools=frozenset({BuiltInTool.WRITE_TODOS}), plan_mode_enabled=True
+    )
+    async with running_session_stack(tmp_path, runner, options) as stack:
+        sessions = stack.sessions
+        await sessions.start_session("s", "hello")
+        await gate.wait_reached()
+        assert await sessions.send_user_message("s", "plan the migration", plan_mode=True)
+        (queued,) = (await sessions.get_agent_snapshot("s")).queued_messages
+        assert queued.plan_mode
+        assert await sessions.steer_user_message("s", message_id=queued.message_id)
+        assert (await sessions.get_agent_snapshot("s")).steered_messages[0].plan_mode
+        gate.opened.set()
+        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        modes = [(turn.turn_id, turn.interaction_mode) for turn in runner.model_calls]
+        assert modes == [("turn-1", InteractionMode.CHAT), ("turn-2", InteractionMode.PLANNING)]

@@ -22,12 +22,14 @@ from dex_agents import (
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
+    CancellationReason,
     DeferredToolExecution,
     QuestionResolution,
     ToolEffect,
     ToolExecutionResult,
     ToolInputRequested,
     ToolPolicy,
+    ToolTaskCancellation,
     ToolTaskPending,
     ToolTaskPoll,
     ToolTaskPollOutcome,
@@ -158,3 +160,44 @@ async def test_a_task_whose_polls_keep_failing_is_recorded_by_its_effect(tmp_pat
         assert record.status is AgentToolCallStatus.OUTCOME_UNKNOWN
         assert len(runner.polls) == 3
         assert len(runner.tool_calls) == 1
+
+
+@dataclass
+class CancellingTaskRunner(TaskRunner):
+    """A task runner that also cancels tasks, recording each cancellation."""
+
+    cancellations: list[ToolTaskCancellation] = field(default_factory=list)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        self.cancellations.append(cancellation)
+
+
+async def test_cancel_turn_abandons_a_started_task(tmp_path: Path) -> None:
+    async def poll(task: ToolTaskPoll) -> ToolTaskPollOutcome:
+        return ToolTaskPending(1)  # never finishes on its own
+
+    runner = CancellingTaskRunner(
+        _one_call("report-1", "report"),
+        {"report": _start},  # type: ignore[dict-item]
+        poll=poll,
+    )
+
+    def polled(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        return snapshot if runner.polls else None
+
+    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+        await stack.sessions.start_session("s", "report")
+        await wait_for_agent_snapshot(stack.sessions, "s", polled, timeout=60)
+        assert await stack.sessions.cancel_turn("s", "turn-1")
+        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1), timeout=60)
+        (cancellation,) = {c.tool_call.task_id: c for c in runner.cancellations}.values()
+        assert cancellation.tool_call.task_id == "job-1"
+        assert cancellation.tool_call.cancellation_reason is CancellationReason.TURN_CANCELLED
+        events = await read_events_until(stack, "s", lambda e: e.type == "turn_cancelled")
+        finished = [e.payload_json() for e in events if e.type == "tool_call_finished"]
+        assert finished == [
+            {"tool_call_id": "report-1", "tool_name": "report", "status": "outcome_unknown"}
+        ]
+        history = await read_step_history(stack.engine.server_address, "s")
+        executed = [e.step_type for e in history if e.event_type == "step_execute_completed"]
+        assert "CancelToolTask" in executed

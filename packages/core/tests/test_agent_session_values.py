@@ -31,6 +31,7 @@ from dex_agents import (
     AnswerQuestionRequest,
     CancellationReason,
     CancelTurnRequest,
+    CompactContextInput,
     ContextSummary,
     DeleteQueuedMessageRequest,
     ExecutePlanRequest,
@@ -175,6 +176,7 @@ SAMPLES: dict[type[WireValue], WireValue] = {
     AnswerQuestionRequest: AnswerQuestionRequest("call_1", "yes"),
     CancelTurnRequest: CancelTurnRequest("turn-2"),
     ContextSummary: _SUMMARY,
+    CompactContextInput: CompactContextInput(through_sequence=40),
     DeleteQueuedMessageRequest: DeleteQueuedMessageRequest("m-1"),
     ExecutePlanRequest: ExecutePlanRequest(2),
     FrameworkMessage: FrameworkMessage(

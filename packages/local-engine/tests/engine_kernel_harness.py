@@ -21,7 +21,7 @@ import dex
 from dex.blob_cache import BlobCacheConfig, open_blob_cache
 from dex.worker_options import PullWorkerOptions, WorkerOptions, WorkerTarget
 
-__all__ = ["EngineProcess", "sdk_client", "sdk_worker"]
+__all__ = ["EngineProcess", "reachable", "running_engine", "sdk_client", "sdk_worker"]
 
 
 @dataclass
@@ -153,3 +153,20 @@ def _seconds(value: float):  # type: ignore[no-untyped-def]
 
 
 _ = os
+
+
+async def reachable(client: dex.AsyncClient, timeout: float = 20.0) -> dex.AsyncClient:
+    """Wait until ``client`` reaches a (re)started engine.
+
+    gRPC shares connections per address within a process, so right after an engine restart a new
+    channel may first report the old connection's failure until its reconnect backoff ends.
+    """
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        try:
+            await client.health_check()
+            return client
+        except dex.DexServiceError:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.1)

@@ -25,7 +25,7 @@ from dex import (
     graceful_complete,
     rpc,
 )
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import reachable, running_engine, sdk_client, sdk_worker
 
 
 class Start(Step[str]):
@@ -130,6 +130,7 @@ async def test_engine_sigkill_mid_flow_continues() -> None:
             engine.kill()
             engine.start()
         async with sdk_client(engine, [flow]) as client, sdk_worker(engine, [flow]):
+            await reachable(client)
             assert await client.invoke_rpc(flow.post, "first-light-kill", "y") == 2
             result = await client.wait_for_flow("first-light-kill", timeout=timedelta(seconds=30))
             assert result.status is FlowStatus.COMPLETED
@@ -148,5 +149,41 @@ async def test_fsync_durability_and_graceful_sigint_keep_completed_flows() -> No
         assert engine.stop(signal.SIGINT) == 0
         engine.start()
         async with sdk_client(engine, [flow]) as client:
+            await reachable(client)
             result = await client.wait_for_flow("fsync-1", timeout=timedelta(seconds=30))
             assert result.completions[0].decode(str) == "durable|a,b|2|AwaitMessage-1|Pause-1"
+
+
+SLOW_ATTEMPTS: list[int] = []
+
+
+class SlowStart(Step[str]):
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+        SLOW_ATTEMPTS.append(context.attempt)
+        await asyncio.sleep(0.5)
+        return graceful_complete(f"slow:{input}")
+
+
+class SlowFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(SlowStart())
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of()
+
+
+async def test_sigterm_lets_a_running_attempt_finish_instead_of_losing_it() -> None:
+    flow = SlowFlow()
+    SLOW_ATTEMPTS.clear()
+    async with running_engine() as engine:
+        async with sdk_worker(engine, [flow]), sdk_client(engine, [flow]) as client:
+            await client.start_flow(flow, "drain-1", "x")
+            while not SLOW_ATTEMPTS:
+                await asyncio.sleep(0.02)
+            assert await asyncio.to_thread(engine.stop) == 0
+        engine.start()
+        async with sdk_client(engine, [flow]) as client:
+            await reachable(client)
+            result = await client.wait_for_flow("drain-1", timeout=timedelta(seconds=30))
+            assert result.completions[0].decode(str) == "slow:x"
+        assert SLOW_ATTEMPTS == [1]

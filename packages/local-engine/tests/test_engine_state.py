@@ -37,7 +37,7 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from engine_kernel_harness import EngineProcess, running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import EngineProcess, reachable, running_engine, sdk_client, sdk_worker
 from google.protobuf import empty_pb2
 
 WAIT = timedelta(seconds=30)
@@ -397,6 +397,7 @@ async def test_waiting_timer_fires_after_engine_sigkill_and_restart() -> None:
         engine.kill()
         engine.start()
         async with sdk_client(engine, [flow]) as client, sdk_worker(engine, [flow]):
+            await reachable(client)
             result = await client.wait_for_flow("s-nap", timeout=WAIT)
             assert result.status is FlowStatus.COMPLETED
             assert result.completions[0].decode(str) == "rested:True"

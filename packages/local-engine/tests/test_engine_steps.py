@@ -123,6 +123,9 @@ class Router(Step[str]):
             "fail-flow": go_to(Failing, input),
             "park": go_to(Parked, input),
             "race": go_to_many(StepMovement.of(Forever, input), StepMovement.of(Winner, input)),
+            "race-siblings": go_to_many(
+                StepMovement.of(Forever, input), StepMovement.of(Winner, input)
+            ),
             "empty": go_to(Drain, input),
             "timer": go_to(Sleeper, input),
             "sluggish": go_to(Sluggish, input),
@@ -143,6 +146,8 @@ class Forever(Step[str]):
 
 class Winner(Step[str]):
     async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+        if input == "race-siblings":
+            return graceful_complete("sibling-winner").with_canceling_sibling_steps(Forever)
         return graceful_complete("winner").with_canceling_steps(Forever)
 
 
@@ -305,6 +310,9 @@ async def test_canceling_steps_ends_a_waiting_sibling() -> None:
         result = await _run(client, flow, "k-race", "race")
         assert result.status is FlowStatus.COMPLETED
         assert [c.decode(str) for c in result.completions] == ["winner"]
+        result = await _run(client, flow, "k-race-siblings", "race-siblings")
+        assert result.status is FlowStatus.COMPLETED
+        assert [c.decode(str) for c in result.completions] == ["sibling-winner"]
 
 
 async def test_force_complete_if_channels_empty_drains_first() -> None:

@@ -139,6 +139,7 @@ from dex_agents.agent_plans import (
     write_todos_plan,
     write_todos_result,
 )
+from dex_agents.agent_session_compaction_steps import CompactContextInput
 from dex_agents.agent_session_client import (
     AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE,
     AgentSessionClient,
@@ -370,6 +371,7 @@ __all__ = [
     "BuiltInToolDefinition",
     "CancelTurnRequest",
     "CancellationReason",
+    "CompactContextInput",
     "CompactionPolicy",
     "ContextCompactionRunner",
     "ContextSummary",

@@ -8,12 +8,13 @@ so every rule is testable without an engine.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Final
 
 from dex_agents.agent_built_in_tools import (
+    WRITE_TODOS_CALLED_MORE_THAN_ONCE_ERROR,
     AskUserArguments,
     BuiltInTool,
     BuiltInToolArgumentsError,
@@ -24,6 +25,7 @@ from dex_agents.agent_built_in_tools import (
     enabled_built_in_tool,
     is_allowed_question_answer,
     parse_built_in_tool_arguments,
+    parse_durable_wait_arguments,
     repeated_write_todos_call_ids,
 )
 from dex_agents.agent_framework_runner import ToolInputRequested
@@ -62,9 +64,12 @@ __all__ = [
     "apply_question_resolution",
     "ask_user_interrupt",
     "decide_question_answer",
+    "finish_durable_wait",
     "interrupt_id_of_question",
+    "is_ask_user_record",
     "is_question_raised",
     "next_question_interrupt_id",
+    "question_resolution_of",
     "raise_tool_question",
     "record_tool_question",
     "record_tool_task",
@@ -140,57 +145,63 @@ def settle_requested_calls(
     settlements: list[RequestedCallSettlement] = []
     current_plan = plan
     for record in records:
-        tool = enabled_built_in_tool(record.tool_name, enabled)
-        if tool is not None:
-            record = replace(
-                record,
-                effect=BUILT_IN_TOOL_POLICY.effect,
-                requires_approval=False,
-                status=AgentToolCallStatus.APPROVED,
-            )
-        if interaction_mode is InteractionMode.PLANNING and not (
-            tool is BuiltInTool.WRITE_TODOS and planning_turn_allows_tool(record.tool_name)
-        ):
-            settlements.append(
-                RequestedCallSettlement(
-                    finalize_tool_call(
-                        record, AgentToolCallStatus.REJECTED, error=PLANNING_TURN_TOOL_REJECTION
-                    )
-                )
-            )
-            continue
-        if tool is None:
-            settlements.append(RequestedCallSettlement(record))
-            continue
-        if record.tool_call_id in repeated:
-            settlements.append(
-                RequestedCallSettlement(
-                    finalize_tool_call(
-                        record,
-                        AgentToolCallStatus.FAILED,
-                        error="write_todos was called more than once in one response",
-                    )
-                )
-            )
-            continue
-        try:
-            arguments = parse_built_in_tool_arguments(
-                tool, record.arguments, max_durable_wait=max_durable_wait
-            )
-        except BuiltInToolArgumentsError as error:
-            settlements.append(
-                RequestedCallSettlement(
-                    finalize_tool_call(record, AgentToolCallStatus.FAILED, error=str(error))
-                )
-            )
-            continue
-        settlement = _settle_built_in(
-            record, arguments, current_plan, interaction_mode, interrupt_deadline, now
+        settlement = _settle_one(
+            record,
+            enabled_built_in_tool(record.tool_name, enabled),
+            is_repeated=record.tool_call_id in repeated,
+            interaction_mode=interaction_mode,
+            plan=current_plan,
+            max_durable_wait=max_durable_wait,
+            interrupt_deadline=interrupt_deadline,
+            now=now,
         )
-        if settlement.plan is not None:
-            current_plan = settlement.plan
+        current_plan = settlement.plan or current_plan
         settlements.append(settlement)
     return settlements
+
+
+def _settle_one(
+    record: AgentToolCall,
+    tool: BuiltInTool | None,
+    *,
+    is_repeated: bool,
+    interaction_mode: InteractionMode,
+    plan: AgentPlan | None,
+    max_durable_wait: timedelta,
+    interrupt_deadline: timedelta | None,
+    now: datetime,
+) -> RequestedCallSettlement:
+    if tool is not None:
+        record = replace(
+            record,
+            effect=BUILT_IN_TOOL_POLICY.effect,
+            requires_approval=False,
+            status=AgentToolCallStatus.APPROVED,
+        )
+    if interaction_mode is InteractionMode.PLANNING and not (
+        tool is BuiltInTool.WRITE_TODOS and planning_turn_allows_tool(record.tool_name)
+    ):
+        rejected = finalize_tool_call(
+            record, AgentToolCallStatus.REJECTED, error=PLANNING_TURN_TOOL_REJECTION
+        )
+        return RequestedCallSettlement(rejected)
+    if tool is None:
+        return RequestedCallSettlement(record)
+    if is_repeated:
+        return _failed(record, WRITE_TODOS_CALLED_MORE_THAN_ONCE_ERROR)
+    try:
+        arguments = parse_built_in_tool_arguments(
+            tool, record.arguments, max_durable_wait=max_durable_wait
+        )
+    except BuiltInToolArgumentsError as error:
+        return _failed(record, str(error))
+    return _settle_built_in(record, arguments, plan, interaction_mode, interrupt_deadline, now)
+
+
+def _failed(record: AgentToolCall, error: str) -> RequestedCallSettlement:
+    return RequestedCallSettlement(
+        finalize_tool_call(record, AgentToolCallStatus.FAILED, error=error)
+    )
 
 
 def _settle_built_in(
@@ -434,12 +445,10 @@ def decide_question_answer(
     )
 
 
-def finish_durable_wait(record: AgentToolCall, arguments: Mapping[str, object] | str) -> str:
-    """Return the model-visible result of a finished ``durable_wait`` record."""
-    parsed = parse_built_in_tool_arguments(
-        BuiltInTool.DURABLE_WAIT,
-        arguments,
-        max_durable_wait=timedelta(days=100 * 366),
-    )
-    assert isinstance(parsed, DurableWaitArguments)
+def finish_durable_wait(record: AgentToolCall, max_durable_wait: timedelta) -> str:
+    """Return the model-visible result of a ``durable_wait`` record whose Timer fired.
+
+    ``RunModel`` checked the arguments against the same ``max_durable_wait``, so they parse.
+    """
+    parsed = parse_durable_wait_arguments(record.arguments, max_durable_wait=max_durable_wait)
     return durable_wait_result(parsed.duration_seconds, parsed.reason)

@@ -86,6 +86,7 @@ class AgentSessionClient:
         session_settings: Mapping[str, object] | None = None,
         active_step_search_mode: ActiveStepSearchMode = AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE,
         options: StartFlowOptions | None = None,
+        plan_mode: bool = False,
     ) -> str:
         """Start session ``session_id``; a non-blank ``initial_message`` starts its first turn.
 
@@ -99,6 +100,8 @@ class AgentSessionClient:
             session_settings: The session's settings JSON object.
             active_step_search_mode: Which waiting Steps Flow search indexes.
             options: Further start options; its ``config_override`` keeps its other fields.
+            plan_mode: Start the first turn as a planning turn (needs plan mode; ignored
+                without it).
 
         Returns:
             The run ID Dex assigned.
@@ -118,6 +121,7 @@ class AgentSessionClient:
         start_input = AgentSessionStartInput(
             initial_message=initial_message,
             session_settings=dict(session_settings or {}),
+            plan_mode=plan_mode,
         )
         return await self._client.start_flow(self._flow, session_id, start_input, start_options)
 

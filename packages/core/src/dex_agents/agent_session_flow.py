@@ -12,31 +12,22 @@ from typing import Any
 
 from dex import Context, Flow, PersistenceSchema, RPCResult, StepList, Stream, rpc
 
+from dex_agents import agent_session_turn_control_rpcs as _turn_control_rpcs
 from dex_agents._agent_session_step_support import SessionRuntime, tool_calls_in_order
 from dex_agents.agent_event_writer import AgentEvent
 from dex_agents.agent_framework_runner import AgentFrameworkRunner, runner_supports_plan_mode
 from dex_agents.agent_message_store import load_stored_messages, page_messages
-from dex_agents.agent_session_compaction_steps import CompactContext, require_compaction_runner
 from dex_agents.agent_session_built_in_transitions import decide_question_answer
+from dex_agents.agent_session_compaction_steps import CompactContext, require_compaction_runner
 from dex_agents.agent_session_options import AgentSessionOptions
-from dex_agents.agent_session_plan_steps import accept_plan_execution
-from dex_agents.agent_session_question_steps import AwaitQuestionAnswer, AwaitTimer
-from dex_agents.agent_session_task_steps import CancelToolTask, PollToolTask
-from dex_agents.agent_session_turn_control_steps import (
-    ApplyTurnControl,
-    FinishTurnCancellation,
-    finish_turn_cancellation_movement,
-)
-from dex_agents import agent_session_turn_control_rpcs as _turn_control_rpcs
-from dex_agents.agent_session_turn_control import CancelTurnDecision
 from dex_agents.agent_session_persistence import (
     AGENT_MESSAGE_CHUNKS,
-    AGENT_PLAN,
-    CONTEXT_SUMMARY,
     AGENT_MESSAGES,
+    AGENT_PLAN,
     AGENT_STATE,
     AGENT_TOOL_CALLS,
     AGENT_USAGE,
+    CONTEXT_SUMMARY,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     PENDING_PLAN_EXECUTION,
@@ -46,6 +37,8 @@ from dex_agents.agent_session_persistence import (
     agent_event_stream,
     agent_session_persistence_schema,
 )
+from dex_agents.agent_session_plan_steps import accept_plan_execution
+from dex_agents.agent_session_question_steps import AwaitQuestionAnswer, AwaitTimer
 from dex_agents.agent_session_steps import (
     AwaitUserMessage,
     RecordTurnFailure,
@@ -53,6 +46,7 @@ from dex_agents.agent_session_steps import (
     RunModel,
     StartAgentSession,
 )
+from dex_agents.agent_session_task_steps import CancelToolTask, PollToolTask
 from dex_agents.agent_session_tool_steps import (
     AwaitToolApproval,
     CallSingleAttemptTool,
@@ -61,21 +55,27 @@ from dex_agents.agent_session_tool_steps import (
     RecordToolOutcomeUnknown,
 )
 from dex_agents.agent_session_transitions import decide_interrupt_resolution
+from dex_agents.agent_session_turn_control import CancelTurnDecision
+from dex_agents.agent_session_turn_control_steps import (
+    ApplyTurnControl,
+    FinishTurnCancellation,
+    finish_turn_cancellation_movement,
+)
 from dex_agents.agent_session_values import (
     SNAPSHOT_MESSAGE_LIMIT,
     AgentMessagesPage,
     AgentSessionStartInput,
+    AgentSnapshot,
+    AgentUserMessage,
     AnswerQuestionRequest,
     CancelTurnRequest,
     DeleteQueuedMessageRequest,
     ExecutePlanRequest,
-    SteerUserMessageRequest,
-    UpdateSessionSettingsRequest,
-    AgentSnapshot,
-    AgentUserMessage,
     ListAgentMessagesRequest,
     QueuedUserMessage,
     ResolveInterruptRequest,
+    SteerUserMessageRequest,
+    UpdateSessionSettingsRequest,
     empty_agent_usage,
 )
 

@@ -78,9 +78,9 @@ AGENT_EVENTS_STREAM_NAME: Final = "flow.agent_events"
 AGENT_STATE: Final = Attribute("AGENT_STATE", AgentState)
 #: ``AgentMessages``: the stored messages, keyed by ``message_sequence_key(n)``.
 AGENT_MESSAGES: Final = AttributeMap("AGENT_MESSAGES", AgentMessage)
-#: ``AgentMessageChunks``: immutable chunks of older messages (chunked storage; not written yet).
+#: ``AgentMessageChunks``: immutable chunks of older messages (see agent_message_store).
 AGENT_MESSAGE_CHUNKS: Final = AttributeMap("AGENT_MESSAGE_CHUNKS", AgentMessageChunk)
-#: ``AgentMessageIndex``: the kept chunks and the window start (chunked storage; not written yet).
+#: ``AgentMessageIndex``: the kept chunks and the window start (see agent_message_store).
 AGENT_MESSAGE_INDEX: Final = Attribute("AGENT_MESSAGE_INDEX", AgentMessageIndex)
 #: ``TurnReplySequence``: where the latest turn's replies start.
 TURN_REPLY_SEQUENCE: Final = Attribute("TURN_REPLY_SEQUENCE", TurnReplySequence)

@@ -120,11 +120,16 @@ def accept_plan_execution(context: Context, request: ExecutePlanRequest) -> bool
         ``True`` when the approval was recorded and published.
     """
     state = AGENT_STATE.get(context) or AgentState()
+    plan = AGENT_PLAN.get(context)
+    pending: PlanExecutionRequest | None = PENDING_PLAN_EXECUTION.get(context)
+    if pending is not None and (plan is None or pending.revision != plan.revision):
+        # AwaitUserMessage waits on the current revision only, so this one never runs.
+        pending = None
     decision_state = PlanExecutionState(
         status=state.status,
         active_turn_id=state.active_turn_id,
-        plan=AGENT_PLAN.get(context),
-        pending_plan_execution=PENDING_PLAN_EXECUTION.get(context),
+        plan=plan,
+        pending_plan_execution=pending,
         queued_message_count=len(QUEUED_USER_MESSAGES.pending_messages(context)),
         steered_message_count=len(STEERED_USER_MESSAGES.pending_messages(context)),
         pending_interrupt_count=len(PENDING_INTERRUPTS.get(context) or []),

@@ -55,6 +55,7 @@ from dex_agents.agent_session_values import (
     AgentInterrupt,
     AgentToolCall,
     AgentToolCallStatus,
+    CancellationReason,
     InterruptKind,
     QuestionResolution,
 )
@@ -133,6 +134,12 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
             return go_to_many(_movement_after_answer(self._runtime, record))
         events = self._events(context, record)
         if not is_question_raised(record):
+            # Deferred import: the turn control Steps route answers back to this module.
+            from dex_agents.agent_session_turn_control_steps import settle_unraised_question
+
+            settled = settle_unraised_question(context, events, record)
+            if settled is not None:
+                return settled
             return self._raise(context, events, record)
         interrupt_id = self._interrupt_id(record)
         resolutions = INTERRUPT_RESOLUTIONS.results(context, interrupt_id)
@@ -222,7 +229,7 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
         events: AgentEventWriter,
         record: AgentToolCall,
         interrupt_id: str,
-        reason: object,
+        reason: CancellationReason,
     ) -> StepDecision:
         interrupts = PENDING_INTERRUPTS.get(context) or []
         if find_pending_interrupt(interrupts, interrupt_id) is not None:
@@ -242,7 +249,7 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
         final = finalize_tool_call(
             record,
             AgentToolCallStatus.REJECTED,
-            cancellation_reason=record.cancellation_reason or reason,  # type: ignore[arg-type]
+            cancellation_reason=record.cancellation_reason or reason,
         )
         finish_tool_call(context, events, final)
         return dead_end()
@@ -283,7 +290,7 @@ class AwaitTimer(_WaitingToolCallStep):
         assert record.wait_until is not None
         if remaining_wait_seconds(record.wait_until, self._runtime.now()) > 0:
             return go_to_many(timer_movement(record.tool_call_id))
-        output = finish_durable_wait(record, record.arguments)
+        output = finish_durable_wait(record, self._runtime.options.max_durable_wait)
         finish_tool_call(
             context,
             events,

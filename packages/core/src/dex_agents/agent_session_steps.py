@@ -12,7 +12,6 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import datetime
-from types import ModuleType
 from enum import Enum
 from typing import Final
 
@@ -45,19 +44,14 @@ from dex_agents.agent_framework_runner import (
     validate_tool_calls_requested,
 )
 from dex_agents.agent_message_store import append_messages, load_messages, message_chunk_loads
+from dex_agents.agent_plans import turn_interaction_mode
+from dex_agents.agent_session_built_in_calls import commit_call_settlements
+from dex_agents.agent_session_built_in_transitions import settle_requested_calls
 from dex_agents.agent_session_compaction_steps import (
     compact_context_movement,
     decide_turn_compaction,
     summary_of_session,
     warn_when_messages_were_deleted,
-)
-from dex_agents.agent_session_built_in_calls import commit_call_settlements
-from dex_agents.agent_session_built_in_transitions import settle_requested_calls
-from dex_agents.agent_plans import turn_interaction_mode
-from dex_agents.agent_session_plan_steps import (
-    plan_approval_condition,
-    start_executing_turn,
-    take_plan_approval,
 )
 from dex_agents.agent_session_persistence import (
     AGENT_PLAN,
@@ -74,6 +68,11 @@ from dex_agents.agent_session_persistence import (
     TURN_REPLY_SEQUENCE,
     TURN_SESSION_SETTINGS,
 )
+from dex_agents.agent_session_plan_steps import (
+    plan_approval_condition,
+    start_executing_turn,
+    take_plan_approval,
+)
 from dex_agents.agent_session_settings import (
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
     TurnSessionSettings,
@@ -87,8 +86,8 @@ from dex_agents.agent_session_step_options import (
     message_storing_step_options,
     resume_turn_step_options,
     run_model_step_options,
-    with_selected_message_chunks,
     turn_failure_step_options,
+    with_selected_message_chunks,
 )
 from dex_agents.agent_session_tool_steps import tool_call_movement
 from dex_agents.agent_session_transitions import (
@@ -190,7 +189,10 @@ class AwaitUserMessage(_TurnStep, Step[None]):
 
     async def execute(self, context: AsyncContext, input: None) -> StepDecision:  # type: ignore[override]
         if TURN_CONTROL_REQUESTS.results(context):
-            return go_to(_turn_control_steps().ApplyTurnControl, None)
+            # Imported on use: the turn control Steps start turns through this module.
+            from dex_agents.agent_session_turn_control_steps import ApplyTurnControl
+
+            return go_to(ApplyTurnControl, None)
         state = AGENT_STATE.get(context) or AgentState()
         messages = [m for m in QUEUED_USER_MESSAGES.results(context) if m.text.strip()]
         # A message that came with an approval wins; the approval is then dropped.
@@ -287,9 +289,15 @@ class RunModel(_TurnStep, Step[None]):
         state = AGENT_STATE.get(context)
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
-        if _turn_control_steps().turn_control_reason_now(context, state) is not None:
+        # Imported on use: the turn control Steps start turns through this module.
+        from dex_agents.agent_session_turn_control_steps import (
+            end_turn_under_control,
+            turn_control_reason_now,
+        )
+
+        if turn_control_reason_now(context, state) is not None:
             # A steered or cancelled turn ends here, before another model call.
-            return _turn_control_steps().end_turn_under_control(context, self._runtime, state)
+            return end_turn_under_control(context, self._runtime, state)
         runner_events = self._runtime.event_writer(context, state.active_turn_id)
         heartbeat = Heartbeat(context)
         turn = build_turn_context(context, self._runtime, state, runner_events, heartbeat)
@@ -456,13 +464,6 @@ async def report_model_spend(
         await limit.record_model_usage(ModelSpendReport(call=call, usage=usage))
 
 
-def _turn_control_steps() -> ModuleType:
-    # Imported on use: the turn control Steps start turns through this module's begin_turn.
-    from dex_agents import agent_session_turn_control_steps
-
-    return agent_session_turn_control_steps
-
-
 def _contract_problem(
     runtime: SessionRuntime, turn: AgentTurnContext, outcome: ToolCallsRequested
 ) -> str | None:
@@ -514,18 +515,24 @@ class ResumeTurn(_TurnStep, Step[int]):
         state = AGENT_STATE.get(context)
         if state is None or state.active_turn_id is None:
             return go_to(AwaitUserMessage, None)
-        control = _turn_control_steps()
+        # Imported on use: the turn control Steps start turns through this module.
+        from dex_agents.agent_session_turn_control_steps import (
+            ApplyTurnControl,
+            turn_control_reason_now,
+            wake_waits_for_steer,
+        )
+
         if TURN_CONTROL_REQUESTS.results(context):
             # A steer wake: cancel the turn's waits for a person or a Timer, then wait again.
-            control.wake_waits_for_steer(context, state)
+            wake_waits_for_steer(context, state)
             return go_to_many(StepMovement.of(ResumeTurn, input, options=resume_turn_step_options()))
         unfinished = unfinished_tool_calls(load_all_tool_calls(context), state.active_turn_id)
         if unfinished:
             return go_to_many(
                 StepMovement.of(ResumeTurn, len(unfinished), options=resume_turn_step_options())
             )
-        if control.turn_control_reason_now(context, state) is not None:
-            return go_to(control.ApplyTurnControl, None)
+        if turn_control_reason_now(context, state) is not None:
+            return go_to(ApplyTurnControl, None)
         AGENT_STATE.set(context, replace(state, status=AgentStatus.RUNNING_MODEL))
         return run_model_movement(context, self._runtime)
 

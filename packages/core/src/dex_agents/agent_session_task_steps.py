@@ -114,6 +114,12 @@ class PollToolTask(_TaskStep):
             return go_to_many(_question_movement(record))
         if record.status is not AgentToolCallStatus.WAITING_FOR_TASK:
             return dead_end()
+        # Deferred import: FinishTurnCancellation hands abandoned tasks to this module.
+        from dex_agents.agent_session_turn_control_steps import abandon_task_of_cancelled_turn
+
+        abandoned = abandon_task_of_cancelled_turn(context, record)
+        if abandoned is not None:
+            return abandoned
         runner = self._runtime.runner
         assert isinstance(runner, ToolTaskPoller)  # the tool Step checked it before the task
         events = self._events(context, record)

@@ -80,9 +80,11 @@ from dex_agents.agent_session_values import (
 __all__ = [
     "ApplyTurnControl",
     "FinishTurnCancellation",
+    "abandon_task_of_cancelled_turn",
     "end_turn_under_control",
     "finish_turn_cancellation_movement",
     "reject_unstarted_tool_call",
+    "settle_unraised_question",
     "turn_control_reason_now",
     "wake_waits_for_steer",
 ]
@@ -191,6 +193,41 @@ def reject_unstarted_tool_call(
         finalize_tool_call(record, AgentToolCallStatus.REJECTED, cancellation_reason=reason),
     )
     return True
+
+
+def settle_unraised_question(
+    context: AsyncContext, events: AgentEventWriter, record: AgentToolCall
+) -> StepDecision | None:
+    """``AwaitQuestionAnswer`` before it raises a question that a started tool or task asked
+    after the turn was steered or cancelled, so the question never waits for a wake already
+    spent: a tool's question is recorded ``rejected`` with the reason (the tool took no effect
+    yet); a cancelled turn's task goes to ``FinishTurnCancellation``, which abandons it; a task's
+    question survives a steer. ``None`` when the question is raised as usual."""
+    reason = turn_control_reason_now(context, AGENT_STATE.get(context))
+    if reason is None:
+        return None
+    if record.task_id is not None:
+        if reason is CancellationReason.TURN_CANCELLED:
+            return go_to_many(finish_turn_cancellation_movement(record.turn_id))
+        return None
+    finish_tool_call(
+        context,
+        events,
+        finalize_tool_call(record, AgentToolCallStatus.REJECTED, cancellation_reason=reason),
+    )
+    return dead_end()
+
+
+def abandon_task_of_cancelled_turn(
+    context: AsyncContext, record: AgentToolCall
+) -> StepDecision | None:
+    """``PollToolTask`` before it polls: a task of a cancelled turn goes to
+    ``FinishTurnCancellation``, which hands it to ``CancelToolTask``; ``None`` otherwise, also
+    for a steered turn, whose steer waits for the task's result."""
+    reason = turn_control_reason_now(context, AGENT_STATE.get(context))
+    if reason is not CancellationReason.TURN_CANCELLED:
+        return None
+    return go_to_many(finish_turn_cancellation_movement(record.turn_id))
 
 
 class ApplyTurnControl(Step[None]):

@@ -7,6 +7,7 @@ default). The same values are the Dex Attribute, Channel and RPC types of the se
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -779,3 +780,15 @@ class AgentSnapshot(WireValue):
     session_settings: Mapping[str, object] = field(default_factory=dict)
     context_summary: ContextSummary | None = None
     deleted_before_sequence: int | None = None
+
+
+def _resolve_wire_value_annotations() -> None:
+    # The SDK codec calls typing.get_type_hints on every decode, which with postponed (string)
+    # annotations compiles each field's annotation every time: the main cost of reading stored
+    # messages. Resolved once here, each later call only copies them.
+    for value in list(globals().values()):
+        if isinstance(value, type) and issubclass(value, WireValue) and value.__module__ == __name__:
+            value.__annotations__ = typing.get_type_hints(value)
+
+
+_resolve_wire_value_annotations()

@@ -5,6 +5,25 @@ mutates a :class:`~dex_local_engine.flow_state.FlowRun` and ends in :meth:`Engin
 SQLite transaction that writes the run's snapshot together with the history events it produced.
 Step methods run as asyncio tasks that hand attempts to a :class:`~dex_local_engine.dispatch.
 Dispatcher` and apply the Worker's result when it arrives.
+
+Semantics where the SDK leaves the server's choice open:
+
+- Step execution IDs are ``<StepType>-<n>`` per Step type per run; ``from_step_execution_id`` is
+  ``__start__`` for the start Step (and the Flow timeout handler) and ``__rpc/<name>`` for Steps
+  an RPC started. A Flow closes only by a close decision, a Flow timeout or StopFlow; a run whose
+  Steps all ended (``dead_end``) keeps running until an RPC adds work.
+- Attempts: a task no Worker started (:class:`~dex_local_engine.dispatch.TaskNotStarted`) is
+  dispatched again with the same attempt number; a lost Worker, a timeout or a handler error
+  fails the attempt and the retry policy decides (defaults: 1 s initial interval, coefficient 2,
+  100 s maximum, unlimited attempts within 4 hours). Method timeout defaults to 2 hours; a
+  heartbeat timeout applies only when the Step sets one.
+- Attempt progress: SDK 1.23.0's ``RecoveryErrorInfo`` has no ``attempt_progress`` field, so the
+  recovery error's ``detail`` ends with ``(attempt_progress: NOT_STARTED)`` when no attempt of
+  the method produced output on a Worker (a heartbeat counts), else
+  ``(attempt_progress: NOT_COMPLETED)``.
+- Restart: an attempt whose in-flight marker survives an engine crash may have run, so it fails
+  as lost (NOT_COMPLETED) and is retried per policy; Timers and waits resume from the snapshot.
+- A non-transactional RPC without locks may run on a closed run if it returns no effects.
 """
 
 from __future__ import annotations
@@ -22,7 +41,6 @@ from typing import Any
 
 import grpc
 from dex.dexpb import dex_pb2 as pb
-from google.protobuf import struct_pb2
 
 from dex_local_engine import errors
 from dex_local_engine.conditions import (
@@ -49,6 +67,14 @@ from dex_local_engine.flow_state import (
     dump_run,
     load_run,
 )
+from dex_local_engine.result_checks import (
+    has_effects,
+    malformed_result,
+    malformed_writes,
+    oversized_result,
+    refuse_oversized,
+)
+from dex_local_engine.retry_policy import DEFAULT_TOTAL_RETRY_DURATION, retry_interval
 from dex_local_engine.search_query import FlowSearchRecord, IndexedValue, indexed_value_from_write
 from dex_local_engine.store import FlowRow, HistoryRow, InflightRow, Store
 from dex_local_engine.value_limits import (
@@ -56,8 +82,9 @@ from dex_local_engine.value_limits import (
     oversized_task,
     oversized_values,
 )
+from dex_local_engine.wire_values import ensure_value, is_null, value_text
 
-__all__ = ["DispatcherRouter", "Engine", "StreamWriter", "ensure_value"]
+__all__ = ["DispatcherRouter", "Engine", "StreamWriter"]
 
 _log = logging.getLogger(__name__)
 
@@ -69,10 +96,6 @@ StreamWriter = Callable[[FlowRun, str, pb.StepStreamWrite], None]
 
 _DEFAULT_METHOD_TIMEOUT = 2 * 3600.0
 _DEFAULT_RPC_TIMEOUT = 60.0
-_DEFAULT_TOTAL_RETRY_DURATION = 4 * 3600.0
-_DEFAULT_INITIAL_INTERVAL = 1.0
-_DEFAULT_BACKOFF = 2.0
-_DEFAULT_MAXIMUM_INTERVAL = 100.0
 _REDISPATCH_DELAY = 0.05
 _NO_ERROR = pb.FLOW_ERROR_TYPE_UNSPECIFIED
 _RETRYABLE_FLOW_ERRORS = frozenset(
@@ -87,20 +110,6 @@ TIMEOUT_HANDLER_STEP_TYPE = "sys:timeout_handler"
 _INDEX_META_KEY = "attribute_index_types"
 ATTEMPT_PROGRESS_NOT_STARTED = "NOT_STARTED"
 ATTEMPT_PROGRESS_NOT_COMPLETED = "NOT_COMPLETED"
-
-
-def ensure_value(value: pb.Value | None) -> pb.Value:
-    """A copy of ``value`` with a kind set (an unset Value becomes ``null_value``)."""
-    result = pb.Value()
-    if value is not None:
-        result.CopyFrom(value)
-    if result.WhichOneof("kind") is None:
-        result.null_value = struct_pb2.NULL_VALUE  # type: ignore[assignment]
-    return result
-
-
-def _is_null(value: pb.Value) -> bool:
-    return value.WhichOneof("kind") in (None, "null_value")
 
 
 def _timestamp(seconds: float) -> datetime:
@@ -138,9 +147,17 @@ class _Waiters:
 
     async def wait(self, run_id: str, timeout: float) -> None:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._by_run.setdefault(run_id, []).append(future)
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(future, timeout)
+        waiting = self._by_run.setdefault(run_id, [])
+        waiting.append(future)
+        try:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(future, timeout)
+        finally:
+            # A long poll that timed out must not leave its future behind for an idle run.
+            if future in waiting:
+                waiting.remove(future)
+            if not waiting and self._by_run.get(run_id) is waiting:
+                del self._by_run[run_id]
 
 
 class Engine:
@@ -174,6 +191,9 @@ class Engine:
         self.waiters = _Waiters()
         self._pending_history: dict[str, list[HistoryRow]] = {}
         self._finished_inflight: dict[str, list[str]] = {}
+        self._dispatching: dict[str, list[InflightRow]] = {}
+        self._premarked: set[InflightRow] = set()
+        """Attempts whose in-flight marker was written with the commit that made them runnable."""
         self._lost_attempts: set[tuple[str, str]] = set()
         self._closing = False
         self._new_runs: set[str] = set()
@@ -219,15 +239,21 @@ class Engine:
                 self._launch(run, step)
         self._evaluate_waiting(run)
 
-    async def shutdown(self) -> None:
-        """Stop every Step driver and timer (state on disk stays as committed)."""
+    async def shutdown(self, drain_seconds: float = 2.0) -> None:
+        """Stop every Step driver and timer (state on disk stays as committed).
+
+        Attempts already on a Worker get ``drain_seconds`` to report their result, so a graceful
+        stop does not turn them into lost attempts; no new attempt starts meanwhile.
+        """
         self._closing = True
         for handles in self._timer_handles.values():
             for handle in handles:
                 handle.cancel()
         for handle in self._flow_timeouts.values():
             handle.cancel()
-        tasks = list(self._drivers.values())
+        tasks = [task for task in self._drivers.values() if not task.done()]
+        if tasks and drain_seconds > 0:
+            await asyncio.wait(tasks, timeout=drain_seconds)
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -247,11 +273,16 @@ class Engine:
     def _commit(self, run: FlowRun) -> None:
         history = self._pending_history.pop(run.run_id, [])
         finished = [(run.run_id, s) for s in self._finished_inflight.pop(run.run_id, [])]
+        dispatching = self._dispatching.pop(run.run_id, [])
         is_new = run.run_id in self._new_runs
         self._new_runs.discard(run.run_id)
         self._store.commit(
-            [FlowRow(run.run_id, run.flow_id, is_new, dump_run(run))], history, finished
+            [FlowRow(run.run_id, run.flow_id, is_new, dump_run(run))],
+            history,
+            finished,
+            dispatching,
         )
+        self._premarked.update(dispatching)
         self.waiters.notify(run.run_id)
 
     def history(self, run: FlowRun, from_event_id: int, limit: int) -> list[pb.FlowHistoryEvent]:
@@ -336,7 +367,7 @@ class Engine:
             if not getattr(request, name):
                 raise errors.invalid_argument(f"StartFlow: {name} is required")
         options = request.flow_start_options
-        _refuse_oversized(
+        refuse_oversized(
             oversized_values(
                 attributes=options.attributes, others=[("the start Step input", request.step_input)]
             )
@@ -402,6 +433,8 @@ class Engine:
 
     def _begin_run(self, run: FlowRun) -> None:
         """Persist a run made by :meth:`_create_run` and start its Steps and Flow timer."""
+        for step in run.steps.values():
+            self._mark_dispatching(run, step)
         self._commit(run)
         self._arm_flow_timeout(run)
         for step in list(run.steps.values()):
@@ -617,7 +650,7 @@ class Engine:
         )
         self._event(run, flow_closed=closed)
         now = time.time()
-        delay = _retry_interval(step_policy, run.run_attempt, 0)
+        delay = retry_interval(step_policy, run.run_attempt, 0)
         run.run_attempt += 1
         run.attributes.clear()
         run.attribute_indexes.clear()
@@ -677,6 +710,23 @@ class Engine:
         run.steps[step.step_execution_id] = step
         return step
 
+    def _mark_dispatching(self, run: FlowRun, step: StepExecution) -> None:
+        """Write the in-flight marker of a Step launched right after the coming commit.
+
+        Only for a Step whose attempt starts at once (no backoff wait, no lock to wait for).
+        """
+        if (
+            step.step_execution_id in run.steps
+            and step.phase is not StepPhase.WAITING
+            and step.retry_at <= time.time()
+            and not self._lock_keys(step)
+            and not self._closing
+        ):
+            marker = InflightRow(
+                run.run_id, step.step_execution_id, step.method.value, step.attempt
+            )
+            self._dispatching.setdefault(run.run_id, []).append(marker)
+
     def _launch(self, run: FlowRun, step: StepExecution) -> None:
         key = (run.run_id, step.step_execution_id)
         existing = self._drivers.get(key)
@@ -716,11 +766,13 @@ class Engine:
     async def _drive(self, run: FlowRun, step: StepExecution) -> None:
         try:
             while run.is_running and step.step_execution_id in run.steps:
-                if step.phase is StepPhase.WAITING:
+                if step.phase is StepPhase.WAITING or self._closing:
                     return
                 delay = step.retry_at - time.time()
                 if delay > 0:
                     await asyncio.sleep(delay)
+                    if self._closing:
+                        return
                 key = (run.run_id, step.step_execution_id)
                 if key in self._lost_attempts:
                     self._lost_attempts.discard(key)
@@ -795,16 +847,18 @@ class Engine:
             problem = oversized_task(request, f"{method.value} of {step.step_execution_id}")
             outcome: _TaskOutcome | None = None
             if problem is None:
-                self._store.mark_inflight(
-                    InflightRow(run.run_id, step.step_execution_id, method.value, step.attempt)
-                )
+                marker = InflightRow(run.run_id, step.step_execution_id, method.value, step.attempt)
+                if marker in self._premarked:
+                    self._premarked.discard(marker)
+                else:
+                    self._store.mark_inflight(marker)
                 outcome = await self._run_task(run, request, timeout, heartbeat, step)
         finally:
             self._release_locks(run, keys, step.step_execution_id)
         if problem is None and isinstance(
             outcome, pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse
         ):
-            problem = _malformed_result(outcome) or _oversized_result(outcome)
+            problem = malformed_result(outcome) or oversized_result(outcome)
         if problem is not None:
             if run.is_running and step.step_execution_id in run.steps:
                 error = pb.WorkerErrorResponse(detail=problem, error_type=TOO_LARGE_ERROR_TYPE)
@@ -999,7 +1053,7 @@ class Engine:
         for write in writes:
             if not write.key:
                 raise errors.invalid_argument("an Attribute write has an empty key")
-            if _is_null(write.value):
+            if is_null(write.value):
                 run.attributes.pop(write.key, None)
             else:
                 run.attributes[write.key] = ensure_value(write.value)
@@ -1113,6 +1167,8 @@ class Engine:
         else:
             self._reset_method(step, StepPhase.EXECUTE)
         self._evaluate_waiting(run, commit=False)
+        if step.phase is StepPhase.EXECUTE:
+            self._mark_dispatching(run, step)
         self._commit(run)
         for child in started:
             self._begin_run(child)
@@ -1151,6 +1207,8 @@ class Engine:
             self._close(run, pb.FLOW_STATUS_COMPLETED, _NO_ERROR, "")
         if run.is_running:
             self._evaluate_waiting(run, commit=False)
+            for new_step in started:
+                self._mark_dispatching(run, new_step)
         self._commit(run)
         if run.is_running:
             for new_step in started:
@@ -1181,7 +1239,7 @@ class Engine:
             self._close(run, pb.FLOW_STATUS_COMPLETED, _NO_ERROR, "")
             return []
         if kind == pb.CLOSE_DECISION_TYPE_FORCE_FAIL:
-            message = _value_text(close.close_input) if close.HasField("close_input") else ""
+            message = value_text(close.close_input) if close.HasField("close_input") else ""
             self._close(
                 run,
                 pb.FLOW_STATUS_FAILED,
@@ -1215,8 +1273,8 @@ class Engine:
         if step.first_attempt_at == 0.0:
             # Not persisted when an in-flight attempt was lost to an engine restart.
             step.first_attempt_at = now
-        interval = _retry_interval(policy, step.attempt, failure.error.retry_after_seconds)
-        total = float(policy.total_duration_seconds or _DEFAULT_TOTAL_RETRY_DURATION)
+        interval = retry_interval(policy, step.attempt, failure.error.retry_after_seconds)
+        total = float(policy.total_duration_seconds or DEFAULT_TOTAL_RETRY_DURATION)
         within_attempts = policy.maximum_attempts <= 0 or step.attempt < policy.maximum_attempts
         within_time = now + interval - step.first_attempt_at <= total
         if within_attempts and within_time:
@@ -1349,7 +1407,7 @@ class Engine:
     def publish(self, request: pb.PublishToChannelRequest) -> None:
         """Publish external Channel messages."""
         run = self.get_running(request.flow_id, request.run_id)
-        _refuse_oversized(oversized_values(messages=request.messages))
+        refuse_oversized(oversized_values(messages=request.messages))
         published = self._publish(run, request.messages)
         self._event(
             run, channel_external_publish=pb.ChannelExternalPublishEvent(messages=published)
@@ -1370,7 +1428,7 @@ class Engine:
     def set_attributes(self, request: pb.SetAttributesRequest) -> None:
         """Write Attributes from a client."""
         run = self.get_running(request.flow_id, request.run_id)
-        _refuse_oversized(oversized_values(attributes=request.attributes))
+        refuse_oversized(oversized_values(attributes=request.attributes))
         self._apply_attribute_writes(run, request.attributes)
         self._event(
             run,
@@ -1429,7 +1487,7 @@ class Engine:
             raise errors.invalid_argument("InvokeRPC: rpc_name is required")
         keys = list(request.lock_attribute_keys)
         run = self.get_run(request.flow_id, request.run_id)
-        _refuse_oversized(oversized_values(others=[("the RPC input", request.input)]))
+        refuse_oversized(oversized_values(others=[("the RPC input", request.input)]))
         # A non-transactional RPC without locks may read a closed run if it changes nothing.
         if not run.is_running and (request.is_transactional or keys):
             raise errors.flow_not_active(request.flow_id)
@@ -1487,13 +1545,13 @@ class Engine:
             decision=outcome.step_decision,
             others=[("the RPC output", outcome.output)],
         )
-        problem = problem or _malformed_writes(
+        problem = problem or malformed_writes(
             outcome.upsert_attributes, outcome.publish_to_channel, outcome.step_decision
         )
         if problem is not None:
             raise errors.failed_precondition(f"RPC {request.rpc_name!r} result refused: {problem}")
         if not run.is_running:
-            if _has_effects(outcome):
+            if has_effects(outcome):
                 raise errors.flow_not_active(run.flow_id)
             return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
         self._apply_method_writes(
@@ -1518,85 +1576,3 @@ class Engine:
         )
         self._after_steps_changed(run, started)
         return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
-
-
-def _malformed_writes(
-    attributes: Iterable[pb.AttributeWrite],
-    messages: Iterable[pb.ChannelMessage],
-    decision: pb.StepDecision | None,
-) -> str | None:
-    if any(not write.key for write in attributes):
-        return "the result writes an Attribute with an empty key"
-    if any(not message.channel_name for message in messages):
-        return "the result publishes a Channel message with an empty channel name"
-    if decision is not None and any(not m.step_type for m in decision.next_steps):
-        return "the result moves to a Step with an empty Step type"
-    return None
-
-
-def _malformed_result(
-    response: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
-) -> str | None:
-    decision = (
-        response.step_decision if isinstance(response, pb.InvokeExecuteMethodResponse) else None
-    )
-    problem = _malformed_writes(response.upsert_attributes, response.publish_to_channel, decision)
-    return None if problem is None else f"the Worker returned a malformed result: {problem}"
-
-
-def _refuse_oversized(problem: str | None) -> None:
-    if problem is not None:
-        raise errors.invalid_argument(problem)
-
-
-def _oversized_result(
-    response: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
-) -> str | None:
-    locals_ = [
-        (f"step-execution local {kv.key!r}", kv.value) for kv in response.upsert_step_exe_locals
-    ]
-    decision = (
-        response.step_decision if isinstance(response, pb.InvokeExecuteMethodResponse) else None
-    )
-    return oversized_values(
-        attributes=response.upsert_attributes,
-        messages=response.publish_to_channel,
-        decision=decision,
-        others=locals_,
-    )
-
-
-def _has_effects(response: pb.InvokeWorkerRPCResponse) -> bool:
-    decision = response.step_decision
-    return bool(
-        response.upsert_attributes
-        or response.publish_to_channel
-        or response.delete_from_channel
-        or decision.next_steps
-        or decision.cancel_step_types
-    )
-
-
-def _retry_interval(policy: pb.RetryPolicy, attempt: int, retry_after: int) -> float:
-    if retry_after > 0:
-        return float(retry_after)
-    initial = float(policy.initial_interval_seconds or _DEFAULT_INITIAL_INTERVAL)
-    coefficient = float(policy.backoff_coefficient or _DEFAULT_BACKOFF)
-    maximum = float(policy.maximum_interval_seconds or _DEFAULT_MAXIMUM_INTERVAL)
-    return min(initial * coefficient ** (attempt - 1), maximum)
-
-
-def _value_text(value: pb.Value) -> str:
-    kind = value.WhichOneof("kind")
-    if kind == "string_value":
-        return value.string_value
-    if kind == "obj_value":
-        payload = value.obj_value.payload
-        try:
-            text = payload.decode()
-        except UnicodeDecodeError:
-            return repr(payload)
-        return text.strip('"') if text.startswith('"') else text
-    if kind in (None, "null_value"):
-        return ""
-    return str(getattr(value, kind))

@@ -17,10 +17,11 @@ from dex.dexpb import dex_pb2_grpc
 from google.protobuf import empty_pb2
 
 from dex_local_engine import __version__, errors
-from dex_local_engine.engine import Engine, ensure_value
+from dex_local_engine.engine import Engine
 from dex_local_engine.flow_state import FlowRun, StepPhase
 from dex_local_engine.search_query import search_flows
 from dex_local_engine.streams import StreamStore
+from dex_local_engine.wire_values import ensure_value
 
 __all__ = ["FlowService"]
 

@@ -190,10 +190,13 @@ class Store:
         flows: list[FlowRow],
         history: list[HistoryRow],
         finished: Sequence[tuple[str, str]] = (),
+        dispatching: Sequence[InflightRow] = (),
     ) -> None:
-        """Write Flow snapshots, append history and clear finished attempts atomically.
+        """Write Flow snapshots, append history and update in-flight markers atomically.
 
-        ``finished`` lists ``(run_id, step_execution_id)`` whose in-flight marker is removed.
+        ``finished`` lists ``(run_id, step_execution_id)`` whose in-flight marker is removed;
+        ``dispatching`` lists attempts about to be handed to Workers (marked after the removals),
+        so a Step's whole hot path stays one transaction.
         """
         db = self._db
         db.execute("BEGIN")
@@ -217,6 +220,12 @@ class Store:
                 db.executemany(
                     "DELETE FROM inflight WHERE run_id = ? AND step_execution_id = ?",
                     list(finished),
+                )
+            if dispatching:
+                db.executemany(
+                    "INSERT OR REPLACE INTO inflight "
+                    "(run_id, step_execution_id, method, attempt) VALUES (?, ?, ?, ?)",
+                    [(r.run_id, r.step_execution_id, r.method, r.attempt) for r in dispatching],
                 )
             db.execute("COMMIT")
         except BaseException:

@@ -23,6 +23,7 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -341,7 +342,7 @@ class ContextWindowSessionScenario:
                 await self._queue_turns(sessions, model, done + 1, target)
                 await wait_until(
                     f"{target} turns to finish",
-                    lambda target=target: _idle_after_turns(server_address, target),
+                    functools.partial(_idle_after_turns, server_address, target),
                     timeout=self.turn_timeout_seconds * (target - done) + 30,
                 )
                 snapshot = await sessions.get_agent_snapshot(_SESSION_ID)

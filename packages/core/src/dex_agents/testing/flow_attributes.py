@@ -12,7 +12,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import grpc  # type: ignore[import-untyped]
+import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
@@ -58,7 +58,8 @@ class FlowAttributes:
             return None
         kind = value.WhichOneof("kind")
         if kind == "obj_value":
-            return json.loads(value.obj_value.payload.decode("utf-8"))
+            decoded: object = json.loads(value.obj_value.payload.decode("utf-8"))
+            return decoded
         if kind == "string_value":
             return value.string_value
         if kind == "null_value":
@@ -82,7 +83,7 @@ async def read_flow_attributes(
         ['000000000001']
     """
     async with grpc.aio.insecure_channel(server_address) as channel:
-        stub = pb_grpc.FlowServiceStub(channel)
+        stub = pb_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         request = (
             pb.GetAttributesRequest(flow_id=flow_id, all_keys=True)
             if keys is None
