@@ -55,6 +55,7 @@ from dex_agents import (
     TurnControlKind,
     TurnControlRequest,
     TurnReplySequence,
+    TurnSessionSettings,
     UpdateSessionSettingsRequest,
     WireValue,
     WireValueError,
@@ -193,6 +194,7 @@ SAMPLES: dict[type[WireValue], WireValue] = {
     TurnCancellationRequest: TurnCancellationRequest("turn-2", _NOW),
     TurnControlRequest: TurnControlRequest(TurnControlKind.CANCEL, "turn-2"),
     TurnReplySequence: TurnReplySequence("turn-2", 8),
+    TurnSessionSettings: TurnSessionSettings("turn-2", {"model": "m", "limits": {"depth": 2}}),
     UpdateSessionSettingsRequest: UpdateSessionSettingsRequest({"model": "m"}),
 }
 

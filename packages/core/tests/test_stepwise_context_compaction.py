@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
@@ -12,7 +13,9 @@ from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     CONTEXT_SUMMARY_NOTE_HEADER,
     CONTEXT_SUMMARY_TRANSCRIPT_HEADER,
+    AgentEventWriter,
     AgentMessage,
+    AgentTurnContext,
     CompactionPolicy,
     ContextSummary,
     ContextSummaryRequest,
@@ -208,3 +211,28 @@ async def test_a_summary_request_over_budget_leaves_out_whole_oldest_responses()
     assert len(results) == 5 - count // 2
     assert model.estimate_input_tokens(seen[1]) + 200 <= budget
     assert texts[1] == f"{CONTEXT_SUMMARY_NOTE_HEADER}\nearlier"
+
+
+def test_the_estimate_counts_the_summary_note_and_the_messages_as_the_model_would() -> None:
+    model = ScriptedModelClient(lambda request: ScriptedModelReply(text="unused"))
+    runner = StepwiseAgentRunner(
+        AgentDefinition(name="s", instructions="Be brief.", model=model, tools=[read_page])
+    )
+    messages = (_user(7, "go"), _call(8, "a", "turn-1/1"), _result(9, "a"))
+    turn = AgentTurnContext(
+        flow_id="f",
+        turn_id="turn-1",
+        attempt=1,
+        messages=messages,
+        framework_run_state=None,
+        tool_calls={},
+        events=AgentEventWriter.discarding(),
+    )
+    summary = ContextSummary(1, 1, 6, "s" * 3_000, None)
+    with_summary = dataclasses.replace(turn, context_summary=summary)
+    plain = runner.estimate_input_tokens(turn)
+    assert runner.estimate_input_tokens(with_summary) >= plain + 1_000
+    assert plain > runner.estimate_input_tokens(dataclasses.replace(turn, messages=messages[:1]))
+    # The only cut is after the user text: never after a call without its result, nor at the end.
+    assert runner.select_compaction_cutoff(turn, 0) == 7
+    assert runner.select_compaction_cutoff(dataclasses.replace(turn, messages=messages[:2]), 0) == 7

@@ -150,6 +150,9 @@ class StepwiseAgentRunner:
             )
         self._definition = definition
         self._tools = dict(definition.tools_by_name)
+        # Each source's last listing, for the synchronous estimate of a source without
+        # cached_tools(); only an estimate reads it, so a Worker restart loses nothing.
+        self._last_listings: dict[str, tuple[ListedTool, ...]] = {}
 
     @property
     def definition(self) -> AgentDefinition:
@@ -266,7 +269,8 @@ class StepwiseAgentRunner:
 
         Counts the instructions (a function's result only when it returns text synchronously),
         the summary note, every stored item, the pending tool results, and the function and
-        built-in tool definitions; tool sources count through their ``cached_tools()`` if any.
+        built-in tool definitions; a tool source counts through its ``cached_tools()``, else
+        through this runner's last listing of it.
         """
         transcript = read_transcript(
             turn.messages, lambda call: OUTCOME_UNKNOWN_TOOL_RESULT, turn.turn_id
@@ -338,7 +342,7 @@ class StepwiseAgentRunner:
         definitions = [tool.definition() for tool in self._tools.values()]
         for source in self._definition.tool_sources:
             cached = getattr(source, "cached_tools", None)
-            listed = cached() if callable(cached) else ()
+            listed = cached() if callable(cached) else self._last_listings.get(source.source_name)
             definitions.extend(tool.definition() for tool in listed or ())
         definitions.extend(_built_in_definitions(turn))
         return tuple(definitions)
@@ -404,6 +408,7 @@ class StepwiseAgentRunner:
                 self._definition.tool_sources, self._definition.tool_source_listing_timeout
             )
             for source, listed_tools in listings:
+                self._last_listings[source.source_name] = tuple(listed_tools)
                 for listed in listed_tools:
                     self._check_source_tool_name(turn, listed.name, source_tools)
                     source_tools[listed.name] = _SourceTool(source, listed)

@@ -26,6 +26,7 @@ from dex_agents.testing.engine_process import (
     EngineStartError,
 )
 from dex_agents.testing.file_gate import FileGate
+from dex_agents.testing.flow_attributes import FlowAttributes, read_flow_attributes
 from dex_agents.testing.invocation_log import InvocationLog, InvocationRecord
 from dex_agents.testing.step_history import (
     EXECUTE_COMPLETED_EVENT,
@@ -71,6 +72,7 @@ __all__ = [
     "EngineProcess",
     "EngineStartError",
     "FileGate",
+    "FlowAttributes",
     "InvocationLog",
     "InvocationRecord",
     "ScriptedModelClient",
@@ -80,6 +82,7 @@ __all__ = [
     "WorkerProcess",
     "WorkerStartError",
     "build_stepwise_context_window_flow",
+    "read_flow_attributes",
     "read_step_history",
     "run_agent_worker",
     "wait_for_agent_snapshot",
