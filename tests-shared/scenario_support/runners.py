@@ -243,6 +243,7 @@ def runner_supports(runner: str, feature: str) -> bool:
     """Whether ``runner`` declares ``feature`` in ``RUNNER_FEATURES``."""
     return feature in RUNNER_FEATURES.get(runner, frozenset())
 
+
 #: The runners that compact, for ``test_context_window.py``: each wires the scenario's scripted
 #: model into the runner (see ``dex_agents.testing.ContextWindowSessionScenario``). A runner of
 #: ``RUNNERS`` missing here does not implement ContextCompactionRunner, and the scenario skips it.

@@ -139,11 +139,11 @@ from dex_agents.agent_plans import (
     write_todos_plan,
     write_todos_result,
 )
-from dex_agents.agent_session_compaction_steps import CompactContextInput
 from dex_agents.agent_session_client import (
     AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE,
     AgentSessionClient,
 )
+from dex_agents.agent_session_compaction_steps import CompactContextInput
 from dex_agents.agent_session_flow import AgentSessionFlow
 from dex_agents.agent_session_options import (
     DEFAULT_EVENT_STREAM_CAPACITY_BYTES,

@@ -19,7 +19,6 @@ from __future__ import annotations
 import inspect
 import logging
 from dataclasses import dataclass, replace
-from types import ModuleType
 from typing import Final
 
 from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, go_to, go_to_many
@@ -172,7 +171,9 @@ def compact_context_movement(
 
 def compact_context_step_options(runtime: SessionRuntime) -> StepOptions:
     """``CompactContext``'s options: ``RunModel``'s timeouts, retries, loads, and failure route."""
-    return run_model_step_options(runtime.options.run_model_limit, _turn_steps().RecordTurnFailure)
+    from dex_agents.agent_session_steps import RecordTurnFailure
+
+    return run_model_step_options(runtime.options.run_model_limit, RecordTurnFailure)
 
 
 class CompactContext(Step[CompactContextInput]):
@@ -189,7 +190,9 @@ class CompactContext(Step[CompactContextInput]):
         return compact_context_step_options(self._runtime)
 
     async def execute(self, context: AsyncContext, input: CompactContextInput) -> StepDecision:  # type: ignore[override]
-        steps = _turn_steps()
+        # agent_session_steps imports this module for RunModel's decision, so import at call time.
+        from dex_agents import agent_session_steps as steps
+
         runtime = self._runtime
         state = AGENT_STATE.get(context)
         if state is None or state.active_turn_id is None:
@@ -268,10 +271,3 @@ class CompactContext(Step[CompactContextInput]):
             {"generation": summary.generation, "through_sequence": summary.last_sequence},
         )
         return steps.run_model_movement(context, runtime)
-
-
-def _turn_steps() -> ModuleType:
-    # agent_session_steps imports this module for RunModel's decision, so import it at call time.
-    from dex_agents import agent_session_steps
-
-    return agent_session_steps

@@ -187,8 +187,10 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         QUEUED_USER_MESSAGES.publish(context, message)
         return RPCResult(True)
 
-    @rpc(lock_attributes=(PENDING_PLAN_EXECUTION.lock(),),
-         load_channels=(QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES))
+    @rpc(
+        lock_attributes=(PENDING_PLAN_EXECUTION.lock(),),
+        load_channels=(QUEUED_USER_MESSAGES, STEERED_USER_MESSAGES),
+    )
     def execute_plan(self, context: Context, request: ExecutePlanRequest) -> RPCResult[bool]:
         """Approve plan revision ``request.revision`` for execution; ``True`` only while the
         session waits for a user message, the plan has that revision and is draft or active, no
@@ -270,9 +272,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self, context: Context, request: ListAgentMessagesRequest
     ) -> RPCResult[AgentMessagesPage]:
         """Return one page of stored messages, oldest first; ``limit`` is clamped to 1..200."""
-        return RPCResult(
-            page_messages(context, request.after_sequence, request.limit)
-        )
+        return RPCResult(page_messages(context, request.after_sequence, request.limit))
 
     @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
     def steer_user_message(

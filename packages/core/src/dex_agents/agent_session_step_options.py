@@ -64,7 +64,9 @@ def with_selected_message_chunks(
     return replace(
         options,
         execute_load_attribute_maps=tuple(
-            loaded for loaded in options.execute_load_attribute_maps if loaded is not AGENT_MESSAGE_CHUNKS
+            loaded
+            for loaded in options.execute_load_attribute_maps
+            if loaded is not AGENT_MESSAGE_CHUNKS
         ),
         execute_load_attribute_map_instances=(
             *options.execute_load_attribute_map_instances,

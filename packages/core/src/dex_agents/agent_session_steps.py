@@ -226,7 +226,9 @@ def begin_turn(
     """
     texts = [text] if isinstance(text, str) else list(text)
     user_messages = [
-        _require_role(runtime.runner.build_user_message(item), MessageRole.USER, "build_user_message")
+        _require_role(
+            runtime.runner.build_user_message(item), MessageRole.USER, "build_user_message"
+        )
         for item in texts
     ]
     turn_state = replace(start_turn(state), interaction_mode=interaction_mode)
@@ -525,7 +527,9 @@ class ResumeTurn(_TurnStep, Step[int]):
         if TURN_CONTROL_REQUESTS.results(context):
             # A steer wake: cancel the turn's waits for a person or a Timer, then wait again.
             wake_waits_for_steer(context, state)
-            return go_to_many(StepMovement.of(ResumeTurn, input, options=resume_turn_step_options()))
+            return go_to_many(
+                StepMovement.of(ResumeTurn, input, options=resume_turn_step_options())
+            )
         unfinished = unfinished_tool_calls(load_all_tool_calls(context), state.active_turn_id)
         if unfinished:
             return go_to_many(

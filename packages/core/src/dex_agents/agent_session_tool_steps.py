@@ -80,6 +80,7 @@ __all__ = [
     "tool_step_movement",
 ]
 
+
 class _ToolCallStep(Step[str]):
     """Base of the Steps that own one tool call record; the input is the tool call ID."""
 

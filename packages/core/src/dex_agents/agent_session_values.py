@@ -787,7 +787,11 @@ def _resolve_wire_value_annotations() -> None:
     # annotations compiles each field's annotation every time: the main cost of reading stored
     # messages. Resolved once here, each later call only copies them.
     for value in list(globals().values()):
-        if isinstance(value, type) and issubclass(value, WireValue) and value.__module__ == __name__:
+        if (
+            isinstance(value, type)
+            and issubclass(value, WireValue)
+            and value.__module__ == __name__
+        ):
             value.__annotations__ = typing.get_type_hints(value)
 
 

@@ -193,7 +193,9 @@ class AgentDefinition:
                 f"got {self.compaction!r}"
             )
         tokens = self.max_output_tokens
-        if tokens is not None and (isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1):
+        if tokens is not None and (
+            isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1
+        ):
             raise ValueError(f"max_output_tokens must be a positive int or None, got {tokens!r}")
         if self.max_model_calls_per_turn < 1:
             raise ValueError(
