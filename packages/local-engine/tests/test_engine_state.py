@@ -442,6 +442,23 @@ def test_serve_rejects_a_busy_port_and_an_unusable_database(tmp_path: Path) -> N
         )
         assert bad.returncode == 1
         assert "not-a-db" in bad.stderr
+        out_of_range = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "dex_local_engine.cli",
+                "serve",
+                "--address",
+                "127.0.0.1:99999",
+                "--database",
+                str(tmp_path / "third.db"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        assert out_of_range.returncode == 1
+        assert "port must be a number from 0 to 65535" in out_of_range.stderr
     finally:
         assert engine.stop() == 0
 

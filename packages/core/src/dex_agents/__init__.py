@@ -245,6 +245,7 @@ from dex_agents.agent_session_values import (
     parse_message_sequence_key,
     tool_input_interrupt_id,
 )
+from dex_agents.agent_tracing_options import AgentTracingOptions, GenAISemanticConventionsVersion
 from dex_agents.model_spend_limit import (
     MODEL_SPEND_LIMIT_ERROR_PREFIX,
     ModelCallIdentity,
@@ -359,6 +360,7 @@ __all__ = [
     "AgentToolCall",
     "AgentToolCallRecord",
     "AgentToolCallStatus",
+    "AgentTracingOptions",
     "AgentTurnContext",
     "AgentTurnOutcome",
     "AgentUsage",
@@ -384,6 +386,7 @@ __all__ = [
     "DurableWaitArguments",
     "ExecutePlanRequest",
     "FrameworkMessage",
+    "GenAISemanticConventionsVersion",
     "HeartbeatFunction",
     "InteractionMode",
     "InterruptKind",

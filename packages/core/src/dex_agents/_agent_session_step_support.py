@@ -11,12 +11,13 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager, suppress
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from dex import AsyncContext, Context, Stream
 
+from dex_agents._message_decode_cache import MessageDecodeCache
 from dex_agents.agent_event_writer import AgentEvent, AgentEventType, AgentEventWriter
 from dex_agents.agent_framework_runner import AgentFrameworkRunner
 from dex_agents.agent_session_options import AgentSessionOptions
@@ -50,12 +51,16 @@ HEARTBEAT_INTERVAL_SECONDS: Final = 20.0
 
 @dataclass(frozen=True)
 class SessionRuntime:
-    """What every Step of one ``AgentSessionFlow`` shares: the runner, options, and Stream."""
+    """What every Step of one ``AgentSessionFlow`` shares: the runner, options, and Stream.
+
+    ``message_cache`` keeps the decoded window messages of this Worker's recent sessions.
+    """
 
     runner: AgentFrameworkRunner[Any]
     options: AgentSessionOptions
     events: Stream[AgentEvent]
     flow_type: str = ""
+    message_cache: MessageDecodeCache = field(default_factory=MessageDecodeCache, compare=False)
 
     def event_writer(self, context: Context, turn_id: str | None) -> AgentEventWriter:
         """Return a writer stamping this Step execution and attempt on every event."""

@@ -19,13 +19,21 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import types
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from enum import Enum
 from typing import Any, Self, TypeAlias, Union, get_args, get_origin, get_type_hints
 
-__all__ = ["JsonObject", "JsonValue", "WireValue", "WireValueError", "dump_json_text"]
+__all__ = [
+    "JsonObject",
+    "JsonValue",
+    "WireValue",
+    "WireValueError",
+    "dump_json_text",
+    "resolve_wire_value_annotations",
+]
 
 JsonValue: TypeAlias = str | int | float | bool | list["JsonValue"] | dict[str, "JsonValue"] | None
 """A value that ``json.dumps`` writes without a custom encoder."""
@@ -135,6 +143,32 @@ class WireValue:
         except json.JSONDecodeError as error:
             raise WireValueError(f"{cls.__name__} JSON text is malformed: {error}") from None
         return cls.from_json(data)
+
+
+def resolve_wire_value_annotations(module_name: str) -> None:
+    """Replace the postponed (string) annotations of a module's wire values by their types.
+
+    Call it once at the end of every module that defines wire values. The Dex SDK codec calls
+    ``typing.get_type_hints`` on every dataclass it encodes or decodes; with string annotations
+    that evaluates each field's annotation text every time, the main cost of reading stored
+    values. Resolved once here, each later call only walks types that are already resolved.
+
+    Raises:
+        KeyError: When ``module_name`` is not an imported module.
+        NameError: When an annotation names something the module does not define.
+
+    Example:
+        >>> resolve_wire_value_annotations(__name__)
+    """
+    namespace = vars(sys.modules[module_name])
+    for value in list(namespace.values()):
+        if (
+            isinstance(value, type)
+            and issubclass(value, WireValue)
+            and value.__module__ == module_name
+            and dataclasses.is_dataclass(value)
+        ):
+            value.__annotations__ = get_type_hints(value, localns=namespace)
 
 
 @dataclasses.dataclass(frozen=True)

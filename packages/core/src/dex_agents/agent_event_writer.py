@@ -21,7 +21,12 @@ from datetime import datetime
 from enum import Enum, StrEnum
 from typing import Final
 
-from dex_agents._json_values import JsonObject, WireValue, dump_json_text
+from dex_agents._json_values import (
+    JsonObject,
+    WireValue,
+    dump_json_text,
+    resolve_wire_value_annotations,
+)
 from dex_agents.agent_session_values import AgentToolCallStatus
 
 __all__ = [
@@ -334,3 +339,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 def _discard(event: AgentEvent) -> None:
     del event
+
+
+resolve_wire_value_annotations(__name__)

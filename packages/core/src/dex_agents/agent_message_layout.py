@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
-from dex_agents._json_values import WireValue
+from dex_agents._json_values import WireValue, resolve_wire_value_annotations
 from dex_agents.agent_session_values import (
     LIST_AGENT_MESSAGES_MAX_LIMIT,
     AgentMessage,
@@ -815,3 +815,6 @@ def _is_int(value: object) -> bool:
 def _require_positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise ValueError(f"{name} must be a positive int, got {value!r}")
+
+
+resolve_wire_value_annotations(__name__)

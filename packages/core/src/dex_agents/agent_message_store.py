@@ -27,6 +27,7 @@ from typing import Final
 
 from dex import AttributeMapLoad, Context
 
+from dex_agents._message_decode_cache import MessageDecodeCache
 from dex_agents.agent_message_layout import (
     AgentMessageChunk,
     AgentMessageIndex,
@@ -58,6 +59,7 @@ __all__ = [
     "StoredMessages",
     "append_messages",
     "load_messages",
+    "load_newest_messages",
     "load_stored_messages",
     "message_chunk_loads",
     "page_messages",
@@ -87,7 +89,12 @@ class StoredMessages:
         return deleted_before_sequence(self.index)
 
 
-def load_stored_messages(context: Context, *, after_sequence: int | None = None) -> StoredMessages:
+def load_stored_messages(
+    context: Context,
+    *,
+    after_sequence: int | None = None,
+    cache: MessageDecodeCache | None = None,
+) -> StoredMessages:
     """Read the stored messages after ``after_sequence`` (every kept message with ``None``).
 
     The invocation must load every ``AgentMessages`` instance and every chunk that
@@ -96,6 +103,8 @@ def load_stored_messages(context: Context, *, after_sequence: int | None = None)
     Args:
         context: The Step or RPC Context.
         after_sequence: Leave out the messages up to this sequence, such as the summarized ones.
+        cache: The Flow's decoded-message cache, only for an invocation that has not written
+            messages yet (see :mod:`dex_agents._message_decode_cache`).
 
     Returns:
         The messages, oldest first, and the index.
@@ -108,7 +117,7 @@ def load_stored_messages(context: Context, *, after_sequence: int | None = None)
         >>> [m.sequence for m in load_stored_messages(context, after_sequence=40).messages]
         [41, 42]
     """
-    window = _read_window(context, decode_after=after_sequence)
+    window = _read_window(context, decode_after=after_sequence, cache=cache)
     index = AGENT_MESSAGE_INDEX.get(context)
     chunks: list[AgentMessageChunk] = []
     for entry in chunks_to_load(index, after_sequence=after_sequence):
@@ -122,10 +131,52 @@ def load_stored_messages(context: Context, *, after_sequence: int | None = None)
     return StoredMessages(messages, index)
 
 
-def load_messages(context: Context, *, after_sequence: int | None = None) -> list[AgentMessage]:
+def load_newest_messages(
+    context: Context,
+    newest_sequence: int,
+    limit: int,
+    *,
+    cache: MessageDecodeCache | None = None,
+) -> StoredMessages:
+    """Read at most the ``limit`` newest stored messages, decoding only those.
+
+    Stored sequences have no gap, so the newest ``limit`` messages are the ones after
+    ``newest_sequence - limit``; reading only them keeps ``get_agent_snapshot`` from decoding the
+    whole history. The invocation loads what :func:`load_stored_messages` needs.
+
+    Args:
+        context: The Step or RPC Context.
+        newest_sequence: ``AgentState.last_message_sequence`` as committed (0 before any message).
+        limit: How many of the newest messages to return.
+        cache: As for :func:`load_stored_messages`.
+
+    Raises:
+        AttributeMapNotLoadedError: When the invocation did not load the window or a needed chunk.
+        MessageLayoutError: When a needed chunk is missing or the stored sequences have a gap.
+
+    Example:
+        >>> [m.sequence for m in load_newest_messages(context, 250, 200).messages][0]
+        51
+    """
+    # A window message newer than the state's sequence would be a defect elsewhere; counting it
+    # keeps the result equal to the newest ``limit`` of every stored message even then.
+    newest = max(
+        [newest_sequence, *(int(key) for key in AGENT_MESSAGES.get_all_instance_keys(context))]
+    )
+    after_sequence = newest - limit if newest > limit else None
+    stored = load_stored_messages(context, after_sequence=after_sequence, cache=cache)
+    return StoredMessages(stored.messages[-limit:], stored.index)
+
+
+def load_messages(
+    context: Context,
+    *,
+    after_sequence: int | None = None,
+    cache: MessageDecodeCache | None = None,
+) -> list[AgentMessage]:
     """Return the stored messages after ``after_sequence`` in ascending sequence order.
 
-    See :func:`load_stored_messages` for what the invocation must load.
+    See :func:`load_stored_messages` for what the invocation must load and when to pass ``cache``.
 
     Raises:
         AttributeMapNotLoadedError: When the invocation did not load the messages.
@@ -135,7 +186,7 @@ def load_messages(context: Context, *, after_sequence: int | None = None) -> lis
         >>> [message.sequence for message in load_messages(context)]
         [1, 2, 3]
     """
-    return list(load_stored_messages(context, after_sequence=after_sequence).messages)
+    return list(load_stored_messages(context, after_sequence=after_sequence, cache=cache).messages)
 
 
 def message_chunk_loads(
@@ -243,21 +294,37 @@ def page_messages(context: Context, after_sequence: int | None, limit: int) -> A
 
 
 def _read_window(
-    context: Context, *, decode_after: int | None, keys: Sequence[str] | None = None
+    context: Context,
+    *,
+    decode_after: int | None,
+    keys: Sequence[str] | None = None,
+    cache: MessageDecodeCache | None = None,
 ) -> list[AgentMessage]:
     """The window's messages; those up to ``decode_after`` only as sequence placeholders.
 
     Decoding a stored message is the costly part of reading, and a placeholder is enough where
-    only its sequence matters: messages a reader leaves out, or a commit that moves none.
+    only its sequence matters: messages a reader leaves out, or a commit that moves none. With
+    ``cache``, a message an earlier invocation of this run decoded is not decoded again.
     """
-    window: list[AgentMessage] = []
-    for key in keys if keys is not None else AGENT_MESSAGES.get_all_instance_keys(context):
+    window_keys = keys if keys is not None else AGENT_MESSAGES.get_all_instance_keys(context)
+    placeholders: list[AgentMessage] = []
+    wanted: list[str] = []
+    for key in window_keys:
         sequence = int(key)
         if decode_after is not None and sequence <= decode_after:
-            window.append(AgentMessage(sequence, MessageRole.USER, ""))
+            placeholders.append(AgentMessage(sequence, MessageRole.USER, ""))
         else:
-            window.append(AGENT_MESSAGES.get(context, key))
-    return window
+            wanted.append(key)
+
+    def decode(key: str) -> AgentMessage:
+        return AGENT_MESSAGES.get(context, key)
+
+    if cache is None:
+        return [*placeholders, *(decode(key) for key in wanted)]
+    decoded = cache.read(
+        context.flow_id, context.run_id, wanted, decode, window_keys=frozenset(window_keys)
+    )
+    return [*placeholders, *decoded.values()]
 
 
 def _apply(context: Context, plan: StoragePlan) -> None:

@@ -24,7 +24,7 @@ from typing import Final
 from dex import AsyncContext, Step, StepDecision, StepMovement, StepOptions, go_to, go_to_many
 
 from dex_agents._agent_session_step_support import Heartbeat, SessionRuntime, record_usage
-from dex_agents._json_values import WireValue
+from dex_agents._json_values import WireValue, resolve_wire_value_annotations
 from dex_agents.agent_context_compaction import (
     compaction_through_sequence,
     messages_to_summarize,
@@ -271,3 +271,6 @@ class CompactContext(Step[CompactContextInput]):
             {"generation": summary.generation, "through_sequence": summary.last_sequence},
         )
         return steps.run_model_movement(context, runtime)
+
+
+resolve_wire_value_annotations(__name__)

@@ -16,7 +16,7 @@ from dex_agents import agent_session_turn_control_rpcs as _turn_control_rpcs
 from dex_agents._agent_session_step_support import SessionRuntime, tool_calls_in_order
 from dex_agents.agent_event_writer import AgentEvent
 from dex_agents.agent_framework_runner import AgentFrameworkRunner, runner_supports_plan_mode
-from dex_agents.agent_message_store import load_stored_messages, page_messages
+from dex_agents.agent_message_store import load_newest_messages, page_messages
 from dex_agents.agent_session_built_in_transitions import decide_question_answer
 from dex_agents.agent_session_compaction_steps import CompactContext, require_compaction_runner
 from dex_agents.agent_session_options import AgentSessionOptions
@@ -233,7 +233,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         calls, usage, and the queued messages."""
         state = AGENT_STATE.get(context)
         active_turn = state.active_turn_id if state is not None else None
-        stored = load_stored_messages(context)
+        stored = load_newest_messages(
+            context,
+            state.last_message_sequence if state is not None else 0,
+            SNAPSHOT_MESSAGE_LIMIT,
+            cache=self._runtime.message_cache,
+        )
         records = {
             key: AGENT_TOOL_CALLS.get(context, key)
             for key in AGENT_TOOL_CALLS.get_all_instance_keys(context)
@@ -249,7 +254,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return RPCResult(
             AgentSnapshot(
                 state=state,
-                messages=stored.messages[-SNAPSHOT_MESSAGE_LIMIT:],
+                messages=stored.messages,
                 deleted_before_sequence=stored.deleted_before_sequence,
                 context_summary=CONTEXT_SUMMARY.get(context),
                 plan=AGENT_PLAN.get(context),

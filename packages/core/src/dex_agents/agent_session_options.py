@@ -21,6 +21,7 @@ from dex_agents.agent_message_layout import (
     DEFAULT_RETAINED_MESSAGE_LIMIT,
     MessageStorageLimits,
 )
+from dex_agents.agent_tracing_options import AgentTracingOptions
 from dex_agents.model_spend_limit import ModelSpendLimit
 from dex_agents.tool_policy import ToolEffect, ToolPolicy
 
@@ -121,6 +122,7 @@ class AgentSessionOptions:
             ``write_todos`` and a runner with ``supports_plan_mode``.
         model_spend_limit: The application's ``ModelSpendLimit``, asked before each model call;
             a refusal ends the turn with ``last_turn_error``. ``None`` makes no checks.
+        tracing: ``AgentTracingOptions``; accepted and validated, but this release emits no spans.
 
     Raises:
         ValueError: When the capacity is not positive, the deadline is not positive, a built-in
@@ -151,8 +153,12 @@ class AgentSessionOptions:
     compaction: CompactionPolicy | None = None
     # Spend limits (see model_spend_limit): asked before each model call, told what it used.
     model_spend_limit: ModelSpendLimit | None = None
+    # Accepted for applications written against releases that trace; this release emits no spans.
+    tracing: AgentTracingOptions = field(default_factory=AgentTracingOptions)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.tracing, AgentTracingOptions):
+            raise TypeError(f"tracing must be an AgentTracingOptions, got {self.tracing!r}")
         if self.model_spend_limit is not None and not isinstance(
             self.model_spend_limit, ModelSpendLimit
         ):

@@ -20,7 +20,13 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Final, NoReturn
 
-from dex_agents._json_values import JsonObject, JsonValue, WireValue, dump_json_text
+from dex_agents._json_values import (
+    JsonObject,
+    JsonValue,
+    WireValue,
+    dump_json_text,
+    resolve_wire_value_annotations,
+)
 
 __all__ = [
     "INVALID_START_SESSION_SETTINGS_REASON",
@@ -268,3 +274,6 @@ def _plain_json(value: object, where: str, open_containers: set[int]) -> JsonVal
 
 def _not_serializable(detail: str) -> NoReturn:
     raise ValueError(f"session settings are not JSON-serializable: {detail}")
+
+
+resolve_wire_value_annotations(__name__)

@@ -34,6 +34,7 @@ from dex_agents._agent_session_step_support import (
     record_usage,
     tool_calls_in_order,
 )
+from dex_agents._message_decode_cache import MessageDecodeCache
 from dex_agents.agent_event_writer import AgentEventType, AgentEventWriter
 from dex_agents.agent_framework_runner import (
     AgentTurnContext,
@@ -302,7 +303,15 @@ class RunModel(_TurnStep, Step[None]):
             return end_turn_under_control(context, self._runtime, state)
         runner_events = self._runtime.event_writer(context, state.active_turn_id)
         heartbeat = Heartbeat(context)
-        turn = build_turn_context(context, self._runtime, state, runner_events, heartbeat)
+        # Nothing is written yet, so the decoded-message cache may serve this read.
+        turn = build_turn_context(
+            context,
+            self._runtime,
+            state,
+            runner_events,
+            heartbeat,
+            message_cache=self._runtime.message_cache,
+        )
         through_sequence = await decide_turn_compaction(self._runtime, turn)
         if through_sequence is not None:
             runner_events.close()
@@ -579,10 +588,13 @@ def build_turn_context(
     state: AgentState,
     events: AgentEventWriter,
     heartbeat: Heartbeat | None = None,
+    *,
+    message_cache: MessageDecodeCache | None = None,
 ) -> AgentTurnContext:
     """Return the runner's view of the active turn from committed state.
 
     With compaction, ``messages`` start after ``ContextSummary`` and ``context_summary`` holds it.
+    Pass ``message_cache`` only before this invocation writes messages.
     """
     assert state.active_turn_id is not None
     summary = summary_of_session(context, runtime)
@@ -595,7 +607,9 @@ def build_turn_context(
         flow_id=context.flow_id,
         turn_id=state.active_turn_id,
         attempt=max(context.attempt, 1),
-        messages=tuple(load_messages(context, after_sequence=_summary_end(summary))),
+        messages=tuple(
+            load_messages(context, after_sequence=_summary_end(summary), cache=message_cache)
+        ),
         context_summary=summary,
         framework_run_state=FRAMEWORK_RUN_STATE.get(context),
         tool_calls=records,

@@ -7,14 +7,13 @@ default). The same values are the Dex Attribute, Channel and RPC types of the se
 
 from __future__ import annotations
 
-import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
-from dex_agents._json_values import WireValue, WireValueError
+from dex_agents._json_values import WireValue, WireValueError, resolve_wire_value_annotations
 from dex_agents.tool_policy import ToolEffect
 
 __all__ = [
@@ -782,17 +781,4 @@ class AgentSnapshot(WireValue):
     deleted_before_sequence: int | None = None
 
 
-def _resolve_wire_value_annotations() -> None:
-    # The SDK codec calls typing.get_type_hints on every decode, which with postponed (string)
-    # annotations compiles each field's annotation every time: the main cost of reading stored
-    # messages. Resolved once here, each later call only copies them.
-    for value in list(globals().values()):
-        if (
-            isinstance(value, type)
-            and issubclass(value, WireValue)
-            and value.__module__ == __name__
-        ):
-            value.__annotations__ = typing.get_type_hints(value)
-
-
-_resolve_wire_value_annotations()
+resolve_wire_value_annotations(__name__)

@@ -37,10 +37,20 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _address_problem(address: str) -> str | None:
+    host, separator, port = address.rpartition(":")
+    if not separator or not host:
+        return "must be HOST:PORT, e.g. 127.0.0.1:0"
+    if not port.isdigit() or not 0 <= int(port) <= 65535:
+        return f"port must be a number from 0 to 65535, got {port!r}"
+    return None
+
+
 def _run_serve(arguments: argparse.Namespace) -> int:
     address: str = arguments.address
-    if ":" not in address:
-        print(f"dex-local-engine: --address must be HOST:PORT, got {address!r}", file=sys.stderr)
+    problem = _address_problem(address)
+    if problem is not None:
+        print(f"dex-local-engine: --address {address!r}: {problem}", file=sys.stderr)
         return 1
     config = ServerConfig(address, arguments.database, Durability(arguments.durability))
     try:

@@ -936,6 +936,16 @@ class Engine:
                 ),
                 reached_worker=reached,
             )
+        except Exception as error:
+            # A dispatcher failure is an engine-side fault: fail this attempt, not the Flow.
+            _log.exception("dispatch of %s for %s failed", task.task_id, run.flow_id)
+            return _AttemptFailure(
+                pb.WorkerErrorResponse(
+                    detail=f"the engine could not dispatch the attempt: {error!r}",
+                    error_type="dex_local_engine.DispatchError",
+                ),
+                reached_worker=reached,
+            )
         finally:
             await frames.aclose()  # type: ignore[attr-defined]
 
