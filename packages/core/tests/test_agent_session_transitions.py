@@ -164,6 +164,24 @@ def test_a_tool_step_that_never_started_records_failed_not_run() -> None:
     assert attempt_progress(timeout) is AttemptProgress.NOT_COMPLETED
 
 
+def test_attempt_progress_reads_the_local_engine_detail_trailer() -> None:
+    # dex-local-engine reports attempt progress as a trailer of the recovery detail.
+    lost = RecoveryErrorInfo(
+        detail="the Worker disconnected (attempt_progress: NOT_COMPLETED)",
+        error_type="dex_local_engine.WorkerLost",
+    )
+    assert attempt_progress(lost) is AttemptProgress.NOT_COMPLETED
+    never_ran = RecoveryErrorInfo(
+        detail="no Worker took the task (attempt_progress: NOT_STARTED)",
+        error_type="dex_local_engine.Timeout",
+    )
+    assert attempt_progress(never_ran) is AttemptProgress.NOT_STARTED
+    mentioned_mid_text = RecoveryErrorInfo(
+        detail="(attempt_progress: NOT_STARTED) was logged earlier", error_type="x"
+    )
+    assert attempt_progress(mentioned_mid_text) is AttemptProgress.UNKNOWN
+
+
 def test_finalize_requires_a_final_status_and_unfinished_keeps_deferral_order() -> None:
     record = _record(ToolEffect.READ)
     with pytest.raises(ValueError, match="final status"):

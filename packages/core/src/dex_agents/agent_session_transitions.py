@@ -7,6 +7,7 @@ rule here is testable without an engine and shared by every Step that applies it
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
@@ -338,21 +339,31 @@ def attempt_progress(recovery: RecoveryErrorInfo | None) -> AttemptProgress:
     """Return how far the failed Step's last attempt got, from its recovery error.
 
     Reads the recovery error's ``attempt_progress`` when the SDK carries it. dex-python-sdk 1.23
-    has no such field, so an engine reports it at the end of ``error_type`` instead, such as
+    has no such field, so an engine reports it as a ``(attempt_progress: NOT_STARTED)`` trailer of
+    ``detail`` (as dex-local-engine does) or at the end of ``error_type``, such as
     ``dex_local_engine.NOT_STARTED``; case and separators do not matter.
 
     Example:
         >>> attempt_progress(RecoveryErrorInfo(detail="no Worker", error_type="NOT_STARTED"))
         <AttemptProgress.NOT_STARTED: 'NOT_STARTED'>
+        >>> attempt_progress(
+        ...     RecoveryErrorInfo(detail="timed out (attempt_progress: NOT_COMPLETED)", error_type="")
+        ... )
+        <AttemptProgress.NOT_COMPLETED: 'NOT_COMPLETED'>
     """
     if recovery is None:
         return AttemptProgress.UNKNOWN
-    reported = str(getattr(recovery, "attempt_progress", None) or recovery.error_type)
+    field = getattr(recovery, "attempt_progress", None)
+    trailer = _ATTEMPT_PROGRESS_TRAILER.search(recovery.detail or "")
+    reported = str(field or (trailer.group(1) if trailer else recovery.error_type))
     letters = "".join(character for character in reported.upper() if character.isalpha())
     for progress in (AttemptProgress.NOT_STARTED, AttemptProgress.NOT_COMPLETED):
         if letters.endswith(progress.value.replace("_", "")):
             return progress
     return AttemptProgress.UNKNOWN
+
+
+_ATTEMPT_PROGRESS_TRAILER = re.compile(r"\(attempt_progress:\s*([A-Za-z_]+)\)\s*$")
 
 
 def record_tool_failure(
