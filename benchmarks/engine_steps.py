@@ -5,16 +5,23 @@ as its own process on a fresh database, runs one SDK pull ``AsyncWorker`` and on
 in this process, and measures:
 
 * sequential: one Flow of 200 Steps, each moving to the next (``go_to``);
-* aggregate: 10 such Flows at once.
+* aggregate: 10 such Flows at once;
+* long-lived (process-crash-safe only): one Flow of 5,000 Steps whose Attributes hold ~1 MB (100
+  AttributeMap instances of 10 KB), each Step updating one small Attribute; the cost per Step is
+  printed per 1,000 Steps and must stay flat (a commit writes what changed, not the whole run).
 
 A Step's round trip is the time between the starts of two consecutive Steps of one Flow: the
 engine records the result, schedules the next Step, dispatches it and the Worker starts it.
 
 Usage (from the repository root)::
 
-    uv run python benchmarks/engine_steps.py [--steps 200] [--flows 10] [--profile DIR]
+    uv run python benchmarks/engine_steps.py [--steps 200] [--flows 10] [--long-steps 5000]
+        [--profile DIR]
 
-``--profile DIR`` runs the engine under cProfile and writes ``DIR/engine-<mode>.prof``.
+``--idle-streams N`` sets the SDK Worker's ``idle_streams_per_queue`` (default: the SDK's 1). With
+one idle stream per queue the SDK retires a stream whenever it finishes a task while another is
+idle, so concurrent Flows make it open a new stream for most Steps; N = the number of Flows keeps
+the streams open. ``--profile DIR`` runs the engine under cProfile and writes ``DIR/engine-<mode>.prof``.
 Target on 2 cores, process-crash-safe: p50 <= 2 ms (>= 500 sequential Steps/s) and >= 1,000
 aggregate Steps/s.
 """
@@ -40,9 +47,12 @@ from dex import (
     AsyncClient,
     AsyncContext,
     AsyncWorker,
+    Attribute,
+    AttributeMap,
     BlobCacheConfig,
     ClientOptions,
     Flow,
+    PersistenceSchema,
     PullWorkerOptions,
     Registry,
     Step,
@@ -71,6 +81,48 @@ class Hop(Step[int]):
 class HopFlow(Flow[int]):
     def get_steps(self) -> StepList[int]:
         return StepList.start_step(Hop())
+
+
+_LARGE_INSTANCES = 100
+_LARGE_INSTANCE_BYTES = 10_000
+
+
+class Fill(Step[int]):
+    """Fills the Flow's Attributes with ~1 MB, then starts the long chain of Ticks."""
+
+    def __init__(self, flow: LongFlow) -> None:
+        self.flow = flow
+
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # type: ignore[override]
+        for number in range(_LARGE_INSTANCES):
+            self.flow.notes.set(context, f"note-{number}", "x" * _LARGE_INSTANCE_BYTES)
+        return dex.go_to(Tick, input)
+
+
+class Tick(Step[int]):
+    """Updates one small Attribute and moves on, like a session turn next to its large history."""
+
+    def __init__(self, flow: LongFlow) -> None:
+        self.flow = flow
+
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # type: ignore[override]
+        _step_starts[context.flow_id].append(time.perf_counter())
+        self.flow.counter.set(context, input)
+        if input <= 1:
+            return dex.graceful_complete(input)
+        return dex.go_to(Tick, input - 1)
+
+
+class LongFlow(Flow[int]):
+    def __init__(self) -> None:
+        self.notes = AttributeMap("notes", str)
+        self.counter = Attribute("counter", int)
+
+    def get_steps(self) -> StepList[int]:
+        return StepList.start_step(Fill(self)).other_steps(Tick(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(self.notes, self.counter)
 
 
 @dataclass(frozen=True)
@@ -106,6 +158,14 @@ def _process_cpu_seconds(pid: int) -> float:
     """User+system CPU seconds of a live process (Linux /proc)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _process_rss_mib(pid: int) -> float:
+    """Resident memory of a live process in MiB (Linux /proc)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
 
 
 def _own_cpu_seconds() -> float:
@@ -160,21 +220,69 @@ async def _run_flows(
     return Figures(done, seconds, round_trips, engine_cpu, own_cpu)
 
 
+async def _measure_long(
+    client: AsyncClient, flow: LongFlow, engine_pid: int, steps: int, block: int = 1000
+) -> list[str]:
+    """Run one long-lived Flow; describe each block of ``block`` Steps (round trip, engine CPU)."""
+    flow_id = "long-lived"
+    samples: list[tuple[float, float, float]] = []
+
+    async def sample_engine_cpu() -> None:
+        while True:
+            moment = time.perf_counter()
+            cpu = _process_cpu_seconds(engine_pid)
+            samples.append((moment, cpu, _process_rss_mib(engine_pid)))
+            await asyncio.sleep(0.02)
+
+    sampler = asyncio.create_task(sample_engine_cpu())
+    try:
+        await client.start_flow(flow, flow_id, steps)
+        await client.wait_for_flow(flow_id, timedelta(seconds=900))
+    finally:
+        sampler.cancel()
+    starts = _step_starts[flow_id]
+
+    def sample_at(moment: float) -> tuple[float, float, float]:
+        return min(samples, key=lambda sample: abs(sample[0] - moment))
+
+    lines = []
+    for first in range(0, len(starts) - 1, block):
+        last = min(len(starts) - 1, first + block)
+        count = last - first
+        trip_ms = 1000 * (starts[last] - starts[first]) / count
+        _, cpu_first, _ = sample_at(starts[first])
+        _, cpu_last, rss_mib = sample_at(starts[last])
+        cpu_ms = 1000 * (cpu_last - cpu_first) / count
+        lines.append(
+            f"Steps {first + 1:>5}-{last + 1:>5}: mean round trip {trip_ms:.2f} ms, "
+            f"engine CPU ~{cpu_ms:.2f} ms per Step, engine RSS {rss_mib:.0f} MiB"
+        )
+    return lines
+
+
 async def _measure(
-    durability: str, steps: int, flows: int, profile_dir: Path | None
-) -> tuple[Figures, Figures]:
+    durability: str,
+    steps: int,
+    flows: int,
+    long_steps: int,
+    idle_streams: int,
+    profile_dir: Path | None,
+) -> tuple[Figures, Figures, list[str]]:
     with tempfile.TemporaryDirectory(prefix="dex-engine-bench-") as scratch:
         root = Path(scratch)
         profile = profile_dir / f"engine-{durability}.prof" if profile_dir else None
         engine = _Engine(root / "engine.db", durability, profile)
         flow = HopFlow()
-        registry = Registry([flow], allow_async_handlers=True)
+        long_flow = LongFlow()
+        registry = Registry([flow, long_flow], allow_async_handlers=True)
         worker = AsyncWorker(
             registry,
             open_blob_cache(BlobCacheConfig(str(root / "worker-blobs"), 1 << 26)),
             WorkerOptions(
                 server_address=engine.address,
-                pull=PullWorkerOptions(max_concurrent_tasks=max(16, 2 * flows)),
+                pull=PullWorkerOptions(
+                    max_concurrent_tasks=max(16, 2 * flows), idle_streams_per_queue=idle_streams
+                ),
             ),
         )
         running = asyncio.create_task(worker.start())
@@ -189,17 +297,28 @@ async def _measure(
                 await _run_flows(client, flow, pid, f"{durability}-warmup", 2, 20)
                 sequential = await _run_flows(client, flow, pid, f"{durability}-seq", 1, steps)
                 aggregate = await _run_flows(client, flow, pid, f"{durability}-agg", flows, steps)
+                long_lived = (
+                    await _measure_long(client, long_flow, pid, long_steps)
+                    if long_steps > 0 and durability == "process-crash-safe"
+                    else []
+                )
         finally:
             await worker.stop()
             await running
             engine.stop()
-        return sequential, aggregate
+        return sequential, aggregate, long_lived
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=200, help="Steps per Flow (default 200)")
     parser.add_argument("--flows", type=int, default=10, help="concurrent Flows (default 10)")
+    parser.add_argument(
+        "--long-steps", type=int, default=5000, help="Steps of the long-lived Flow (0: skip)"
+    )
+    parser.add_argument(
+        "--idle-streams", type=int, default=0, help="SDK idle_streams_per_queue (0: SDK default)"
+    )
     parser.add_argument("--durability", choices=DURABILITY_MODES, action="append")
     parser.add_argument("--profile", type=Path, help="write engine cProfile output here")
     arguments = parser.parse_args(argv)
@@ -207,14 +326,26 @@ def main(argv: list[str] | None = None) -> None:
         arguments.profile.mkdir(parents=True, exist_ok=True)
     print(
         f"engine_steps: {arguments.steps} sequential Steps per Flow, {arguments.flows} Flows at once"
+        f", SDK idle_streams_per_queue={arguments.idle_streams or 'default'}"
     )
     for durability in arguments.durability or DURABILITY_MODES:
-        sequential, aggregate = asyncio.run(
-            _measure(durability, arguments.steps, arguments.flows, arguments.profile)
+        sequential, aggregate, long_lived = asyncio.run(
+            _measure(
+                durability,
+                arguments.steps,
+                arguments.flows,
+                arguments.long_steps,
+                arguments.idle_streams,
+                arguments.profile,
+            )
         )
         print(f"[{durability}]")
         print(f"  sequential (1 Flow):  {sequential.describe()}")
         print(f"  aggregate ({arguments.flows} Flows): {aggregate.describe()}")
+        if long_lived:
+            print(f"  long-lived (1 Flow, {arguments.long_steps} Steps, ~1 MB of Attributes):")
+            for line in long_lived:
+                print(f"    {line}")
 
 
 if __name__ == "__main__":

@@ -231,6 +231,46 @@ async def test_history_records_step_method_events_in_order() -> None:
         assert [e.event_id for e in response.events] == list(range(1, len(kinds) + 1))
 
 
+async def _all_history(
+    stub: dex_pb2_grpc.FlowServiceStub, flow_id: str
+) -> list[pb.FlowHistoryEvent]:
+    events: list[pb.FlowHistoryEvent] = []
+    token = b""
+    while True:
+        response = await stub.GetHistoryEvents(
+            pb.GetHistoryEventsRequest(
+                flow_id=flow_id, estimate_page_size=500, next_page_token=token
+            )
+        )
+        events += response.events
+        token = response.next_page_token
+        if not token:
+            return events
+
+
+async def test_history_pages_fit_a_client_and_read_only_rpcs_record_nothing() -> None:
+    flow = StateFlow()
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, [flow]),
+        sdk_client(engine, [flow]) as client,
+    ):
+        await client.start_flow(flow, "s-pages", "idle")
+        note = 1_200_000
+        for _ in range(4):  # about 5 MiB of history: more than one 4 MiB response
+            assert await client.invoke_rpc(flow.store_note, "s-pages", note) == note
+        channel, stub = _stub(engine)  # gRPC's default 4 MiB receive limit
+        async with channel:
+            before = await _all_history(stub, "s-pages")
+            for _ in range(3):
+                assert await client.invoke_rpc(flow.peek, "s-pages") == 0
+            after = await _all_history(stub, "s-pages")
+        rpc_events = [e for e in before if e.WhichOneof("payload") == "rpc_execution_completed"]
+        assert [e.rpc_execution_completed.rpc_name for e in rpc_events] == ["store_note"] * 4
+        assert [e.event_id for e in before] == list(range(1, len(before) + 1))
+        assert [e.event_id for e in after] == [e.event_id for e in before]
+
+
 async def test_search_finds_flows_by_active_step_type() -> None:
     flow = StateFlow()
     async with (
@@ -459,6 +499,42 @@ def test_serve_rejects_a_busy_port_and_an_unusable_database(tmp_path: Path) -> N
         )
         assert out_of_range.returncode == 1
         assert "port must be a number from 0 to 65535" in out_of_range.stderr
+    finally:
+        assert engine.stop() == 0
+
+
+def _serve_once(database: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "dex_local_engine.cli",
+            "serve",
+            "--address",
+            "127.0.0.1:0",
+            "--database",
+            str(database),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+
+
+def test_a_second_engine_on_the_same_database_refuses_until_the_first_is_killed(
+    tmp_path: Path,
+) -> None:
+    engine = EngineProcess(tmp_path / "engine.db")
+    engine.start()
+    try:
+        second = _serve_once(engine.database)
+        assert second.returncode == 1
+        assert second.stdout == ""
+        assert "unusable database" in second.stderr
+        assert "another dex-local-engine" in second.stderr
+        # The OS releases the lock of a SIGKILLed engine: a restart takes the database over.
+        engine.kill()
+        engine.start()
     finally:
         assert engine.stop() == 0
 

@@ -231,6 +231,24 @@ class KernelFlow(Flow[str]):
         raise RuntimeError(f"rpc exploded on {text}")
 
 
+class Patient(Step[str]):
+    """A single attempt with a short heartbeat timeout; it must not count the wait for a Worker."""
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(
+            heartbeat_timeout=timedelta(seconds=1),
+            execute_retry=RetryPolicy(maximum_attempts=1),
+        )
+
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+        return graceful_complete(f"{input}:attempt={context.attempt}")
+
+
+class PatientFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Patient())
+
+
 async def _run(
     client: dex.AsyncClient, flow: KernelFlow, flow_id: str, route: str
 ) -> dex.FlowResult:
@@ -423,3 +441,15 @@ async def test_heartbeat_timeout_fails_the_attempt_and_a_retry_runs() -> None:
         result = await _run(client, flow, "k-sluggish", "sluggish")
         assert result.status is FlowStatus.COMPLETED
         assert result.completions[0].decode(str) == "sluggish:attempt=2"
+
+
+async def test_heartbeat_timeout_does_not_count_the_wait_for_a_worker() -> None:
+    flow = PatientFlow()
+    async with running_engine() as engine, sdk_client(engine, [flow]) as client:
+        await client.start_flow(flow, "k-patient", "patient")
+        # No Worker yet: the task waits for one longer than its 1 s heartbeat timeout.
+        await asyncio.sleep(2.5)
+        async with sdk_worker(engine, [flow]):
+            result = await client.wait_for_flow("k-patient", timeout=WAIT)
+        assert result.status is FlowStatus.COMPLETED
+        assert result.completions[0].decode(str) == "patient:attempt=1"

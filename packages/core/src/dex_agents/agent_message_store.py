@@ -119,14 +119,7 @@ def load_stored_messages(
     """
     window = _read_window(context, decode_after=after_sequence, cache=cache)
     index = AGENT_MESSAGE_INDEX.get(context)
-    chunks: list[AgentMessageChunk] = []
-    for entry in chunks_to_load(index, after_sequence=after_sequence):
-        chunk = AGENT_MESSAGE_CHUNKS.get(context, entry.key)
-        if chunk is None:
-            raise MessageLayoutError(
-                f"AgentMessageChunks instance {entry.key} listed in AgentMessageIndex is missing"
-            )
-        chunks.append(chunk)
+    chunks = _read_chunks(context, index, after_sequence=after_sequence, cache=cache)
     messages = assemble_stored_messages(window, index, chunks, after_sequence=after_sequence)
     return StoredMessages(messages, index)
 
@@ -322,9 +315,47 @@ def _read_window(
     if cache is None:
         return [*placeholders, *(decode(key) for key in wanted)]
     decoded = cache.read(
-        context.flow_id, context.run_id, wanted, decode, window_keys=frozenset(window_keys)
+        context.flow_id,
+        context.run_id,
+        AGENT_MESSAGES.name,
+        wanted,
+        decode,
+        existing_keys=frozenset(window_keys),
     )
     return [*placeholders, *decoded.values()]
+
+
+def _read_chunks(
+    context: Context,
+    index: AgentMessageIndex | None,
+    *,
+    after_sequence: int | None,
+    cache: MessageDecodeCache | None,
+) -> list[AgentMessageChunk]:
+    """The kept chunks that hold a message after ``after_sequence``, oldest first."""
+
+    def decode(key: str) -> AgentMessageChunk:
+        chunk = AGENT_MESSAGE_CHUNKS.get(context, key)
+        if chunk is None:
+            raise MessageLayoutError(
+                f"AgentMessageChunks instance {key} listed in AgentMessageIndex is missing"
+            )
+        return chunk
+
+    keys = [entry.key for entry in chunks_to_load(index, after_sequence=after_sequence)]
+    if cache is None:
+        return [decode(key) for key in keys]
+    kept = frozenset(entry.key for entry in chunks_to_load(index))
+    decoded = cache.read(
+        context.flow_id,
+        context.run_id,
+        AGENT_MESSAGE_CHUNKS.name,
+        keys,
+        decode,
+        existing_keys=kept,
+        weigh=lambda chunk: len(chunk.messages),
+    )
+    return list(decoded.values())
 
 
 def _apply(context: Context, plan: StoragePlan) -> None:

@@ -8,7 +8,7 @@ live once, in the scheduler.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol, TypeAlias
@@ -49,6 +49,15 @@ class DispatchTask:
     request: TaskRequest
     deadline: datetime
     """Absolute time (UTC) when the attempt times out; the Worker is told so."""
+    on_worker: Callable[[bool], None] | None = None
+    """Told ``True`` when the task is handed to a Worker and ``False`` when it goes back to waiting
+    for one (a rejection), so a heartbeat timeout counts only time spent on a Worker."""
+
+
+def note_on_worker(task: DispatchTask, on_worker: bool) -> None:
+    """Tell ``task.on_worker`` (if any) whether the task is now on a Worker."""
+    if task.on_worker is not None:
+        task.on_worker(on_worker)
 
 
 class TaskNotStarted(Exception):

@@ -43,6 +43,7 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine import errors
+from dex_local_engine.blob_values import BlobStore
 from dex_local_engine.conditions import (
     condition_results,
     evaluate_step,
@@ -64,9 +65,10 @@ from dex_local_engine.flow_state import (
     MethodKind,
     StepExecution,
     StepPhase,
-    dump_run,
     load_run,
+    persist_run,
 )
+from dex_local_engine.heartbeat_window import HeartbeatWindow
 from dex_local_engine.result_checks import (
     has_effects,
     malformed_result,
@@ -76,7 +78,7 @@ from dex_local_engine.result_checks import (
 )
 from dex_local_engine.retry_policy import DEFAULT_TOTAL_RETRY_DURATION, retry_interval
 from dex_local_engine.search_query import FlowSearchRecord, IndexedValue, indexed_value_from_write
-from dex_local_engine.store import FlowRow, HistoryRow, InflightRow, Store
+from dex_local_engine.store import HistoryRow, InflightRow, Store
 from dex_local_engine.value_limits import (
     TOO_LARGE_ERROR_TYPE,
     oversized_task,
@@ -183,6 +185,8 @@ class Engine:
         self._stream_writer = stream_writer
         self.runs: dict[str, FlowRun] = {}
         """Latest run of each Flow ID."""
+        self.blobs = BlobStore()
+        """Large values of tasks, sent to Workers as blob references (answers LoadBlobs)."""
         self._drivers: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._timer_handles: dict[tuple[str, str], list[asyncio.TimerHandle]] = {}
         self._flow_timeouts: dict[str, asyncio.TimerHandle] = {}
@@ -211,7 +215,7 @@ class Engine:
         failed as lost (NOT_COMPLETED) and retried per its policy; queued Steps dispatch again.
         """
         for row in self._store.load_flows():
-            run = load_run(row.snapshot)
+            run = load_run(row)
             current = self.runs.get(run.flow_id)
             if row.is_latest or current is None:
                 self.runs[run.flow_id] = run
@@ -277,7 +281,7 @@ class Engine:
         is_new = run.run_id in self._new_runs
         self._new_runs.discard(run.run_id)
         self._store.commit(
-            [FlowRow(run.run_id, run.flow_id, is_new, dump_run(run))],
+            [persist_run(run, is_new=is_new)],
             history,
             finished,
             dispatching,
@@ -884,6 +888,7 @@ class Engine:
         """Dispatch one attempt until its final frame; None when it must be dispatched again."""
         deadline = time.time() + timeout
         listening = self._listening_address(run)
+        heartbeat = HeartbeatWindow(heartbeat_timeout)
         task = DispatchTask(
             task_id=str(uuid.uuid4()),
             flow_id=run.flow_id,
@@ -892,27 +897,27 @@ class Engine:
             listening_address=listening,
             request=request,
             deadline=_timestamp(deadline),
+            on_worker=heartbeat.on_worker,
         )
         dispatcher = self._dispatchers(listening)
         reached = False
-        heartbeat_expired = False
         frames = dispatcher.dispatch(task).__aiter__()
         try:
-            async with asyncio.timeout(timeout):
+            async with asyncio.timeout(timeout), heartbeat.armed():
                 while True:
                     try:
-                        if heartbeat_timeout is not None:
-                            frame = await asyncio.wait_for(anext(frames), heartbeat_timeout)
-                        else:
-                            frame = await anext(frames)
-                    except TimeoutError:
-                        heartbeat_expired = True
-                        raise
+                        frame = await anext(frames)
                     except StopAsyncIteration:
                         if reached:
                             raise WorkerLost("the Worker ended the task without a result") from None
                         raise TaskNotStarted("the Worker ended the task before it ran") from None
                     reached = True
+                    heartbeat.restart()
+                    if isinstance(frame, pb.WorkerErrorResponse) and self.blobs.is_paging_failure(
+                        frame
+                    ):
+                        # The handler never ran; the Worker cached one page of blobs.
+                        raise TaskNotStarted("the Worker loaded a page of blobs; next page")
                     final = self._on_frame(run, step, frame)
                     if final is not None:
                         return final
@@ -928,7 +933,7 @@ class Engine:
                 reached_worker=True,
             )
         except TimeoutError:
-            what = "heartbeat timeout" if heartbeat_expired else "timeout"
+            what = "heartbeat timeout" if heartbeat.expired else "timeout"
             return _AttemptFailure(
                 pb.WorkerErrorResponse(
                     detail=f"the attempt exceeded its {what}",
@@ -1026,7 +1031,7 @@ class Engine:
     def _method_request(self, run: FlowRun, step: StepExecution) -> TaskRequest:
         options = step.options
         if step.method is MethodKind.WAIT_FOR:
-            return pb.InvokeWaitForMethodRequest(
+            wait_for = pb.InvokeWaitForMethodRequest(
                 context=self._context(run, step),
                 flow_type=run.flow_type,
                 step_type=step.step_type,
@@ -1038,6 +1043,8 @@ class Engine:
                     options.wait_for_load_channel_map_instances,
                 ),
             )
+            self.blobs.externalize(wait_for)
+            return wait_for
         request = pb.InvokeExecuteMethodRequest(
             context=self._context(run, step),
             flow_type=run.flow_type,
@@ -1055,6 +1062,7 @@ class Engine:
         results = condition_results(step, self._sub_flow_result, run.flow_id)
         if results is not None:
             request.condition_results.CopyFrom(results)
+        self.blobs.externalize(request)
         return request
 
     # ------------------------------------------------------------------ writes
@@ -1087,6 +1095,17 @@ class Engine:
             published.append(stored)
         return published
 
+    def _require_messages(
+        self, run: FlowRun, deletions: Iterable[pb.ChannelMessageDeletion]
+    ) -> None:
+        """Raise the ChannelMessageNotFound error for the first deletion of a missing message."""
+        pending = {(name, m.message_id) for name, queue in run.channels.items() for m in queue}
+        for deletion in deletions:
+            key = (deletion.channel_name, deletion.message_id)
+            if key not in pending:
+                raise errors.channel_message_not_found(*key)
+            pending.discard(key)
+
     def _delete_messages(
         self, run: FlowRun, deletions: Iterable[pb.ChannelMessageDeletion], *, strict: bool
     ) -> None:
@@ -1100,6 +1119,7 @@ class Engine:
                     raise errors.channel_message_not_found(
                         deletion.channel_name, deletion.message_id
                     )
+                # A non-transactional RPC deletes best-effort (a transactional one was checked).
                 continue
             del queue[index]
             if not queue:
@@ -1529,6 +1549,7 @@ class Engine:
                     request.load_channel_map_instances,
                 ),
             )
+            self.blobs.externalize(rpc_request)
             timeout = float(request.timeout_seconds or _DEFAULT_RPC_TIMEOUT)
             deadline = now + timeout
             while True:
@@ -1564,6 +1585,14 @@ class Engine:
             if has_effects(outcome):
                 raise errors.flow_not_active(run.flow_id)
             return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
+        output = ensure_value(outcome.output)
+        changed = has_effects(outcome)
+        if not changed and not (request.is_transactional or keys):
+            # Dex serves such an RPC as a query: nothing is recorded, so reads do not grow history.
+            return pb.InvokeRPCResponse(output=output)
+        if request.is_transactional or keys:
+            # Checked before any write: a missing message fails the whole RPC, applying nothing.
+            self._require_messages(run, outcome.delete_from_channel)
         self._apply_method_writes(
             run, outcome.upsert_attributes, outcome.publish_to_channel, outcome.delete_from_channel
         )
@@ -1576,7 +1605,8 @@ class Engine:
             rpc_execution_completed=pb.RpcExecutionCompletedEvent(
                 rpc_name=request.rpc_name,
                 input=rpc_request.input,
-                output=ensure_value(outcome.output),
+                # The output of a transactional RPC that changed nothing is the caller's alone.
+                output=output if changed else None,
                 step_decision=decision,
                 upsert_attributes=outcome.upsert_attributes,
                 record_events=outcome.record_events,
@@ -1585,4 +1615,4 @@ class Engine:
             ),
         )
         self._after_steps_changed(run, started)
-        return pb.InvokeRPCResponse(output=ensure_value(outcome.output))
+        return pb.InvokeRPCResponse(output=output)

@@ -23,7 +23,7 @@ from dex_local_engine.search_query import search_flows
 from dex_local_engine.streams import StreamStore
 from dex_local_engine.wire_values import ensure_value
 
-__all__ = ["FlowService"]
+__all__ = ["HISTORY_PAGE_BYTES", "FlowService"]
 
 _Context = grpc.aio.ServicerContext[Any, Any]
 
@@ -31,6 +31,12 @@ DEFAULT_LONG_POLL_SECONDS = 30.0
 """Wait of a long poll that asks for 0 seconds."""
 MAX_LONG_POLL_SECONDS = 300.0
 _DEFAULT_HISTORY_PAGE = 100
+
+HISTORY_PAGE_BYTES = 2 * 1024 * 1024
+"""Size budget of one ``GetHistoryEvents`` page, well under the 4 MiB an SDK channel receives.
+
+A page ends early (with a ``next_page_token``) when the next event would pass it; a single larger
+event is still sent alone."""
 _STARTED_AT = time.time()
 
 guard = errors.guard_servicer_method
@@ -261,11 +267,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     async def LoadBlobs(
         self, request: pb.LoadBlobsRequest, context: _Context
     ) -> pb.LoadBlobsResponse:
-        if request.entries:
-            raise errors.invalid_argument(
-                "dex-local-engine stores every value inline and has no blobs to load"
-            )
-        return pb.LoadBlobsResponse()
+        return self._engine.blobs.load(request)
 
     # ------------------------------------------------------------------ RPCs and Steps
 
@@ -373,10 +375,11 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
                 "GetHistoryEvents: estimate_page_size must not be negative"
             )
         limit = request.estimate_page_size or _DEFAULT_HISTORY_PAGE
-        events = self._engine.history(run, max(start, 1), limit)
+        fetched = self._engine.history(run, max(start, 1), limit)
+        events = _within_page_bytes(fetched)
         next_id = events[-1].event_id + 1 if events else max(start, 1)
         response = pb.GetHistoryEventsResponse(events=events, next_internal_event_id=next_id)
-        if len(events) == limit and next_id < run.next_event_id:
+        if (len(fetched) == limit or len(events) < len(fetched)) and next_id < run.next_event_id:
             response.next_page_token = str(next_id).encode()
         return response
 
@@ -395,6 +398,16 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
             available_internal_event_id=run.next_event_id - 1,
             flow_status=run.status,
         )
+
+
+def _within_page_bytes(events: list[pb.FlowHistoryEvent]) -> list[pb.FlowHistoryEvent]:
+    """The leading events that fit :data:`HISTORY_PAGE_BYTES` (at least one)."""
+    total = 0
+    for index, event in enumerate(events):
+        total += event.ByteSize() + 8  # repeated-field framing
+        if total > HISTORY_PAGE_BYTES and index > 0:
+            return events[:index]
+    return events
 
 
 _ORDERED_OPERATORS: dict[int, Callable[[Any, Any], bool]] = {

@@ -1,19 +1,27 @@
-"""In-memory state of a Flow run and its Step executions, and its persisted snapshot form.
+"""In-memory state of a Flow run and its Step executions, and its persisted form.
 
-The scheduler mutates these objects only on the event loop, between awaits, and persists the
-whole run as one snapshot after each change (see :mod:`dex_local_engine.store`).
+The scheduler mutates these objects only on the event loop, between awaits, and persists the run
+after each change (see :mod:`dex_local_engine.store`) in one transaction that writes only what
+changed: the small control state (Steps, Timers, counters, results) as a pickled snapshot, and the
+Attributes and Channel messages, which can grow large in a long-lived Flow, as their own rows.
+Attribute writes are tracked by key as they happen; Channel queues are compared by message
+identity with what was last written, so a commit costs O(changes), not O(state).
 """
 
 from __future__ import annotations
 
 import io
+import operator
 import pickle
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, TypeVar
 
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf.message import Message
+
+from dex_local_engine.store import FlowRow, StoredMessage, StoredRun, ValueChanges
 
 __all__ = [
     "ConditionState",
@@ -23,7 +31,10 @@ __all__ = [
     "StepPhase",
     "dump_run",
     "load_run",
+    "persist_run",
 ]
+
+_M = TypeVar("_M", bound=Message)
 
 START_FROM = "__start__"
 """``from_step_execution_id`` of the start Step."""
@@ -102,6 +113,64 @@ class StepExecution:
         return int(self.step_execution_id.rsplit("-", 1)[1])
 
 
+class _TrackedAttributes(dict[str, pb.Value]):
+    """A run's Attributes that remember which keys changed since the last commit."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.changed: set[str] = set(self)
+        self.cleared = False
+
+    def __setitem__(self, key: str, value: pb.Value) -> None:
+        super().__setitem__(key, value)
+        self.changed.add(key)
+
+    def __delitem__(self, key: str) -> None:
+        super().__delitem__(key)
+        self.changed.add(key)
+
+    def pop(self, key: str, *default: Any) -> Any:
+        self.changed.add(key)
+        return super().pop(key, *default)
+
+    def popitem(self) -> tuple[str, pb.Value]:
+        item = super().popitem()
+        self.changed.add(item[0])
+        return item
+
+    def setdefault(self, key: str, default: pb.Value | None = None) -> Any:
+        self.changed.add(key)
+        return super().setdefault(key, default)  # type: ignore[arg-type]
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        for key, value in dict(*args, **kwargs).items():
+            self[key] = value
+
+    def __ior__(self, other: Any) -> _TrackedAttributes:  # type: ignore[override,misc]
+        self.update(other)
+        return self
+
+    def clear(self) -> None:
+        super().clear()
+        self.changed.clear()
+        self.cleared = True
+
+    def take_changes(self) -> tuple[bool, set[str]]:
+        """(cleared since the last call, keys changed since then); resets both."""
+        cleared, changed = self.cleared, self.changed
+        self.cleared, self.changed = False, set()
+        return cleared, changed
+
+
+@dataclass
+class _WrittenValues:
+    """What the database holds for a run's Channels, to diff the next commit against."""
+
+    channels: dict[str, list[tuple[pb.ChannelMessage, int]]]
+    """Channel name -> its written messages (the very objects) with their row sequence numbers."""
+    next_seq: int
+
+
 @dataclass
 class FlowRun:
     """One run of a Flow."""
@@ -133,6 +202,23 @@ class FlowRun:
     """For a SubFlow: the Flow whose Step started it."""
     next_event_id: int = 1
     request_id: str = ""
+    written: _WrittenValues | None = field(default=None, repr=False, compare=False)
+    """Channel rows as last committed; None: the next commit rewrites every value row."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.attributes, _TrackedAttributes):
+            self.attributes = _TrackedAttributes(self.attributes)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Attributes and Channel messages live in their own rows, not in the snapshot.
+        state = dict(self.__dict__)
+        state.update(attributes={}, channels={}, written=None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("written", None)
+        self.__post_init__()
 
     def has_finished(self, step_type: str, number: int) -> bool:
         """Whether Step execution ``<step_type>-<number>`` existed and has ended."""
@@ -163,15 +249,134 @@ class _SnapshotPickler(pickle.Pickler):
 
 
 def dump_run(run: FlowRun) -> bytes:
-    """Serialize a run for :class:`~dex_local_engine.store.FlowRow`."""
+    """Serialize a run's control state (everything but Attributes and Channel messages)."""
     buffer = io.BytesIO()
     _SnapshotPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(run)
     return buffer.getvalue()
 
 
-def load_run(snapshot: bytes) -> FlowRun:
-    """Restore a run written by :func:`dump_run` (the engine's own database only)."""
-    run = pickle.loads(snapshot)
+def persist_run(run: FlowRun, *, is_new: bool) -> FlowRow:
+    """What to write for ``run`` now: its snapshot and the value rows changed since the last call.
+
+    The caller must commit the row (or have :meth:`~dex_local_engine.store.Store.commit` roll
+    back, which makes the next call rewrite every value row).
+
+    Example::
+
+        store.commit([persist_run(run, is_new=False)], history_rows)
+    """
+    attributes = run.attributes
+    assert isinstance(attributes, _TrackedAttributes)
+    cleared, changed = attributes.take_changes()
+    written = run.written
+    if written is None:
+        changes = ValueChanges(
+            clear_all=True,
+            attribute_puts=_serialized_attributes(attributes, attributes),
+        )
+        written = run.written = _WrittenValues({}, 1)
+    else:
+        changes = ValueChanges(
+            clear_attributes=cleared,
+            attribute_puts=_serialized_attributes(attributes, changed),
+            attribute_deletes=tuple(key for key in changed if key not in attributes),
+        )
+    message_puts, message_deletes = _channel_changes(run.channels, written)
+    changes = changes.with_messages(message_puts, message_deletes)
+
+    def forget_written() -> None:
+        run.written = None
+
+    return FlowRow(
+        run.run_id, run.flow_id, is_new, dump_run(run), changes, on_rollback=forget_written
+    )
+
+
+def _serialized_attributes(
+    attributes: Mapping[str, pb.Value], keys: Iterable[str]
+) -> tuple[tuple[str, bytes], ...]:
+    return tuple((key, attributes[key].SerializeToString()) for key in keys if key in attributes)
+
+
+def _channel_changes(
+    channels: dict[str, list[pb.ChannelMessage]], written: _WrittenValues
+) -> tuple[list[StoredMessage], list[tuple[str, int]]]:
+    """Rows to insert and ``(channel, seq)`` rows to delete so the database matches ``channels``.
+
+    Messages are compared by identity: a stored message object is never changed in place, and
+    the written copy keeps every written object alive, so an ``id`` is never reused meanwhile.
+    """
+    puts: list[StoredMessage] = []
+    deletes: list[tuple[str, int]] = []
+    for name in [*channels, *(name for name in written.channels if name not in channels)]:
+        queue = channels.get(name, [])
+        before = written.channels.get(name, [])
+        if len(queue) == len(before) and all(
+            map(operator.is_, queue, (message for message, _ in before))
+        ):
+            continue
+        after = _diff_channel(name, queue, before, written, puts, deletes)
+        if after:
+            written.channels[name] = after
+        else:
+            written.channels.pop(name, None)
+    return puts, deletes
+
+
+def _diff_channel(
+    name: str,
+    queue: list[pb.ChannelMessage],
+    before: list[tuple[pb.ChannelMessage, int]],
+    written: _WrittenValues,
+    puts: list[StoredMessage],
+    deletes: list[tuple[str, int]],
+) -> list[tuple[pb.ChannelMessage, int]]:
+    seq_by_id = {id(message): seq for message, seq in before}
+    kept_seqs = [seq_by_id.get(id(message)) for message in queue]
+    retained = [seq for seq in kept_seqs if seq is not None]
+    if retained != sorted(retained):
+        # Reordered (the engine only appends and removes): rewrite the channel's rows.
+        deletes.extend((name, seq) for _, seq in before)
+        kept_seqs = [None] * len(queue)
+    else:
+        kept = set(retained)
+        deletes.extend((name, seq) for _, seq in before if seq not in kept)
+    after: list[tuple[pb.ChannelMessage, int]] = []
+    for message, kept_seq in zip(queue, kept_seqs, strict=True):
+        seq = kept_seq
+        if seq is None:
+            seq = written.next_seq
+            written.next_seq += 1
+            puts.append(StoredMessage(name, seq, message.SerializeToString()))
+        after.append((message, seq))
+    return after
+
+
+def load_run(stored: StoredRun) -> FlowRun:
+    """Restore a run written by :func:`persist_run` (the engine's own database only)."""
+    run = pickle.loads(stored.snapshot)
     if not isinstance(run, FlowRun):
         raise TypeError("snapshot is not a Flow run")
+    if not stored.has_value_rows:
+        # Written before Attributes and Channel messages had rows: the next commit writes them.
+        return run
+    run.attributes = _TrackedAttributes(
+        (key, _parse(pb.Value, payload)) for key, payload in stored.attributes
+    )
+    run.attributes.take_changes()
+    channels: dict[str, list[pb.ChannelMessage]] = {}
+    written = _WrittenValues({}, 1)
+    for row in stored.messages:
+        message = _parse(pb.ChannelMessage, row.message)
+        channels.setdefault(row.channel_name, []).append(message)
+        written.channels.setdefault(row.channel_name, []).append((message, row.seq))
+        written.next_seq = max(written.next_seq, row.seq + 1)
+    run.channels = channels
+    run.written = written
     return run
+
+
+def _parse(message_class: type[_M], payload: bytes) -> _M:
+    message = message_class()
+    message.ParseFromString(payload)
+    return message

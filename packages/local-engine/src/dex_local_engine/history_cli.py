@@ -38,7 +38,9 @@ STEP_METHOD_EVENT_TYPES = (
 )
 """The ``FlowHistoryEvent`` payloads printed, one per finished Step method."""
 
-_PAGE_SIZE = 500
+_PAGE_SIZE = 100
+_MAX_RECEIVE_BYTES = 64 * 1024 * 1024
+"""A single history event may exceed gRPC's 4 MiB default (a server pages by bytes otherwise)."""
 _CALL_TIMEOUT_SECONDS = 30.0
 
 
@@ -100,7 +102,8 @@ def run_history(
     if not flow_id:
         print("dex-local-engine history: FLOW_ID must not be empty", file=err)
         return 1
-    with grpc.insecure_channel(address) as channel:
+    options = [("grpc.max_receive_message_length", _MAX_RECEIVE_BYTES)]
+    with grpc.insecure_channel(address, options=options) as channel:
         stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         try:
             for line in step_event_lines(_history_events(stub, flow_id)):

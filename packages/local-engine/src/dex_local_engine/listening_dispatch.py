@@ -48,7 +48,13 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 from grpc_status import rpc_status
 
-from dex_local_engine.dispatch import DispatchTask, TaskFrame, TaskNotStarted, WorkerLost
+from dex_local_engine.dispatch import (
+    DispatchTask,
+    TaskFrame,
+    TaskNotStarted,
+    WorkerLost,
+    note_on_worker,
+)
 
 __all__ = ["ListeningDispatcher"]
 
@@ -130,6 +136,7 @@ class ListeningDispatcher:
 
     async def _dispatch_step_method(self, task: DispatchTask) -> AsyncGenerator[TaskFrame, None]:
         stub = await self._connected_stub(task)
+        note_on_worker(task, True)
         method: Any = (
             stub.InvokeWaitForMethod
             if isinstance(task.request, pb.InvokeWaitForMethodRequest)
@@ -154,6 +161,7 @@ class ListeningDispatcher:
         self, task: DispatchTask, request: pb.InvokeWorkerRPCRequest
     ) -> AsyncGenerator[TaskFrame, None]:
         stub = await self._connected_stub(task)
+        note_on_worker(task, True)
         call = stub.InvokeWorkerRPC(request, timeout=_seconds_until(task.deadline))
         try:
             response: pb.InvokeWorkerRPCResponse = await call

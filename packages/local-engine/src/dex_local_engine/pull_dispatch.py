@@ -18,13 +18,14 @@ Wiring, in the engine's server (one asyncio event loop serves gRPC and runs the 
 Protocol, as the Dex SDK's pull Worker expects it:
 
 - A stream's first frame from the Worker is ``register`` (queue, app Worker ID, Flow types); the
-  engine answers ``registered`` before anything else.
+  engine answers ``registered`` before anything else: at once, or (for a spare stream of a queue
+  that has an idle registered stream) when it first offers the stream a task.
 - A stream carries one task at a time: ``task`` out, then ``task_frame``s back (heartbeats and
   Stream writes, then the result, or ``worker_error``), or a ``reject``.
-- A rejected task is offered to other streams without using an attempt: a Worker without capacity
-  is skipped until it finishes a task or a retry delay passed (20 ms, doubling, at most
-  ``no_capacity_retry_seconds``); a Worker that does not know the Step or RPC is skipped for that
-  task. A task waits for a Worker without limit; the
+- A rejected task is offered to other streams without using an attempt: a declining
+  stream is skipped until its Worker finishes a task or a retry delay passed (2 ms, doubling, at
+  most ``no_capacity_retry_seconds``); a Worker that does not know the Step or RPC is skipped for
+  that task. A task waits for a Worker without limit; the
   scheduler enforces the deadline by cancelling the dispatch.
 - Cancelling a dispatch sends ``cancel_task``; the stream stays busy until the Worker's final frame,
   which is dropped.
@@ -34,7 +35,8 @@ Protocol, as the Dex SDK's pull Worker expects it:
   any output raises :class:`TaskNotStarted` (the task counts as never run: same attempt). After
   output, any end of the stream raises :class:`WorkerLost`. Both ends read as EOF on the server;
   a ``ping`` written after the EOF tells them apart (it fails on a broken call).
-- Idle streams are offered least-busy Worker first, then longest-idle stream first.
+- Idle streams are offered least-busy Worker first, registered before held spares, then
+  longest-idle stream first.
 """
 
 from __future__ import annotations
@@ -49,7 +51,13 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 from google.protobuf import timestamp_pb2
 
-from dex_local_engine.dispatch import DispatchTask, TaskFrame, TaskNotStarted, WorkerLost
+from dex_local_engine.dispatch import (
+    DispatchTask,
+    TaskFrame,
+    TaskNotStarted,
+    WorkerLost,
+    note_on_worker,
+)
 from dex_local_engine.pull_worker_registry import (
     Assignment,
     Exclusions,
@@ -74,7 +82,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
 
     Args:
         no_capacity_retry_seconds: the longest a task avoids a Worker that declined it for lack
-            of capacity (unless the Worker finishes a task sooner); retries start at 20 ms.
+            of capacity (unless the Worker finishes a task sooner); retries start at 2 ms.
 
     Example:
         >>> pull = PullDispatcher()
@@ -104,6 +112,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
             assignment = await self._registry.acquire(task, exclusions)
             try:
                 assignment.stream.send(pb.PollWorkerTaskResponse(task=_poll_worker_task(task)))
+                note_on_worker(task, True)
                 while True:
                     event = await assignment.events.get()
                     if isinstance(event, FrameEvent):
@@ -119,6 +128,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
                     else:
                         raise _stream_gone_error(assignment, event)
             finally:
+                note_on_worker(task, False)
                 self._registry.abandon(assignment)
 
     # Administration ------------------------------------------------------------------------
@@ -200,7 +210,9 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
         worker = assignment.stream.app_worker_id
         reason = pb.PollWorkerTaskRejectReason.Name(event.reason)
         _LOGGER.debug("Worker %s rejected task %s: %s", worker, assignment.task.task_id, reason)
-        exclusions.record(worker, event.reason, self._registry.finished_count(worker))
+        exclusions.record(
+            assignment.stream.stream_id, worker, event.reason, self._registry.finished_count(worker)
+        )
 
 
 async def _write_frames(

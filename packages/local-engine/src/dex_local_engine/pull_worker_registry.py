@@ -5,6 +5,15 @@ app Worker ID, and one per Flow type) and keeps opening and retiring them. Each 
 most one task at a time. :class:`PullWorkerRegistry` holds the open streams, queues the tasks
 waiting for a stream (first come, first served), and routes the frames a Worker sends back to the
 task they belong to. It is single-threaded: every method runs on the event loop of the gRPC server.
+
+The SDK keeps ``idle_streams_per_queue`` (usually one) idle *registered* streams per queue: when a
+task starts on a stream it opens a new one, and a stream that finishes a task while another
+registered stream of the queue is idle retires (half-closes). Registering every new stream at once
+therefore makes the Worker open and retire a stream for every Step, and tasks offered to a stream
+it is retiring come back (declined, or dropped and detected by a probe). So the engine answers
+``registered`` lazily: a new stream of a Worker's queue that already has an idle registered stream
+is held unregistered (the SDK counts it as idle and opens no more) until a task needs it. A
+Worker running one Step at a time then keeps reusing one stream.
 """
 
 from __future__ import annotations
@@ -44,6 +53,8 @@ class PullStreamInfo:
     """The task the stream carries, or None while it is idle."""
     is_draining: bool
     """True after the engine asked the Worker to reconnect; the stream takes no new task."""
+    is_registered: bool = True
+    """False while the engine holds back ``registered`` (a spare stream, see the module doc)."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +130,8 @@ class WorkerStream:
     assignment: Assignment | None = None
     is_draining: bool = False
     is_closed: bool = False
+    is_registered: bool = False
+    """The engine answered ``registered``; until then the stream is a held spare."""
     idle_since: float = field(default_factory=time.monotonic)
 
     @property
@@ -133,6 +146,16 @@ class WorkerStream:
     @property
     def is_idle(self) -> bool:
         return self.assignment is None and not self.is_draining and not self.is_closed
+
+    def register(self) -> None:
+        """Answer the Worker's ``register`` (before any other frame on the stream)."""
+        if not self.is_registered:
+            self.is_registered = True
+            self.send(
+                pb.PollWorkerTaskResponse(
+                    registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
+                )
+            )
 
     def send(
         self, response: pb.PollWorkerTaskResponse, written: asyncio.Future[bool] | None = None
@@ -165,44 +188,46 @@ class WorkerStream:
             sdk_version=registration.sdk_version,
             task_id=None if self.assignment is None else self.assignment.task.task_id,
             is_draining=self.is_draining,
+            is_registered=self.is_registered,
         )
 
 
-_FIRST_NO_CAPACITY_RETRY_SECONDS = 0.02
+_FIRST_NO_CAPACITY_RETRY_SECONDS = 0.002
 
 
 @dataclass
 class Exclusions:
-    """The Workers that declined one task, so the task is offered elsewhere first.
+    """The streams and Workers that declined one task, so the task is offered elsewhere first.
 
-    A Worker without capacity is skipped until it finishes a task (its capacity changed) or a
-    retry delay passed: 20 ms, doubling with each further decline, at most ``retry_seconds``. The
-    delay matters because a Worker frees its slot only after it sent a task's final frame, so a
-    task offered right after that frame is often declined. A Worker that does not know the Step or
-    RPC stays skipped.
+    A stream declining for lack of capacity is skipped until its Worker finishes a task (its
+    capacity changed) or a retry delay passed: 2 ms, doubling with each further decline of that
+    stream, at most ``retry_seconds``. Such a decline is usually the stream's own state, not the
+    Worker's: the stream is retiring, or the task arrived between its final frame and the end of
+    its bookkeeping; so the Worker's other streams (a fresh one first) are tried at once. A Worker
+    that does not know the Step or RPC stays skipped.
     """
 
     retry_seconds: float
     unknown_name: set[str] = field(default_factory=set)
-    no_capacity: dict[str, tuple[int, float, float]] = field(default_factory=dict)
-    """app Worker ID -> (its finished-task count when it declined, retry time, retry delay)."""
+    no_capacity: dict[int, tuple[int, float, float]] = field(default_factory=dict)
+    """Stream ID -> (its Worker's finished-task count when it declined, retry time, delay)."""
 
-    def record(self, app_worker_id: str, reason: int, finished_count: int) -> None:
+    def record(self, stream_id: int, app_worker_id: str, reason: int, finished_count: int) -> None:
         if reason in _UNKNOWN_NAME_REASONS:
             self.unknown_name.add(app_worker_id)
             return
-        previous = self.no_capacity.get(app_worker_id)
+        previous = self.no_capacity.get(stream_id)
         delay = (
-            _FIRST_NO_CAPACITY_RETRY_SECONDS
+            min(_FIRST_NO_CAPACITY_RETRY_SECONDS, self.retry_seconds)
             if previous is None
             else min(previous[2] * 2, self.retry_seconds)
         )
-        self.no_capacity[app_worker_id] = (finished_count, time.monotonic() + delay, delay)
+        self.no_capacity[stream_id] = (finished_count, time.monotonic() + delay, delay)
 
-    def excludes(self, app_worker_id: str, finished_count: int, now: float) -> bool:
-        if app_worker_id in self.unknown_name:
+    def excludes(self, stream: WorkerStream, finished_count: int, now: float) -> bool:
+        if stream.app_worker_id in self.unknown_name:
             return True
-        declined = self.no_capacity.get(app_worker_id)
+        declined = self.no_capacity.get(stream.stream_id)
         if declined is None:
             return False
         count_at_decline, retry_at, _ = declined
@@ -245,13 +270,13 @@ class PullWorkerRegistry:
     # Streams -------------------------------------------------------------------------------
 
     def add_stream(self, registration: pb.PollWorkerTaskRegister) -> WorkerStream:
-        """Register a stream; its first outgoing frame is ``registered``, then it takes tasks."""
+        """Add a stream; it is registered now, or held as a spare until a task needs it.
+
+        Its first outgoing frame is ``registered`` (or ``reconnect``), then it takes tasks.
+        """
         stream = WorkerStream(next(self._stream_ids), registration)
-        stream.send(
-            pb.PollWorkerTaskResponse(
-                registered=pb.PollWorkerTaskRegistered(supports_unknown_name_rejection=True)
-            )
-        )
+        if not self._has_idle_registered_peer(stream):
+            stream.register()
         self._streams[stream.stream_id] = stream
         self._count(streams_registered=1)
         _LOGGER.debug(
@@ -262,6 +287,17 @@ class PullWorkerRegistry:
         )
         self._notify_changed()
         return stream
+
+    def _has_idle_registered_peer(self, stream: WorkerStream) -> bool:
+        """Whether another idle registered stream serves the stream's queue."""
+        return any(
+            other is not stream
+            and other.is_idle
+            and other.is_registered
+            and other.app_worker_id == stream.app_worker_id
+            and other.registration.queue == stream.registration.queue
+            for other in self._streams.values()
+        )
 
     def remove_stream(self, stream: WorkerStream, detail: str, *, is_half_close: bool) -> None:
         """Forget a stream that ended; a task it carried learns that its stream is gone."""
@@ -408,6 +444,7 @@ class PullWorkerRegistry:
                 if retry_at is not None:
                     next_retry = retry_at if next_retry is None else min(next_retry, retry_at)
                 continue
+            stream.register()
             assignment = Assignment(waiter.task, stream)
             stream.assignment = assignment
             self._count(tasks_offered=1)
@@ -422,19 +459,21 @@ class PullWorkerRegistry:
             if stream.is_idle
             and stream.serves(waiter.task)
             and not waiter.exclusions.excludes(
-                stream.app_worker_id, self.finished_count(stream.app_worker_id), now
+                stream, self.finished_count(stream.app_worker_id), now
             )
         ]
         if not candidates:
             return None
         busy = _busy_counts(self._streams.values())
-        # Prefer the Flow type's own queue over sticky queues, then the least busy Worker, then
-        # the longest-idle stream (the Worker may be retiring the stream that just finished).
+        # Prefer the Flow type's own queue over sticky queues, then the least busy Worker, then a
+        # registered stream over a held spare (registering one makes the Worker open another),
+        # then the longest-idle stream (the Worker may be retiring the stream that just finished).
         return min(
             candidates,
             key=lambda stream: (
                 stream.is_sticky,
                 busy.get(stream.app_worker_id, 0),
+                not stream.is_registered,
                 stream.idle_since,
                 stream.stream_id,
             ),

@@ -17,6 +17,7 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
+from dex_local_engine.database_lock import DatabaseLock
 from dex_local_engine.dispatch import Dispatcher
 from dex_local_engine.engine import Engine
 from dex_local_engine.flow_service import FlowService
@@ -95,7 +96,9 @@ class EngineServer:
         pull: PullDispatcher,
         router: _DispatcherRouter,
         port: int,
+        lock: DatabaseLock,
     ) -> None:
+        self._lock = lock
         self._router = router
         self._server = server
         self.engine = engine
@@ -105,7 +108,16 @@ class EngineServer:
 
     @classmethod
     async def start(cls, config: ServerConfig) -> EngineServer:
-        """Open the database, recover Flows, bind and start serving."""
+        """Lock and open the database, recover Flows, bind and start serving."""
+        lock = DatabaseLock.acquire(config.database)
+        try:
+            return await cls._start_locked(config, lock)
+        except BaseException:
+            lock.release()
+            raise
+
+    @classmethod
+    async def _start_locked(cls, config: ServerConfig, lock: DatabaseLock) -> EngineServer:
         store = Store.open(config.database, config.durability)
         options = [
             ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
@@ -135,7 +147,7 @@ class EngineServer:
         )
         dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(pull, server)  # type: ignore[no-untyped-call]
         await server.start()
-        return cls(server, engine, store, pull, router, port)
+        return cls(server, engine, store, pull, router, port, lock)
 
     async def wait(self) -> None:
         """Serve until the server stops."""
@@ -148,6 +160,7 @@ class EngineServer:
         await self._server.stop(grace)
         await self._router.close()
         self._store.close()
+        self._lock.release()
 
 
 async def serve(config: ServerConfig, ready: asyncio.Event | None = None) -> None:
@@ -158,12 +171,13 @@ async def serve(config: ServerConfig, ready: asyncio.Event | None = None) -> Non
         AddressInUseError: the address cannot be bound.
     """
     server = await EngineServer.start(config)
-    host = config.address.rsplit(":", 1)[0]
-    print(f"dex-local-engine ready on {host}:{server.port}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+    # Before the ready line: a supervisor may signal the engine as soon as it reads it.
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
+    host = config.address.rsplit(":", 1)[0]
+    print(f"dex-local-engine ready on {host}:{server.port}", flush=True)
     if ready is not None:
         ready.set()
     await stop.wait()

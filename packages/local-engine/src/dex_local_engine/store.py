@@ -1,8 +1,9 @@
 """SQLite persistence for the local engine.
 
-Each Flow run is one row holding a snapshot of its whole state (Attributes, Channel messages,
-Step executions with their Timers and locals, results), rewritten in the same transaction as the
-history events that changed it. A separate ``inflight`` table records Step method attempts that
+Each Flow run is one row holding a snapshot of its control state (Step executions with their
+Timers and locals, counters, results), plus one row per Attribute and one per queued Channel
+message, so a Step's commit rewrites the small snapshot and only the values that changed, in the
+same transaction as the history events that changed them. A separate ``inflight`` table records Step method attempts that
 were handed to a dispatcher, so a restarted engine can tell an attempt that may have run (lost:
 retried per policy) from a Step that was only queued (dispatched again with the same attempt).
 
@@ -14,8 +15,8 @@ loses nothing; ``fsync`` durability also survives an operating-system crash.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -26,7 +27,9 @@ __all__ = [
     "InflightRow",
     "Store",
     "StoreError",
+    "StoredMessage",
     "StoredRun",
+    "ValueChanges",
 ]
 
 _SCHEMA = """
@@ -50,6 +53,19 @@ CREATE TABLE IF NOT EXISTS inflight (
     attempt INTEGER NOT NULL,
     PRIMARY KEY (run_id, step_execution_id)
 );
+CREATE TABLE IF NOT EXISTS attributes (
+    run_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    value BLOB NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE TABLE IF NOT EXISTS channel_messages (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    channel_name TEXT NOT NULL,
+    message BLOB NOT NULL,
+    PRIMARY KEY (run_id, seq)
+);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value BLOB NOT NULL
@@ -69,24 +85,67 @@ class Durability(StrEnum):
 
 
 @dataclass(frozen=True)
+class StoredMessage:
+    """One queued Channel message row; ``seq`` orders a run's messages (queue order)."""
+
+    channel_name: str
+    seq: int
+    message: bytes
+    """A serialized ``ChannelMessage``."""
+
+
+@dataclass(frozen=True)
+class ValueChanges:
+    """The Attribute and Channel message rows of one run to change in a commit."""
+
+    clear_all: bool = False
+    """Delete every value row of the run first (a full rewrite)."""
+    clear_attributes: bool = False
+    """Delete every Attribute row of the run first (the run restarted)."""
+    attribute_puts: tuple[tuple[str, bytes], ...] = ()
+    """``(key, serialized Value)`` rows to write."""
+    attribute_deletes: tuple[str, ...] = ()
+    message_puts: tuple[StoredMessage, ...] = ()
+    message_deletes: tuple[tuple[str, int], ...] = ()
+    """``(channel_name, seq)`` rows to delete."""
+
+    def with_messages(
+        self, puts: Sequence[StoredMessage], deletes: Sequence[tuple[str, int]]
+    ) -> ValueChanges:
+        """These changes plus Channel message rows to insert and delete."""
+        return replace(self, message_puts=tuple(puts), message_deletes=tuple(deletes))
+
+
+@dataclass(frozen=True)
 class FlowRow:
-    """One Flow run's snapshot to write."""
+    """One Flow run's snapshot and changed value rows to write."""
 
     run_id: str
     flow_id: str
     is_new: bool
     """A new run: earlier runs of the Flow ID stop being the latest."""
     snapshot: bytes
+    values: ValueChanges = ValueChanges()
+    on_rollback: Callable[[], None] | None = field(default=None, compare=False)
+    """Called when the commit fails, so the writer forgets what it believed was written."""
 
 
 @dataclass(frozen=True)
 class StoredRun:
-    """One Flow run's snapshot as read back."""
+    """One Flow run's snapshot and value rows as read back."""
 
     run_id: str
     flow_id: str
     is_latest: bool
     snapshot: bytes
+    attributes: tuple[tuple[str, bytes], ...] = ()
+    messages: tuple[StoredMessage, ...] = ()
+    """In queue order."""
+
+    @property
+    def has_value_rows(self) -> bool:
+        """False for a run written before values had rows (its snapshot holds them) or empty."""
+        return bool(self.attributes or self.messages)
 
 
 @dataclass(frozen=True)
@@ -142,11 +201,27 @@ class Store:
         self._db.close()
 
     def load_flows(self) -> Iterator[StoredRun]:
-        """Every stored Flow run, oldest first."""
-        for run_id, flow_id, is_latest, snapshot in self._db.execute(
+        """Every stored Flow run with its Attributes and Channel messages, oldest first."""
+        runs = self._db.execute(
             "SELECT run_id, flow_id, is_latest, snapshot FROM flows ORDER BY rowid"
-        ):
-            yield StoredRun(run_id, flow_id, bool(is_latest), snapshot)
+        ).fetchall()
+        for run_id, flow_id, is_latest, snapshot in runs:
+            attributes = self._db.execute(
+                "SELECT key, value FROM attributes WHERE run_id = ?", (run_id,)
+            ).fetchall()
+            messages = self._db.execute(
+                "SELECT channel_name, seq, message FROM channel_messages WHERE run_id = ? "
+                "ORDER BY seq",
+                (run_id,),
+            ).fetchall()
+            yield StoredRun(
+                run_id,
+                flow_id,
+                bool(is_latest),
+                snapshot,
+                tuple((key, bytes(value)) for key, value in attributes),
+                tuple(StoredMessage(name, seq, bytes(message)) for name, seq, message in messages),
+            )
 
     def load_inflight(self) -> list[InflightRow]:
         """Attempts that were in flight when the engine last stopped."""
@@ -212,6 +287,7 @@ class Store:
                     "VALUES (?, ?, 1, ?)",
                     (flow.run_id, flow.flow_id, flow.snapshot),
                 )
+                _write_values(db, flow.run_id, flow.values)
             db.executemany(
                 "INSERT INTO history (run_id, event_id, event) VALUES (?, ?, ?)",
                 [(row.run_id, row.event_id, row.event) for row in history],
@@ -230,4 +306,35 @@ class Store:
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
+            for flow in flows:
+                if flow.on_rollback is not None:
+                    flow.on_rollback()
             raise
+
+
+def _write_values(db: sqlite3.Connection, run_id: str, changes: ValueChanges) -> None:
+    if changes.clear_all:
+        db.execute("DELETE FROM channel_messages WHERE run_id = ?", (run_id,))
+    if changes.clear_all or changes.clear_attributes:
+        db.execute("DELETE FROM attributes WHERE run_id = ?", (run_id,))
+    if changes.attribute_deletes:
+        db.executemany(
+            "DELETE FROM attributes WHERE run_id = ? AND key = ?",
+            [(run_id, key) for key in changes.attribute_deletes],
+        )
+    if changes.attribute_puts:
+        db.executemany(
+            "INSERT OR REPLACE INTO attributes (run_id, key, value) VALUES (?, ?, ?)",
+            [(run_id, key, value) for key, value in changes.attribute_puts],
+        )
+    if changes.message_deletes:
+        db.executemany(
+            "DELETE FROM channel_messages WHERE run_id = ? AND seq = ?",
+            [(run_id, seq) for _, seq in changes.message_deletes],
+        )
+    if changes.message_puts:
+        db.executemany(
+            "INSERT OR REPLACE INTO channel_messages (run_id, seq, channel_name, message) "
+            "VALUES (?, ?, ?, ?)",
+            [(run_id, row.seq, row.channel_name, row.message) for row in changes.message_puts],
+        )

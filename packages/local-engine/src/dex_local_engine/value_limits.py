@@ -1,9 +1,12 @@
 """Size limits on values and Worker tasks.
 
-Every SDK channel keeps gRPC's default 4 MiB receive limit, so a task or a value larger than that
-can never reach a Worker or a Client. The engine refuses such values where they enter (a Client
-request, a Step result, an RPC result) with an error naming the value and its size, instead of
-storing something no Worker could load later.
+Every SDK channel keeps gRPC's default 4 MiB receive limit. Tasks stay under it because large
+values travel as blob references (:mod:`dex_local_engine.blob_values`), but ``LoadBlobs`` returns
+each value whole, so a single value larger than about 4 MiB could never reach a Worker or a
+Client. The per-value limit therefore stays just under 4 MiB (it cannot be raised to the 8 or
+16 MiB a real Dex Server's ``values.maxValueBytes`` may allow). The engine refuses a larger value
+where it enters (a Client request, a Step result, an RPC result) with an error naming the value
+and its size, instead of storing something no Worker could load later.
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ MAX_TASK_BYTES = 4 * 1024 * 1024 - 16 * 1024
 """Largest serialized task the engine sends to a Worker (the SDK receives at most 4 MiB)."""
 
 MAX_VALUE_BYTES = MAX_TASK_BYTES - 64 * 1024
-"""Largest serialized single value (Attribute, Channel message, Step input or output)."""
+"""Largest serialized single value (Attribute, Channel message, Step input or output):
+4,112,384 bytes, so one value plus its ``LoadBlobs`` framing fits a 4 MiB SDK response."""
 
 TOO_LARGE_ERROR_TYPE = "dex_local_engine.ValueTooLarge"
 """``error_type`` of a Step failure caused by an oversized value or task."""
