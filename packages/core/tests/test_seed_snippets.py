@@ -231,7 +231,7 @@ class MyFrameworkRunner:
             return ToolCallsRequested(
                 framework_run_state=json.dumps({"searched": True}),
                 # A list, as the documentation writes it; the field is typed as a tuple.
-                tool_calls=[  # type: ignore[arg-type]
+                tool_calls=[
                     DeferredToolCall(
                         "search-1",
                         "search_tickets",
@@ -245,7 +245,7 @@ class MyFrameworkRunner:
         assert record is not None
         text = f"{self.agent} found: {describe_tool_call_outcome(record)}"
         return TurnCompleted(
-            new_messages=[  # type: ignore[arg-type]
+            new_messages=[
                 FrameworkMessage(
                     role=MessageRole.ASSISTANT,
                     framework_item=json.dumps({"assistant": text}),

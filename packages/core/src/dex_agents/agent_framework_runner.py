@@ -221,7 +221,7 @@ class TurnCompleted:
         'Done'
     """
 
-    new_messages: tuple[FrameworkMessage, ...]
+    new_messages: Sequence[FrameworkMessage]
     usage: AgentUsage
     model_call_metadata: ModelCallMetadata | None = None
 
@@ -244,9 +244,9 @@ class ToolCallsRequested:
     """
 
     framework_run_state: str
-    tool_calls: tuple[DeferredToolCall, ...]
+    tool_calls: Sequence[DeferredToolCall]
     usage: AgentUsage
-    new_messages: tuple[FrameworkMessage, ...] = ()
+    new_messages: Sequence[FrameworkMessage] = ()
     model_call_metadata: ModelCallMetadata | None = None
 
     def __post_init__(self) -> None:
