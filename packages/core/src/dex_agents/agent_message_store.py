@@ -19,6 +19,7 @@ What each invocation must load:
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -305,7 +306,7 @@ def _read_window(
     for key in window_keys:
         sequence = int(key)
         if decode_after is not None and sequence <= decode_after:
-            placeholders.append(AgentMessage(sequence, MessageRole.USER, ""))
+            placeholders.append(_placeholder(sequence))
         else:
             wanted.append(key)
 
@@ -356,6 +357,12 @@ def _read_chunks(
         weigh=lambda chunk: len(chunk.messages),
     )
     return list(decoded.values())
+
+
+@functools.lru_cache(maxsize=4096)
+def _placeholder(sequence: int) -> AgentMessage:
+    # A storing Step builds one per window message; they are immutable, so each is built once.
+    return AgentMessage(sequence, MessageRole.USER, "")
 
 
 def _apply(context: Context, plan: StoragePlan) -> None:
