@@ -29,8 +29,8 @@ from dex import (
     rpc,
 )
 from dex.dexpb import dex_pb2 as pb
-from dex_local_engine.flow_state import FlowRun, load_run, persist_run
-from dex_local_engine.store import Durability, HistoryRow, Store
+from dex_local_engine.flow_state import FlowRun, dump_run, load_run, persist_run
+from dex_local_engine.store import Durability, FlowRow, HistoryRow, Store
 from engine_kernel_harness import reachable, running_engine, sdk_client, sdk_worker
 
 WAIT = timedelta(seconds=60)
@@ -133,6 +133,27 @@ def test_a_failed_commit_makes_the_next_commit_rewrite_every_value(tmp_path: Pat
     assert retry.values.clear_all
     store.commit([retry], [])
     assert _state(_reload(store))[0] == {"a": "1", "b": "2"}
+    store.close()
+
+
+def test_a_snapshot_that_still_holds_its_values_loads_and_moves_them_to_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = Store.open(tmp_path / "engine.db", Durability.PROCESS_CRASH_SAFE)
+    run = _new_run()
+    run.attributes["kept"] = _text("old")
+    run.channels["inbox"] = [_message("inbox", "m1")]
+    # The earlier format pickled the whole run, values included, and wrote no value rows.
+    monkeypatch.setattr(FlowRun, "__getstate__", lambda self: dict(self.__dict__, written=None))
+    store.commit([FlowRow(run.run_id, run.flow_id, True, dump_run(run))], [])
+    monkeypatch.undo()
+
+    reloaded = _reload(store)
+    assert _state(reloaded) == ({"kept": "old"}, {"inbox": ["m1"]})
+    upgrade = persist_run(reloaded, is_new=False)
+    assert upgrade.values.clear_all and len(upgrade.values.message_puts) == 1
+    store.commit([upgrade], [])
+    assert _state(_reload(store)) == ({"kept": "old"}, {"inbox": ["m1"]})
     store.close()
 
 

@@ -16,26 +16,29 @@ Semantics where the SDK leaves the server's choice open:
   dispatched again with the same attempt number; a lost Worker, a timeout or a handler error
   fails the attempt and the retry policy decides (defaults: 1 s initial interval, coefficient 2,
   100 s maximum, unlimited attempts within 4 hours). Method timeout defaults to 2 hours; a
-  heartbeat timeout applies only when the Step sets one.
+  heartbeat timeout applies only when the Step sets one, from when a Worker takes the task.
+  Running one attempt is :mod:`dex_local_engine.task_runner`; building its request (large values
+  as blob references) is :mod:`dex_local_engine.task_requests`.
 - Attempt progress: SDK 1.23.0's ``RecoveryErrorInfo`` has no ``attempt_progress`` field, so the
   recovery error's ``detail`` ends with ``(attempt_progress: NOT_STARTED)`` when no attempt of
   the method produced output on a Worker (a heartbeat counts), else
   ``(attempt_progress: NOT_COMPLETED)``.
 - Restart: an attempt whose in-flight marker survives an engine crash may have run, so it fails
   as lost (NOT_COMPLETED) and is retried per policy; Timers and waits resume from the snapshot.
-- A non-transactional RPC without locks may run on a closed run if it returns no effects.
+- A non-transactional RPC without locks may run on a closed run if it returns no effects; on
+  a running Flow it records no history event then (Dex serves it as a query). A transactional
+  RPC (``is_transactional`` or locks) deleting a Channel message that is not pending fails with
+  ChannelMessageNotFound and applies nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,20 +46,12 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine import errors
+from dex_local_engine.attribute_locks import AttributeLocks
 from dex_local_engine.blob_values import BlobStore
 from dex_local_engine.conditions import (
-    condition_results,
     evaluate_step,
     start_waiting,
     sub_flow_id,
-)
-from dex_local_engine.dispatch import (
-    Dispatcher,
-    DispatchTask,
-    TaskFrame,
-    TaskNotStarted,
-    TaskRequest,
-    WorkerLost,
 )
 from dex_local_engine.flow_state import (
     RPC_FROM_PREFIX,
@@ -68,7 +63,13 @@ from dex_local_engine.flow_state import (
     load_run,
     persist_run,
 )
-from dex_local_engine.heartbeat_window import HeartbeatWindow
+from dex_local_engine.flow_writes import (
+    apply_attribute_writes,
+    apply_method_writes,
+    delete_messages,
+    publish,
+    require_pending,
+)
 from dex_local_engine.result_checks import (
     has_effects,
     malformed_result,
@@ -77,28 +78,30 @@ from dex_local_engine.result_checks import (
     refuse_oversized,
 )
 from dex_local_engine.retry_policy import DEFAULT_TOTAL_RETRY_DURATION, retry_interval
+from dex_local_engine.run_waiters import RunWaiters
 from dex_local_engine.search_query import FlowSearchRecord, IndexedValue, indexed_value_from_write
 from dex_local_engine.store import HistoryRow, InflightRow, Store
+from dex_local_engine.task_requests import method_request, rpc_request
+from dex_local_engine.task_runner import (
+    AttemptFailure,
+    DispatcherRouter,
+    StreamWriter,
+    TaskOutcome,
+    TaskRunner,
+)
 from dex_local_engine.value_limits import (
     TOO_LARGE_ERROR_TYPE,
     oversized_task,
     oversized_values,
 )
-from dex_local_engine.wire_values import ensure_value, is_null, value_text
+from dex_local_engine.wire_values import ensure_value, value_text
 
 __all__ = ["DispatcherRouter", "Engine", "StreamWriter"]
 
 _log = logging.getLogger(__name__)
 
-DispatcherRouter = Callable[[str | None], Dispatcher]
-"""Returns the dispatcher for a listening Worker address, or for pull Workers (None)."""
-
-StreamWriter = Callable[[FlowRun, str, pb.StepStreamWrite], None]
-"""Stores one ``stream_write`` frame of a run's Step execution (run, step execution ID, frame)."""
-
 _DEFAULT_METHOD_TIMEOUT = 2 * 3600.0
 _DEFAULT_RPC_TIMEOUT = 60.0
-_REDISPATCH_DELAY = 0.05
 _NO_ERROR = pb.FLOW_ERROR_TYPE_UNSPECIFIED
 _RETRYABLE_FLOW_ERRORS = frozenset(
     {
@@ -116,50 +119,6 @@ ATTEMPT_PROGRESS_NOT_COMPLETED = "NOT_COMPLETED"
 
 def _timestamp(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC)
-
-
-def _selected(name: str, selectors: Iterable[str]) -> bool:
-    return any(name.startswith(s) if s.endswith("/") else name == s for s in selectors)
-
-
-@dataclass(frozen=True)
-class _AttemptFailure:
-    error: pb.WorkerErrorResponse
-    reached_worker: bool
-
-
-_TaskOutcome = (
-    pb.InvokeWaitForMethodResponse
-    | pb.InvokeExecuteMethodResponse
-    | pb.InvokeWorkerRPCResponse
-    | _AttemptFailure
-)
-
-
-class _Waiters:
-    """Futures of long polls waiting for a run to change."""
-
-    def __init__(self) -> None:
-        self._by_run: dict[str, list[asyncio.Future[None]]] = {}
-
-    def notify(self, run_id: str) -> None:
-        for future in self._by_run.pop(run_id, []):
-            if not future.done():
-                future.set_result(None)
-
-    async def wait(self, run_id: str, timeout: float) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        waiting = self._by_run.setdefault(run_id, [])
-        waiting.append(future)
-        try:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(future, timeout)
-        finally:
-            # A long poll that timed out must not leave its future behind for an idle run.
-            if future in waiting:
-                waiting.remove(future)
-            if not waiting and self._by_run.get(run_id) is waiting:
-                del self._by_run[run_id]
 
 
 class Engine:
@@ -181,18 +140,17 @@ class Engine:
         stream_writer: StreamWriter | None = None,
     ) -> None:
         self._store = store
-        self._dispatchers = dispatchers
-        self._stream_writer = stream_writer
         self.runs: dict[str, FlowRun] = {}
         """Latest run of each Flow ID."""
         self.blobs = BlobStore()
         """Large values of tasks, sent to Workers as blob references (answers LoadBlobs)."""
+        self._tasks = TaskRunner(dispatchers, self.blobs, stream_writer, self._commit)
         self._drivers: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._timer_handles: dict[tuple[str, str], list[asyncio.TimerHandle]] = {}
         self._flow_timeouts: dict[str, asyncio.TimerHandle] = {}
-        self._locks: dict[str, dict[str, str]] = {}
-        self._lock_waiters = _Waiters()
-        self.waiters = _Waiters()
+        self._locks = AttributeLocks()
+        self.waiters = RunWaiters()
+        """Long polls waiting for a run to change."""
         self._pending_history: dict[str, list[HistoryRow]] = {}
         self._finished_inflight: dict[str, list[str]] = {}
         self._dispatching: dict[str, list[InflightRow]] = {}
@@ -405,7 +363,7 @@ class Engine:
             request_id=request.request_id,
             parent_flow_id=parent_flow_id,
         )
-        self._apply_attribute_writes(run, options.attributes)
+        apply_attribute_writes(run, options.attributes)
         started = pb.FlowStartedOrContinuedHistoryEvent(
             flow_execution_id=pb.FlowExecutionID(flow_id=run.flow_id, run_id=run.run_id),
             flow_type=run.flow_type,
@@ -622,8 +580,7 @@ class Engine:
         handle = self._flow_timeouts.pop(run.run_id, None)
         if handle is not None:
             handle.cancel()
-        self._locks.pop(run.run_id, None)
-        self._lock_waiters.notify(run.run_id)
+        self._locks.forget_run(run.run_id)
         closed = pb.FlowClosedHistoryEvent(
             flow_status=status, results=run.results, error_type=error_type, error_message=message
         )
@@ -648,7 +605,7 @@ class Engine:
         handle = self._flow_timeouts.pop(run.run_id, None)
         if handle is not None:
             handle.cancel()
-        self._locks.pop(run.run_id, None)
+        self._locks.forget_run(run.run_id)
         closed = pb.FlowClosedHistoryEvent(
             flow_status=pb.FLOW_STATUS_FAILED, error_type=error_type, error_message=message
         )
@@ -664,7 +621,7 @@ class Engine:
         run.graceful_close_pending = False
         run.timeout_handled = False
         request = run.start_request
-        self._apply_attribute_writes(run, options.attributes)
+        apply_attribute_writes(run, options.attributes)
         started = pb.FlowStartedOrContinuedHistoryEvent(
             flow_execution_id=pb.FlowExecutionID(flow_id=run.flow_id, run_id=run.run_id),
             flow_type=run.flow_type,
@@ -753,11 +710,7 @@ class Engine:
         driver = self._drivers.get(key)
         if driver is not None and driver is not asyncio.current_task():
             driver.cancel()
-        locks = self._locks.get(run.run_id)
-        if locks:
-            for name in [k for k, holder in locks.items() if holder == step.step_execution_id]:
-                del locks[name]
-            self._lock_waiters.notify(run.run_id)
+        self._locks.release_holder(run.run_id, step.step_execution_id)
 
     def _cancel_steps(self, run: FlowRun, step_types: Sequence[str], from_id: str | None) -> None:
         wanted = set(step_types)
@@ -780,7 +733,7 @@ class Engine:
                 key = (run.run_id, step.step_execution_id)
                 if key in self._lost_attempts:
                     self._lost_attempts.discard(key)
-                    failure = _AttemptFailure(
+                    failure = AttemptFailure(
                         pb.WorkerErrorResponse(
                             detail="the engine stopped while this attempt was in flight",
                             error_type="dex_local_engine.EngineRestarted",
@@ -810,34 +763,16 @@ class Engine:
             return step.options.wait_for_lock_attribute_keys
         return step.options.execute_lock_attribute_keys
 
-    async def _acquire_locks(self, run: FlowRun, keys: Sequence[str], holder: str) -> None:
-        while True:
-            locks = self._locks.setdefault(run.run_id, {})
-            if all(locks.get(key, holder) == holder for key in keys):
-                for key in keys:
-                    locks[key] = holder
-                return
-            await self._lock_waiters.wait(run.run_id, 1.0)
-
-    def _release_locks(self, run: FlowRun, keys: Sequence[str], holder: str) -> None:
-        locks = self._locks.get(run.run_id)
-        if not locks:
-            return
-        for key in keys:
-            if locks.get(key) == holder:
-                del locks[key]
-        self._lock_waiters.notify(run.run_id)
-
     async def _attempt(self, run: FlowRun, step: StepExecution) -> None:
         keys = self._lock_keys(step)
-        await self._acquire_locks(run, keys, step.step_execution_id)
+        await self._locks.acquire(run.run_id, keys, step.step_execution_id)
         try:
             method = step.method
             now = time.time()
             if step.first_attempt_at == 0.0:
                 step.first_attempt_at = now
             step.method_started_at = now
-            request = self._method_request(run, step)
+            request = method_request(run, step, self._sub_flow_result, self.blobs)
             options = step.options
             timeout = float(
                 (
@@ -849,16 +784,16 @@ class Engine:
             )
             heartbeat = float(options.heartbeat_timeout_seconds) or None
             problem = oversized_task(request, f"{method.value} of {step.step_execution_id}")
-            outcome: _TaskOutcome | None = None
+            outcome: TaskOutcome | None = None
             if problem is None:
                 marker = InflightRow(run.run_id, step.step_execution_id, method.value, step.attempt)
                 if marker in self._premarked:
                     self._premarked.discard(marker)
                 else:
                     self._store.mark_inflight(marker)
-                outcome = await self._run_task(run, request, timeout, heartbeat, step)
+                outcome = await self._tasks.run(run, request, timeout, heartbeat, step)
         finally:
-            self._release_locks(run, keys, step.step_execution_id)
+            self._locks.release(run.run_id, keys, step.step_execution_id)
         if problem is None and isinstance(
             outcome, pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse
         ):
@@ -870,271 +805,12 @@ class Engine:
             return
         if outcome is None or not run.is_running or step.step_execution_id not in run.steps:
             return
-        if isinstance(outcome, _AttemptFailure):
+        if isinstance(outcome, AttemptFailure):
             self._attempt_failed(run, step, outcome)
         elif isinstance(outcome, pb.InvokeWaitForMethodResponse):
             self._wait_for_completed(run, step, outcome)
         elif isinstance(outcome, pb.InvokeExecuteMethodResponse):
             self._execute_completed(run, step, outcome)
-
-    async def _run_task(
-        self,
-        run: FlowRun,
-        request: TaskRequest,
-        timeout: float,
-        heartbeat_timeout: float | None,
-        step: StepExecution | None,
-    ) -> _TaskOutcome | None:
-        """Dispatch one attempt until its final frame; None when it must be dispatched again."""
-        deadline = time.time() + timeout
-        listening = self._listening_address(run)
-        heartbeat = HeartbeatWindow(heartbeat_timeout)
-        task = DispatchTask(
-            task_id=str(uuid.uuid4()),
-            flow_id=run.flow_id,
-            flow_type=run.flow_type,
-            queue="",
-            listening_address=listening,
-            request=request,
-            deadline=_timestamp(deadline),
-            on_worker=heartbeat.on_worker,
-        )
-        dispatcher = self._dispatchers(listening)
-        reached = False
-        frames = dispatcher.dispatch(task).__aiter__()
-        try:
-            async with asyncio.timeout(timeout), heartbeat.armed():
-                while True:
-                    try:
-                        frame = await anext(frames)
-                    except StopAsyncIteration:
-                        if reached:
-                            raise WorkerLost("the Worker ended the task without a result") from None
-                        raise TaskNotStarted("the Worker ended the task before it ran") from None
-                    reached = True
-                    heartbeat.restart()
-                    if isinstance(frame, pb.WorkerErrorResponse) and self.blobs.is_paging_failure(
-                        frame
-                    ):
-                        # The handler never ran; the Worker cached one page of blobs.
-                        raise TaskNotStarted("the Worker loaded a page of blobs; next page")
-                    final = self._on_frame(run, step, frame)
-                    if final is not None:
-                        return final
-        except TaskNotStarted:
-            await asyncio.sleep(_REDISPATCH_DELAY)
-            return None
-        except WorkerLost as lost:
-            return _AttemptFailure(
-                pb.WorkerErrorResponse(
-                    detail=f"the Worker was lost during the attempt: {lost}",
-                    error_type="dex_local_engine.WorkerLost",
-                ),
-                reached_worker=True,
-            )
-        except TimeoutError:
-            what = "heartbeat timeout" if heartbeat.expired else "timeout"
-            return _AttemptFailure(
-                pb.WorkerErrorResponse(
-                    detail=f"the attempt exceeded its {what}",
-                    error_type="dex_local_engine.Timeout",
-                ),
-                reached_worker=reached,
-            )
-        except Exception as error:
-            # A dispatcher failure is an engine-side fault: fail this attempt, not the Flow.
-            _log.exception("dispatch of %s for %s failed", task.task_id, run.flow_id)
-            return _AttemptFailure(
-                pb.WorkerErrorResponse(
-                    detail=f"the engine could not dispatch the attempt: {error!r}",
-                    error_type="dex_local_engine.DispatchError",
-                ),
-                reached_worker=reached,
-            )
-        finally:
-            await frames.aclose()  # type: ignore[attr-defined]
-
-    def _on_frame(
-        self, run: FlowRun, step: StepExecution | None, frame: TaskFrame
-    ) -> _TaskOutcome | None:
-        if isinstance(frame, pb.WorkerErrorResponse):
-            return _AttemptFailure(frame, reached_worker=True)
-        if isinstance(frame, pb.InvokeWorkerRPCResponse):
-            return frame
-        kind = frame.WhichOneof("output")
-        if kind == "result":
-            return frame.result
-        if kind == "heartbeat":
-            if step is not None:
-                step.reached_worker = True
-                if frame.heartbeat.HasField("value"):
-                    # Persisted at once: the next attempt gets it even after an engine restart.
-                    step.last_heartbeat = ensure_value(frame.heartbeat.value)
-                    self._commit(run)
-        elif kind == "stream_write" and self._stream_writer is not None and step is not None:
-            self._stream_writer(run, step.step_execution_id, frame.stream_write)
-        return None
-
-    def _listening_address(self, run: FlowRun) -> str | None:
-        target = run.config.worker_target
-        if target.is_pull_mode or not target.address:
-            return None
-        return target.address
-
-    # ------------------------------------------------------------------ requests
-
-    def _context(self, run: FlowRun, step: StepExecution) -> pb.Context:
-        context = pb.Context(
-            flow_id=run.flow_id,
-            run_id=run.run_id,
-            flow_started_timestamp=int(run.started_at),
-            step_execution_id=step.step_execution_id,
-            first_attempt_timestamp=int(step.first_attempt_at),
-            attempt=step.attempt,
-            from_step_execution_id=step.from_step_execution_id,
-            run_attempt=run.run_attempt,
-        )
-        if step.recovery_error is not None:
-            context.recovery_error.CopyFrom(step.recovery_error)
-        if step.last_heartbeat is not None:
-            context.last_heartbeat_value.CopyFrom(step.last_heartbeat)
-        return context
-
-    def _state(
-        self,
-        run: FlowRun,
-        attribute_maps: Sequence[str],
-        channel_names: Sequence[str],
-        channel_maps: Sequence[str],
-    ) -> dict[str, object]:
-        attributes = [
-            pb.KV(key=key, value=value)
-            for key, value in run.attributes.items()
-            if "/" not in key or _selected(key, attribute_maps)
-        ]
-        infos = {
-            name: pb.ChannelInfo(size=len(queue)) for name, queue in run.channels.items() if queue
-        }
-        loaded: dict[str, pb.ChannelValues] = {}
-        for name, queue in run.channels.items():
-            if queue and (name in channel_names or _selected(name, channel_maps)):
-                loaded[name] = pb.ChannelValues(messages=queue)
-        return {
-            "attributes": attributes,
-            "channel_infos": infos,
-            "loaded_channel_messages": loaded,
-            "loaded_attribute_map_instances": list(attribute_maps),
-            "loaded_channel_names": list(channel_names),
-            "loaded_channel_map_instances": list(channel_maps),
-        }
-
-    def _method_request(self, run: FlowRun, step: StepExecution) -> TaskRequest:
-        options = step.options
-        if step.method is MethodKind.WAIT_FOR:
-            wait_for = pb.InvokeWaitForMethodRequest(
-                context=self._context(run, step),
-                flow_type=run.flow_type,
-                step_type=step.step_type,
-                step_input=step.input,
-                **self._state(  # type: ignore[arg-type]
-                    run,
-                    options.wait_for_load_attribute_map_instances,
-                    options.wait_for_load_channel_names,
-                    options.wait_for_load_channel_map_instances,
-                ),
-            )
-            self.blobs.externalize(wait_for)
-            return wait_for
-        request = pb.InvokeExecuteMethodRequest(
-            context=self._context(run, step),
-            flow_type=run.flow_type,
-            step_type=step.step_type,
-            step_exe_locals=[pb.KV(key=k, value=v) for k, v in step.locals.items()],
-            **self._state(  # type: ignore[arg-type]
-                run,
-                options.execute_load_attribute_map_instances,
-                options.execute_load_channel_names,
-                options.execute_load_channel_map_instances,
-            ),
-        )
-        if step.has_input:
-            request.step_input.CopyFrom(step.input)
-        results = condition_results(step, self._sub_flow_result, run.flow_id)
-        if results is not None:
-            request.condition_results.CopyFrom(results)
-        self.blobs.externalize(request)
-        return request
-
-    # ------------------------------------------------------------------ writes
-
-    def _apply_attribute_writes(self, run: FlowRun, writes: Iterable[pb.AttributeWrite]) -> None:
-        for write in writes:
-            if not write.key:
-                raise errors.invalid_argument("an Attribute write has an empty key")
-            if is_null(write.value):
-                run.attributes.pop(write.key, None)
-            else:
-                run.attributes[write.key] = ensure_value(write.value)
-            if write.HasField("index_config") and write.index_config.enable:
-                run.attribute_indexes[write.key] = write.index_config
-
-    def _publish(
-        self, run: FlowRun, messages: Iterable[pb.ChannelMessage]
-    ) -> list[pb.ChannelMessage]:
-        published = []
-        for message in messages:
-            if not message.channel_name:
-                raise errors.invalid_argument("a Channel message has an empty channel_name")
-            stored = pb.ChannelMessage(
-                channel_name=message.channel_name,
-                value=ensure_value(message.value),
-                message_id=message.message_id or f"msg-{run.next_message_number}",
-            )
-            run.next_message_number += 1
-            run.channels.setdefault(stored.channel_name, []).append(stored)
-            published.append(stored)
-        return published
-
-    def _require_messages(
-        self, run: FlowRun, deletions: Iterable[pb.ChannelMessageDeletion]
-    ) -> None:
-        """Raise the ChannelMessageNotFound error for the first deletion of a missing message."""
-        pending = {(name, m.message_id) for name, queue in run.channels.items() for m in queue}
-        for deletion in deletions:
-            key = (deletion.channel_name, deletion.message_id)
-            if key not in pending:
-                raise errors.channel_message_not_found(*key)
-            pending.discard(key)
-
-    def _delete_messages(
-        self, run: FlowRun, deletions: Iterable[pb.ChannelMessageDeletion], *, strict: bool
-    ) -> None:
-        for deletion in deletions:
-            queue = run.channels.get(deletion.channel_name, [])
-            index = next(
-                (i for i, m in enumerate(queue) if m.message_id == deletion.message_id), None
-            )
-            if index is None:
-                if strict:
-                    raise errors.channel_message_not_found(
-                        deletion.channel_name, deletion.message_id
-                    )
-                # A non-transactional RPC deletes best-effort (a transactional one was checked).
-                continue
-            del queue[index]
-            if not queue:
-                run.channels.pop(deletion.channel_name, None)
-
-    def _apply_method_writes(
-        self,
-        run: FlowRun,
-        attributes: Iterable[pb.AttributeWrite],
-        publications: Iterable[pb.ChannelMessage],
-        deletions: Iterable[pb.ChannelMessageDeletion],
-    ) -> None:
-        self._apply_attribute_writes(run, attributes)
-        self._delete_messages(run, deletions, strict=False)
-        self._publish(run, publications)
 
     # ------------------------------------------------------------------ method outcomes
 
@@ -1165,7 +841,7 @@ class Engine:
     def _wait_for_completed(
         self, run: FlowRun, step: StepExecution, response: pb.InvokeWaitForMethodResponse
     ) -> None:
-        self._apply_method_writes(
+        apply_method_writes(
             run,
             response.upsert_attributes,
             response.publish_to_channel,
@@ -1208,7 +884,7 @@ class Engine:
     def _execute_completed(
         self, run: FlowRun, step: StepExecution, response: pb.InvokeExecuteMethodResponse
     ) -> None:
-        self._apply_method_writes(
+        apply_method_writes(
             run,
             response.upsert_attributes,
             response.publish_to_channel,
@@ -1289,7 +965,7 @@ class Engine:
             for movement in decision.next_steps
         ]
 
-    def _attempt_failed(self, run: FlowRun, step: StepExecution, failure: _AttemptFailure) -> None:
+    def _attempt_failed(self, run: FlowRun, step: StepExecution, failure: AttemptFailure) -> None:
         method = step.method
         policy = (
             step.options.wait_for_retry_policy
@@ -1438,7 +1114,7 @@ class Engine:
         """Publish external Channel messages."""
         run = self.get_running(request.flow_id, request.run_id)
         refuse_oversized(oversized_values(messages=request.messages))
-        published = self._publish(run, request.messages)
+        published = publish(run, request.messages)
         self._event(
             run, channel_external_publish=pb.ChannelExternalPublishEvent(messages=published)
         )
@@ -1451,7 +1127,7 @@ class Engine:
         deletion = pb.ChannelMessageDeletion(
             channel_name=request.channel_name, message_id=request.message_id
         )
-        self._delete_messages(run, [deletion], strict=True)
+        delete_messages(run, [deletion], strict=True)
         self._event(run, channel_external_delete=pb.ChannelExternalDeleteEvent(messages=[deletion]))
         self._commit(run)
 
@@ -1459,7 +1135,7 @@ class Engine:
         """Write Attributes from a client."""
         run = self.get_running(request.flow_id, request.run_id)
         refuse_oversized(oversized_values(attributes=request.attributes))
-        self._apply_attribute_writes(run, request.attributes)
+        apply_attribute_writes(run, request.attributes)
         self._event(
             run,
             rpc_execution_completed=pb.RpcExecutionCompletedEvent(
@@ -1521,35 +1197,13 @@ class Engine:
         # A non-transactional RPC without locks may read a closed run if it changes nothing.
         if not run.is_running and (request.is_transactional or keys):
             raise errors.flow_not_active(request.flow_id)
-        locks = self._locks.setdefault(run.run_id, {})
-        held = [key for key in keys if key in locks]
+        holder = f"rpc:{uuid.uuid4()}"
+        held = self._locks.try_acquire(run.run_id, keys, holder)
         if held:
             raise errors.rpc_lock_conflict(held)
-        holder = f"rpc:{uuid.uuid4()}"
-        for key in keys:
-            locks[key] = holder
         try:
             now = time.time()
-            rpc_request = pb.InvokeWorkerRPCRequest(
-                context=pb.Context(
-                    flow_id=run.flow_id,
-                    run_id=run.run_id,
-                    flow_started_timestamp=int(run.started_at),
-                    first_attempt_timestamp=int(now),
-                    attempt=1,
-                    run_attempt=run.run_attempt,
-                ),
-                flow_type=run.flow_type,
-                rpc_name=request.rpc_name,
-                input=ensure_value(request.input),
-                **self._state(  # type: ignore[arg-type]
-                    run,
-                    request.load_attribute_map_instances,
-                    request.load_channel_names,
-                    request.load_channel_map_instances,
-                ),
-            )
-            self.blobs.externalize(rpc_request)
+            worker_request = rpc_request(run, request, self.blobs)
             timeout = float(request.timeout_seconds or _DEFAULT_RPC_TIMEOUT)
             deadline = now + timeout
             while True:
@@ -1560,12 +1214,12 @@ class Engine:
                         pb.ERROR_SUB_STATUS_UNCATEGORIZED,
                         f"RPC {request.rpc_name!r} timed out after {timeout:g}s waiting for a Worker",
                     )
-                outcome = await self._run_task(run, rpc_request, remaining, None, None)
+                outcome = await self._tasks.run(run, worker_request, remaining, None, None)
                 if outcome is not None:
                     break
         finally:
-            self._release_locks(run, keys, holder)
-        if isinstance(outcome, _AttemptFailure):
+            self._locks.release(run.run_id, keys, holder)
+        if isinstance(outcome, AttemptFailure):
             if outcome.error.error_type.startswith("dex_local_engine."):
                 raise errors.worker_unavailable(outcome.error.detail)
             raise errors.worker_api_error(outcome.error)
@@ -1592,8 +1246,8 @@ class Engine:
             return pb.InvokeRPCResponse(output=output)
         if request.is_transactional or keys:
             # Checked before any write: a missing message fails the whole RPC, applying nothing.
-            self._require_messages(run, outcome.delete_from_channel)
-        self._apply_method_writes(
+            require_pending(run, outcome.delete_from_channel)
+        apply_method_writes(
             run, outcome.upsert_attributes, outcome.publish_to_channel, outcome.delete_from_channel
         )
         decision = outcome.step_decision
@@ -1604,7 +1258,7 @@ class Engine:
             run,
             rpc_execution_completed=pb.RpcExecutionCompletedEvent(
                 rpc_name=request.rpc_name,
-                input=rpc_request.input,
+                input=ensure_value(request.input),
                 # The output of a transactional RPC that changed nothing is the caller's alone.
                 output=output if changed else None,
                 step_decision=decision,

@@ -5,7 +5,8 @@ after each change (see :mod:`dex_local_engine.store`) in one transaction that wr
 changed: the small control state (Steps, Timers, counters, results) as a pickled snapshot, and the
 Attributes and Channel messages, which can grow large in a long-lived Flow, as their own rows.
 Attribute writes are tracked by key as they happen; Channel queues are compared by message
-identity with what was last written, so a commit costs O(changes), not O(state).
+identity with what was last written. A commit serializes and writes only changed values, so its
+cost does not grow with the size of the values the run holds.
 """
 
 from __future__ import annotations
@@ -155,6 +156,9 @@ class _TrackedAttributes(dict[str, pb.Value]):
         self.changed.clear()
         self.cleared = True
 
+    def __reduce__(self) -> tuple[type[_TrackedAttributes], tuple[dict[str, pb.Value]]]:
+        return type(self), (dict(self),)
+
     def take_changes(self) -> tuple[bool, set[str]]:
         """(cleared since the last call, keys changed since then); resets both."""
         cleared, changed = self.cleared, self.changed
@@ -266,7 +270,10 @@ def persist_run(run: FlowRun, *, is_new: bool) -> FlowRow:
         store.commit([persist_run(run, is_new=False)], history_rows)
     """
     attributes = run.attributes
-    assert isinstance(attributes, _TrackedAttributes)
+    if not isinstance(attributes, _TrackedAttributes):
+        # Replaced wholesale by a plain dict: its changes are unknown, so rewrite every row.
+        attributes = run.attributes = _TrackedAttributes(attributes)
+        run.written = None
     cleared, changed = attributes.take_changes()
     written = run.written
     if written is None:

@@ -191,6 +191,8 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
         finally:
             self._registry.remove_stream(stream, detail, is_half_close=is_half_close)
             writer.cancel()
+            # grpc cannot finish a call while a write is in flight (TOO_MANY_OPERATIONS).
+            await asyncio.gather(writer, return_exceptions=True)
 
     def _handle_request(
         self, stream: WorkerStream, request: pb.PollWorkerTaskRequest
@@ -210,9 +212,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
         worker = assignment.stream.app_worker_id
         reason = pb.PollWorkerTaskRejectReason.Name(event.reason)
         _LOGGER.debug("Worker %s rejected task %s: %s", worker, assignment.task.task_id, reason)
-        exclusions.record(
-            assignment.stream.stream_id, worker, event.reason, self._registry.finished_count(worker)
-        )
+        exclusions.record(assignment.stream, event.reason)
 
 
 async def _write_frames(

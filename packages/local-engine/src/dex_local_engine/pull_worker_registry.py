@@ -132,6 +132,8 @@ class WorkerStream:
     is_closed: bool = False
     is_registered: bool = False
     """The engine answered ``registered``; until then the stream is a held spare."""
+    finished_tasks: int = 0
+    """Tasks the stream carried to their end (a change means its Worker had capacity again)."""
     idle_since: float = field(default_factory=time.monotonic)
 
     @property
@@ -199,41 +201,48 @@ _FIRST_NO_CAPACITY_RETRY_SECONDS = 0.002
 class Exclusions:
     """The streams and Workers that declined one task, so the task is offered elsewhere first.
 
-    A stream declining for lack of capacity is skipped until its Worker finishes a task (its
-    capacity changed) or a retry delay passed: 2 ms, doubling with each further decline of that
-    stream, at most ``retry_seconds``. Such a decline is usually the stream's own state, not the
-    Worker's: the stream is retiring, or the task arrived between its final frame and the end of
-    its bookkeeping; so the Worker's other streams (a fresh one first) are tried at once. A Worker
+    A stream declining for lack of capacity is skipped until it finishes a task or a retry delay
+    passed: 2 ms, doubling with each further decline of that stream, at most ``retry_seconds``.
+    Such a decline is usually the stream's own state, not the Worker's: the stream is retiring, or
+    the task arrived between its final frame and the end of its bookkeeping; so the Worker's other
+    streams are tried at once. A Worker without capacity declines on every idle stream; a stream
+    that finishes a task (so capacity freed) was busy, not excluded, and takes the task. A Worker
     that does not know the Step or RPC stays skipped.
     """
 
     retry_seconds: float
     unknown_name: set[str] = field(default_factory=set)
     no_capacity: dict[int, tuple[int, float, float]] = field(default_factory=dict)
-    """Stream ID -> (its Worker's finished-task count when it declined, retry time, delay)."""
+    """Stream ID -> (its finished-task count when it declined, retry time, delay)."""
 
-    def record(self, stream_id: int, app_worker_id: str, reason: int, finished_count: int) -> None:
+    def record(self, stream: WorkerStream, reason: int) -> None:
         if reason in _UNKNOWN_NAME_REASONS:
-            self.unknown_name.add(app_worker_id)
+            self.unknown_name.add(stream.app_worker_id)
             return
-        previous = self.no_capacity.get(stream_id)
+        previous = self.no_capacity.get(stream.stream_id)
         delay = (
             min(_FIRST_NO_CAPACITY_RETRY_SECONDS, self.retry_seconds)
             if previous is None
             else min(previous[2] * 2, self.retry_seconds)
         )
-        self.no_capacity[stream_id] = (finished_count, time.monotonic() + delay, delay)
+        self.no_capacity[stream.stream_id] = (
+            stream.finished_tasks,
+            time.monotonic() + delay,
+            delay,
+        )
 
-    def excludes(self, stream: WorkerStream, finished_count: int, now: float) -> bool:
+    def excludes(self, stream: WorkerStream, now: float) -> bool:
         if stream.app_worker_id in self.unknown_name:
             return True
         declined = self.no_capacity.get(stream.stream_id)
         if declined is None:
             return False
         count_at_decline, retry_at, _ = declined
-        return finished_count == count_at_decline and now < retry_at
+        return stream.finished_tasks == count_at_decline and now < retry_at
 
     def next_retry_at(self, now: float) -> float | None:
+        if not self.no_capacity:
+            return None
         pending = [retry_at for _, retry_at, _ in self.no_capacity.values() if retry_at > now]
         return min(pending, default=None)
 
@@ -252,7 +261,6 @@ class PullWorkerRegistry:
         self._stream_ids = itertools.count(1)
         self._streams: dict[int, WorkerStream] = {}
         self._waiters: list[_Waiter] = []
-        self._finished_counts: dict[str, int] = {}
         self._retry_timer: asyncio.TimerHandle | None = None
         self._changed = asyncio.Event()
         self._stats = PullDispatchStats()
@@ -389,10 +397,6 @@ class PullWorkerRegistry:
                 self._release_unsent(waiter.future.result())
             raise
 
-    def finished_count(self, app_worker_id: str) -> int:
-        """How many tasks of this Worker ended so far (a change means its capacity changed)."""
-        return self._finished_counts.get(app_worker_id, 0)
-
     def abandon(self, assignment: Assignment) -> None:
         """The dispatcher stops listening: ask the Worker to cancel an unfinished task.
 
@@ -422,8 +426,7 @@ class PullWorkerRegistry:
             stream.assignment = None
             stream.idle_since = time.monotonic()
         if frees_capacity:
-            worker = stream.app_worker_id
-            self._finished_counts[worker] = self._finished_counts.get(worker, 0) + 1
+            stream.finished_tasks += 1
         self._notify_changed()
 
     def _notify_changed(self) -> None:
@@ -434,11 +437,12 @@ class PullWorkerRegistry:
         """Offer idle streams to waiting tasks, oldest task first."""
         now = time.monotonic()
         next_retry: float | None = None
+        idle = self._ranked_idle() if self._waiters else []
         for waiter in tuple(self._waiters):
             if waiter.future.done():
                 self._waiters.remove(waiter)
                 continue
-            stream = self._pick(waiter, now)
+            stream = self._pick(waiter, idle, now)
             if stream is None:
                 retry_at = waiter.exclusions.next_retry_at(now)
                 if retry_at is not None:
@@ -450,26 +454,17 @@ class PullWorkerRegistry:
             self._count(tasks_offered=1)
             self._waiters.remove(waiter)
             waiter.future.set_result(assignment)
+            idle = self._ranked_idle()  # the Worker is busier now
         self._schedule_retry(next_retry, now)
 
-    def _pick(self, waiter: _Waiter, now: float) -> WorkerStream | None:
-        candidates = [
-            stream
-            for stream in self._streams.values()
-            if stream.is_idle
-            and stream.serves(waiter.task)
-            and not waiter.exclusions.excludes(
-                stream, self.finished_count(stream.app_worker_id), now
-            )
-        ]
-        if not candidates:
-            return None
+    def _ranked_idle(self) -> list[WorkerStream]:
+        """Idle streams, best first: the Flow type's own queue over sticky queues, then the least
+        busy Worker, then registered streams over held spares (registering one makes the Worker
+        open another), then the longest idle (the Worker may be retiring one that just finished).
+        """
         busy = _busy_counts(self._streams.values())
-        # Prefer the Flow type's own queue over sticky queues, then the least busy Worker, then a
-        # registered stream over a held spare (registering one makes the Worker open another),
-        # then the longest-idle stream (the Worker may be retiring the stream that just finished).
-        return min(
-            candidates,
+        return sorted(
+            (stream for stream in self._streams.values() if stream.is_idle),
             key=lambda stream: (
                 stream.is_sticky,
                 busy.get(stream.app_worker_id, 0),
@@ -478,6 +473,13 @@ class PullWorkerRegistry:
                 stream.stream_id,
             ),
         )
+
+    def _pick(self, waiter: _Waiter, ranked: list[WorkerStream], now: float) -> WorkerStream | None:
+        exclusions = waiter.exclusions
+        for stream in ranked:
+            if stream.serves(waiter.task) and not exclusions.excludes(stream, now):
+                return stream
+        return None
 
     def _schedule_retry(self, retry_at: float | None, now: float) -> None:
         if self._retry_timer is not None:

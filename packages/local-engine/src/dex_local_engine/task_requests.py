@@ -1,0 +1,152 @@
+"""The requests the engine sends to Workers: a Step method's or an RPC's context and loaded state.
+
+A request carries the Flow's Attributes (AttributeMap instances only when loaded), the size of
+every Channel, and the pending messages of the loaded Channels. Large values in it travel as blob
+references (:mod:`dex_local_engine.blob_values`).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Sequence
+from typing import TypedDict
+
+from dex.dexpb import dex_pb2 as pb
+
+from dex_local_engine.blob_values import BlobStore
+from dex_local_engine.conditions import SubFlowResults, condition_results
+from dex_local_engine.dispatch import TaskRequest
+from dex_local_engine.flow_state import FlowRun, MethodKind, StepExecution
+from dex_local_engine.wire_values import ensure_value
+
+__all__ = ["method_request", "rpc_request"]
+
+
+class _LoadedState(TypedDict):
+    attributes: list[pb.KV]
+    channel_infos: dict[str, pb.ChannelInfo]
+    loaded_channel_messages: dict[str, pb.ChannelValues]
+    loaded_attribute_map_instances: list[str]
+    loaded_channel_names: list[str]
+    loaded_channel_map_instances: list[str]
+
+
+def _selected(name: str, selectors: Iterable[str]) -> bool:
+    return any(name.startswith(s) if s.endswith("/") else name == s for s in selectors)
+
+
+def _step_context(run: FlowRun, step: StepExecution) -> pb.Context:
+    context = pb.Context(
+        flow_id=run.flow_id,
+        run_id=run.run_id,
+        flow_started_timestamp=int(run.started_at),
+        step_execution_id=step.step_execution_id,
+        first_attempt_timestamp=int(step.first_attempt_at),
+        attempt=step.attempt,
+        from_step_execution_id=step.from_step_execution_id,
+        run_attempt=run.run_attempt,
+    )
+    if step.recovery_error is not None:
+        context.recovery_error.CopyFrom(step.recovery_error)
+    if step.last_heartbeat is not None:
+        context.last_heartbeat_value.CopyFrom(step.last_heartbeat)
+    return context
+
+
+def _loaded_state(
+    run: FlowRun,
+    attribute_maps: Sequence[str],
+    channel_names: Sequence[str],
+    channel_maps: Sequence[str],
+) -> _LoadedState:
+    attributes = [
+        pb.KV(key=key, value=value)
+        for key, value in run.attributes.items()
+        if "/" not in key or _selected(key, attribute_maps)
+    ]
+    infos = {name: pb.ChannelInfo(size=len(queue)) for name, queue in run.channels.items() if queue}
+    loaded: dict[str, pb.ChannelValues] = {}
+    for name, queue in run.channels.items():
+        if queue and (name in channel_names or _selected(name, channel_maps)):
+            loaded[name] = pb.ChannelValues(messages=queue)
+    return {
+        "attributes": attributes,
+        "channel_infos": infos,
+        "loaded_channel_messages": loaded,
+        "loaded_attribute_map_instances": list(attribute_maps),
+        "loaded_channel_names": list(channel_names),
+        "loaded_channel_map_instances": list(channel_maps),
+    }
+
+
+def method_request(
+    run: FlowRun, step: StepExecution, sub_flow_results: SubFlowResults, blobs: BlobStore
+) -> TaskRequest:
+    """The request for the current method (``wait_for`` or ``execute``) of ``step``.
+
+    Example::
+
+        request = method_request(run, step, engine_sub_flow_result, blobs)
+    """
+    options = step.options
+    request: TaskRequest
+    if step.method is MethodKind.WAIT_FOR:
+        request = pb.InvokeWaitForMethodRequest(
+            context=_step_context(run, step),
+            flow_type=run.flow_type,
+            step_type=step.step_type,
+            step_input=step.input,
+            **_loaded_state(
+                run,
+                options.wait_for_load_attribute_map_instances,
+                options.wait_for_load_channel_names,
+                options.wait_for_load_channel_map_instances,
+            ),
+        )
+    else:
+        request = pb.InvokeExecuteMethodRequest(
+            context=_step_context(run, step),
+            flow_type=run.flow_type,
+            step_type=step.step_type,
+            step_exe_locals=[pb.KV(key=k, value=v) for k, v in step.locals.items()],
+            **_loaded_state(
+                run,
+                options.execute_load_attribute_map_instances,
+                options.execute_load_channel_names,
+                options.execute_load_channel_map_instances,
+            ),
+        )
+        if step.has_input:
+            request.step_input.CopyFrom(step.input)
+        results = condition_results(step, sub_flow_results, run.flow_id)
+        if results is not None:
+            request.condition_results.CopyFrom(results)
+    blobs.externalize(request)
+    return request
+
+
+def rpc_request(
+    run: FlowRun, request: pb.InvokeRPCRequest, blobs: BlobStore
+) -> pb.InvokeWorkerRPCRequest:
+    """The Worker request for a Client's ``InvokeRPC`` on ``run``."""
+    worker_request = pb.InvokeWorkerRPCRequest(
+        context=pb.Context(
+            flow_id=run.flow_id,
+            run_id=run.run_id,
+            flow_started_timestamp=int(run.started_at),
+            first_attempt_timestamp=int(time.time()),
+            attempt=1,
+            run_attempt=run.run_attempt,
+        ),
+        flow_type=run.flow_type,
+        rpc_name=request.rpc_name,
+        input=ensure_value(request.input),
+        **_loaded_state(
+            run,
+            request.load_attribute_map_instances,
+            request.load_channel_names,
+            request.load_channel_map_instances,
+        ),
+    )
+    blobs.externalize(worker_request)
+    return worker_request
