@@ -5,8 +5,10 @@ the engine address replaces ``localhost:8801``; ``ScriptedModelClient`` replaces
 ``LiteLLMModelClient``; the application objects a snippet assumes (``MyFrameworkRunner``,
 ``agent``, ``orders``, ``payments``) are defined minimally here; the Worker is started and
 stopped around the snippet, which the documentation leaves to the application; and the Worker
-pulls its tasks (``PullWorkerOptions``, ``WorkerTarget(pull=True)``) instead of listening on
-``:8803``, because the local engine has no default Worker address and tests bind loopback only.
+pulls its tasks (``PullWorkerOptions``, ``WorkerTarget(pull=True)``) instead of listening on the
+fixed port ``:8803``, so tests use free ports only. (The local engine does send Flows started
+without a worker target to the SDK's default listener, ``--default-worker-address``; the engine's
+``test_listening_engine.py`` covers that path with a real listening Worker.)
 """
 
 from __future__ import annotations
@@ -111,8 +113,8 @@ _PULL = PullWorkerOptions(stop_drain_timeout=timedelta(seconds=2))
 def _worker_options(address: str) -> WorkerOptions:
     """``WorkerOptions(server_address="localhost:8801")`` for the private engine.
 
-    The snippet's default Worker listens on ``:8803`` and relies on the Server's default Worker
-    address; the local engine has none, and tests bind loopback only, so it pulls tasks instead.
+    The snippet's default Worker listens on the fixed port ``:8803``, the engine's default Worker
+    address; tests use free ports only, so this Worker pulls its tasks instead.
     """
     return WorkerOptions(server_address=address, pull=_PULL)
 

@@ -345,6 +345,11 @@ async def test_an_attempt_no_worker_could_take_recovers_as_not_started() -> None
                     flow_type="StateFlow",
                     start_step_type="Ghost",
                     step_input=pb.Value(string_value="boo"),
+                    flow_start_options=pb.FlowStartOptions(
+                        flow_config_override=pb.FlowConfig(
+                            worker_target=pb.WorkerTarget(is_pull_mode=True)
+                        )
+                    ),
                     step_options=pb.StepOptions(
                         skip_wait_for=True,
                         execute_timeout_seconds=1,

@@ -10,6 +10,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS
 from dex_local_engine.server import AddressInUseError, ServerConfig, serve
 from dex_local_engine.store import Durability, StoreError
 
@@ -31,6 +32,12 @@ def _parser() -> argparse.ArgumentParser:
         default=Durability.PROCESS_CRASH_SAFE.value,
         help="fsync: survive OS crashes; process-crash-safe (default): survive engine kills",
     )
+    serve_parser.add_argument(
+        "--default-worker-address",
+        default=DEFAULT_WORKER_ADDRESS,
+        help="HOST:PORT of the listening Worker for Flows started without a worker target"
+        f" (default {DEFAULT_WORKER_ADDRESS}, the SDK's default Worker listener)",
+    )
     history_parser = commands.add_parser("history", help="print a Flow's history as JSON lines")
     history_parser.add_argument("--address", required=True, help="HOST:PORT of a Dex server")
     history_parser.add_argument("flow_id")
@@ -48,11 +55,15 @@ def _address_problem(address: str) -> str | None:
 
 def _run_serve(arguments: argparse.Namespace) -> int:
     address: str = arguments.address
-    problem = _address_problem(address)
-    if problem is not None:
-        print(f"dex-local-engine: --address {address!r}: {problem}", file=sys.stderr)
-        return 1
-    config = ServerConfig(address, arguments.database, Durability(arguments.durability))
+    worker_address: str = arguments.default_worker_address
+    for option, value in (("--address", address), ("--default-worker-address", worker_address)):
+        problem = _address_problem(value)
+        if problem is not None:
+            print(f"dex-local-engine: {option} {value!r}: {problem}", file=sys.stderr)
+            return 1
+    config = ServerConfig(
+        address, arguments.database, Durability(arguments.durability), worker_address
+    )
     try:
         asyncio.run(serve(config))
     except (StoreError, AddressInUseError) as error:

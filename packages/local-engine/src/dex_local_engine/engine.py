@@ -96,9 +96,12 @@ from dex_local_engine.value_limits import (
 )
 from dex_local_engine.wire_values import ensure_value, value_text
 
-__all__ = ["DispatcherRouter", "Engine", "StreamWriter"]
+__all__ = ["DEFAULT_WORKER_ADDRESS", "DispatcherRouter", "Engine", "StreamWriter"]
 
 _log = logging.getLogger(__name__)
+
+DEFAULT_WORKER_ADDRESS = "127.0.0.1:8803"
+"""Where Flows started without a worker target are dispatched: the SDK's default Worker listener."""
 
 _DEFAULT_METHOD_TIMEOUT = 2 * 3600.0
 _DEFAULT_RPC_TIMEOUT = 60.0
@@ -138,8 +141,10 @@ class Engine:
         store: Store,
         dispatchers: DispatcherRouter,
         stream_writer: StreamWriter | None = None,
+        default_worker_address: str = DEFAULT_WORKER_ADDRESS,
     ) -> None:
         self._store = store
+        self._default_worker_address = default_worker_address
         self.runs: dict[str, FlowRun] = {}
         """Latest run of each Flow ID."""
         self.blobs = BlobStore()
@@ -352,7 +357,9 @@ class Engine:
         config = pb.FlowConfig()
         config.CopyFrom(options.flow_config_override)
         if not config.HasField("worker_target"):
-            config.worker_target.is_pull_mode = True
+            # As on a Dex Server, a Flow started without a target goes to the default listening
+            # Worker; pull Workers need the client to advertise WorkerTarget(pull=True).
+            config.worker_target.address = self._default_worker_address
         run = FlowRun(
             flow_id=request.flow_id,
             run_id=str(uuid.uuid4()),

@@ -19,7 +19,7 @@ from dex.dexpb import dex_pb2_grpc
 
 from dex_local_engine.database_lock import DatabaseLock
 from dex_local_engine.dispatch import Dispatcher
-from dex_local_engine.engine import Engine
+from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS, Engine
 from dex_local_engine.flow_service import FlowService
 from dex_local_engine.flow_state import FlowRun
 from dex_local_engine.pull_dispatch import PullDispatcher
@@ -51,6 +51,8 @@ class ServerConfig:
     address: str
     database: Path
     durability: Durability = Durability.PROCESS_CRASH_SAFE
+    default_worker_address: str = DEFAULT_WORKER_ADDRESS
+    """The listening Worker of Flows started without a worker target."""
 
 
 class _DispatcherRouter:
@@ -140,7 +142,7 @@ class EngineServer:
             streams.write_from_step(run.flow_type, run.flow_id, step_execution_id, frame)
 
         router = _DispatcherRouter(pull)
-        engine = Engine(store, router, write_stream)
+        engine = Engine(store, router, write_stream, config.default_worker_address)
         await engine.recover()
         dex_pb2_grpc.add_FlowServiceServicer_to_server(  # type: ignore[no-untyped-call]
             FlowService(engine, streams), server

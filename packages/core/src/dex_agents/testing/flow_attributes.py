@@ -67,6 +67,9 @@ class FlowAttributes:
         raise ValueError(f"Attribute {key} holds a {kind}, not JSON")
 
 
+_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
+
+
 async def read_flow_attributes(
     server_address: str, flow_id: str, keys: Sequence[str] | None = None
 ) -> FlowAttributes:
@@ -82,7 +85,9 @@ async def read_flow_attributes(
         >>> attributes.instance_keys("AGENT_MESSAGE_CHUNKS")
         ['000000000001']
     """
-    async with grpc.aio.insecure_channel(server_address) as channel:
+    # A whole session's Attributes can pass gRPC's 4 MiB default receive limit.
+    options = [("grpc.max_receive_message_length", _MAX_RESPONSE_BYTES)]
+    async with grpc.aio.insecure_channel(server_address, options=options) as channel:
         stub = pb_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         request = (
             pb.GetAttributesRequest(flow_id=flow_id, all_keys=True)
