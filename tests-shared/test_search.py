@@ -1,0 +1,45 @@
+"""Finding sessions that need a person: search by the Step a session waits in, across agents."""
+
+from __future__ import annotations
+
+from dex_agents.testing import wait_until
+from scenario_support.harness import Scenario
+from test_approvals import REFUND
+from test_questions_and_tasks import ASK
+
+
+async def _waiting_in(scenario: Scenario, step_type: str) -> set[str]:
+    page = await scenario.stack.client.search_flows(f'ActiveStepTypes = "{step_type}"', 50)
+    return {entry.flow_id for entry in page.flows}
+
+
+async def test_search_finds_exactly_the_sessions_waiting_for_a_person(scenario: Scenario) -> None:
+    await scenario.start("needs-approval", REFUND)
+    await scenario.start("needs-answer", ASK)
+    await scenario.start("other-agent-approval", REFUND, deadline_agent=True)
+    await scenario.start("just-chat", "hello")
+    approval = await scenario.wait_for_pending_interrupt("needs-approval")
+    question = await scenario.wait_for_pending_interrupt("needs-answer")
+    await scenario.wait_for_pending_interrupt("other-agent-approval", deadline_agent=True)
+    await scenario.wait_for_turn_end("just-chat")
+
+    # One query finds the waiting sessions of both agents (Flow types), and nothing else.
+    assert await _waiting_in(scenario, "AwaitToolApproval") == {
+        "needs-approval",
+        "other-agent-approval",
+    }
+    assert await _waiting_in(scenario, "AwaitQuestionAnswer") == {"needs-answer"}
+
+    # A session leaves the search once it moves on.
+    assert await scenario.sessions.resolve_interrupt(
+        "needs-approval", approval.interrupt_id, approved=True
+    )
+    assert await scenario.sessions.answer_question("needs-answer", question.interrupt_id, "eu")
+    await scenario.wait_for_turn_end("needs-approval")
+    await scenario.wait_for_turn_end("needs-answer")
+
+    async def moved_on() -> bool | None:
+        left = await _waiting_in(scenario, "AwaitToolApproval") == {"other-agent-approval"}
+        return True if left and not await _waiting_in(scenario, "AwaitQuestionAnswer") else None
+
+    await wait_until("the answered sessions to leave the search", moved_on)
