@@ -195,7 +195,11 @@ async def _run_in_directory(options: DemoOptions, terminal: _Terminal) -> int:
         cache,
         WorkerOptions(
             server_address=engine.server_address,
-            pull=PullWorkerOptions(max_concurrent_tasks=8, stop_drain_timeout=timedelta(seconds=5)),
+            pull=PullWorkerOptions(
+                max_concurrent_tasks=8,
+                idle_streams_per_queue=8,
+                stop_drain_timeout=timedelta(seconds=5),
+            ),
         ),
     )
     serving = asyncio.create_task(worker.start())

@@ -327,7 +327,9 @@ class ContextWindowSessionScenario:
             WorkerOptions(
                 server_address=server_address,
                 pull=PullWorkerOptions(
-                    max_concurrent_tasks=8, stop_drain_timeout=timedelta(seconds=2)
+                    max_concurrent_tasks=8,
+                    idle_streams_per_queue=8,
+                    stop_drain_timeout=timedelta(seconds=2),
                 ),
             ),
         )

@@ -184,7 +184,9 @@ async def _serve(
                 server_address=server_address,
                 pull=PullWorkerOptions(
                     max_concurrent_tasks=max_concurrent_tasks,
-                    idle_streams_per_queue=2,
+                    # One idle stream per slot: a burst of parallel tool Steps or concurrent
+                    # sessions then needs no new streams (the engine registers spares lazily).
+                    idle_streams_per_queue=max_concurrent_tasks,
                     stop_drain_timeout=timedelta(seconds=_STOP_DRAIN_SECONDS),
                 ),
             ),
