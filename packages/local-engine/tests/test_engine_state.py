@@ -5,6 +5,7 @@ attempts that never reach a Worker, bad requests, and persistence across SIGKILL
 from __future__ import annotations
 
 import asyncio
+import socket
 import subprocess
 import sys
 from datetime import timedelta
@@ -364,6 +365,60 @@ async def test_an_attempt_no_worker_could_take_recovers_as_not_started() -> None
         text = result.completions[0].decode(str)
         assert text.startswith("Ghost-1:")
         assert "attempt_progress: NOT_STARTED" in text
+
+
+async def test_an_unreachable_listening_worker_times_the_attempt_out_as_not_started() -> None:
+    """Each dispatch to a listening address nobody serves fails unstarted and goes out again; the
+    attempt still times out from its first dispatch instead of being redispatched forever."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        nobody = f"127.0.0.1:{probe.getsockname()[1]}"
+    async with running_engine() as engine:
+        channel, stub = _stub(engine)
+        async with channel:
+            await stub.StartFlow(
+                pb.StartFlowRequest(
+                    flow_id="s-unreachable",
+                    flow_type="StateFlow",
+                    start_step_type="Ghost",
+                    step_input=pb.Value(string_value="boo"),
+                    flow_start_options=pb.FlowStartOptions(
+                        flow_config_override=pb.FlowConfig(
+                            worker_target=pb.WorkerTarget(address=nobody)
+                        )
+                    ),
+                    step_options=pb.StepOptions(
+                        skip_wait_for=True,
+                        execute_timeout_seconds=2,
+                        execute_retry_policy=pb.RetryPolicy(maximum_attempts=1),
+                        execute_failure_policy=pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP,
+                        execute_failure_proceed_step_type="AfterGhost",
+                        execute_failure_proceed_step_options=pb.StepOptions(skip_wait_for=True),
+                    ),
+                )
+            )
+        # The recovery Step also goes to the unreachable address, so the Flow keeps running;
+        # the history shows the start Step's attempt failed unstarted.
+        async def ghost_failed() -> pb.FlowHistoryEvent | None:
+            channel, stub = _stub(engine)
+            async with channel:
+                page = await stub.GetHistoryEvents(
+                    pb.GetHistoryEventsRequest(flow_id="s-unreachable")
+                )
+            for event in page.events:
+                if event.HasField("step_execute_failed"):
+                    return event
+            return None
+
+        deadline = asyncio.get_running_loop().time() + 30
+        failed = await ghost_failed()
+        while failed is None and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.2)
+            failed = await ghost_failed()
+        assert failed is not None, "the unreachable attempt never timed out"
+        assert failed.step_execute_failed.context.step_type == "Ghost"
+        assert failed.step_execute_failed.context.final_attempt == 1
+        assert "timeout" in failed.step_execute_failed.output.failure.backend_error
 
 
 def test_sync_client_drives_a_flow(tmp_path: Path) -> None:

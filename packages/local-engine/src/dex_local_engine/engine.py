@@ -160,6 +160,8 @@ class Engine:
         self._finished_inflight: dict[str, list[str]] = {}
         self._dispatching: dict[str, list[InflightRow]] = {}
         self._premarked: set[InflightRow] = set()
+        self._attempt_deadlines: dict[InflightRow, float] = {}
+        """When each in-flight attempt times out, kept across redispatches of an unstarted task."""
         """Attempts whose in-flight marker was written with the commit that made them runnable."""
         self._lost_attempts: set[tuple[str, str]] = set()
         self._closing = False
@@ -798,7 +800,14 @@ class Engine:
                     self._premarked.discard(marker)
                 else:
                     self._store.mark_inflight(marker)
-                outcome = await self._tasks.run(run, request, timeout, heartbeat, step)
+                # A task no Worker started goes out again under the same attempt; its timeout
+                # still runs from the first dispatch, as it does while a pull task waits.
+                deadline = self._attempt_deadlines.setdefault(marker, now + timeout)
+                outcome = await self._tasks.run(
+                    run, request, max(deadline - time.time(), 0.001), heartbeat, step
+                )
+                if outcome is not None or not run.is_running:
+                    self._attempt_deadlines.pop(marker, None)
         finally:
             self._locks.release(run.run_id, keys, step.step_execution_id)
         if problem is None and isinstance(
