@@ -330,6 +330,34 @@ async def test_combination_wait_over_channel_maps_with_loads() -> None:
         )
 
 
+async def _start_ghost(
+    engine: EngineProcess, flow_id: str, target: pb.WorkerTarget, *, timeout: int
+) -> None:
+    """Start a StateFlow at the Step type 'Ghost', which no Worker serves; one attempt of
+    ``timeout`` seconds, then the recovery Step 'AfterGhost'."""
+    channel, stub = _stub(engine)
+    async with channel:
+        await stub.StartFlow(
+            pb.StartFlowRequest(
+                flow_id=flow_id,
+                flow_type="StateFlow",
+                start_step_type="Ghost",
+                step_input=pb.Value(string_value="boo"),
+                flow_start_options=pb.FlowStartOptions(
+                    flow_config_override=pb.FlowConfig(worker_target=target)
+                ),
+                step_options=pb.StepOptions(
+                    skip_wait_for=True,
+                    execute_timeout_seconds=timeout,
+                    execute_retry_policy=pb.RetryPolicy(maximum_attempts=1),
+                    execute_failure_policy=pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP,
+                    execute_failure_proceed_step_type="AfterGhost",
+                    execute_failure_proceed_step_options=pb.StepOptions(skip_wait_for=True),
+                ),
+            )
+        )
+
+
 async def test_an_attempt_no_worker_could_take_recovers_as_not_started() -> None:
     """The start Step 'Ghost' is unknown to every Worker, so its only attempt times out unstarted."""
     flow = StateFlow()
@@ -338,29 +366,7 @@ async def test_an_attempt_no_worker_could_take_recovers_as_not_started() -> None
         sdk_worker(engine, [flow]),
         sdk_client(engine, [flow]) as client,
     ):
-        channel, stub = _stub(engine)
-        async with channel:
-            await stub.StartFlow(
-                pb.StartFlowRequest(
-                    flow_id="s-ghost",
-                    flow_type="StateFlow",
-                    start_step_type="Ghost",
-                    step_input=pb.Value(string_value="boo"),
-                    flow_start_options=pb.FlowStartOptions(
-                        flow_config_override=pb.FlowConfig(
-                            worker_target=pb.WorkerTarget(is_pull_mode=True)
-                        )
-                    ),
-                    step_options=pb.StepOptions(
-                        skip_wait_for=True,
-                        execute_timeout_seconds=1,
-                        execute_retry_policy=pb.RetryPolicy(maximum_attempts=1),
-                        execute_failure_policy=pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP,
-                        execute_failure_proceed_step_type="AfterGhost",
-                        execute_failure_proceed_step_options=pb.StepOptions(skip_wait_for=True),
-                    ),
-                )
-            )
+        await _start_ghost(engine, "s-ghost", pb.WorkerTarget(is_pull_mode=True), timeout=1)
         result = await client.wait_for_flow("s-ghost", timeout=WAIT)
         text = result.completions[0].decode(str)
         assert text.startswith("Ghost-1:")
@@ -374,29 +380,8 @@ async def test_an_unreachable_listening_worker_times_the_attempt_out_as_not_star
         probe.bind(("127.0.0.1", 0))
         nobody = f"127.0.0.1:{probe.getsockname()[1]}"
     async with running_engine() as engine:
-        channel, stub = _stub(engine)
-        async with channel:
-            await stub.StartFlow(
-                pb.StartFlowRequest(
-                    flow_id="s-unreachable",
-                    flow_type="StateFlow",
-                    start_step_type="Ghost",
-                    step_input=pb.Value(string_value="boo"),
-                    flow_start_options=pb.FlowStartOptions(
-                        flow_config_override=pb.FlowConfig(
-                            worker_target=pb.WorkerTarget(address=nobody)
-                        )
-                    ),
-                    step_options=pb.StepOptions(
-                        skip_wait_for=True,
-                        execute_timeout_seconds=2,
-                        execute_retry_policy=pb.RetryPolicy(maximum_attempts=1),
-                        execute_failure_policy=pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP,
-                        execute_failure_proceed_step_type="AfterGhost",
-                        execute_failure_proceed_step_options=pb.StepOptions(skip_wait_for=True),
-                    ),
-                )
-            )
+        await _start_ghost(engine, "s-unreachable", pb.WorkerTarget(address=nobody), timeout=2)
+
         # The recovery Step also goes to the unreachable address, so the Flow keeps running;
         # the history shows the start Step's attempt failed unstarted.
         async def ghost_failed() -> pb.FlowHistoryEvent | None:
