@@ -6,26 +6,14 @@ tools yet (``BuiltInTool`` does not exist in ``dex_agents``).
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from datetime import timedelta
 from pathlib import Path
 
+from agent_session_test_support import running_flow_stack
 from dex import (
-    AsyncClient,
-    AsyncWorker,
-    BlobCacheConfig,
-    ClientOptions,
-    PullWorkerOptions,
     Registry,
-    WorkerOptions,
-    WorkerTarget,
-    open_blob_cache,
 )
-from dex_agents import AgentSessionClient, AgentSnapshot, AgentStatus, MessageRole, ToolEffect
-from dex_agents.agent_session_flow import AgentSessionFlow
+from dex_agents import AgentSnapshot, AgentStatus, MessageRole, ToolEffect
 from dex_agents.stepwise import (
     AgentDefinition,
     ModelRequest,
@@ -38,8 +26,6 @@ from dex_agents.stepwise import (
 )
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
-    EngineLogs,
-    EngineProcess,
     read_step_history,
     wait_for_agent_snapshot,
 )
@@ -112,38 +98,6 @@ flow = stepwise_agent_session_flow(support_agent, flow_type="SupportAgent")
 registry = Registry([flow], allow_async_handlers=True)
 
 
-@asynccontextmanager
-async def _serving(
-    tmp_path: Path, agent_flow: AgentSessionFlow
-) -> AsyncIterator[tuple[str, AgentSessionClient]]:
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blob-cache"), 64 * 1024 * 1024))
-    client = AsyncClient(
-        registry,
-        cache,
-        ClientOptions(server_address=engine.server_address, worker_target=WorkerTarget(pull=True)),
-    )
-    worker = AsyncWorker(
-        registry,
-        cache,
-        WorkerOptions(
-            server_address=engine.server_address,
-            pull=PullWorkerOptions(max_concurrent_tasks=8, stop_drain_timeout=timedelta(seconds=2)),
-        ),
-    )
-    serving = asyncio.create_task(worker.start())
-    try:
-        await worker.wait_pull_registered(30)
-        yield engine.server_address, AgentSessionClient(client, agent_flow)
-    finally:
-        await worker.stop()
-        await asyncio.gather(serving, return_exceptions=True)
-        await client.close()
-        await engine.stop()
-
-
 def _idle_after_turn(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     state = snapshot.state
     if (
@@ -156,7 +110,8 @@ def _idle_after_turn(snapshot: AgentSnapshot) -> AgentSnapshot | None:
 
 
 async def test_the_stepwise_snippet_runs_a_turn_with_an_approved_refund(tmp_path: Path) -> None:
-    async with _serving(tmp_path, flow) as (server_address, sessions):
+    async with running_flow_stack(tmp_path, flow) as stack:
+        sessions, server_address = stack.sessions, stack.engine.server_address
         await sessions.start_session("session-42", "Order 7 arrived broken. Refund it, please.")
 
         interrupt = await wait_for_agent_snapshot(

@@ -7,7 +7,6 @@ scheduler's state needs no locks.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import signal
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from dex_local_engine.dispatch import Dispatcher
 from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS, Engine
 from dex_local_engine.flow_service import FlowService
 from dex_local_engine.flow_state import FlowRun
+from dex_local_engine.listening_dispatch import ListeningDispatcher
 from dex_local_engine.pull_dispatch import PullDispatcher
 from dex_local_engine.store import Durability, Store
 from dex_local_engine.streams import StreamStore
@@ -60,20 +60,19 @@ class _DispatcherRouter:
 
     def __init__(self, pull: PullDispatcher) -> None:
         self._pull = pull
-        self._listening: Dispatcher | None = None
+        self._listening: ListeningDispatcher | None = None
 
     def __call__(self, listening_address: str | None) -> Dispatcher:
         if listening_address is None:
             return self._pull
         if self._listening is None:
-            module = importlib.import_module("dex_local_engine.listening_dispatch")
-            self._listening = module.ListeningDispatcher()
+            self._listening = ListeningDispatcher()
         return self._listening
 
     async def close(self) -> None:
         """Close the listening dispatcher's channels, if one was made."""
         if self._listening is not None:
-            await self._listening.close()  # type: ignore[attr-defined]
+            await self._listening.close()
 
 
 class EngineServer:
