@@ -5,6 +5,7 @@ from __future__ import annotations
 from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT
 from scenario_support.harness import Scenario, assistant_texts, tool_messages
 from scenario_support.scenario_agent import (
+    KILL_WORKER_GATE,
     MODEL_INVOCATION,
     ScenarioCall,
     ScenarioCommand,
@@ -89,6 +90,28 @@ async def test_a_kill_during_a_non_idempotent_write_records_outcome_unknown(
     assert "CallSingleAttemptTool" not in executed
     assert executed.count("RecordToolOutcomeUnknown") == 1
     assert scenario.log.keys(MODEL_INVOCATION) == ["call-1", "call-2"]
+
+
+async def test_a_worker_killed_the_instant_a_non_idempotent_write_ran_never_runs_it_twice(
+    scenario: Scenario,
+) -> None:
+    # No gate holds the Worker here: it dies right after the write, possibly before the tool
+    # Step's heartbeat or any other frame left the process. Dex must not hand the attempt out
+    # again as "never started".
+    await scenario.start(
+        "send-instant-crash",
+        ScenarioCommand(calls=(ScenarioCall("send_once", KILL_WORKER_GATE),)),
+    )
+    await scenario.replace_dead_worker()
+
+    snapshot = await scenario.wait_for_turn_end("send-instant-crash")
+
+    assert scenario.log.count("send_once") == 1
+    (tool_message,) = tool_messages(snapshot)
+    assert OUTCOME_UNKNOWN_TOOL_RESULT in (tool_message.tool_output or "")
+    executed = await scenario.executed_step_types("send-instant-crash")
+    assert executed.count("RecordToolOutcomeUnknown") == 1
+    assert "CallSingleAttemptTool" not in executed
 
 
 async def test_an_approval_still_works_after_the_worker_was_killed(scenario: Scenario) -> None:

@@ -21,6 +21,7 @@ from dex_agents.testing import (
     StepHistoryEntry,
     WorkerProcess,
     wait_for_agent_snapshot,
+    wait_until,
 )
 
 from scenario_support.scenario_agent import ScenarioCommand, invocation_log
@@ -54,6 +55,13 @@ class Scenario:
     async def replace_worker(self) -> WorkerProcess:
         """SIGKILL the current Worker and start a replacement."""
         self.worker.kill()
+        self.worker = await self.stack.start_worker()
+        return self.worker
+
+    async def replace_dead_worker(self) -> WorkerProcess:
+        """Wait until the current Worker has exited by itself, then start a replacement."""
+        worker = self.worker
+        await wait_until("the Worker process to exit", lambda: not worker.is_running)
         self.worker = await self.stack.start_worker()
         return self.worker
 

@@ -5,7 +5,9 @@ A JSON ``ScenarioCommand`` makes the scripted model call the listed tools in
 one response (so they run as parallel Steps), optionally stop the N-th model
 call of the turn at a gate, and then either reply ``done: <tool outputs>`` or
 fail after the tools ran. Every real model and tool call is written to the
-InvocationLog before it stops at a gate, so a killed attempt still counts.
+InvocationLog before it stops at a gate, so a killed attempt still counts. The
+gate ``KILL_WORKER_GATE`` makes the tool SIGKILL its own Worker process the
+moment it has run, before the Worker can send anything more.
 
 A runner factory (see ``runners.py``) turns a ``ScenarioAgentSpec`` into a
 Flow: it offers ``SCENARIO_TOOLS`` with their effects, answers model calls with
@@ -15,6 +17,8 @@ Flow: it offers ``SCENARIO_TOOLS`` with their effects, answers model calls with
 from __future__ import annotations
 
 import json
+import os
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -34,6 +38,8 @@ INSTRUCTIONS = "You are the scenario agent of the shared test suite."
 MODEL_INVOCATION = "model"
 BROKEN_TOOL_ERROR = "the broken tool always fails"
 MODEL_FAILURE = "the scripted model fails after the tools ran"
+#: A tool called with this gate SIGKILLs its Worker right after it ran (no gate file).
+KILL_WORKER_GATE = "!kill-worker"
 
 
 @dataclass(frozen=True)
@@ -253,6 +259,9 @@ async def run_scenario_tool(
             ToolExecutionError.
     """
     spec.invocation_log.record(tool, key=idempotency_key)
+    if gate == KILL_WORKER_GATE:
+        # The effect happened; the Worker dies before the Step can report anything after it.
+        os.kill(os.getpid(), signal.SIGKILL)
     if gate:
         file_gate = FileGate(spec.state_dir, gate)
         file_gate.mark_reached()

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from dex.dexpb import dex_pb2 as pb
-from dex_local_engine.dispatch import DispatchTask, TaskFrame, TaskNotStarted, WorkerLost
+from dex_local_engine.dispatch import DispatchTask, TaskFrame, WorkerLost
 from dex_local_engine.pull_dispatch import PullDispatcher, PullStreamInfo
 from engine_test_support import (
     GateBoard,
@@ -238,7 +238,7 @@ async def test_worker_killed_after_output_raises_worker_lost(
         await asyncio.wait_for(anext(frames), WAIT_SECONDS)
 
 
-async def test_worker_killed_before_output_raises_task_not_started(
+async def test_worker_killed_before_output_raises_worker_lost(
     pull_server: PullTestServer, workers: WorkerLauncher, gates: GateBoard
 ) -> None:
     worker = await workers.start(PROBE_REGISTRY, pull_server.address)
@@ -248,7 +248,8 @@ async def test_worker_killed_before_output_raises_task_not_started(
 
     worker.kill()
 
-    with pytest.raises(TaskNotStarted, match=worker.app_worker_id):
+    # The handler is running (it reached the gate) without having sent a frame.
+    with pytest.raises(WorkerLost, match=f"{worker.app_worker_id}.*before any output"):
         await asyncio.wait_for(run, WAIT_SECONDS)
 
 

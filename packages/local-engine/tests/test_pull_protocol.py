@@ -15,7 +15,7 @@ import grpc
 import pytest
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from dex_local_engine.dispatch import DispatchTask, TaskFrame, TaskNotStarted, WorkerLost
+from dex_local_engine.dispatch import DispatchTask, TaskFrame, WorkerLost
 from engine_test_support import PullTestServer, execute_task, string_value
 
 WAIT_SECONDS = 30.0
@@ -149,7 +149,7 @@ async def test_half_close_before_output_offers_the_task_to_another_stream(
     assert pull_server.dispatcher.stats.tasks_offered == 2
 
 
-async def test_stream_broken_before_output_raises_task_not_started(
+async def test_stream_broken_after_the_task_arrived_raises_worker_lost(
     pull_server: PullTestServer, channel: grpc.aio.Channel
 ) -> None:
     stream = await registered_stream(channel)
@@ -159,7 +159,7 @@ async def test_stream_broken_before_output_raises_task_not_started(
 
     stream.call.cancel()
 
-    with pytest.raises(TaskNotStarted, match="broke before the task sent any output"):
+    with pytest.raises(WorkerLost, match="broke after the task was sent to the Worker"):
         await asyncio.wait_for(run, WAIT_SECONDS)
 
 

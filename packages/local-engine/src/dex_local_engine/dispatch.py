@@ -61,16 +61,17 @@ def note_on_worker(task: DispatchTask, on_worker: bool) -> None:
 
 
 class TaskNotStarted(Exception):
-    """No output of the task reached the engine before its Worker went away.
+    """The task never reached a Worker that could have run it.
 
-    Raised when a Worker rejects the task (NO_CAPACITY, unknown Step or RPC), or its stream
-    half-closes or breaks before the first frame. The task never ran, so the scheduler dispatches
-    the same attempt again (same attempt number, no retry used).
+    Raised when a Worker rejects the task (NO_CAPACITY, unknown Step or RPC), when the Worker
+    cannot be reached, when a stream breaks before the task was written to it, or when the Worker
+    half-closes cleanly before the first frame (a retiring stream). The task never ran, so the
+    scheduler dispatches the same attempt again (same attempt number, no retry used).
     """
 
 
 class WorkerLost(Exception):
-    """The Worker disconnected after it sent output, so the attempt may have taken effect.
+    """The Worker disconnected after it received the task, so the attempt may have taken effect.
 
     The scheduler fails the attempt (attempt progress NOT_COMPLETED) and applies the retry policy.
     """

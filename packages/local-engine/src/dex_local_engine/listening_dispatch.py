@@ -14,14 +14,20 @@ map to the :class:`~dex_local_engine.dispatch.Dispatcher` contract:
 outcome                                                     result
 ==========================================================  ===================================
 the Worker is unreachable (within ``connect_wait_seconds``)  :class:`TaskNotStarted`
-the call breaks or the stream ends before any frame          :class:`TaskNotStarted`
+the stream ends cleanly before any frame                     :class:`TaskNotStarted`
 the handler raised (status details hold a                   a final ``WorkerErrorResponse``
 ``WorkerErrorResponse``)                                    frame
 another gRPC failure (UNIMPLEMENTED, INTERNAL,              a final ``WorkerErrorResponse``
 RESOURCE_EXHAUSTED, ...)                                    naming the status
-the call breaks, is cancelled by the Worker, times out,     :class:`WorkerLost`
-or the stream ends without a result, after output
+the call breaks, is cancelled by the Worker or times out    :class:`WorkerLost`
+(before or after output), or the stream ends without a
+result after output
 ==========================================================  ===================================
+
+A call that breaks before any frame is lost, not unstarted: the call was made on a connected
+channel, so the Worker may have started the task, and SDK 1.23's ``heartbeat()`` only queues its
+frame, so a tool that already ran may not have said so yet. Handing such a task out again could
+run a non-idempotent write twice.
 
 Cancelling the iteration cancels the gRPC call (the Worker's handler sees its context end).
 
@@ -63,7 +69,7 @@ _LOGGER = logging.getLogger(__name__)
 _LOST_CODES = frozenset(
     {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.DEADLINE_EXCEEDED}
 )
-"""Transport-level endings: before output the task never ran, after it the Worker is lost."""
+"""Transport-level endings of a call made on a connected channel: the Worker is lost."""
 _CHANNEL_OPTIONS = (
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
@@ -98,8 +104,10 @@ class ListeningDispatcher:
 
         Raises:
             ValueError: ``task.listening_address`` is None (a pull task).
-            TaskNotStarted: the Worker could not be reached or no output arrived.
-            WorkerLost: the Worker went away after output.
+            TaskNotStarted: the Worker could not be reached, or ended the call cleanly before
+                any output.
+            WorkerLost: the call broke after it reached the Worker, or the Worker went away
+                after output.
         """
         if not task.listening_address:
             raise ValueError(f"task {task.task_id} has no listening address")
@@ -194,10 +202,10 @@ def _failure_frame(
         return worker_error
     code = error.code()
     if code in _LOST_CODES:
-        detail = f"listening Worker at {task.listening_address}: {code.name}: {error.details()}"
-        if received_output:
-            raise WorkerLost(detail)
-        raise TaskNotStarted(detail)
+        when = "after output" if received_output else "before any output (it may have started)"
+        raise WorkerLost(
+            f"listening Worker at {task.listening_address}: {code.name} {when}: {error.details()}"
+        )
     _LOGGER.warning("listening Worker call for task %s failed: %s", task.task_id, error)
     return pb.WorkerErrorResponse(
         detail=f"Worker call failed with {code.name}: {error.details()}",

@@ -31,10 +31,13 @@ Protocol, as the Dex SDK's pull Worker expects it:
   which is dropped.
 - A Worker retires idle streams at any time (half-close, then it rejects or silently drops a task
   that arrives), so a task whose stream half-closes before any output never ran: it is offered to
-  another stream, like a reject. A stream that breaks (a killed Worker, a cancelled call) before
-  any output raises :class:`TaskNotStarted` (the task counts as never run: same attempt). After
-  output, any end of the stream raises :class:`WorkerLost`. Both ends read as EOF on the server;
-  a ``ping`` written after the EOF tells them apart (it fails on a broken call).
+  another stream, like a reject. A stream that breaks (a killed Worker, a cancelled call) after the
+  task was written to it raises :class:`WorkerLost`, with or without output: the Worker may have
+  started the task, and a tool that ran must never be handed out again as unstarted (SDK 1.23's
+  ``heartbeat()`` only queues its frame, so "no output yet" does not prove "not started"). Only a
+  break before the task was written raises :class:`TaskNotStarted` (same attempt). After output,
+  any end of the stream raises :class:`WorkerLost`. A clean half-close and a break both read as
+  EOF on the server; a ``ping`` written after the EOF tells them apart (it fails on a broken call).
 - Idle streams are offered least-busy Worker first, registered before held spares, then
   longest-idle stream first.
 """
@@ -104,14 +107,17 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
         """Run ``task`` on a pull Worker and yield its frames; the last one is final.
 
         Raises:
-            TaskNotStarted: the stream carrying the task broke before any output.
-            WorkerLost: the stream ended after output but before the final frame.
+            TaskNotStarted: the stream broke before the task was written to it.
+            WorkerLost: the stream broke after the task was written to it, or ended after output
+                but before the final frame.
         """
         exclusions = Exclusions(self._no_capacity_retry_seconds)
         while True:
             assignment = await self._registry.acquire(task, exclusions)
+            delivered = asyncio.get_running_loop().create_future()
             try:
-                assignment.stream.send(pb.PollWorkerTaskResponse(task=_poll_worker_task(task)))
+                response = pb.PollWorkerTaskResponse(task=_poll_worker_task(task))
+                assignment.stream.send(response, delivered)
                 note_on_worker(task, True)
                 while True:
                     event = await assignment.events.get()
@@ -126,7 +132,8 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
                         # A retiring stream: the Worker rejects or drops tasks once it drains.
                         break
                     else:
-                        raise _stream_gone_error(assignment, event)
+                        # The stream's end resolves ``delivered`` (written or not) right after.
+                        raise _stream_gone_error(assignment, event, await delivered)
             finally:
                 note_on_worker(task, False)
                 self._registry.abandon(assignment)
@@ -193,6 +200,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
             writer.cancel()
             # grpc cannot finish a call while a write is in flight (TOO_MANY_OPERATIONS).
             await asyncio.gather(writer, return_exceptions=True)
+            stream.fail_unwritten()
 
     def _handle_request(
         self, stream: WorkerStream, request: pb.PollWorkerTaskRequest
@@ -277,7 +285,9 @@ def _poll_worker_task(task: DispatchTask) -> pb.PollWorkerTask:
     return message
 
 
-def _stream_gone_error(assignment: Assignment, event: StreamGoneEvent) -> Exception:
+def _stream_gone_error(
+    assignment: Assignment, event: StreamGoneEvent, was_delivered: bool
+) -> Exception:
     stream = assignment.stream
     where = (
         f"task {assignment.task.task_id} on Worker {stream.app_worker_id} "
@@ -285,4 +295,9 @@ def _stream_gone_error(assignment: Assignment, event: StreamGoneEvent) -> Except
     )
     if assignment.has_output:
         return WorkerLost(f"{where}: {event.detail} after the task sent output")
-    return TaskNotStarted(f"{where}: {event.detail} before the task sent any output")
+    if was_delivered:
+        return WorkerLost(
+            f"{where}: {event.detail} after the task was sent to the Worker, before any output "
+            "(it may have started)"
+        )
+    return TaskNotStarted(f"{where}: {event.detail} before the task was sent to the Worker")

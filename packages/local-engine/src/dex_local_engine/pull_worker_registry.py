@@ -162,9 +162,19 @@ class WorkerStream:
     def send(
         self, response: pb.PollWorkerTaskResponse, written: asyncio.Future[bool] | None = None
     ) -> None:
-        """Queue a frame for the stream's writer; frames leave in the order they were sent."""
-        if not self.is_closed:
+        """Queue a frame for the stream's writer; frames leave in the order they were sent.
+
+        ``written`` learns ``False`` at once when the stream is already closed.
+        """
+        if self.is_closed:
+            _resolve(written, False)
+        else:
             self.outbox.put_nowait(Outgoing(response, written))
+
+    def fail_unwritten(self) -> None:
+        """After the writer stopped: frames still queued were never written; tell their senders."""
+        while not self.outbox.empty():
+            _resolve(self.outbox.get_nowait().written, False)
 
     @property
     def carries_unstarted_task(self) -> bool:
@@ -497,3 +507,8 @@ def _busy_counts(streams: Iterable[WorkerStream]) -> dict[str, int]:
         if stream.assignment is not None:
             counts[stream.app_worker_id] = counts.get(stream.app_worker_id, 0) + 1
     return counts
+
+
+def _resolve(written: asyncio.Future[bool] | None, value: bool) -> None:
+    if written is not None and not written.done():
+        written.set_result(value)
