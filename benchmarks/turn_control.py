@@ -53,6 +53,7 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
+    agent_codec_registry,
 )
 from dex_agents.testing import EngineLogs, EngineProcess
 
@@ -122,7 +123,7 @@ async def main(rounds: int) -> None:
         runner = _BenchRunner()
         options = AgentSessionOptions(tool_policies={"slow": ToolPolicy(ToolEffect.READ)})
         flow = AgentSessionFlow(runner, flow_type="TurnControlBench", options=options)
-        registry = Registry([flow], allow_async_handlers=True)
+        registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
         cache = open_blob_cache(BlobCacheConfig(str(root / "cache"), 64 * 1024 * 1024))
         target = WorkerTarget(pull=True)
         client = AsyncClient(

@@ -30,6 +30,7 @@ from dex_agents.agent_built_in_tools import (
     remaining_wait_seconds,
     repeated_write_todos_call_ids,
 )
+from dex_agents.agent_codec_registry import agent_codec_registry, agent_wire_value_types
 from dex_agents.agent_context_compaction import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     CONTEXT_SUMMARY_NOTE_HEADER,
@@ -449,9 +450,11 @@ __all__ = [
     "WriteTodosArguments",
     "__version__",
     "accepts_plan_execution",
+    "agent_codec_registry",
     "agent_event_stream",
     "agent_session_persistence_schema",
     "agent_turn_id",
+    "agent_wire_value_types",
     "approve_plan",
     "ask_user_answered_result",
     "ask_user_result",

@@ -42,6 +42,7 @@ from dex import (
     open_blob_cache,
 )
 
+from dex_agents.agent_codec_registry import agent_codec_registry
 from dex_agents.agent_event_writer import AgentEvent, AgentEventType
 from dex_agents.agent_session_client import AgentSessionClient
 from dex_agents.agent_session_values import (
@@ -184,7 +185,7 @@ async def _run_in_directory(options: DemoOptions, terminal: _Terminal) -> int:
         BlobCacheConfig(str(options.directory / "blob-cache"), _BLOB_CACHE_BYTES)
     )
     flow = build_demo_flow()
-    registry = Registry([flow], allow_async_handlers=True)
+    registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
     client = AsyncClient(
         registry,
         cache,

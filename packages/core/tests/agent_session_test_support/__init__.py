@@ -19,6 +19,7 @@ from dex import (
     AsyncWorker,
     BlobCacheConfig,
     ClientOptions,
+    CodecRegistry,
     PullWorkerOptions,
     Registry,
     WorkerOptions,
@@ -173,15 +174,24 @@ async def running_session_stack(
 
 
 @asynccontextmanager
-async def running_flow_stack(tmp_path: Path, flow: AgentSessionFlow) -> AsyncIterator[SessionStack]:
-    """Start an engine on ``tmp_path``, an AsyncWorker serving ``flow``, and a Client."""
+async def running_flow_stack(
+    tmp_path: Path,
+    flow: AgentSessionFlow,
+    *,
+    worker_codecs: CodecRegistry | None = None,
+    client_codecs: CodecRegistry | None = None,
+) -> AsyncIterator[SessionStack]:
+    """Start an engine on ``tmp_path``, an AsyncWorker serving ``flow``, and a Client.
+
+    Both use the SDK's default codecs unless ``worker_codecs``/``client_codecs`` are given.
+    """
     engine = await EngineProcess.start_local(
         tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
     )
-    registry = Registry([flow], allow_async_handlers=True)
+    registry = Registry([flow], worker_codecs, allow_async_handlers=True)
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blob-cache"), 64 * 1024 * 1024))
     client = AsyncClient(
-        registry,
+        Registry([flow], client_codecs, allow_async_handlers=True),
         cache,
         ClientOptions(server_address=engine.server_address, worker_target=WorkerTarget(pull=True)),
     )

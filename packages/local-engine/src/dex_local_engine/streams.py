@@ -311,7 +311,10 @@ class StreamStore:
         changed = instance.changed
         instance.waiters += 1
         try:
-            await asyncio.wait_for(changed.wait(), timeout)
+            # asyncio.timeout, not wait_for: wait_for runs the wait in a task of its own, which
+            # costs the reader extra event-loop turns between a write and its response.
+            async with asyncio.timeout(timeout):
+                await changed.wait()
         except TimeoutError:
             pass
         finally:

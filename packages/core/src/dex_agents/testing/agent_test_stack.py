@@ -20,6 +20,7 @@ from dex import (
     open_blob_cache,
 )
 
+from dex_agents.agent_codec_registry import agent_codec_registry
 from dex_agents.testing.engine_process import (
     DEXCLI_ENV,
     EngineDurability,
@@ -102,7 +103,7 @@ class AgentTestStack:
                 BlobCacheConfig(str(self.tmp_path / "client-blob-cache"), _BLOB_CACHE_BYTES)
             )
             self._client = AsyncClient(
-                Registry(self.flows, allow_async_handlers=True),
+                Registry(self.flows, agent_codec_registry(), allow_async_handlers=True),
                 self._blob_cache,
                 ClientOptions(
                     server_address=self._engine.server_address,

@@ -43,6 +43,7 @@ from dex import (
     open_blob_cache,
 )
 
+from dex_agents.agent_codec_registry import agent_codec_registry
 from dex_agents.agent_context_compaction import CONTEXT_SUMMARY_INSTRUCTIONS, CompactionPolicy
 from dex_agents.agent_framework_runner import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents.agent_session_client import AgentSessionClient
@@ -314,7 +315,7 @@ class ContextWindowSessionScenario:
         report: ContextWindowReport,
         on_progress: Callable[[ContextWindowProgress], None] | None,
     ) -> None:
-        registry = Registry([flow], allow_async_handlers=True)
+        registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
         cache = open_blob_cache(BlobCacheConfig(str(directory / "blob-cache"), _BLOB_CACHE_BYTES))
         client = AsyncClient(
             registry,

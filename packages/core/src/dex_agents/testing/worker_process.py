@@ -24,6 +24,7 @@ from dex import (
     open_blob_cache,
 )
 
+from dex_agents.agent_codec_registry import agent_codec_registry
 from dex_agents.testing._child_process import kill_process_group, start_child, tail, terminate
 
 SERVER_ADDRESS_ENV = "DEX_AGENTS_TEST_SERVER_ADDRESS"
@@ -178,7 +179,7 @@ async def _serve(
     cache = open_blob_cache(BlobCacheConfig(cache_dir, _BLOB_CACHE_BYTES))
     try:
         worker = AsyncWorker(
-            Registry(list(flows), allow_async_handlers=True),
+            Registry(list(flows), agent_codec_registry(), allow_async_handlers=True),
             cache,
             WorkerOptions(
                 server_address=server_address,
