@@ -198,9 +198,12 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[mi
         finally:
             self._registry.remove_stream(stream, detail, is_half_close=is_half_close)
             writer.cancel()
-            # grpc cannot finish a call while a write is in flight (TOO_MANY_OPERATIONS).
-            await asyncio.gather(writer, return_exceptions=True)
-            stream.fail_unwritten()
+            try:
+                # grpc cannot finish a call while a write is in flight (TOO_MANY_OPERATIONS).
+                await asyncio.gather(writer, return_exceptions=True)
+            finally:
+                # Even when the server cancels this handler: a dispatch awaits these answers.
+                stream.fail_unwritten()
 
     def _handle_request(
         self, stream: WorkerStream, request: pb.PollWorkerTaskRequest
