@@ -48,4 +48,3 @@ async def test_frames_left_in_the_outbox_learn_they_were_not_written() -> None:
 
     assert (first.result(), second.result()) == (False, False)
     assert stream.outbox.empty()
-
