@@ -44,7 +44,12 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.testing import wait_for_agent_snapshot, wait_until
-from turn_control_test_support import Gate, echo_user_messages, is_active
+from turn_control_test_support import (
+    Gate,
+    echo_user_messages,
+    gated_lookup_and_refund_runner,
+    is_active,
+)
 
 _LOOKUP_IS_READ = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
 
@@ -130,25 +135,7 @@ async def test_cancel_during_an_approval_wait_rejects_the_call(tmp_path: Path) -
 async def test_cancel_while_a_tool_runs_lets_it_finish(tmp_path: Path) -> None:
     gate = Gate()
 
-    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
-        if turn.turn_id == "turn-1":
-            if not turn.is_resuming:
-                return request_tools(
-                    turn,
-                    tool_call(turn, "slow", "lookup", {}),
-                    tool_call(turn, "write", "refund", {"order": 7}),
-                )
-            return final_answer_with_results(turn)
-        return echo_user_messages(turn)
-
-    async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
-        await gate.pass_through()
-        return ToolExecutionResult("slow result")
-
-    async def refund(call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("refunded")
-
-    runner = ScriptedRunner(script, {"lookup": lookup, "refund": refund})
+    runner = gated_lookup_and_refund_runner(gate)
     async with running_session_stack(tmp_path, runner, _LOOKUP_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "refund order 7")

@@ -8,7 +8,6 @@ from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
-    final_answer_with_results,
     idle_after_turns,
     read_events_until,
     request_tools,
@@ -33,7 +32,13 @@ from dex_agents import (
     ToolPolicy,
 )
 from dex_agents.testing import wait_for_agent_snapshot
-from turn_control_test_support import Gate, echo_user_messages, is_active, user_texts
+from turn_control_test_support import (
+    Gate,
+    echo_user_messages,
+    gated_lookup_and_refund_runner,
+    is_active,
+    user_texts,
+)
 
 
 async def test_steer_during_a_model_call_rejects_its_tool_calls(tmp_path: Path) -> None:
@@ -88,25 +93,7 @@ async def test_steer_while_a_tool_runs_lets_it_finish_and_rejects_a_waiting_sibl
 ) -> None:
     gate = Gate()
 
-    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
-        if turn.turn_id == "turn-1":
-            if not turn.is_resuming:
-                return request_tools(
-                    turn,
-                    tool_call(turn, "slow", "lookup", {}),
-                    tool_call(turn, "write", "refund", {"order": 7}),
-                )
-            return final_answer_with_results(turn)
-        return echo_user_messages(turn)
-
-    async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
-        await gate.pass_through()
-        return ToolExecutionResult("slow result")
-
-    async def refund(call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("refunded")
-
-    runner = ScriptedRunner(script, {"lookup": lookup, "refund": refund})
+    runner = gated_lookup_and_refund_runner(gate)
     options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
     async with running_session_stack(tmp_path, runner, options) as stack:
         sessions = stack.sessions

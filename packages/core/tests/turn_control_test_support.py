@@ -5,10 +5,31 @@ from __future__ import annotations
 
 import asyncio
 
-from agent_session_test_support import assistant
-from dex_agents import AgentSnapshot, AgentTurnContext, AgentUsage, MessageRole, TurnCompleted
+from agent_session_test_support import (
+    ScriptedRunner,
+    assistant,
+    final_answer_with_results,
+    request_tools,
+    tool_call,
+)
+from dex_agents import (
+    AgentSnapshot,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    DeferredToolExecution,
+    MessageRole,
+    ToolExecutionResult,
+    TurnCompleted,
+)
 
-__all__ = ["Gate", "echo_user_messages", "is_active", "user_texts"]
+__all__ = [
+    "Gate",
+    "echo_user_messages",
+    "gated_lookup_and_refund_runner",
+    "is_active",
+    "user_texts",
+]
 
 
 class Gate:
@@ -46,3 +67,28 @@ def is_active(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     """A snapshot probe: a turn is active."""
     state = snapshot.state
     return snapshot if state is not None and state.active_turn_id is not None else None
+
+
+def gated_lookup_and_refund_runner(gate: Gate) -> ScriptedRunner:
+    """Turn 1 calls ``lookup`` (call ``slow``, held at ``gate``) and ``refund`` (call ``write``)
+    together, then answers with their results; later turns echo their user messages."""
+
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        if turn.turn_id == "turn-1":
+            if not turn.is_resuming:
+                return request_tools(
+                    turn,
+                    tool_call(turn, "slow", "lookup", {}),
+                    tool_call(turn, "write", "refund", {"order": 7}),
+                )
+            return final_answer_with_results(turn)
+        return echo_user_messages(turn)
+
+    async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
+        await gate.pass_through()
+        return ToolExecutionResult("slow result")
+
+    async def refund(call: DeferredToolExecution) -> ToolExecutionResult:
+        return ToolExecutionResult("refunded")
+
+    return ScriptedRunner(script, {"lookup": lookup, "refund": refund})
