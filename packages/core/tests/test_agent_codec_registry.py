@@ -13,7 +13,7 @@ from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import pytest
 from agent_session_test_support import running_flow_stack
-from dex import CodecRegistry, JsonCodec
+from dex import CodecRegistry, JsonCodec, WireKind
 from dex._value_mapper import ValueMapper
 from dex.runtime_errors import ValueMappingError
 from dex_agents import (
@@ -133,8 +133,9 @@ def test_every_session_wire_value_has_a_fast_codec() -> None:
     for value_type in (AgentMessage, AgentSnapshot, ToolCallCompleted):
         assert value_type in types_found
         codec = _FAST.resolve(value_type)
-        assert isinstance(codec, JsonCodec)
-        assert codec is not _SDK_DEFAULT.resolve(value_type)
+        assert not isinstance(codec, JsonCodec)
+        assert codec.type_name == value_type.__qualname__
+        assert codec.wire_kind is WireKind.JSON
 
 
 @pytest.mark.parametrize("value", _samples(), ids=lambda value: type(value).__name__)
@@ -149,6 +150,43 @@ def test_fast_codec_writes_the_sdk_default_json_byte_for_byte(value: WireValue) 
     assert fast_text == sdk_text
     assert fast.decode(sdk_text) == value
     assert sdk.decode(fast_text) == value
+
+
+def test_a_message_written_again_inside_a_chunk_or_a_snapshot_writes_the_same_json() -> None:
+    # The second and third writes reuse each message's kept text.
+    messages = _messages(3, 5)
+    chunk = AgentMessageChunk(messages)
+    snapshot = AgentSnapshot(
+        messages=messages, queued_message_count=2, session_settings={"é": [1, None]}
+    )
+    for _ in range(3):
+        for value in (*messages, chunk, snapshot):
+            value_type = type(value)
+            expected = _SDK_DEFAULT.resolve(value_type).encode(value)
+            assert _FAST.resolve(value_type).encode(value) == expected
+
+
+def test_a_value_with_a_mapping_is_written_anew_after_the_mapping_changed() -> None:
+    # Only values immutable all the way down keep their text; a snapshot's settings can change.
+    settings: dict[str, object] = {"model": "small"}
+    snapshot = AgentSnapshot(messages=_messages(1, 2), session_settings=settings)
+    codec = _FAST.resolve(AgentSnapshot)
+    before = codec.encode(snapshot)
+    settings["model"] = "large"
+    after = codec.encode(snapshot)
+
+    assert after != before
+    assert after == _SDK_DEFAULT.resolve(AgentSnapshot).encode(snapshot)
+
+
+def test_a_kept_text_stays_out_of_equality_and_repr() -> None:
+    message = _instance(AgentMessage, 1)
+    twin = dataclasses.replace(message)
+    _FAST.resolve(AgentMessage).encode(message)
+
+    assert message == twin
+    assert repr(message) == repr(twin)
+    assert dataclasses.asdict(message) == dataclasses.asdict(twin)
 
 
 def test_fast_codecs_map_to_the_same_protobuf_values() -> None:

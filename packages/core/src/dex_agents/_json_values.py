@@ -32,6 +32,7 @@ __all__ = [
     "WireValue",
     "WireValueError",
     "dump_json_text",
+    "encode_json_value",
     "resolve_wire_value_annotations",
 ]
 
@@ -81,6 +82,8 @@ class WireValue:
     def __post_init__(self) -> None:
         for plan in _field_plans(type(self)):
             current = getattr(self, plan.name)
+            if type(current) in plan.ready_types:
+                continue
             converted = plan.convert(current, f"{type(self).__name__}.{plan.name}")
             if converted is not current:
                 object.__setattr__(self, plan.name, converted)
@@ -92,7 +95,8 @@ class WireValue:
             See :class:`WireValue`.
         """
         return {
-            plan.name: _encode_value(getattr(self, plan.name)) for plan in _field_plans(type(self))
+            plan.name: encode_json_value(getattr(self, plan.name))
+            for plan in _field_plans(type(self))
         }
 
     @classmethod
@@ -111,7 +115,11 @@ class WireValue:
         arguments: dict[str, object] = {}
         for plan in _field_plans(cls):
             if plan.name in data:
-                arguments[plan.name] = plan.convert(data[plan.name], f"{cls.__name__}.{plan.name}")
+                raw = data[plan.name]
+                if type(raw) in plan.ready_types:
+                    arguments[plan.name] = raw
+                else:
+                    arguments[plan.name] = plan.convert(raw, f"{cls.__name__}.{plan.name}")
             elif not plan.has_default:
                 raise WireValueError(f"{cls.__name__} is missing required field {plan.name!r}")
         return cls(**arguments)
@@ -176,6 +184,9 @@ class _FieldPlan:
     name: str
     has_default: bool
     convert: Callable[[object, str], object]
+    ready_types: frozenset[type]
+    """Exact types a value already has when ``convert`` would return it unchanged, so the
+    common case skips the call (and the text that would name the field in an error)."""
 
 
 _FIELD_PLANS: dict[type, tuple[_FieldPlan, ...]] = {}
@@ -202,23 +213,50 @@ def _build_field_plans(cls: type) -> tuple[_FieldPlan, ...]:
             definition.default is not dataclasses.MISSING
             or definition.default_factory is not dataclasses.MISSING
         )
-        plans.append(_FieldPlan(definition.name, has_default, _converter(hint)))
+        plans.append(_FieldPlan(definition.name, has_default, _converter(hint), _ready_types(hint)))
     return tuple(plans)
 
 
-def _encode_value(value: object) -> JsonValue:
+def _ready_types(hint: object) -> frozenset[type]:
+    """The exact types whose values ``_converter(hint)`` returns unchanged, where that is a
+    type check alone (not for tuples and mappings, whose items need checking)."""
+    if get_origin(hint) in (Union, types.UnionType):
+        ready: frozenset[type] = frozenset()
+        for argument in get_args(hint):
+            ready |= _ready_types(argument)
+        return ready
+    if hint is type(None):
+        return frozenset({type(None)})
+    if not isinstance(hint, type) or get_origin(hint) is not None:
+        return frozenset()
+    if hint in (str, int, float, bool, datetime) or issubclass(hint, (Enum, WireValue)):
+        return frozenset({hint})
+    return frozenset()
+
+
+def encode_json_value(value: object) -> JsonValue:
+    """Return a field value as plain JSON data: wire values as objects, enums as their values,
+    datetimes as ISO 8601 text, mappings as objects and sequences as arrays.
+
+    Raises:
+        TypeError: When ``value`` is none of those.
+
+    Example:
+        >>> encode_json_value(("a", 1))
+        ['a', 1]
+    """
     if isinstance(value, WireValue):
         return value.to_json()
     if isinstance(value, Enum):
-        return _encode_value(value.value)
+        return encode_json_value(value.value)
     if isinstance(value, datetime):
         return value.isoformat()
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if isinstance(value, Mapping):
-        return {str(key): _encode_value(item) for key, item in value.items()}
+        return {str(key): encode_json_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_encode_value(item) for item in value]
+        return [encode_json_value(item) for item in value]
     raise TypeError(f"cannot write {type(value).__name__} as JSON")
 
 

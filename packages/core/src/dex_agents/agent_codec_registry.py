@@ -4,19 +4,24 @@ The Dex SDK encodes a dataclass with ``dataclasses.asdict`` (a deep copy of ever
 decodes one by calling ``typing.get_type_hints`` for every object it builds. A session moves its
 messages through that code in every Step and every snapshot, so it is a large share of a Worker's
 and a client's CPU. The codecs here convert with each wire value's own ``to_json``/``from_json``
-instead. The JSON text is the same byte for byte, so Workers and clients with and without these
+instead, and a stored message keeps its text once written (see ``_wire_value_json_text``), so
+the messages a chunk or a snapshot repeats are not written again. The JSON text is the same byte
+for byte, so Workers and clients with and without these
 codecs serve and read the same sessions, and values stored by either read back in the other.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 from collections.abc import Iterator, Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
-from dex import Codec, CodecRegistry, JsonCodec
+from dex import Codec, CodecRegistry, Value, WireKind
 
-from dex_agents._json_values import JsonObject, WireValue
+from dex_agents._json_values import WireValue
+from dex_agents._wire_value_json_text import wire_value_json_text
 
 __all__ = ["agent_codec_registry", "agent_wire_value_types"]
 
@@ -69,10 +74,36 @@ def _subclasses(base: type[WireValue]) -> Iterator[type[WireValue]]:
         yield from _subclasses(subclass)
 
 
-def _wire_value_codec(value_type: type[WireValue]) -> JsonCodec[WireValue]:
-    # expected_type makes the codec refuse another type, as the SDK's automatic codec does.
-    return JsonCodec(value_type.__qualname__, value_type.from_json, _to_json, value_type)
+_W = TypeVar("_W", bound=WireValue)
 
 
-def _to_json(value: WireValue) -> JsonObject:
-    return value.to_json()
+@dataclass(frozen=True)
+class _WireValueCodec(Generic[_W]):
+    """The SDK ``JsonCodec``'s contract for one wire value type, with its own conversion."""
+
+    value_type: type[_W]
+
+    @property
+    def type_name(self) -> str:
+        return self.value_type.__qualname__
+
+    @property
+    def wire_kind(self) -> WireKind:
+        return WireKind.JSON
+
+    def encode(self, value: _W) -> Value:
+        # The exact type, as the SDK's automatic dataclass codec requires.
+        if type(value) is not self.value_type:
+            raise TypeError(
+                f"{self.type_name} requires {self.type_name}, got {type(value).__name__}"
+            )
+        return Value(WireKind.JSON, wire_value_json_text(value))
+
+    def decode(self, value: Value) -> _W:
+        if value.kind is not WireKind.JSON or not isinstance(value.data, str):
+            raise TypeError(f"{self.type_name} requires a JSON value")
+        return self.value_type.from_json(json.loads(value.data))
+
+
+def _wire_value_codec(value_type: type[WireValue]) -> Codec[WireValue]:
+    return _WireValueCodec(value_type)

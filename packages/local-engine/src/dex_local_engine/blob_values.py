@@ -106,6 +106,10 @@ class BlobStore:
 
     def externalize(self, request: TaskRequest) -> None:
         """Replace large values of ``request`` by blob references, in place."""
+        if request.ByteSize() <= min(BLOB_THRESHOLD_BYTES, TASK_INLINE_BUDGET_BYTES):
+            # No value of a task this small can reach the threshold, nor the task the budget:
+            # one size walk instead of one per value.
+            return
         candidates = [value for value in _task_values(request) if _blob_kind(value) is not None]
         remaining = []
         for value in candidates:

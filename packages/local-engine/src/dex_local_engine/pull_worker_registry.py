@@ -447,12 +447,12 @@ class PullWorkerRegistry:
         """Offer idle streams to waiting tasks, oldest task first."""
         now = time.monotonic()
         next_retry: float | None = None
-        idle = self._ranked_idle() if self._waiters else []
+        busy = _busy_counts(self._streams.values()) if self._waiters else {}
         for waiter in tuple(self._waiters):
             if waiter.future.done():
                 self._waiters.remove(waiter)
                 continue
-            stream = self._pick(waiter, idle, now)
+            stream = self._pick(waiter, busy, now)
             if stream is None:
                 retry_at = waiter.exclusions.next_retry_at(now)
                 if retry_at is not None:
@@ -464,32 +464,33 @@ class PullWorkerRegistry:
             self._count(tasks_offered=1)
             self._waiters.remove(waiter)
             waiter.future.set_result(assignment)
-            idle = self._ranked_idle()  # the Worker is busier now
+            # The Worker is busier now.
+            busy[stream.app_worker_id] = busy.get(stream.app_worker_id, 0) + 1
         self._schedule_retry(next_retry, now)
 
-    def _ranked_idle(self) -> list[WorkerStream]:
-        """Idle streams, best first: the Flow type's own queue over sticky queues, then the least
-        busy Worker, then registered streams over held spares (registering one makes the Worker
-        open another), then the longest idle (the Worker may be retiring one that just finished).
+    def _pick(self, waiter: _Waiter, busy: dict[str, int], now: float) -> WorkerStream | None:
+        """The best idle stream for ``waiter``: the Flow type's own queue over sticky queues, then
+        the least busy Worker, then registered streams over held spares (registering one makes
+        the Worker open another), then the longest idle (the Worker may be retiring one that just
+        finished). One pass, no sort: this runs for every dispatched task.
         """
-        busy = _busy_counts(self._streams.values())
-        return sorted(
-            (stream for stream in self._streams.values() if stream.is_idle),
-            key=lambda stream: (
+        best: WorkerStream | None = None
+        best_rank: tuple[bool, int, bool, float, int] | None = None
+        for stream in self._streams.values():
+            if not stream.is_idle or not stream.serves(waiter.task):
+                continue
+            if waiter.exclusions.excludes(stream, now):
+                continue
+            rank = (
                 stream.is_sticky,
                 busy.get(stream.app_worker_id, 0),
                 not stream.is_registered,
                 stream.idle_since,
                 stream.stream_id,
-            ),
-        )
-
-    def _pick(self, waiter: _Waiter, ranked: list[WorkerStream], now: float) -> WorkerStream | None:
-        exclusions = waiter.exclusions
-        for stream in ranked:
-            if stream.serves(waiter.task) and not exclusions.excludes(stream, now):
-                return stream
-        return None
+            )
+            if best_rank is None or rank < best_rank:
+                best, best_rank = stream, rank
+        return best
 
     def _schedule_retry(self, retry_at: float | None, now: float) -> None:
         if self._retry_timer is not None:

@@ -31,8 +31,27 @@ class _LoadedState(TypedDict):
     loaded_channel_map_instances: list[str]
 
 
-def _selected(name: str, selectors: Iterable[str]) -> bool:
-    return any(name.startswith(s) if s.endswith("/") else name == s for s in selectors)
+class _Selectors:
+    """Attribute map or Channel map selectors: exact instance keys and ``<map>/`` prefixes."""
+
+    def __init__(self, selectors: Iterable[str]) -> None:
+        self._exact: set[str] = set()
+        self._prefixes: set[str] = set()
+        for selector in selectors:
+            (self._prefixes if selector.endswith("/") else self._exact).add(selector)
+
+    def select(self, name: str) -> bool:
+        if name in self._exact:
+            return True
+        if not self._prefixes:
+            return False
+        # Every prefix of the name that ends in "/" (one, for an instance key "<map>/<key>").
+        end = name.find("/")
+        while end != -1:
+            if name[: end + 1] in self._prefixes:
+                return True
+            end = name.find("/", end + 1)
+        return False
 
 
 def _step_context(run: FlowRun, step: StepExecution) -> pb.Context:
@@ -59,15 +78,17 @@ def _loaded_state(
     channel_names: Sequence[str],
     channel_maps: Sequence[str],
 ) -> _LoadedState:
+    maps = _Selectors(attribute_maps)
     attributes = [
         pb.KV(key=key, value=value)
         for key, value in run.attributes.items()
-        if "/" not in key or _selected(key, attribute_maps)
+        if "/" not in key or maps.select(key)
     ]
     infos = {name: pb.ChannelInfo(size=len(queue)) for name, queue in run.channels.items() if queue}
     loaded: dict[str, pb.ChannelValues] = {}
+    channel_map_selectors = _Selectors(channel_maps)
     for name, queue in run.channels.items():
-        if queue and (name in channel_names or _selected(name, channel_maps)):
+        if queue and (name in channel_names or channel_map_selectors.select(name)):
             loaded[name] = pb.ChannelValues(messages=queue)
     return {
         "attributes": attributes,
