@@ -1,0 +1,234 @@
+"""Benchmark: the floor under ``session_turns.py``, a session turn's Step shape with empty Steps.
+
+A plain Dex Flow moves exactly as one ``session_turns.py`` turn does, with no dex-agents code:
+
+* an RPC publishes the user message, then ``Await`` (wait_for a Channel, 1 Stream write) starts
+  the turn;
+* ``Model`` sleeps the model latency, writes 2 Stream messages and moves to ``Tool`` plus
+  ``Resume`` (``go_to_many``);
+* ``Tool`` writes a Stream message, a heartbeat and another Stream message and publishes its
+  result; ``Resume`` waits for it (wait_for a Channel) and moves to ``Model`` again;
+* the second ``Model`` sleeps, writes 3 Stream messages (the last one ends the turn) and moves
+  back to ``Await``;
+* the client reads the Stream one message per ``ReadStream`` until the turn's end, then makes
+  one query RPC, as ``session_turns.py`` reads ``AgentEvents`` and then a snapshot.
+
+So it has the same 7 Step methods, 2 RPCs, 8 Stream writes and one heartbeat per turn, with
+Attributes of a few bytes. What it takes beyond the model latency is what the engine, the SDK
+and gRPC cost for that shape on this machine: the part of ``session_turns.py``'s overhead that
+dex-agents code cannot remove.
+
+Usage (from the repository root)::
+
+    uv run python benchmarks/turn_shape_floor.py [--turns 20] [--warmup 3]
+        [--model-latency-ms 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+from datetime import timedelta
+from pathlib import Path
+from typing import Final
+
+import dex
+from dex import (
+    AsyncContext,
+    Attribute,
+    Channel,
+    Context,
+    Flow,
+    LongPollTimeoutError,
+    PersistenceSchema,
+    RPCResult,
+    Step,
+    StepDecision,
+    StepList,
+    StepMovement,
+    Stream,
+    Wait,
+    rpc,
+)
+from dex_agents.testing import SERVER_ADDRESS_ENV, AgentTestStack, run_agent_worker
+
+FLOW_TYPE: Final = "TurnShapeFloor"
+_MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
+_WORKER_MODULE: Final = "turn_shape_floor"
+_BENCHMARK_DIR: Final = Path(__file__).resolve().parent
+_TURN_END: Final = "turn-end"
+_READ_WAIT: Final = timedelta(seconds=5)
+_SEQUENTIAL_FLOW: Final = "floor-session"
+
+
+class _ShapeFlow(Flow[str]):
+    """The Flow; its Steps and RPCs share these definitions."""
+
+    def __init__(self, model_latency_seconds: float) -> None:
+        self.model_latency_seconds = model_latency_seconds
+        self.messages = Channel("messages", str)
+        self.results = Channel("results", str)
+        self.events = Stream("events", str, 1 << 20)
+        self.state = Attribute("state", str)
+
+    def get_flow_type(self) -> str:
+        return FLOW_TYPE
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Await(self)).other_steps(Model(self), Tool(self), Resume(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(self.messages, self.results, self.events, self.state)
+
+    @rpc
+    def send(self, context: Context, text: str) -> RPCResult[bool]:
+        """Queue a user message (``send_user_message``)."""
+        self.messages.publish(context, text)
+        return RPCResult(True)
+
+    @rpc
+    def peek(self, context: Context) -> RPCResult[str]:
+        """Read the state (``get_agent_snapshot``)."""
+        return RPCResult(self.state.get(context) or "")
+
+
+class Await(Step[str]):
+    def __init__(self, flow: _ShapeFlow) -> None:
+        self.flow = flow
+
+    async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # type: ignore[override]
+        return Wait.any_of(self.flow.messages.for_one())
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        self.flow.state.set(context, "running")
+        self.flow.events.write(context, "turn_started")
+        return dex.go_to(Model, 1)
+
+
+class Model(Step[int]):
+    def __init__(self, flow: _ShapeFlow) -> None:
+        self.flow = flow
+
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # type: ignore[override]
+        await asyncio.sleep(self.flow.model_latency_seconds)
+        if input == 1:
+            self.flow.events.write(context, "usage_recorded")
+            self.flow.events.write(context, "tool_call_deferred")
+            return dex.go_to_many(StepMovement.of(Tool, "call-1"), StepMovement.of(Resume, 1))
+        for event in ("text_delta", "usage_recorded", _TURN_END):
+            self.flow.events.write(context, event)
+        self.flow.state.set(context, "done")
+        return dex.go_to(Await, "")
+
+
+class Tool(Step[str]):
+    def __init__(self, flow: _ShapeFlow) -> None:
+        self.flow = flow
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        self.flow.events.write(context, "tool_call_started")
+        await context.heartbeat()
+        self.flow.events.write(context, "tool_call_finished")
+        self.flow.results.publish(context, input)
+        return dex.dead_end()
+
+
+class Resume(Step[int]):
+    def __init__(self, flow: _ShapeFlow) -> None:
+        self.flow = flow
+
+    async def wait_for(self, context: AsyncContext, input: int) -> Wait:  # type: ignore[override]
+        return Wait.any_of(self.flow.results.for_n(input))
+
+    async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # type: ignore[override]
+        return dex.go_to(Model, 2)
+
+
+def build_flow(model_latency_ms: float) -> _ShapeFlow:
+    """The Flow, the same in the client and the Worker child."""
+    return _ShapeFlow(model_latency_ms / 1000)
+
+
+async def _read_until_turn_end(
+    client: dex.AsyncClient, flow: _ShapeFlow, token: str
+) -> tuple[str, int]:
+    read = 0
+    while True:
+        try:
+            message = await client.read_stream(_SEQUENTIAL_FLOW, flow.events, token, _READ_WAIT)
+        except LongPollTimeoutError:
+            continue
+        token = message.resume_token
+        read += 1
+        if message.value == _TURN_END:
+            return token, read
+
+
+async def _measure(turns: int, warmup: int, model_latency_ms: float) -> None:
+    flow = build_flow(model_latency_ms)
+    with tempfile.TemporaryDirectory(prefix="dex-turn-shape-") as scratch:
+        async with AgentTestStack(
+            Path(scratch),
+            [flow],
+            _WORKER_MODULE,
+            worker_cwd=_BENCHMARK_DIR,
+            worker_env={_MODEL_LATENCY_ENV: repr(model_latency_ms)},
+        ) as stack:
+            await stack.start_worker()
+            client = stack.client
+            await client.start_flow(flow, _SEQUENTIAL_FLOW, "")
+            token = ""
+            until_end: list[float] = []
+            until_peek: list[float] = []
+            for number in range(warmup + turns):
+                started = time.perf_counter()
+                assert await client.invoke_rpc(flow.send, _SEQUENTIAL_FLOW, "Where is order 7?")
+                token, reads = await _read_until_turn_end(client, flow, token)
+                ended = time.perf_counter()
+                state = await client.invoke_rpc(flow.peek, _SEQUENTIAL_FLOW)
+                peeked = time.perf_counter()
+                if state != "done" or reads != 8:
+                    raise RuntimeError(f"turn {number + 1}: state {state!r}, {reads} events read")
+                if number >= warmup:
+                    until_end.append(ended - started)
+                    until_peek.append(peeked - started)
+    model_ms = 2 * model_latency_ms
+    end_ms = 1000 * statistics.median(until_end)
+    peek_ms = 1000 * statistics.median(until_peek)
+    print(
+        f"turn_shape_floor: {turns} turns after {warmup} warm-up, {model_latency_ms:g} ms per model call"
+    )
+    print(f"  model latency per turn (2 calls)              {model_ms:.1f} ms")
+    print(
+        f"  until the turn's last event is read, median   {end_ms:.1f} ms (floor ratio {end_ms / model_ms:.3f})"
+    )
+    print(
+        f"  until the query RPC after it, median          {peek_ms:.1f} ms (floor ratio {peek_ms / model_ms:.3f})"
+    )
+    print(f"  overhead: {end_ms - model_ms:.1f} ms / {peek_ms - model_ms:.1f} ms per turn")
+    print(
+        f"command: python benchmarks/turn_shape_floor.py --turns {turns} | cores: {os.cpu_count()}"
+    )
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=20, help="measured turns (default 20)")
+    parser.add_argument("--warmup", type=int, default=3, help="warm-up turns (default 3)")
+    parser.add_argument(
+        "--model-latency-ms", type=float, default=100.0, help="per model call (default 100)"
+    )
+    arguments = parser.parse_args(argv)
+    asyncio.run(_measure(arguments.turns, arguments.warmup, arguments.model_latency_ms))
+
+
+if __name__ == "__main__":
+    if os.environ.get(SERVER_ADDRESS_ENV) and _MODEL_LATENCY_ENV in os.environ:
+        run_agent_worker([build_flow(float(os.environ[_MODEL_LATENCY_ENV]))])
+    else:
+        main(sys.argv[1:])
