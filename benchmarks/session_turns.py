@@ -29,7 +29,10 @@ Finding out where the overhead goes:
   tool's start and end), and prints the median gap between consecutive marks and their sum by kind;
 - ``--cprofile-worker`` prints the Worker child's cProfile over the sequential turns;
 - ``--memoize-sdk`` is an experiment: it memoizes two SDK functions that recompute constant results,
-  to show what they cost.
+  to show what they cost;
+- ``benchmarks/turn_shape_floor.py`` runs a plain Dex Flow with this turn's Step shape (the same
+  Step methods, RPCs, Stream writes and reads) and empty Steps: the part of the overhead that the
+  engine, the SDK and gRPC take before any dex-agents code runs.
 
 Run from the repository root::
 
