@@ -15,6 +15,9 @@ It measures, and prints as a table:
 2. the same runner's calls made in process, no engine: ``run_model_step``,
    ``execute_deferred_tool_call``, ``run_model_step`` with the same script and tool; median;
 3. their ratio (goal: at most 1.10);
+3a. the floor: ``turn_shape_floor.py``'s Flow, the same Step shape with empty Steps, on the same
+   engine and Worker right after the session's turns, and dex-agents' share of the overhead
+   above it;
 4. turns per second of ``--sessions`` concurrent sessions, each running turns back to back for
    ``--duration`` seconds, and how busy the engine, Worker and client processes were meanwhile.
 
@@ -108,6 +111,8 @@ from dex_agents.testing import (
     AgentTestStack,
     run_agent_worker,
 )
+from turn_shape_floor import FloorTimings, measure_floor_turns
+from turn_shape_floor import build_flow as build_floor_flow
 
 FLOW_TYPE: Final = "SessionTurnsBenchmarkAgent"
 GOAL_RATIO: Final = 1.10
@@ -468,6 +473,7 @@ class DurableFigures:
     message_sizes: list[_Mark]
     worker_cprofile: str
     engine_cprofile: str
+    floor: FloorTimings
 
 
 async def _sequential_turns(
@@ -549,8 +555,13 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         worker_env[_MEMOIZE_SDK_ENV] = "1"
         _memoize_sdk()
     engine_cprofile_file = state_dir / "engine.cprofile"
+    floor_flow = build_floor_flow(options.model_latency_ms)
     stack = AgentTestStack(
-        state_dir, [flow], _WORKER_MODULE, worker_cwd=_BENCHMARK_DIR, worker_env=worker_env
+        state_dir,
+        [flow, floor_flow],
+        _WORKER_MODULE,
+        worker_cwd=_BENCHMARK_DIR,
+        worker_env=worker_env,
     )
     if options.cprofile_engine:
         await _enter_with_engine_profiler(stack, state_dir, engine_cprofile_file)
@@ -566,6 +577,10 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         _progress(f"sequential durable turns ({options.warmup} warm-up + {options.turns})")
         timings = await _sequential_turns(stack.client, sessions, options, cpu)
         sequential_cpu = cpu.used()
+        _progress(
+            "the same Step shape with empty Steps (turn_shape_floor.py), same engine and Worker"
+        )
+        floor = await measure_floor_turns(stack.client, floor_flow, options.turns, options.warmup)
         cprofile_text = ""
         if options.cprofile_worker:
             cprofile_text = await _collect_cprofile(worker.pid, cprofile_file)
@@ -610,6 +625,7 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         sizes,
         cprofile_text,
         engine_cprofile_text,
+        floor,
     )
 
 
@@ -1017,6 +1033,31 @@ def _engine_description() -> str:
     return "dex-local-engine serve --durability process-crash-safe (the default)"
 
 
+def _floor_rows(
+    options: BenchmarkOptions,
+    durable: DurableFigures,
+    base: float,
+    event_times: Sequence[float],
+    durable_median: float,
+) -> list[tuple[str, str]]:
+    """The floor's medians and what dex-agents adds above it, in the table's units."""
+    model = 2 * options.model_latency_ms / 1000
+    floor_event = _median(durable.floor.until_last_event)
+    floor_query = _median(durable.floor.until_query)
+    event_share = _ms(_median(event_times) - base - (floor_event - model)) if event_times else "n/a"
+    return [
+        (
+            "same Step shape, empty Steps (turn_shape_floor): last event / query RPC",
+            f"{_ms(floor_event)} / {_ms(floor_query)}, ratios to the model latency "
+            f"{_ratio(floor_event, model)} / {_ratio(floor_query, model)}",
+        ),
+        (
+            "  dex-agents' share of the overhead (above that floor): event / snapshot",
+            f"{event_share} / {_ms(durable_median - base - (floor_query - model))}",
+        ),
+    ]
+
+
 def _print_report(
     options: BenchmarkOptions, in_process: InProcessFigures, durable: DurableFigures
 ) -> None:
@@ -1058,6 +1099,7 @@ def _print_report(
             f"RATIO durable (snapshot shows it) / in-process (goal <= {GOAL_RATIO:.2f})",
             _ratio(durable_median, base),
         ),
+        *_floor_rows(options, durable, base, event_times, durable_median),
         (
             "CPU per measured turn (load-independent)",
             _cpu_per_turn(durable.turns_cpu_seconds, len(durable.turns))
@@ -1276,7 +1318,7 @@ def _serve_worker() -> None:
     cprofile_file = os.environ.get(_CPROFILE_FILE_ENV)
     if cprofile_file:
         _start_cprofile(Path(cprofile_file))
-    run_agent_worker([build_flow(latency_ms)])
+    run_agent_worker([build_flow(latency_ms), build_floor_flow(latency_ms)])
 
 
 if __name__ == "__main__":

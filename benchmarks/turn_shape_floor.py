@@ -33,6 +33,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Final
@@ -62,12 +63,13 @@ _MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
 _WORKER_MODULE: Final = "turn_shape_floor"
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 _TURN_END: Final = "turn-end"
+EVENTS_PER_TURN: Final = 8
 _READ_WAIT: Final = timedelta(seconds=5)
 _SEQUENTIAL_FLOW: Final = "floor-session"
 
 
-class _ShapeFlow(Flow[str]):
-    """The Flow; its Steps and RPCs share these definitions."""
+class TurnShapeFlow(Flow[str]):
+    """A session turn's Step shape with empty Steps; its Steps and RPCs share these definitions."""
 
     def __init__(self, model_latency_seconds: float) -> None:
         self.model_latency_seconds = model_latency_seconds
@@ -98,7 +100,7 @@ class _ShapeFlow(Flow[str]):
 
 
 class Await(Step[str]):
-    def __init__(self, flow: _ShapeFlow) -> None:
+    def __init__(self, flow: TurnShapeFlow) -> None:
         self.flow = flow
 
     async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # type: ignore[override]
@@ -111,7 +113,7 @@ class Await(Step[str]):
 
 
 class Model(Step[int]):
-    def __init__(self, flow: _ShapeFlow) -> None:
+    def __init__(self, flow: TurnShapeFlow) -> None:
         self.flow = flow
 
     async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # type: ignore[override]
@@ -127,7 +129,7 @@ class Model(Step[int]):
 
 
 class Tool(Step[str]):
-    def __init__(self, flow: _ShapeFlow) -> None:
+    def __init__(self, flow: TurnShapeFlow) -> None:
         self.flow = flow
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
@@ -139,7 +141,7 @@ class Tool(Step[str]):
 
 
 class Resume(Step[int]):
-    def __init__(self, flow: _ShapeFlow) -> None:
+    def __init__(self, flow: TurnShapeFlow) -> None:
         self.flow = flow
 
     async def wait_for(self, context: AsyncContext, input: int) -> Wait:  # type: ignore[override]
@@ -149,13 +151,49 @@ class Resume(Step[int]):
         return dex.go_to(Model, 2)
 
 
-def build_flow(model_latency_ms: float) -> _ShapeFlow:
+def build_flow(model_latency_ms: float) -> TurnShapeFlow:
     """The Flow, the same in the client and the Worker child."""
-    return _ShapeFlow(model_latency_ms / 1000)
+    return TurnShapeFlow(model_latency_ms / 1000)
+
+
+@dataclass(frozen=True)
+class FloorTimings:
+    """Seconds per measured turn: until the turn's last event is read, and until the query RPC
+    after it returned."""
+
+    until_last_event: list[float]
+    until_query: list[float]
+
+
+async def measure_floor_turns(
+    client: dex.AsyncClient, flow: TurnShapeFlow, turns: int, warmup: int
+) -> FloorTimings:
+    """Start one Flow and time ``warmup`` + ``turns`` turns of it back to back.
+
+    Raises:
+        RuntimeError: A turn ended in the wrong state or with another number of events.
+    """
+    await client.start_flow(flow, _SEQUENTIAL_FLOW, "")
+    token = ""
+    timings = FloorTimings([], [])
+    for number in range(warmup + turns):
+        started = time.perf_counter()
+        if not await client.invoke_rpc(flow.send, _SEQUENTIAL_FLOW, "Where is order 7?"):
+            raise RuntimeError(f"turn {number + 1}: the send RPC refused the message")
+        token, reads = await _read_until_turn_end(client, flow, token)
+        ended = time.perf_counter()
+        state = await client.invoke_rpc(flow.peek, _SEQUENTIAL_FLOW)
+        queried = time.perf_counter()
+        if state != "done" or reads != EVENTS_PER_TURN:
+            raise RuntimeError(f"turn {number + 1}: state {state!r}, {reads} events read")
+        if number >= warmup:
+            timings.until_last_event.append(ended - started)
+            timings.until_query.append(queried - started)
+    return timings
 
 
 async def _read_until_turn_end(
-    client: dex.AsyncClient, flow: _ShapeFlow, token: str
+    client: dex.AsyncClient, flow: TurnShapeFlow, token: str
 ) -> tuple[str, int]:
     read = 0
     while True:
@@ -180,37 +218,23 @@ async def _measure(turns: int, warmup: int, model_latency_ms: float) -> None:
             worker_env={_MODEL_LATENCY_ENV: repr(model_latency_ms)},
         ) as stack:
             await stack.start_worker()
-            client = stack.client
-            await client.start_flow(flow, _SEQUENTIAL_FLOW, "")
-            token = ""
-            until_end: list[float] = []
-            until_peek: list[float] = []
-            for number in range(warmup + turns):
-                started = time.perf_counter()
-                assert await client.invoke_rpc(flow.send, _SEQUENTIAL_FLOW, "Where is order 7?")
-                token, reads = await _read_until_turn_end(client, flow, token)
-                ended = time.perf_counter()
-                state = await client.invoke_rpc(flow.peek, _SEQUENTIAL_FLOW)
-                peeked = time.perf_counter()
-                if state != "done" or reads != 8:
-                    raise RuntimeError(f"turn {number + 1}: state {state!r}, {reads} events read")
-                if number >= warmup:
-                    until_end.append(ended - started)
-                    until_peek.append(peeked - started)
+            timings = await measure_floor_turns(stack.client, flow, turns, warmup)
     model_ms = 2 * model_latency_ms
-    end_ms = 1000 * statistics.median(until_end)
-    peek_ms = 1000 * statistics.median(until_peek)
+    end_ms = 1000 * statistics.median(timings.until_last_event)
+    query_ms = 1000 * statistics.median(timings.until_query)
     print(
         f"turn_shape_floor: {turns} turns after {warmup} warm-up, {model_latency_ms:g} ms per model call"
     )
-    print(f"  model latency per turn (2 calls)              {model_ms:.1f} ms")
+    print(f"  model latency per turn (2 calls)             {model_ms:.1f} ms")
     print(
-        f"  until the turn's last event is read, median   {end_ms:.1f} ms (floor ratio {end_ms / model_ms:.3f})"
+        f"  until the turn's last event is read, median  {end_ms:.1f} ms (ratio {end_ms / model_ms:.3f})"
     )
     print(
-        f"  until the query RPC after it, median          {peek_ms:.1f} ms (floor ratio {peek_ms / model_ms:.3f})"
+        f"  until the query RPC after it, median         {query_ms:.1f} ms (ratio {query_ms / model_ms:.3f})"
     )
-    print(f"  overhead: {end_ms - model_ms:.1f} ms / {peek_ms - model_ms:.1f} ms per turn")
+    print(
+        f"  overhead per turn                            {end_ms - model_ms:.1f} ms / {query_ms - model_ms:.1f} ms"
+    )
     print(
         f"command: python benchmarks/turn_shape_floor.py --turns {turns} | cores: {os.cpu_count()}"
     )
