@@ -169,6 +169,10 @@ async def test_cancelling_the_dispatch_cancels_the_call_and_the_channel_stays_us
     assert first.WhichOneof("output") in ("heartbeat", "stream_write")
     await gates.wait_arrived("slow.after-output")
     await asyncio.wait_for(iteration.aclose(), 5)
+    # The Worker cancels the handler when it sees the call's cancellation, a moment later.
+    async with asyncio.timeout(10):
+        while invocation_log.count("ProbeStep.cancelled") == 0:
+            await asyncio.sleep(0.02)
     gates.release("slow.after-output")
     frames = await _frames(
         dispatcher, _at(rpc_task(PROBE_FLOW_TYPE, "echo", string_value("after")), address)

@@ -83,7 +83,12 @@ class AsyncProbeStep(Step[str]):
         await asyncio.to_thread(pass_gate, f"{input}.before-output")
         await context.heartbeat(_heartbeat_value(input))
         self._stream.write(context, f"{input}:chunk")
-        await asyncio.to_thread(pass_gate, f"{input}.after-output")
+        try:
+            await asyncio.to_thread(pass_gate, f"{input}.after-output")
+        except asyncio.CancelledError:
+            # Tests wait for this entry to know the cancellation reached the handler.
+            record_invocation("ProbeStep.cancelled", label=input, attempt=context.attempt)
+            raise
         record_invocation("ProbeStep.done", label=input, attempt=context.attempt)
         return dex.graceful_complete(f"{input}:done")
 
