@@ -6,8 +6,8 @@ messages through that code in every Step and every snapshot, so it is a large sh
 and a client's CPU. The codecs here convert with each wire value's own ``to_json``/``from_json``
 instead, and a stored message keeps its text once written (see ``_wire_value_json_text``), so
 the messages a chunk or a snapshot repeats are not written again. The JSON text is the same byte
-for byte, so Workers and clients with and without these
-codecs serve and read the same sessions, and values stored by either read back in the other.
+for byte, so Workers and clients with and without these codecs serve and read the same sessions,
+and values stored by either read back in the other.
 """
 
 from __future__ import annotations
