@@ -14,9 +14,9 @@ A plain Dex Flow moves exactly as one ``session_turns.py`` turn does, with no de
   one query RPC, as ``session_turns.py`` reads ``AgentEvents`` and then a snapshot.
 
 So it has the same 7 Step methods, 2 RPCs, 8 Stream writes and one heartbeat per turn, with
-Attributes of a few bytes. What it takes beyond the model latency is what the engine, the SDK
-and gRPC cost for that shape on this machine: the part of ``session_turns.py``'s overhead that
-dex-agents code cannot remove.
+Attributes of a few bytes. What it takes beyond its model sleeps (timed as they really ran, since
+``asyncio.sleep`` wakes late) is what the engine, the SDK and gRPC cost for that shape on this
+machine: the part of ``session_turns.py``'s overhead that dex-agents code cannot remove.
 
 Usage (from the repository root)::
 
@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -77,6 +78,8 @@ class TurnShapeFlow(Flow[str]):
         self.results = Channel("results", str)
         self.events = Stream("events", str, 1 << 20)
         self.state = Attribute("state", str)
+        self.slept = Attribute("slept", float)
+        """The seconds the turn's model sleeps really took (``asyncio.sleep`` wakes late)."""
 
     def get_flow_type(self) -> str:
         return FLOW_TYPE
@@ -85,7 +88,9 @@ class TurnShapeFlow(Flow[str]):
         return StepList.start_step(Await(self)).other_steps(Model(self), Tool(self), Resume(self))
 
     def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of(self.messages, self.results, self.events, self.state)
+        return PersistenceSchema.of(
+            self.messages, self.results, self.events, self.state, self.slept
+        )
 
     @rpc
     def send(self, context: Context, text: str) -> RPCResult[bool]:
@@ -95,8 +100,9 @@ class TurnShapeFlow(Flow[str]):
 
     @rpc
     def peek(self, context: Context) -> RPCResult[str]:
-        """Read the state (``get_agent_snapshot``)."""
-        return RPCResult(self.state.get(context) or "")
+        """Read the state and the model sleeps' seconds (``get_agent_snapshot``), as JSON."""
+        state = {"state": self.state.get(context) or "", "slept": self.slept.get(context) or 0.0}
+        return RPCResult(json.dumps(state))
 
 
 class Await(Step[str]):
@@ -108,6 +114,7 @@ class Await(Step[str]):
 
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
         self.flow.state.set(context, "running")
+        self.flow.slept.set(context, 0.0)
         self.flow.events.write(context, "turn_started")
         return dex.go_to(Model, 1)
 
@@ -117,7 +124,10 @@ class Model(Step[int]):
         self.flow = flow
 
     async def execute(self, context: AsyncContext, input: int) -> StepDecision:  # type: ignore[override]
+        started = time.perf_counter()
         await asyncio.sleep(self.flow.model_latency_seconds)
+        slept = (self.flow.slept.get(context) or 0.0) + time.perf_counter() - started
+        self.flow.slept.set(context, slept)
         if input == 1:
             self.flow.events.write(context, "usage_recorded")
             self.flow.events.write(context, "tool_call_deferred")
@@ -158,11 +168,23 @@ def build_flow(model_latency_ms: float) -> TurnShapeFlow:
 
 @dataclass(frozen=True)
 class FloorTimings:
-    """Seconds per measured turn: until the turn's last event is read, and until the query RPC
-    after it returned."""
+    """Seconds per measured turn: until the turn's last event is read, until the query RPC after
+    it returned, and what the turn's two model sleeps really took."""
 
     until_last_event: list[float]
     until_query: list[float]
+    model_sleeps: list[float]
+
+    def overhead(self) -> tuple[float, float]:
+        """Median seconds above the model sleeps: until the last event, until the query."""
+        return (
+            statistics.median(
+                t - s for t, s in zip(self.until_last_event, self.model_sleeps, strict=True)
+            ),
+            statistics.median(
+                t - s for t, s in zip(self.until_query, self.model_sleeps, strict=True)
+            ),
+        )
 
 
 async def measure_floor_turns(
@@ -175,20 +197,22 @@ async def measure_floor_turns(
     """
     await client.start_flow(flow, _SEQUENTIAL_FLOW, "")
     token = ""
-    timings = FloorTimings([], [])
+    timings = FloorTimings([], [], [])
     for number in range(warmup + turns):
         started = time.perf_counter()
         if not await client.invoke_rpc(flow.send, _SEQUENTIAL_FLOW, "Where is order 7?"):
             raise RuntimeError(f"turn {number + 1}: the send RPC refused the message")
         token, reads = await _read_until_turn_end(client, flow, token)
         ended = time.perf_counter()
-        state = await client.invoke_rpc(flow.peek, _SEQUENTIAL_FLOW)
+        reply: str = await client.invoke_rpc(flow.peek, _SEQUENTIAL_FLOW)
+        state = json.loads(reply)
         queried = time.perf_counter()
-        if state != "done" or reads != EVENTS_PER_TURN:
+        if state["state"] != "done" or reads != EVENTS_PER_TURN:
             raise RuntimeError(f"turn {number + 1}: state {state!r}, {reads} events read")
         if number >= warmup:
             timings.until_last_event.append(ended - started)
             timings.until_query.append(queried - started)
+            timings.model_sleeps.append(float(state["slept"]))
     return timings
 
 
@@ -219,21 +243,18 @@ async def _measure(turns: int, warmup: int, model_latency_ms: float) -> None:
         ) as stack:
             await stack.start_worker()
             timings = await measure_floor_turns(stack.client, flow, turns, warmup)
-    model_ms = 2 * model_latency_ms
     end_ms = 1000 * statistics.median(timings.until_last_event)
     query_ms = 1000 * statistics.median(timings.until_query)
+    slept_ms = 1000 * statistics.median(timings.model_sleeps)
+    end_overhead, query_overhead = timings.overhead()
     print(
         f"turn_shape_floor: {turns} turns after {warmup} warm-up, {model_latency_ms:g} ms per model call"
     )
-    print(f"  model latency per turn (2 calls)             {model_ms:.1f} ms")
+    print(f"  the 2 model sleeps of a turn really took, median  {slept_ms:.1f} ms")
+    print(f"  until the turn's last event is read, median       {end_ms:.1f} ms")
+    print(f"  until the query RPC after it, median              {query_ms:.1f} ms")
     print(
-        f"  until the turn's last event is read, median  {end_ms:.1f} ms (ratio {end_ms / model_ms:.3f})"
-    )
-    print(
-        f"  until the query RPC after it, median         {query_ms:.1f} ms (ratio {query_ms / model_ms:.3f})"
-    )
-    print(
-        f"  overhead per turn                            {end_ms - model_ms:.1f} ms / {query_ms - model_ms:.1f} ms"
+        f"  overhead above the sleeps (last event / query)    {1000 * end_overhead:.1f} ms / {1000 * query_overhead:.1f} ms"
     )
     print(
         f"command: python benchmarks/turn_shape_floor.py --turns {turns} | cores: {os.cpu_count()}"
