@@ -9,6 +9,7 @@ once the answer reached the job, the finished report. A runner maps ``ScenarioQu
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ CONFIRM_CHOICES = ("yes", "no")
 REPORT_QUESTION = "Include drafts?"
 REPORT_QUESTION_ID = "drafts-question"
 REPORT_POLL_INTERVAL_SECONDS = 1
+_CHECKPOINT_SEND_SECONDS = 0.2
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,11 @@ async def stop_at_report_gate(spec: ScenarioAgentSpec, gate: str) -> None:
     """Stop at ``gate`` (when not empty) after the job's handle is saved, so a test can kill the
     Worker between the start and the tool Step's commit."""
     if gate:
+        # The Dex SDK's heartbeat() only queues the checkpoint's frame, and Dex may drop a
+        # checkpoint that never left the Worker (the runner contract allows it). A test that
+        # kills the Worker at this gate means "after the checkpoint reached Dex", so give the
+        # frame time to leave before the gate says so.
+        await asyncio.sleep(_CHECKPOINT_SEND_SECONDS)
         file_gate = FileGate(spec.state_dir, gate)
         file_gate.mark_reached()
         await file_gate.wait_for_release()
