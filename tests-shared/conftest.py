@@ -1,4 +1,4 @@
-"""The shared scenario suite, parametrised over every runner in ``scenario_support.runners``."""
+"""The shared scenario suite, parametrised over every runner installed (``scenario_support.runners``)."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 from dex_agents.testing import AgentTestStack
+from dex_agents.testing.scenarios import DEADLINE_FLOW_TYPE, MAIN_FLOW_TYPE
 from scenario_support.harness import Scenario
-from scenario_support.runners import RUNNERS, build_scenario_flows
-from scenario_support.scenario_agent import DEADLINE_FLOW_TYPE, MAIN_FLOW_TYPE
+from scenario_support.runners import RUNNER_NAMES, build_scenario_flows
 from scenario_support.worker import RUNNER_ENV, STATE_DIR_ENV
 
 TESTS_SHARED_DIR = Path(__file__).resolve().parent
 
 
-@pytest.fixture(params=sorted(RUNNERS))
+@pytest.fixture(params=RUNNER_NAMES)
 def runner_name(request: pytest.FixtureRequest) -> str:
     name: str = request.param
     return name

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from dex_agents.testing.scenarios import ScenarioCall, ScenarioCommand
 from scenario_support.harness import Scenario, assistant_texts, tool_messages
-from scenario_support.scenario_agent import ScenarioCall, ScenarioCommand
 
 REFUND = ScenarioCommand(calls=(ScenarioCall("refund"),))
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from scenario_support.harness import Scenario, assistant_texts, tool_messages
-from scenario_support.scenario_agent import (
+from dex_agents.testing.scenarios import (
     BROKEN_TOOL_ERROR,
     MODEL_INVOCATION,
     ScenarioCall,
     ScenarioCommand,
 )
+from scenario_support.harness import Scenario, assistant_texts, tool_messages
 
 
 async def test_a_plain_chat_turn_makes_one_model_call(scenario: Scenario) -> None:

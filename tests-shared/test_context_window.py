@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 from dex_agents.testing import ContextWindowProgress, ContextWindowSessionScenario
-from scenario_support.runners import CONTEXT_WINDOW_RUNNERS, RUNNERS
+from dex_agents.testing.scenarios import load_scenario_runner
+from scenario_support.runners import RUNNER_NAMES
 
 LONG_TESTS = os.environ.get("DEX_AGENTS_LONG_TESTS") == "1"
 
 
 def _factory(runner: str):  # type: ignore[no-untyped-def]
-    factory = CONTEXT_WINDOW_RUNNERS.get(runner)
+    factory = load_scenario_runner(runner).build_context_window_flow
     if factory is None:
         pytest.skip(f"runner {runner} does not implement ContextCompactionRunner")
     return factory
@@ -31,7 +32,7 @@ def _print_progress(progress: ContextWindowProgress) -> None:
     )
 
 
-@pytest.mark.parametrize("runner", sorted(RUNNERS))
+@pytest.mark.parametrize("runner", RUNNER_NAMES)
 async def test_800_turn_guard_stays_under_the_window_with_bounded_state(
     runner: str, tmp_path: Path
 ) -> None:
@@ -45,7 +46,7 @@ async def test_800_turn_guard_stays_under_the_window_with_bounded_state(
 @pytest.mark.skipif(
     not LONG_TESTS, reason="set DEX_AGENTS_LONG_TESTS=1 to run the 2,000-turn session"
 )
-@pytest.mark.parametrize("runner", sorted(RUNNERS))
+@pytest.mark.parametrize("runner", RUNNER_NAMES)
 async def test_2000_turn_session_with_compaction(runner: str, tmp_path: Path) -> None:
     scenario = ContextWindowSessionScenario(
         turns=2_000, retained_message_limit=1_000, batch_turns=100, turn_timeout_seconds=5.0

@@ -7,9 +7,9 @@ from dex_agents.agent_plans import plan_execution_message
 from dex_agents.agent_session_client import AgentSessionClient
 from dex_agents.agent_session_values import InteractionMode, PlanStatus
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.scenarios import PLAN_FLOW_TYPE, ScenarioCall, ScenarioCommand
 from scenario_support.harness import Scenario, assistant_texts
 from scenario_support.runners import runner_supports
-from scenario_support.scenario_agent import PLAN_FLOW_TYPE, ScenarioCall, ScenarioCommand
 
 
 def _write_todos(*tasks: str) -> ScenarioCommand:

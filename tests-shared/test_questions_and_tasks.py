@@ -5,18 +5,19 @@ from __future__ import annotations
 import pytest
 from dex_agents.agent_session_values import InterruptKind
 from dex_agents.testing import wait_until
-from scenario_support.harness import Scenario, assistant_texts
-from scenario_support.runners import runner_supports
-from scenario_support.scenario_agent import ScenarioCall, ScenarioCommand
-from scenario_support.scenario_questions import (
+from dex_agents.testing.scenarios import (
     CONFIRM_QUESTION,
     CONFIRM_TOOL,
     REPORT_POLL_INVOCATION,
     REPORT_QUESTION,
     REPORT_TOOL,
+    ScenarioCall,
+    ScenarioCommand,
     report_deliveries,
     report_job_ids,
 )
+from scenario_support.harness import Scenario, assistant_texts
+from scenario_support.runners import runner_supports
 
 ASK = ScenarioCommand(
     calls=(
@@ -34,7 +35,9 @@ ASK = ScenarioCommand(
 
 def _require(scenario: Scenario, feature: str) -> None:
     if not runner_supports(scenario.runner, feature):
-        pytest.skip(f"runner {scenario.runner} does not declare {feature} in RUNNER_FEATURES")
+        pytest.skip(
+            f"runner {scenario.runner} does not declare {feature} in its ScenarioRunner features"
+        )
 
 
 async def test_ask_user_answered_once(scenario: Scenario) -> None:

@@ -4,13 +4,13 @@ mid-turn, even across a Worker crash; a refused model call ends the turn with a 
 from __future__ import annotations
 
 from dex_agents.model_spend_limit import MODEL_SPEND_LIMIT_ERROR_PREFIX
-from scenario_support.harness import Scenario, assistant_texts
-from scenario_support.scenario_agent import (
+from dex_agents.testing.scenarios import (
     SPEND_REFUSAL_REASON,
     ScenarioCall,
     ScenarioCommand,
     refuse_model_calls,
 )
+from scenario_support.harness import Scenario, assistant_texts
 
 GATED_LOOKUP = ScenarioCommand(calls=(ScenarioCall("lookup", "lookup"),))
 

@@ -18,10 +18,9 @@ from dex_agents.agent_session_values import (
     MessageRole,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.scenarios import REPORT_TOOL, ScenarioCall, ScenarioCommand, model_gate_name
 from scenario_support.harness import Scenario, assistant_texts
 from scenario_support.runners import runner_supports
-from scenario_support.scenario_agent import ScenarioCall, ScenarioCommand, model_gate_name
-from scenario_support.scenario_questions import REPORT_TOOL
 
 LOOKUP_AND_REFUND = ScenarioCommand(
     calls=(ScenarioCall("lookup", "lookup"), ScenarioCall("refund"))
@@ -193,7 +192,9 @@ async def test_cancel_during_a_durable_wait(scenario: Scenario) -> None:
 
 async def test_cancel_during_a_tool_task_abandons_it(scenario: Scenario) -> None:
     if not runner_supports(scenario.runner, "tool_tasks"):
-        pytest.skip(f"runner {scenario.runner} does not declare tool_tasks in RUNNER_FEATURES")
+        pytest.skip(
+            f"runner {scenario.runner} does not declare tool_tasks in its ScenarioRunner features"
+        )
     await scenario.start("cancel-task", ScenarioCommand(calls=(ScenarioCall(REPORT_TOOL),)))
     sessions = scenario.sessions
     await wait_for_agent_snapshot(

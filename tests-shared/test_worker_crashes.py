@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT
-from scenario_support.harness import Scenario, assistant_texts, tool_messages
-from scenario_support.scenario_agent import (
+from dex_agents.testing.scenarios import (
     KILL_WORKER_GATE,
     MODEL_INVOCATION,
     ScenarioCall,
     ScenarioCommand,
     model_gate_name,
 )
+from scenario_support.harness import Scenario, assistant_texts, tool_messages
 
 
 async def _kill_at_gate_and_replace(scenario: Scenario, gate_name: str) -> None:

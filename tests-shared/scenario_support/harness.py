@@ -23,8 +23,7 @@ from dex_agents.testing import (
     wait_for_agent_snapshot,
     wait_until,
 )
-
-from scenario_support.scenario_agent import ScenarioCommand, invocation_log
+from dex_agents.testing.scenarios import ScenarioCommand, invocation_log
 
 
 @dataclass

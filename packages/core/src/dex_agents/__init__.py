@@ -1,6 +1,12 @@
 """Durable AI agent sessions on the Dex workflow engine."""
 
-from dex_agents._json_values import JsonObject, JsonValue, WireValue, WireValueError
+from dex_agents._json_values import (
+    JsonObject,
+    JsonValue,
+    WireValue,
+    WireValueError,
+    dump_json_text,
+)
 from dex_agents.agent_built_in_tools import (
     BUILT_IN_TOOL_DEFINITIONS,
     DEFAULT_MAX_DURABLE_WAIT,
@@ -77,7 +83,6 @@ from dex_agents.agent_framework_runner import (
     ModelCallMetadata,
     PlanModeRunner,
     ToolCallsRequested,
-    ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolOutcomeT,
@@ -247,6 +252,18 @@ from dex_agents.agent_session_values import (
     tool_input_interrupt_id,
 )
 from dex_agents.agent_tracing_options import AgentTracingOptions, GenAISemanticConventionsVersion
+from dex_agents.deferred_tool_context import (
+    NoDeferredToolExecutionError,
+    current_deferred_tool_execution,
+    require_deferred_tool_execution,
+)
+from dex_agents.exceptions import (
+    ConfigurationError,
+    ConfigurationTypeError,
+    DexAgentsError,
+    RunnerContractError,
+    ToolExecutionError,
+)
 from dex_agents.model_spend_limit import (
     MODEL_SPEND_LIMIT_ERROR_PREFIX,
     ModelCallIdentity,
@@ -271,6 +288,7 @@ from dex_agents.tool_policy import (
     tool_effect_from_mcp_tool_annotations,
     tool_effect_rules,
 )
+from dex_agents.tool_source import ListedTool, ToolSource
 
 __version__ = "0.3.0"
 
@@ -376,6 +394,8 @@ __all__ = [
     "CancellationReason",
     "CompactContextInput",
     "CompactionPolicy",
+    "ConfigurationError",
+    "ConfigurationTypeError",
     "ContextCompactionRunner",
     "ContextSummary",
     "ContextSummaryRequest",
@@ -384,6 +404,7 @@ __all__ = [
     "DeferredToolExecution",
     "DeferredToolOutcome",
     "DeleteQueuedMessageRequest",
+    "DexAgentsError",
     "DurableWaitArguments",
     "ExecutePlanRequest",
     "FrameworkMessage",
@@ -394,6 +415,7 @@ __all__ = [
     "JsonObject",
     "JsonValue",
     "ListAgentMessagesRequest",
+    "ListedTool",
     "McpToolAnnotations",
     "MessageLayoutError",
     "MessageRole",
@@ -404,6 +426,7 @@ __all__ = [
     "ModelSpendLimit",
     "ModelSpendRefusal",
     "ModelSpendReport",
+    "NoDeferredToolExecutionError",
     "PlanExecutionRequest",
     "PlanExecutionState",
     "PlanModeRunner",
@@ -414,6 +437,7 @@ __all__ = [
     "ResolveInterruptRequest",
     "ResolvedToolPolicy",
     "RunModelLimit",
+    "RunnerContractError",
     "SessionSettings",
     "SteerUserMessageRequest",
     "StoragePlan",
@@ -429,6 +453,7 @@ __all__ = [
     "ToolInputRequested",
     "ToolOutcomeT",
     "ToolPolicy",
+    "ToolSource",
     "ToolStepType",
     "ToolTaskCancellation",
     "ToolTaskCanceller",
@@ -469,10 +494,12 @@ __all__ = [
     "check_model_spend",
     "chunks_to_load",
     "compaction_through_sequence",
+    "current_deferred_tool_execution",
     "decide_compaction",
     "decode_session_settings",
     "deleted_before_sequence",
     "describe_tool_call_outcome",
+    "dump_json_text",
     "durable_wait_result",
     "empty_agent_usage",
     "enabled_built_in_tool",
@@ -510,6 +537,7 @@ __all__ = [
     "planning_turn_allows_tool",
     "remaining_wait_seconds",
     "repeated_write_todos_call_ids",
+    "require_deferred_tool_execution",
     "resolve_tool_policy",
     "runner_supports_plan_mode",
     "select_turn_boundary_cutoff",

@@ -39,6 +39,7 @@ from dex_agents.agent_session_values import (
     MessageRole,
     QuestionAnswer,
 )
+from dex_agents.exceptions import ToolExecutionError
 from dex_agents.tool_policy import (
     DEFAULT_TOOL_EFFECT,
     ResolvedToolPolicy,
@@ -144,20 +145,6 @@ def tool_call_not_run_error(detail: str) -> str:
         'the tool did not run, so it is safe to call again: no Worker took the task'
     """
     return f"{TOOL_CALL_NOT_RUN_ERROR_PREFIX}: {detail}"
-
-
-class ToolExecutionError(Exception):
-    """Tool failure that the model should see, raised from ``execute_deferred_tool_call``.
-
-    The session records the call as ``failed`` with this message and does not retry it. Raise any
-    other exception for an unexpected failure: ``CallTool`` retries it and, once its attempts run
-    out, records ``failed`` for a ``read`` tool and ``outcome_unknown`` for a write;
-    ``CallSingleAttemptTool`` records ``outcome_unknown`` at once.
-
-    Example:
-        >>> def find_order(order_id: int) -> str:
-        ...     raise ToolExecutionError(f"order {order_id} does not exist")
-    """
 
 
 @dataclass(frozen=True)

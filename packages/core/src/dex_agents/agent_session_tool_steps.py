@@ -67,6 +67,7 @@ from dex_agents.agent_session_values import (
     AgentToolCallStatus,
     InterruptKind,
 )
+from dex_agents.deferred_tool_context import _deferred_tool_execution_scope
 from dex_agents.tool_policy import ToolStepType, tool_effect_rules
 
 __all__ = [
@@ -240,7 +241,8 @@ class _RunToolStep(_ToolCallStep):
         )
         try:
             async with heartbeat.in_background():
-                outcome = await self._runtime.runner.execute_deferred_tool_call(execution)
+                with _deferred_tool_execution_scope(execution):
+                    outcome = await self._runtime.runner.execute_deferred_tool_call(execution)
         except ToolExecutionError as error:
             return finalize_tool_call(record, AgentToolCallStatus.FAILED, error=str(error))
         finally:

@@ -69,6 +69,7 @@ from dex_agents.stepwise.tool_source import (
     ListedTool,
     ToolSource,
     list_source_tools,
+    listed_tool_definition,
     read_source_reference,
     wrap_source_reference,
 )
@@ -343,7 +344,7 @@ class StepwiseAgentRunner:
         for source in self._definition.tool_sources:
             cached = getattr(source, "cached_tools", None)
             listed = cached() if callable(cached) else self._last_listings.get(source.source_name)
-            definitions.extend(tool.definition() for tool in listed or ())
+            definitions.extend(listed_tool_definition(tool) for tool in listed or ())
         definitions.extend(_built_in_definitions(turn))
         return tuple(definitions)
 
@@ -412,7 +413,7 @@ class StepwiseAgentRunner:
                 for listed in listed_tools:
                     self._check_source_tool_name(turn, listed.name, source_tools)
                     source_tools[listed.name] = _SourceTool(source, listed)
-                    definitions.append(listed.definition())
+                    definitions.append(listed_tool_definition(listed))
         definitions.extend(_built_in_definitions(turn))
         return _Offer(tuple(definitions), source_tools)
 

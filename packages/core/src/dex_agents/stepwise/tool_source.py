@@ -15,21 +15,11 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Protocol, runtime_checkable
 
 from dex_agents._json_values import dump_json_text
-from dex_agents.agent_framework_runner import (
-    AgentTurnContext,
-    DeferredToolCall,
-    DeferredToolExecution,
-    DeferredToolOutcome,
-    ToolTaskPoll,
-    ToolTaskPollOutcome,
-)
 from dex_agents.agent_session_values import AgentToolCall
-from dex_agents.stepwise._json_schema import JsonSchema
 from dex_agents.stepwise.model_client import ModelToolDefinition
-from dex_agents.tool_policy import ToolEffect
+from dex_agents.tool_source import ListedTool, ToolSource
 
 __all__ = [
     "ListedTool",
@@ -37,6 +27,7 @@ __all__ = [
     "ToolSource",
     "declared_tool_names",
     "list_source_tools",
+    "listed_tool_definition",
     "read_source_reference",
     "validate_tool_sources",
     "wrap_source_reference",
@@ -53,55 +44,9 @@ _REQUIRED_METHODS = (
 )
 
 
-@dataclass(frozen=True)
-class ListedTool:
-    """One tool a source lists: what the model sees, and the effect its metadata declares."""
-
-    name: str
-    description: str
-    parameters: JsonSchema
-    framework_effect: ToolEffect | None = None
-
-    def definition(self) -> ModelToolDefinition:
-        """The definition offered to the model."""
-        return ModelToolDefinition(self.name, self.description, dict(self.parameters))
-
-
-@runtime_checkable
-class ToolSource(Protocol):
-    """Tools listed at run time. Any object with these members is a ToolSource.
-
-    ``source_name`` must be unique within an agent and stable across deploys, because stored calls
-    name their source. Optional members: ``declared_tool_names()``, names the source always lists,
-    checked when the AgentDefinition is built; ``cancel_tool_task(cancellation)``.
-    """
-
-    @property
-    def source_name(self) -> str:
-        """The source's stable name."""
-        ...
-
-    async def list_tools(self) -> Sequence[ListedTool]:
-        """Lists the tools to offer in this model call."""
-        ...
-
-    def deferred_tool_call(
-        self, turn: AgentTurnContext, tool_call_id: str, arguments: str, listed_tool: ListedTool
-    ) -> DeferredToolCall:
-        """Builds the DeferredToolCall of one call of ``listed_tool``, the definition offered.
-
-        Its ``policy`` comes from ``turn.resolve_tool_policy``, and its ``tool_source_reference``
-        is the source's own; the runner wraps it.
-        """
-        ...
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
-        """Runs one call of the source's tools in its tool Step, with the source's own reference."""
-        ...
-
-    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Polls a task that one of the source's tools started."""
-        ...
+def listed_tool_definition(tool: ListedTool) -> ModelToolDefinition:
+    """The definition of a listed tool offered to the model."""
+    return ModelToolDefinition(tool.name, tool.description, dict(tool.parameters))
 
 
 def validate_tool_sources(sources: Sequence[object]) -> tuple[ToolSource, ...]:

@@ -3,7 +3,9 @@
 An adapter's tests start a private engine and Worker child processes with
 ``AgentTestStack``, stop a tool at an exact point with ``FileGate``, count real
 calls with ``InvocationLog``, and read which Steps ran with
-``read_step_history``. ``ScriptedModelClient`` is the same class as
+``read_step_history``. ``in_process_worker`` serves Flows in the test process itself.
+``dex_agents.testing.scenarios`` holds the shared scenario agent and the ``ScenarioRunner`` through
+which a runner package joins the shared suite. ``ScriptedModelClient`` is the same class as
 ``dex_agents.stepwise``'s.
 """
 
@@ -27,6 +29,7 @@ from dex_agents.testing.engine_process import (
 )
 from dex_agents.testing.file_gate import FileGate
 from dex_agents.testing.flow_attributes import FlowAttributes, read_flow_attributes
+from dex_agents.testing.in_process_worker import InProcessWorker, in_process_worker
 from dex_agents.testing.invocation_log import InvocationLog, InvocationRecord
 from dex_agents.testing.step_history import (
     EXECUTE_COMPLETED_EVENT,
@@ -73,6 +76,7 @@ __all__ = [
     "EngineStartError",
     "FileGate",
     "FlowAttributes",
+    "InProcessWorker",
     "InvocationLog",
     "InvocationRecord",
     "ScriptedModelClient",
@@ -82,6 +86,7 @@ __all__ = [
     "WorkerProcess",
     "WorkerStartError",
     "build_stepwise_context_window_flow",
+    "in_process_worker",
     "read_flow_attributes",
     "read_step_history",
     "run_agent_worker",

@@ -16,9 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from dex_agents.testing import FileGate
-
-from scenario_support.scenario_agent import ScenarioAgentSpec
+from dex_agents.testing.file_gate import FileGate
+from dex_agents.testing.scenarios.scenario_agent import ScenarioAgentSpec
 
 CONFIRM_TOOL = "confirm"
 REPORT_TOOL = "report"

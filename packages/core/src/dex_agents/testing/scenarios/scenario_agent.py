@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
+from dex_agents._json_values import JsonValue
 from dex_agents.model_spend_limit import ModelCallIdentity, ModelSpendRefusal, ModelSpendReport
-from dex_agents.testing import FileGate, InvocationLog
+from dex_agents.testing.file_gate import FileGate
+from dex_agents.testing.invocation_log import InvocationLog
 from dex_agents.tool_policy import ToolEffect
 
 MAIN_FLOW_TYPE = "ScenarioAgent"
@@ -113,7 +115,7 @@ class ScenarioCall:
     tool: str
     gate: str = ""
     #: The call's arguments; ``None`` sends ``{"gate": gate}``, as the scenario tools take.
-    arguments: dict[str, object] | None = None
+    arguments: dict[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -161,7 +163,7 @@ def model_gate_name(call_index: int) -> str:
 @dataclass(frozen=True)
 class ScenarioToolCall:
     tool: str
-    arguments: dict[str, object]
+    arguments: dict[str, JsonValue]
 
 
 @dataclass(frozen=True)

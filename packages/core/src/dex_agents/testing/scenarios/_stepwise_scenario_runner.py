@@ -1,0 +1,232 @@
+"""The Stepwise runner of the shared scenario suite: the scenario agent as a Stepwise agent.
+
+The core's entry point ``stepwise`` in the group ``dex_agents.scenario_runners`` points here. The
+scripted model answers through a ``ScriptedModelClient``, the scenario tools are function tools,
+and ``report`` comes from a tool source, so every scenario feature runs under Stepwise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Annotated, Any
+
+from dex import Flow
+
+from dex_agents.agent_built_in_tools import BuiltInTool
+from dex_agents.agent_framework_runner import (
+    AgentTurnContext,
+    DeferredToolCall,
+    DeferredToolExecution,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
+)
+from dex_agents.exceptions import ToolExecutionError
+from dex_agents.stepwise import (
+    AgentDefinition,
+    ListedTool,
+    ModelOutputItem,
+    ModelRequest,
+    ModelUserText,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
+    ToolCallContext,
+    function_tool,
+    stepwise_agent_session_flow,
+    stepwise_agent_session_options,
+)
+from dex_agents.testing.context_window_session_scenario import build_stepwise_context_window_flow
+from dex_agents.testing.scenarios.scenario_agent import (
+    ScenarioAgentSpec,
+    ScenarioTool,
+    ScenarioToolError,
+    run_scenario_tool,
+    scripted_reply,
+)
+from dex_agents.testing.scenarios.scenario_questions import (
+    CONFIRM_TOOL,
+    REPORT_POLL_INTERVAL_SECONDS,
+    REPORT_TOOL,
+    ScenarioQuestion,
+    ScenarioTaskRunning,
+    poll_report,
+    run_confirm_tool,
+    start_report,
+    stop_at_report_gate,
+)
+from dex_agents.testing.scenarios.scenario_runner import ScenarioFeature, ScenarioRunner
+from dex_agents.tool_policy import ToolEffect
+
+__all__ = ["STEPWISE_SCENARIO_RUNNER", "build_stepwise_flow"]
+
+
+def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
+    """The scenario agent as a Stepwise agent with a ScriptedModelClient."""
+
+    def model_for(settings: Mapping[str, object]) -> ScriptedModelClient:
+        async def respond(request: ModelRequest) -> ScriptedModelReply:
+            turn_items = _items_after_last_user_text(request.input, ModelUserText)
+            reply = await scripted_reply(
+                spec,
+                ScriptedModelClient.user_texts(request)[-1],
+                model_call_index=1 + _count_runs(turn_items, ModelOutputItem),
+                tool_outputs=[
+                    result.output for result in ScriptedModelClient.tool_results(request)
+                ],
+                session_settings=settings,
+            )
+            return ScriptedModelReply(
+                text=reply.text,
+                tool_calls=[
+                    ScriptedToolCall(call.tool, dict(call.arguments)) for call in reply.tool_calls
+                ],
+            )
+
+        return ScriptedModelClient(respond)
+
+    agent = AgentDefinition(
+        name="scenario",
+        instructions=spec.instructions,
+        model=model_for({}),
+        # The turn's session settings reach the scripted model, as a real resolve_model would.
+        resolve_model=model_for,
+        tools=[*(_stepwise_tool(spec, tool) for tool in spec.tools), _stepwise_confirm_tool(spec)],
+        tool_sources=[StepwiseReportSource(spec)],
+        interrupt_deadline=spec.interrupt_deadline,
+        built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
+        plan_mode_enabled=spec.plan_mode_enabled,
+    )
+    options = replace(
+        stepwise_agent_session_options(agent), model_spend_limit=spec.model_spend_limit
+    )
+    return stepwise_agent_session_flow(agent, flow_type=spec.flow_type, options=options)
+
+
+def _stepwise_tool(spec: ScenarioAgentSpec, tool: ScenarioTool) -> Any:
+    async def run(gate: Annotated[str, "A gate name, or empty"], context: ToolCallContext) -> str:
+        try:
+            return await run_scenario_tool(spec, tool.name, gate, context.idempotency_key)
+        except ScenarioToolError as failure:
+            raise ToolExecutionError(str(failure)) from failure
+
+    return function_tool(
+        effect=tool.effect,
+        requires_approval=tool.requires_approval,
+        name=tool.name,
+        description=tool.description,
+    )(run)
+
+
+def _stepwise_confirm_tool(spec: ScenarioAgentSpec) -> Any:
+    async def confirm(
+        gate: Annotated[str, "Unused; every scenario tool takes it"], context: ToolCallContext
+    ) -> str | ToolInputRequested:
+        answers = [answer.answer for answer in context.input_answers]
+        result = run_confirm_tool(spec, answers, context.idempotency_key)
+        if isinstance(result, ScenarioQuestion):
+            return _input_requested(result)
+        return result
+
+    return function_tool(
+        effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+        requires_approval=False,
+        name=CONFIRM_TOOL,
+        description="Ask before shipping, then ship once.",
+    )(confirm)
+
+
+def _input_requested(question: ScenarioQuestion) -> ToolInputRequested:
+    return ToolInputRequested(
+        question.question,
+        choices=question.choices,
+        allows_free_text=question.allows_free_text,
+        continuation=question.continuation,
+    )
+
+
+class StepwiseReportSource:
+    """A Stepwise tool source offering ``report``, whose job the session polls as a task."""
+
+    source_name = "scenario-report"
+
+    def __init__(self, spec: ScenarioAgentSpec) -> None:
+        self._spec = spec
+
+    async def list_tools(self) -> list[ListedTool]:
+        return [
+            ListedTool(
+                REPORT_TOOL,
+                "Start a report job.",
+                {
+                    "type": "object",
+                    "properties": {"gate": {"type": "string"}},
+                    "additionalProperties": False,
+                },
+                framework_effect=ToolEffect.READ,
+            )
+        ]
+
+    def deferred_tool_call(
+        self, turn: AgentTurnContext, tool_call_id: str, arguments: str, listed_tool: ListedTool
+    ) -> DeferredToolCall:
+        policy = turn.resolve_tool_policy(listed_tool.name, listed_tool.framework_effect)
+        return DeferredToolCall(tool_call_id, listed_tool.name, arguments, policy)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolTaskStarted:
+        if call.heartbeat_checkpoint is not None:
+            return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
+        job_id = start_report(self._spec, call.idempotency_key)
+        await call.save_heartbeat_checkpoint(job_id)
+        arguments = json.loads(call.tool_call.arguments or "{}")
+        await stop_at_report_gate(self._spec, str(arguments.get("gate") or ""))
+        return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        assert poll.tool_call.task_id is not None
+        pending = poll.pending_answer
+        outcome = poll_report(
+            self._spec,
+            poll.tool_call.task_id,
+            continuation=poll.tool_call.input_continuation,
+            pending_answer=pending.answer if pending is not None else None,
+            answer_is_pending=pending is not None,
+        )
+        if isinstance(outcome, ScenarioQuestion):
+            return _input_requested(outcome)
+        if isinstance(outcome, ScenarioTaskRunning):
+            return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
+        return ToolExecutionResult(outcome)
+
+
+def _items_after_last_user_text(items: tuple[object, ...], user_text_type: type) -> list[object]:
+    last = max(
+        (index for index, item in enumerate(items) if isinstance(item, user_text_type)), default=-1
+    )
+    return list(items[last + 1 :])
+
+
+def _count_runs(items: list[object], item_type: type) -> int:
+    """How many model responses the turn already has: runs of consecutive output items."""
+    runs = 0
+    previous_matched = False
+    for item in items:
+        matched = isinstance(item, item_type)
+        if matched and not previous_matched:
+            runs += 1
+        previous_matched = matched
+    return runs
+
+
+STEPWISE_SCENARIO_RUNNER = ScenarioRunner(
+    "stepwise",
+    build_flow=build_stepwise_flow,
+    features=frozenset(ScenarioFeature),
+    build_context_window_flow=build_stepwise_context_window_flow,
+)
+"""Stepwise under the shared suite: every optional feature, and the context window scenario."""

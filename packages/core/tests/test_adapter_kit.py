@@ -1,0 +1,169 @@
+"""The adapter kit: the current deferred tool call, in-process Workers, scenario runner discovery."""
+
+from __future__ import annotations
+
+import asyncio
+from importlib.metadata import EntryPoint
+from pathlib import Path
+
+import pytest
+from agent_session_test_support import (
+    ScriptedRunner,
+    final_answer_with_results,
+    idle_after_turns,
+    request_tools,
+    tool_call,
+)
+from dex_agents import (
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    ConfigurationError,
+    DeferredToolExecution,
+    DexAgentsError,
+    NoDeferredToolExecutionError,
+    ToolEffect,
+    ToolExecutionResult,
+    ToolPolicy,
+    current_deferred_tool_execution,
+    require_deferred_tool_execution,
+)
+from dex_agents.testing import (
+    EngineLogs,
+    EngineProcess,
+    in_process_worker,
+    wait_for_agent_snapshot,
+)
+from dex_agents.testing.scenarios import (
+    SCENARIO_RUNNERS_ENV,
+    ScenarioFeature,
+    ScenarioRunner,
+    UnknownScenarioRunnerError,
+    load_scenario_runner,
+    scenario_runner_names,
+)
+from dex_agents.testing.scenarios import scenario_runner as scenario_runner_module
+
+
+def _two_parallel_tools(turn: AgentTurnContext) -> AgentTurnOutcome:
+    if not turn.is_resuming:
+        return request_tools(
+            turn,
+            tool_call(turn, "call-a", "whoami", {}),
+            tool_call(turn, "call-b", "whoami_in_thread", {}),
+        )
+    return final_answer_with_results(turn)
+
+
+async def _framework_tool() -> str:
+    """A tool several frames below the runner, as a framework calls it: no call argument."""
+    await asyncio.sleep(0)
+    return require_deferred_tool_execution().idempotency_key
+
+
+def _framework_tool_in_thread() -> str:
+    call = current_deferred_tool_execution()
+    return call.tool_call.tool_call_id if call is not None else "none"
+
+
+async def _whoami(call: DeferredToolExecution) -> ToolExecutionResult:
+    # The framework starts its own task for the tool; the context variable is copied into it.
+    key = await asyncio.create_task(_framework_tool())
+    assert current_deferred_tool_execution() is call
+    return ToolExecutionResult(key)
+
+
+async def _whoami_in_thread(call: DeferredToolExecution) -> ToolExecutionResult:
+    return ToolExecutionResult(await asyncio.to_thread(_framework_tool_in_thread))
+
+
+async def test_a_tool_reads_its_own_deferred_call_in_parallel_tool_steps(tmp_path: Path) -> None:
+    runner = ScriptedRunner(
+        _two_parallel_tools, tools={"whoami": _whoami, "whoami_in_thread": _whoami_in_thread}
+    )
+    flow = AgentSessionFlow(
+        runner,
+        flow_type="KitAgent",
+        options=AgentSessionOptions(
+            tool_policies={
+                "whoami": ToolPolicy(ToolEffect.READ),
+                "whoami_in_thread": ToolPolicy(ToolEffect.READ),
+            }
+        ),
+    )
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    try:
+        async with in_process_worker([flow], engine.server_address, tmp_path / "cache") as dex:
+            sessions = dex.sessions(flow)
+            await sessions.start_session("kit-1", "who runs?")
+            snapshot = await wait_for_agent_snapshot(
+                sessions, "kit-1", idle_after_turns(1), description="the turn to end"
+            )
+    finally:
+        await engine.stop()
+    final = snapshot.messages[-1].text or ""
+    assert "whoami=kit-1/turn-1/call-a" in final
+    assert "whoami_in_thread=call-b" in final
+    # Outside a tool Step there is no current call.
+    assert current_deferred_tool_execution() is None
+
+
+def test_require_deferred_tool_execution_outside_a_tool_step_names_the_problem() -> None:
+    with pytest.raises(NoDeferredToolExecutionError, match="no deferred tool call is running"):
+        require_deferred_tool_execution()
+    assert issubclass(NoDeferredToolExecutionError, DexAgentsError)
+    assert issubclass(NoDeferredToolExecutionError, LookupError)
+
+
+async def test_in_process_worker_refuses_no_flows(tmp_path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="at least one Flow"):
+        async with in_process_worker([], "127.0.0.1:1", tmp_path):
+            pass
+
+
+def test_stepwise_registers_through_the_entry_point_with_every_feature() -> None:
+    runner = load_scenario_runner("stepwise")
+    assert runner.name == "stepwise"
+    assert runner.features == frozenset(ScenarioFeature)
+    assert runner.build_context_window_flow is not None
+    assert "stepwise" in scenario_runner_names()
+
+
+def test_the_environment_narrows_the_runners(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SCENARIO_RUNNERS_ENV, " stepwise ,")
+    assert scenario_runner_names() == ["stepwise"]
+    monkeypatch.setenv(SCENARIO_RUNNERS_ENV, "stepwise,no-such-framework")
+    with pytest.raises(UnknownScenarioRunnerError, match="no-such-framework"):
+        scenario_runner_names()
+
+
+def test_an_unknown_runner_name_lists_the_installed_ones() -> None:
+    with pytest.raises(UnknownScenarioRunnerError, match=r"installed runners: .*stepwise"):
+        load_scenario_runner("no-such-framework")
+
+
+def test_an_entry_point_that_is_not_a_scenario_runner_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    wrong = EntryPoint("wrong", "dex_agents:AgentSessionFlow", "dex_agents.scenario_runners")
+    monkeypatch.setattr(scenario_runner_module, "_entry_points", lambda: {"wrong": wrong})
+    load_scenario_runner.cache_clear()
+    try:
+        with pytest.raises(TypeError, match="must be a ScenarioRunner named 'wrong'"):
+            load_scenario_runner("wrong")
+    finally:
+        load_scenario_runner.cache_clear()
+
+
+def test_a_scenario_runner_checks_its_fields() -> None:
+    with pytest.raises(ConfigurationError, match="non-blank name"):
+        ScenarioRunner(" ", build_flow=lambda spec: None)  # type: ignore[arg-type,return-value]
+    with pytest.raises(ValueError, match="not_a_feature"):
+        ScenarioRunner(
+            "x",
+            build_flow=lambda spec: None,  # type: ignore[arg-type,return-value]
+            features=frozenset({"not_a_feature"}),  # type: ignore[arg-type]
+        )
