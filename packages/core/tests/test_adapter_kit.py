@@ -43,7 +43,7 @@ from dex_agents.testing.scenarios import (
     load_scenario_runner,
     scenario_runner_names,
 )
-from dex_agents.testing.scenarios import scenario_runner as scenario_runner_module
+from dex_agents.testing.scenarios import _scenario_runner as scenario_runner_module
 
 
 def _two_parallel_tools(turn: AgentTurnContext) -> AgentTurnOutcome:

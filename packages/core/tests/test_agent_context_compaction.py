@@ -17,16 +17,18 @@ from dex_agents import (
     ContextSummary,
     ContextSummaryRequest,
     MessageRole,
-    build_context_summary_note,
     build_context_summary_omission_note,
     build_context_summary_prompt,
-    compaction_through_sequence,
-    decide_compaction,
     estimate_stored_input_tokens,
     estimate_text_tokens,
+    select_turn_boundary_cutoff,
+)
+from dex_agents._compaction import (
+    build_context_summary_note,
+    compaction_through_sequence,
+    decide_compaction,
     messages_to_summarize,
     next_context_summary,
-    select_turn_boundary_cutoff,
 )
 
 

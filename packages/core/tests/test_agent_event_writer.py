@@ -12,6 +12,8 @@ from dex_agents import (
     AgentEventType,
     AgentEventWriter,
     AgentToolCallStatus,
+)
+from dex_agents._events import (
     encode_event_payload,
 )
 

@@ -15,14 +15,17 @@ from datetime import UTC, datetime
 import pytest
 from dex import CodecRegistry
 from dex_agents import (
-    MAX_CHUNK_BYTES_PER_COMMIT,
-    MAX_CHUNK_COUNT_PER_COMMIT,
     AgentMessage,
     AgentMessageChunk,
-    AgentMessageChunkRange,
     AgentMessageIndex,
-    MessageLayoutError,
     MessageRole,
+    message_sequence_key,
+)
+from dex_agents._session.message_layout import (
+    MAX_CHUNK_BYTES_PER_COMMIT,
+    MAX_CHUNK_COUNT_PER_COMMIT,
+    AgentMessageChunkRange,
+    MessageLayoutError,
     MessageStorageLimits,
     StoragePlan,
     assemble_stored_messages,
@@ -30,7 +33,6 @@ from dex_agents import (
     deleted_before_sequence,
     encoded_chunk_size,
     encoded_json_size,
-    message_sequence_key,
     messages_after_summary,
     page_agent_messages,
     plan_message_storage,

@@ -18,7 +18,7 @@ from dex_agents import (
     MessageRole,
     TurnCompleted,
 )
-from dex_agents._message_decode_cache import MessageDecodeCache
+from dex_agents._session.message_decode_cache import MessageDecodeCache
 from dex_agents.testing import wait_for_agent_snapshot
 
 FLOW_TYPE = "MessageReadsAgent"

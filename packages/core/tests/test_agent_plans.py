@@ -8,22 +8,24 @@ from datetime import UTC, datetime
 
 import pytest
 from dex_agents import (
-    PLANNING_TURN_TOOL_REJECTION,
     AgentPlan,
     AgentStatus,
     AgentTodo,
     ExecutePlanRequest,
     InteractionMode,
     PlanExecutionRequest,
-    PlanExecutionState,
     PlanStatus,
     TodoStatus,
+    build_plan_note,
+    plan_execution_key,
+)
+from dex_agents._plans import (
+    PLANNING_TURN_TOOL_REJECTION,
+    PlanExecutionState,
     accepts_plan_execution,
     approve_plan,
-    build_plan_note,
     is_current_plan_approval,
     parse_plan_execution_key,
-    plan_execution_key,
     plan_execution_message,
     plan_execution_refusal,
     plan_updated_payload,

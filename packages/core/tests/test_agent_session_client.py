@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import dex_agents.agent_session_client as client_module
+import dex_agents._session.client as client_module
 import grpc
 import pytest
 from dex import AsyncClient, ErrorSubStatus, Flow, RpcLockConflictError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import dex_agents._agent_session_step_support as step_support
+import dex_agents._session.step_support as step_support
 import pytest
 from agent_session_test_support import (
     ScriptedRunner,

@@ -29,16 +29,18 @@ from dex_agents import (
     RunModelLimit,
     ToolEffect,
     ToolExecutionResult,
+)
+from dex_agents._session.persistence import (
     agent_event_stream,
     agent_session_persistence_schema,
 )
-from dex_agents.agent_session_step_options import (
+from dex_agents._session.step_options import (
     run_model_step_options,
     tool_call_record_step_options,
     tool_call_step_options,
 )
-from dex_agents.agent_session_steps import RecordTurnFailure
-from dex_agents.agent_session_tool_steps import RecordToolFailure
+from dex_agents._session.tool_steps import RecordToolFailure
+from dex_agents._session.turn_steps import RecordTurnFailure
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

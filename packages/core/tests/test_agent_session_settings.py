@@ -12,14 +12,18 @@ from dex_agents import (
     MAX_SESSION_SETTINGS_BYTES,
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
     TurnSessionSettings,
+    session_settings_size,
+    validate_session_settings,
+)
+from dex_agents._json_values import (
     WireValueError,
+)
+from dex_agents._session.settings import (
     decode_session_settings,
     encode_session_settings,
     invalid_start_session_settings_reason,
     session_settings_of_turn,
     session_settings_problem,
-    session_settings_size,
-    validate_session_settings,
 )
 
 # Compact JSON of {"k":"<text>"} is the text's UTF-8 bytes plus these.

@@ -17,7 +17,7 @@ from dex_agents import (
     ResolveInterruptRequest,
     ToolEffect,
 )
-from dex_agents.agent_session_transitions import (
+from dex_agents._session.transitions import (
     ApprovalOutcome,
     AttemptProgress,
     RequestedToolCall,

@@ -20,8 +20,8 @@ from dex_agents import (
     ToolEffect,
     TurnCancellationRequest,
 )
-from dex_agents.agent_session_transitions import start_turn
-from dex_agents.agent_session_turn_control import (
+from dex_agents._session.transitions import start_turn
+from dex_agents._session.turn_control_rules import (
     CancelTurnDecision,
     FinishTurnCancellationAction,
     SteerDecision,

@@ -11,6 +11,8 @@ from dex_agents import (
     ModelSpendLimit,
     ModelSpendRefusal,
     ModelSpendReport,
+)
+from dex_agents._spend_limit import (
     check_model_spend,
     model_spend_limit_error,
 )

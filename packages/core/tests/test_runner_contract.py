@@ -46,8 +46,10 @@ from dex_agents import (
     UnfinishedTurnMessageBuilder,
     build_turn_failure_note,
     describe_tool_call_outcome,
-    runner_supports_plan_mode,
     tool_call_idempotency_key,
+)
+from dex_agents._runner_contract import (
+    runner_supports_plan_mode,
     tool_call_not_run_error,
     validate_tool_calls_requested,
 )

@@ -10,16 +10,18 @@ from enum import Enum, StrEnum
 from typing import Annotated, Literal, NotRequired, Optional, TypedDict
 
 import pytest
-from dex_agents._json_values import JsonValue
-from dex_agents.agent_event_writer import AgentEventWriter
-from dex_agents.agent_framework_runner import (
+from dex_agents import (
+    AgentEventWriter,
+    JsonValue,
+    QuestionAnswer,
+    QuestionResolution,
+    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
+    ToolPolicy,
 )
-from dex_agents.agent_session_values import QuestionAnswer, QuestionResolution
 from dex_agents.stepwise import FunctionTool, ToolCallContext, function_tool
-from dex_agents.tool_policy import ToolEffect, ToolPolicy
 
 
 class Priority(StrEnum):

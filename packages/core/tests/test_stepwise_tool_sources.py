@@ -10,25 +10,25 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
-from dex_agents.agent_event_writer import AgentEventWriter
-from dex_agents.agent_framework_runner import (
+from dex_agents import (
+    AgentEventWriter,
+    AgentMessage,
+    AgentToolCall,
+    AgentToolCallStatus,
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
+    InteractionMode,
+    ResolvedToolPolicy,
     ToolCallsRequested,
+    ToolEffect,
     ToolExecutionResult,
     ToolTaskCancellation,
     ToolTaskPending,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskStarted,
-)
-from dex_agents.agent_session_values import (
-    AgentMessage,
-    AgentToolCall,
-    AgentToolCallStatus,
-    InteractionMode,
 )
 from dex_agents.stepwise import (
     AgentDefinition,
@@ -40,8 +40,7 @@ from dex_agents.stepwise import (
     StepwiseAgentRunner,
     function_tool,
 )
-from dex_agents.stepwise.stepwise_input_items import user_text_message
-from dex_agents.tool_policy import ResolvedToolPolicy, ToolEffect
+from dex_agents.stepwise._input_items import user_text_message
 
 
 class _FakeSource:

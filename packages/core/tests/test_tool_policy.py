@@ -6,15 +6,17 @@ from dataclasses import dataclass
 
 import pytest
 from dex_agents import (
-    DEFAULT_TOOL_EFFECT,
     McpToolAnnotations,
     ResolvedToolPolicy,
     ToolEffect,
     ToolPolicy,
-    ToolStepType,
     is_approval_required,
-    resolve_tool_policy,
     tool_effect_from_mcp_tool_annotations,
+)
+from dex_agents._tool_policy import (
+    DEFAULT_TOOL_EFFECT,
+    ToolStepType,
+    resolve_tool_policy,
     tool_effect_rules,
 )
 

@@ -54,7 +54,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     arguments = _parser().parse_args(argv)
     # Imported here so `dex-agents --help` answers without loading the SDK.
-    from dex_agents.demo import (
+    from dex_agents._demo import (
         DEFAULT_DEMO_DIRECTORY,
         DEFAULT_DEMO_MESSAGE,
         ApprovalMode,

@@ -41,7 +41,7 @@ from dex_agents import (
     select_turn_boundary_cutoff,
 )
 from dex_agents.testing import EngineLogs, EngineProcess
-from dex_agents.testing.flow_attributes import FlowAttributes, read_flow_attributes
+from dex_agents.testing._flow_attributes import FlowAttributes, read_flow_attributes
 
 __all__ = [
     "CompactingScriptedRunner",

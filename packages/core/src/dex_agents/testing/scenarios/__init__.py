@@ -14,7 +14,7 @@ Example:
     >>> SCENARIO_RUNNER = ScenarioRunner("my-framework", build_flow=build_my_flow)
 """
 
-from dex_agents.testing.scenarios.scenario_agent import (
+from dex_agents.testing.scenarios._scenario_agent import (
     APPROVAL_DEADLINE,
     BROKEN_TOOL_ERROR,
     DEADLINE_FLOW_TYPE,
@@ -42,7 +42,7 @@ from dex_agents.testing.scenarios.scenario_agent import (
     scenario_agent_specs,
     scripted_reply,
 )
-from dex_agents.testing.scenarios.scenario_questions import (
+from dex_agents.testing.scenarios._scenario_questions import (
     CONFIRM_CHOICES,
     CONFIRM_QUESTION,
     CONFIRM_TOOL,
@@ -60,7 +60,7 @@ from dex_agents.testing.scenarios.scenario_questions import (
     start_report,
     stop_at_report_gate,
 )
-from dex_agents.testing.scenarios.scenario_runner import (
+from dex_agents.testing.scenarios._scenario_runner import (
     SCENARIO_RUNNERS_ENTRY_POINT_GROUP,
     SCENARIO_RUNNERS_ENV,
     ScenarioFeature,

@@ -14,11 +14,12 @@ from typing import Annotated, Any
 
 from dex import Flow
 
-from dex_agents.agent_built_in_tools import BuiltInTool
-from dex_agents.agent_framework_runner import (
+from dex_agents import (
     AgentTurnContext,
+    BuiltInTool,
     DeferredToolCall,
     DeferredToolExecution,
+    ToolEffect,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskPending,
@@ -41,15 +42,15 @@ from dex_agents.stepwise import (
     stepwise_agent_session_flow,
     stepwise_agent_session_options,
 )
-from dex_agents.testing.context_window_session_scenario import build_stepwise_context_window_flow
-from dex_agents.testing.scenarios.scenario_agent import (
+from dex_agents.testing._context_window_scenario import build_stepwise_context_window_flow
+from dex_agents.testing.scenarios._scenario_agent import (
     ScenarioAgentSpec,
     ScenarioTool,
     ScenarioToolError,
     run_scenario_tool,
     scripted_reply,
 )
-from dex_agents.testing.scenarios.scenario_questions import (
+from dex_agents.testing.scenarios._scenario_questions import (
     CONFIRM_TOOL,
     REPORT_POLL_INTERVAL_SECONDS,
     REPORT_TOOL,
@@ -60,8 +61,7 @@ from dex_agents.testing.scenarios.scenario_questions import (
     start_report,
     stop_at_report_gate,
 )
-from dex_agents.testing.scenarios.scenario_runner import ScenarioFeature, ScenarioRunner
-from dex_agents.tool_policy import ToolEffect
+from dex_agents.testing.scenarios._scenario_runner import ScenarioFeature, ScenarioRunner
 
 __all__ = ["STEPWISE_SCENARIO_RUNNER", "build_stepwise_flow"]
 

@@ -1,0 +1,340 @@
+"""The Steps that wait for a person or a clock for one tool call: ``AwaitQuestionAnswer`` and
+``AwaitTimer``.
+
+``AwaitQuestionAnswer`` serves three kinds of question: an ``ask_user`` call (raised by
+``RunModel`` under the tool call ID), a tool's ``ToolInputRequested``, and a task's question from
+``PollToolTask`` (both raised here as ``<tool_call_id>-input-<n>`` under the ``PendingInterrupts``
+lock). ``AwaitTimer`` waits out a ``durable_wait`` call on a Timer; no coroutine holds the wait.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from dex import (
+    AsyncContext,
+    Step,
+    StepDecision,
+    StepMovement,
+    StepOptions,
+    Timer,
+    Wait,
+    dead_end,
+    go_to_many,
+)
+from dex.condition import Condition
+
+from dex_agents._built_in_tools import remaining_wait_seconds
+from dex_agents._events import AgentEventType, AgentEventWriter
+from dex_agents._session.built_in_transitions import (
+    apply_question_resolution,
+    finish_durable_wait,
+    interrupt_id_of_question,
+    is_ask_user_record,
+    is_question_raised,
+    next_question_interrupt_id,
+    question_resolution_of,
+    raise_tool_question,
+)
+from dex_agents._session.persistence import (
+    AGENT_TOOL_CALLS,
+    INTERRUPT_RESOLUTIONS,
+    PENDING_INTERRUPTS,
+    TOOL_CALL_CANCELLATIONS,
+)
+from dex_agents._session.step_options import tool_call_record_step_options
+from dex_agents._session.step_support import SessionRuntime, finish_tool_call, load_tool_call
+from dex_agents._session.transitions import (
+    finalize_tool_call,
+    find_pending_interrupt,
+    remove_interrupt,
+    seconds_until,
+)
+from dex_agents._values import (
+    AgentInterrupt,
+    AgentToolCall,
+    AgentToolCallStatus,
+    CancellationReason,
+    InterruptKind,
+    QuestionResolution,
+)
+
+__all__ = [
+    "AwaitQuestionAnswer",
+    "AwaitTimer",
+    "question_movement",
+    "timer_movement",
+    "write_question_raised",
+]
+
+
+def write_question_raised(
+    events: AgentEventWriter, interrupt: AgentInterrupt, record: AgentToolCall
+) -> None:
+    """Write ``interrupt_raised`` of kind ``question`` for ``interrupt``."""
+    events.write_event(
+        AgentEventType.INTERRUPT_RAISED,
+        {
+            "interrupt_id": interrupt.interrupt_id,
+            "tool_call_id": record.tool_call_id,
+            "tool_name": record.tool_name,
+            "deadline": interrupt.deadline,
+            "kind": InterruptKind.QUESTION,
+            "question": interrupt.question,
+            "choices": list(interrupt.choices),
+            "allows_free_text": interrupt.allows_free_text,
+        },
+    )
+
+
+class _WaitingToolCallStep(Step[str]):
+    def __init__(self, runtime: SessionRuntime) -> None:
+        self._runtime = runtime
+
+    def get_step_options(self) -> StepOptions | None:
+        return None  # Every movement carries its own options, for its own record.
+
+    def _events(self, context: AsyncContext, record: AgentToolCall) -> AgentEventWriter:
+        return self._runtime.event_writer(context, record.turn_id)
+
+
+class AwaitQuestionAnswer(_WaitingToolCallStep):
+    """Waits for the answer to one call's question, a decline, or the question's deadline.
+
+    Waits on ``ToolCallCancellations.for_one(id)`` and ``InterruptResolutions.for_one(interrupt_id)``
+    plus a deadline Timer while the question is pending, or a zero Timer while a tool's question is
+    not raised yet; Execute, holding the ``PendingInterrupts`` lock, raises it. An ``ask_user``
+    answer is the call's result; a tool's question returns the call to its tool Step, a task's
+    question to ``PollToolTask``.
+    """
+
+    async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # type: ignore[override]
+        record = load_tool_call(context, input)
+        if record is None or record.status is not AgentToolCallStatus.AWAITING_ANSWER:
+            return Wait.skip_immediately()
+        if not is_question_raised(record):
+            return Wait.until(Timer.by_duration(timedelta(0)))
+        interrupt_id = self._interrupt_id(record)
+        conditions: list[Condition] = [
+            TOOL_CALL_CANCELLATIONS.for_one(input),
+            INTERRUPT_RESOLUTIONS.for_one(interrupt_id),
+        ]
+        pending = find_pending_interrupt(PENDING_INTERRUPTS.get(context) or [], interrupt_id)
+        if pending is not None and pending.deadline is not None:
+            seconds = seconds_until(pending.deadline, self._runtime.now())
+            conditions.append(Timer.by_duration(timedelta(seconds=seconds)))
+        return Wait.any_of(*conditions)
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        record = load_tool_call(context, input)
+        if record is None or record.is_final:
+            return dead_end()
+        if record.status is not AgentToolCallStatus.AWAITING_ANSWER:
+            return go_to_many(_movement_after_answer(self._runtime, record))
+        events = self._events(context, record)
+        if not is_question_raised(record):
+            # Deferred import: the turn control Steps route answers back to this module.
+            from dex_agents._session.control_steps import settle_unraised_question
+
+            settled = settle_unraised_question(context, events, record)
+            if settled is not None:
+                return settled
+            return self._raise(context, events, record)
+        interrupt_id = self._interrupt_id(record)
+        resolutions = INTERRUPT_RESOLUTIONS.results(context, interrupt_id)
+        if resolutions:
+            resolution = resolutions[0]
+            kind = question_resolution_of(resolution)
+            return self._resolve(context, events, record, interrupt_id, kind, resolution.answer)
+        cancellations = TOOL_CALL_CANCELLATIONS.results(context, input)
+        if cancellations and record.task_id is None:
+            return self._cancel(context, events, record, interrupt_id, cancellations[0].reason)
+        if context.has_timer_fired():
+            interrupts = PENDING_INTERRUPTS.get(context) or []
+            pending = find_pending_interrupt(interrupts, interrupt_id)
+            if (
+                pending is not None
+                and pending.deadline is not None
+                and self._runtime.now() >= pending.deadline
+            ):
+                PENDING_INTERRUPTS.set(context, remove_interrupt(interrupts, interrupt_id))
+                return self._resolve(
+                    context, events, record, interrupt_id, QuestionResolution.DEADLINE_PASSED, None
+                )
+        return go_to_many(question_movement(record))
+
+    def _interrupt_id(self, record: AgentToolCall) -> str:
+        return interrupt_id_of_question(
+            record, is_ask_user=is_ask_user_record(record, self._runtime.options.built_in_tools)
+        )
+
+    def _raise(
+        self, context: AsyncContext, events: AgentEventWriter, record: AgentToolCall
+    ) -> StepDecision:
+        interrupts = PENDING_INTERRUPTS.get(context) or []
+        candidate = next_question_interrupt_id(record)
+        ids_in_use = [candidate] if load_tool_call(context, candidate) is not None else []
+        raised, interrupt = raise_tool_question(
+            record,
+            interrupts,
+            ids_in_use,
+            now=self._runtime.now(),
+            deadline_after=self._runtime.options.interrupt_deadline,
+        )
+        if interrupt is None:
+            finish_tool_call(context, events, raised)
+            return dead_end()
+        PENDING_INTERRUPTS.set(context, [*interrupts, interrupt])
+        AGENT_TOOL_CALLS.set(context, raised.tool_call_id, raised)
+        write_question_raised(events, interrupt, raised)
+        return go_to_many(question_movement(raised))
+
+    def _resolve(
+        self,
+        context: AsyncContext,
+        events: AgentEventWriter,
+        record: AgentToolCall,
+        interrupt_id: str,
+        resolution: QuestionResolution,
+        answer: str | None,
+    ) -> StepDecision:
+        events.write_event(
+            AgentEventType.INTERRUPT_RESOLVED,
+            {
+                "interrupt_id": interrupt_id,
+                "approved": resolution is QuestionResolution.ANSWERED,
+                "rejection_message": None,
+                "kind": InterruptKind.QUESTION,
+                "answered": resolution is QuestionResolution.ANSWERED,
+                "cancellation_reason": None,
+            },
+        )
+        updated = apply_question_resolution(
+            record,
+            interrupt_id,
+            resolution,
+            answer,
+            is_ask_user=is_ask_user_record(record, self._runtime.options.built_in_tools),
+        )
+        if updated.is_final:
+            finish_tool_call(context, events, updated)
+            return dead_end()
+        AGENT_TOOL_CALLS.set(context, updated.tool_call_id, updated)
+        return go_to_many(_movement_after_answer(self._runtime, updated))
+
+    def _cancel(
+        self,
+        context: AsyncContext,
+        events: AgentEventWriter,
+        record: AgentToolCall,
+        interrupt_id: str,
+        reason: CancellationReason,
+    ) -> StepDecision:
+        interrupts = PENDING_INTERRUPTS.get(context) or []
+        if find_pending_interrupt(interrupts, interrupt_id) is not None:
+            PENDING_INTERRUPTS.set(context, remove_interrupt(interrupts, interrupt_id))
+        # Steering removed the question's interrupt; the UI learns why from this event.
+        events.write_event(
+            AgentEventType.INTERRUPT_RESOLVED,
+            {
+                "interrupt_id": interrupt_id,
+                "approved": False,
+                "rejection_message": None,
+                "kind": InterruptKind.QUESTION,
+                "answered": False,
+                "cancellation_reason": reason,
+            },
+        )
+        final = finalize_tool_call(
+            record,
+            AgentToolCallStatus.REJECTED,
+            cancellation_reason=record.cancellation_reason or reason,
+        )
+        finish_tool_call(context, events, final)
+        return dead_end()
+
+
+class AwaitTimer(_WaitingToolCallStep):
+    """Waits out one ``durable_wait`` call on a Timer until its ``wait_until``.
+
+    Records ``succeeded`` with ``{"status":"completed","waited_seconds":<n>,"reason":...}``, or
+    ``rejected`` when a ``ToolCallCancellations`` wake cancels it first.
+    """
+
+    async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # type: ignore[override]
+        record = load_tool_call(context, input)
+        if record is None or record.status is not AgentToolCallStatus.WAITING_FOR_TIMER:
+            return Wait.skip_immediately()
+        assert record.wait_until is not None
+        seconds = remaining_wait_seconds(record.wait_until, self._runtime.now())
+        return Wait.any_of(
+            TOOL_CALL_CANCELLATIONS.for_one(input),
+            Timer.by_duration(timedelta(seconds=seconds)),
+        )
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        record = load_tool_call(context, input)
+        if record is None or record.is_final:
+            return dead_end()
+        events = self._events(context, record)
+        cancellations = TOOL_CALL_CANCELLATIONS.results(context, input)
+        if cancellations:
+            final = finalize_tool_call(
+                record,
+                AgentToolCallStatus.REJECTED,
+                cancellation_reason=cancellations[0].reason,
+            )
+            finish_tool_call(context, events, final)
+            return dead_end()
+        assert record.wait_until is not None
+        if remaining_wait_seconds(record.wait_until, self._runtime.now()) > 0:
+            return go_to_many(timer_movement(record.tool_call_id))
+        output = finish_durable_wait(record, self._runtime.options.max_durable_wait)
+        finish_tool_call(
+            context,
+            events,
+            finalize_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=output),
+        )
+        return dead_end()
+
+
+def question_movement(record: AgentToolCall) -> StepMovement[str]:
+    """Return the movement to ``AwaitQuestionAnswer`` of one call.
+
+    It loads the call's record, and the record named like the next tool question's interrupt ID,
+    so the raise can refuse an ID another call of the turn uses; Execute locks
+    ``PendingInterrupts``.
+    """
+    options = tool_call_record_step_options(record.tool_call_id, locks_interrupts=True)
+    candidate = next_question_interrupt_id(record)
+    return StepMovement.of(
+        AwaitQuestionAnswer,
+        record.tool_call_id,
+        options=replace(
+            options,
+            execute_load_attribute_map_instances=(
+                *options.execute_load_attribute_map_instances,
+                AGENT_TOOL_CALLS.load(candidate),
+            ),
+        ),
+    )
+
+
+def timer_movement(tool_call_id: str) -> StepMovement[str]:
+    """Return the movement to ``AwaitTimer`` of one ``durable_wait`` call."""
+    return StepMovement.of(
+        AwaitTimer, tool_call_id, options=tool_call_record_step_options(tool_call_id)
+    )
+
+
+def _movement_after_answer(runtime: SessionRuntime, record: AgentToolCall) -> StepMovement[str]:
+    # Deferred import: the tool Steps route questions here, and answers route back to them.
+    from dex_agents._session.task_steps import poll_movement
+    from dex_agents._session.tool_steps import tool_step_movement
+
+    if record.status is AgentToolCallStatus.WAITING_FOR_TASK:
+        return poll_movement(runtime, record)
+    if record.status is AgentToolCallStatus.AWAITING_ANSWER:
+        return question_movement(record)
+    return tool_step_movement(runtime, record)

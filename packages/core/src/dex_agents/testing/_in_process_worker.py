@@ -1,0 +1,123 @@
+"""A Client and a pull Worker in this process, sharing one registry and blob cache.
+
+The demo, ``ContextWindowSessionScenario``, benchmarks and in-process tests all need the same
+setup: one ``Registry`` of the Flows with the fast agent codecs, one blob cache, an ``AsyncClient``
+that targets pull Workers, and an ``AsyncWorker`` serving pull queues, started and registered
+before the first session starts, then drained and closed in the right order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any, Final
+
+from dex import (
+    AsyncClient,
+    AsyncWorker,
+    BlobCache,
+    BlobCacheConfig,
+    ClientOptions,
+    Flow,
+    PullWorkerOptions,
+    Registry,
+    WorkerOptions,
+    WorkerTarget,
+    open_blob_cache,
+)
+
+from dex_agents._codec_registry import agent_codec_registry
+from dex_agents._session.client import AgentSessionClient
+from dex_agents._session.flow import AgentSessionFlow
+from dex_agents.exceptions import ConfigurationError
+
+__all__ = ["InProcessWorker", "in_process_worker"]
+
+_BLOB_CACHE_BYTES: Final = 64 * 1024 * 1024
+_REGISTRATION_TIMEOUT_SECONDS: Final = 30.0
+
+
+@dataclass(frozen=True)
+class InProcessWorker:
+    """The running Client and Worker of :func:`in_process_worker`.
+
+    Attributes:
+        registry: The registry both use: the Flows and ``agent_codec_registry()``.
+        client: An ``AsyncClient`` whose Flows start on pull Workers.
+        worker: The ``AsyncWorker``, its pull queues registered.
+    """
+
+    registry: Registry
+    client: AsyncClient
+    worker: AsyncWorker
+
+    def sessions(self, flow: AgentSessionFlow) -> AgentSessionClient:
+        """An ``AgentSessionClient`` of ``flow`` on this Client."""
+        return AgentSessionClient(self.client, flow)
+
+
+@asynccontextmanager
+async def in_process_worker(
+    flows: Sequence[Flow[Any]],
+    server_address: str,
+    blob_cache_dir: Path,
+    *,
+    max_concurrent_tasks: int = 8,
+    stop_drain_timeout: timedelta = timedelta(seconds=2),
+) -> AsyncIterator[InProcessWorker]:
+    """Serve ``flows`` with a pull Worker in this process, and a Client for them, while the block
+    runs.
+
+    The Worker has one idle stream per task slot, so a burst of parallel tool Steps needs no new
+    stream. Leaving the block stops the Worker (draining running Steps for at most
+    ``stop_drain_timeout``), then closes the Client and the blob cache.
+
+    Raises:
+        ConfigurationError: ``flows`` is empty or ``max_concurrent_tasks`` is below 1.
+        TimeoutError: The Worker did not register its pull queues within 30 seconds.
+        BaseException: The Worker's own start failure, such as an unreachable server.
+
+    Example:
+        >>> async with in_process_worker([flow], engine.server_address, tmp_path / "cache") as dex:
+        ...     sessions = dex.sessions(flow)
+        ...     await sessions.start_session("session-1", "Hello")
+    """
+    if not flows:
+        raise ConfigurationError("in_process_worker needs at least one Flow")
+    if max_concurrent_tasks < 1:
+        raise ConfigurationError(
+            f"max_concurrent_tasks must be at least 1, got {max_concurrent_tasks}"
+        )
+    registry = Registry(list(flows), agent_codec_registry(), allow_async_handlers=True)
+    cache: BlobCache = open_blob_cache(BlobCacheConfig(str(blob_cache_dir), _BLOB_CACHE_BYTES))
+    client = AsyncClient(
+        registry,
+        cache,
+        ClientOptions(server_address=server_address, worker_target=WorkerTarget(pull=True)),
+    )
+    worker = AsyncWorker(
+        registry,
+        cache,
+        WorkerOptions(
+            server_address=server_address,
+            pull=PullWorkerOptions(
+                max_concurrent_tasks=max_concurrent_tasks,
+                idle_streams_per_queue=max_concurrent_tasks,
+                stop_drain_timeout=stop_drain_timeout,
+            ),
+        ),
+    )
+    serving = asyncio.create_task(worker.start())
+    try:
+        # Startup failures wake the wait with the Worker's own error.
+        await worker.wait_pull_registered(_REGISTRATION_TIMEOUT_SECONDS)
+        yield InProcessWorker(registry=registry, client=client, worker=worker)
+    finally:
+        await worker.stop()
+        await asyncio.gather(serving, return_exceptions=True)
+        await client.close()
+        cache.close()
