@@ -19,6 +19,7 @@ from dex_agents import (
     build_plan_note,
     plan_execution_key,
 )
+from dex_agents._events import PlanUpdatedPayload, encode_event_payload, event_payload_fields
 from dex_agents._plans import (
     PLANNING_TURN_TOOL_REJECTION,
     PlanExecutionState,
@@ -28,7 +29,6 @@ from dex_agents._plans import (
     parse_plan_execution_key,
     plan_execution_message,
     plan_execution_refusal,
-    plan_updated_payload,
     planning_turn_allows_tool,
     turn_interaction_mode,
     write_todos_plan,
@@ -98,11 +98,10 @@ def test_write_todos_results_have_exact_texts() -> None:
 
 
 def test_plan_updated_payload() -> None:
-    assert plan_updated_payload(AgentPlan(2, PlanStatus.DRAFT, (PENDING, DONE))) == {
-        "revision": 2,
-        "status": "draft",
-        "task_count": 2,
-    }
+    payload = PlanUpdatedPayload.of(AgentPlan(2, PlanStatus.DRAFT, (PENDING, DONE)))
+    assert encode_event_payload(event_payload_fields(payload)) == (
+        '{"revision":2,"status":"draft","task_count":2}'
+    )
 
 
 # Planning turns

@@ -41,7 +41,13 @@ from dex_agents._deferred_tool_context import (
     current_deferred_tool_execution,
     require_deferred_tool_execution,
 )
-from dex_agents._events import AgentEvent, AgentEventType, AgentEventWriter
+from dex_agents._event_writer import (
+    AgentEventWriter,
+)
+from dex_agents._events import (
+    AgentEvent,
+    AgentEventType,
+)
 from dex_agents._json_values import JsonObject, JsonValue, dump_json_text
 from dex_agents._plans import build_plan_note, plan_execution_key
 from dex_agents._runner_contract import (
@@ -81,7 +87,7 @@ from dex_agents._runner_contract import (
     tool_call_idempotency_key,
 )
 from dex_agents._session.client import AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE, AgentSessionClient
-from dex_agents._session.compaction_steps import CompactContextInput
+from dex_agents._session.compaction import CompactContextInput
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents._session.message_layout import AgentMessageChunk, AgentMessageIndex
 from dex_agents._session.options import (

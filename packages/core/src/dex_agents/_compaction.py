@@ -151,7 +151,7 @@ class CompactionPolicy:
 
 
 def compaction_through_sequence(
-    cutoff: int | None,
+    cutoff: object,
     *,
     context_summary: ContextSummary | None,
     messages: Sequence[AgentMessage],

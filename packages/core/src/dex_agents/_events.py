@@ -1,25 +1,20 @@
-"""Best-effort live events on the session's ``AgentEvents`` Stream.
+"""The events of the session's ``AgentEvents`` Stream: their types, payloads, and wire form.
 
-Each Step attempt that writes events gets one :class:`AgentEventWriter`, bound to the turn, the
-Step execution, and the attempt. The writer turns each call into one :class:`AgentEvent` and hands
-it to a sink, which the session Flow supplies: in an async Step,
-``lambda event: AGENT_EVENTS.write(context, event)``. The Step calls :meth:`AgentEventWriter.close`
-when the runner call returns; every later write is dropped, so a runner's stray thread can never
-write into another Step's output.
+Every standard event type has one frozen payload dataclass here, whose fields are the event's
+payload keys; :func:`event_payload_fields` and :func:`encode_event_payload` write every payload
+the same way, as compact JSON text with sorted keys. Adapter-specific events use a prefixed type
+and a plain mapping (``AgentEventWriter.write_event``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
+import dataclasses
 import json
-import logging
-import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import Enum, StrEnum
-from typing import Final
+from typing import ClassVar, TypeAlias
 
 from dex_agents._json_values import (
     JsonObject,
@@ -27,17 +22,43 @@ from dex_agents._json_values import (
     dump_json_text,
     resolve_wire_value_annotations,
 )
-from dex_agents._values import AgentToolCallStatus
+from dex_agents._tool_policy import ToolEffect
+from dex_agents._values import (
+    AgentInterrupt,
+    AgentPlan,
+    AgentToolCall,
+    AgentToolCallStatus,
+    AgentUsage,
+    CancellationReason,
+    InterruptKind,
+)
 
 __all__ = [
     "AgentEvent",
-    "AgentEventSink",
+    "AgentEventPayload",
     "AgentEventType",
-    "AgentEventWriter",
+    "CompactionFinishedPayload",
+    "CompactionStartedPayload",
+    "InterruptRaisedPayload",
+    "InterruptResolvedPayload",
+    "PlanExecutionStartedPayload",
+    "PlanUpdatedPayload",
+    "ReasoningDeltaPayload",
+    "TextDeltaPayload",
+    "TimerStartedPayload",
+    "ToolCallDeferredPayload",
+    "ToolCallFinishedPayload",
+    "ToolCallStartedPayload",
+    "ToolTaskStartedPayload",
+    "TurnCancelledPayload",
+    "TurnCompletedPayload",
+    "TurnFailedPayload",
+    "TurnStartedPayload",
+    "TurnSteeredPayload",
+    "UsageRecordedPayload",
     "encode_event_payload",
+    "event_payload_fields",
 ]
-
-_logger: Final = logging.getLogger("dex_agents.events")
 
 
 class AgentEventType(StrEnum):
@@ -102,8 +123,247 @@ class AgentEvent(WireValue):
         return data
 
 
-AgentEventSink = Callable[[AgentEvent], None]
-"""Where a writer delivers events; the Flow passes one that writes the ``AgentEvents`` Stream."""
+@dataclass(frozen=True)
+class TurnStartedPayload:
+    """``turn_started``: the sequence of the turn's first user message."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TURN_STARTED
+    sequence: int
+
+
+@dataclass(frozen=True)
+class TurnCompletedPayload:
+    """``turn_completed``: how many messages the session stores once the turn completed."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TURN_COMPLETED
+    message_count: int
+
+
+@dataclass(frozen=True)
+class TurnFailedPayload:
+    """``turn_failed``: the turn's ``last_turn_error``."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TURN_FAILED
+    error: str
+
+
+@dataclass(frozen=True)
+class TurnSteeredPayload:
+    """``turn_steered``: the steered messages that end the turn, and the stored message count."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TURN_STEERED
+    steered_message_count: int
+    message_count: int
+
+
+@dataclass(frozen=True)
+class TurnCancelledPayload:
+    """``turn_cancelled``: the stored message count once ``cancel_turn`` ended the turn."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TURN_CANCELLED
+    message_count: int
+
+
+@dataclass(frozen=True)
+class TextDeltaPayload:
+    """``text_delta``: visible assistant text as it streams."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TEXT_DELTA
+    text: str
+
+
+@dataclass(frozen=True)
+class ReasoningDeltaPayload:
+    """``reasoning_delta``: a provider-authored reasoning summary as it streams."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.REASONING_DELTA
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStartedPayload:
+    """``tool_call_started``: a tool Step, or a runner's own tool, starts one call."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TOOL_CALL_STARTED
+    tool_call_id: str
+    tool_name: str
+
+
+@dataclass(frozen=True)
+class ToolCallFinishedPayload:
+    """``tool_call_finished``: one call's final status, once per call (rejections included)."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TOOL_CALL_FINISHED
+    tool_call_id: str
+    tool_name: str
+    status: AgentToolCallStatus
+
+
+@dataclass(frozen=True)
+class ToolCallDeferredPayload:
+    """``tool_call_deferred``: ``RunModel`` recorded a call, with its effect and approval."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TOOL_CALL_DEFERRED
+    tool_call_id: str
+    tool_name: str
+    effect: ToolEffect
+    requires_approval: bool
+
+    @classmethod
+    def of(cls, record: AgentToolCall) -> ToolCallDeferredPayload:
+        """The payload of a newly recorded call."""
+        return cls(record.tool_call_id, record.tool_name, record.effect, record.requires_approval)
+
+
+@dataclass(frozen=True)
+class InterruptRaisedPayload:
+    """``interrupt_raised``: an approval or a question waits for a person."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.INTERRUPT_RAISED
+    interrupt_id: str
+    tool_call_id: str
+    tool_name: str
+    deadline: datetime | None
+    kind: InterruptKind
+    question: str | None
+    choices: tuple[str, ...]
+    allows_free_text: bool
+
+    @classmethod
+    def of(cls, interrupt: AgentInterrupt, record: AgentToolCall) -> InterruptRaisedPayload:
+        """The payload of ``interrupt``, raised for ``record``."""
+        return cls(
+            interrupt_id=interrupt.interrupt_id,
+            tool_call_id=record.tool_call_id,
+            tool_name=record.tool_name,
+            deadline=interrupt.deadline,
+            kind=interrupt.kind,
+            question=interrupt.question,
+            choices=interrupt.choices,
+            allows_free_text=interrupt.allows_free_text,
+        )
+
+
+@dataclass(frozen=True)
+class InterruptResolvedPayload:
+    """``interrupt_resolved``: an approval or question was answered, declined, expired, or
+    removed by steering or cancellation (``cancellation_reason``)."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.INTERRUPT_RESOLVED
+    interrupt_id: str
+    approved: bool
+    rejection_message: str | None
+    kind: InterruptKind
+    answered: bool
+    cancellation_reason: CancellationReason | None
+
+
+@dataclass(frozen=True)
+class TimerStartedPayload:
+    """``timer_started``: a ``durable_wait`` call waits on a Timer until ``wait_until``."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TIMER_STARTED
+    tool_call_id: str
+    wait_until: datetime | None
+    reason: str | None
+
+    @classmethod
+    def of(cls, record: AgentToolCall) -> TimerStartedPayload:
+        """The payload of a ``waiting_for_timer`` record."""
+        return cls(record.tool_call_id, record.wait_until, record.wait_reason)
+
+
+@dataclass(frozen=True)
+class PlanUpdatedPayload:
+    """``plan_updated``: ``write_todos`` wrote a plan, or an approval made a draft active."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.PLAN_UPDATED
+    revision: int
+    status: str
+    task_count: int
+
+    @classmethod
+    def of(cls, plan: AgentPlan) -> PlanUpdatedPayload:
+        """The payload of ``plan``: its revision, status, and task count."""
+        return cls(plan.revision, plan.status.value, len(plan.todos))
+
+
+@dataclass(frozen=True)
+class PlanExecutionStartedPayload:
+    """``plan_execution_started``: an approval of this revision starts an executing turn."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.PLAN_EXECUTION_STARTED
+    revision: int
+
+
+@dataclass(frozen=True)
+class ToolTaskStartedPayload:
+    """``tool_task_started``: a tool started remote work that ``PollToolTask`` polls."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TOOL_TASK_STARTED
+    tool_call_id: str
+    tool_name: str
+    task_id: str | None
+
+
+@dataclass(frozen=True)
+class UsageRecordedPayload:
+    """``usage_recorded``: one model call's usage and the new session total."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.USAGE_RECORDED
+    recorded: AgentUsage
+    session: AgentUsage
+
+
+@dataclass(frozen=True)
+class CompactionStartedPayload:
+    """``compaction_started``: ``CompactContext`` summarizes every message through a sequence."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.COMPACTION_STARTED
+    through_sequence: int
+
+
+@dataclass(frozen=True)
+class CompactionFinishedPayload:
+    """``compaction_finished``: the stored summary's generation and last sequence."""
+
+    EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.COMPACTION_FINISHED
+    generation: int
+    through_sequence: int
+
+
+AgentEventPayload: TypeAlias = (
+    TurnStartedPayload
+    | TurnCompletedPayload
+    | TurnFailedPayload
+    | TurnSteeredPayload
+    | TurnCancelledPayload
+    | TextDeltaPayload
+    | ReasoningDeltaPayload
+    | ToolCallStartedPayload
+    | ToolCallFinishedPayload
+    | ToolCallDeferredPayload
+    | InterruptRaisedPayload
+    | InterruptResolvedPayload
+    | TimerStartedPayload
+    | PlanUpdatedPayload
+    | PlanExecutionStartedPayload
+    | ToolTaskStartedPayload
+    | UsageRecordedPayload
+    | CompactionStartedPayload
+    | CompactionFinishedPayload
+)
+"""The payload of any standard event; its ``EVENT_TYPE`` names the event type."""
+
+
+def event_payload_fields(payload: AgentEventPayload) -> dict[str, object]:
+    """Return the payload's keys and values, as :func:`encode_event_payload` writes them.
+
+    Example:
+        >>> event_payload_fields(TurnStartedPayload(sequence=3))
+        {'sequence': 3}
+    """
+    return {field.name: getattr(payload, field.name) for field in dataclasses.fields(payload)}
 
 
 def encode_event_payload(payload: Mapping[str, object]) -> str:
@@ -147,198 +407,6 @@ def _require_key(key: object) -> str:
     if not isinstance(key, str):
         raise TypeError(f"event payload keys must be strings, got {key!r}")
     return key
-
-
-class AgentEventWriter:
-    """Writes best-effort live events for one Step attempt; safe to call from any thread.
-
-    Every event carries :attr:`turn_id`, :attr:`step_execution_id` and :attr:`attempt`; the payload
-    is JSON with sorted keys. One call writes one Stream message (no coalescing), so batch very small
-    text chunks. After :meth:`close` every write is silently dropped.
-
-    A writer built inside a running event loop remembers that loop; a write from another thread is
-    handed to the loop with ``call_soon_threadsafe``, because a Dex async Step context is not
-    thread-safe. A sink error is logged and swallowed: the Stream is best effort and must never
-    fail the Step.
-
-    Args:
-        sink: Receives each event, such as ``lambda event: AGENT_EVENTS.write(context, event)``.
-        turn_id: Turn stamped on every event, or ``None`` outside a turn.
-        step_execution_id: The owning Step execution ID.
-        attempt: The owning Step attempt, from 1.
-        loop: The loop the sink must run on; defaults to the running loop, if any.
-
-    Example:
-        >>> events = []
-        >>> writer = AgentEventWriter(events.append, turn_id="turn-1", step_execution_id="RunModel-1", attempt=1)
-        >>> writer.write_text_delta("Hello")
-        >>> writer.close()
-        >>> writer.write_text_delta("dropped")
-        >>> [event.payload for event in events]
-        ['{"text":"Hello"}']
-    """
-
-    def __init__(
-        self,
-        sink: AgentEventSink,
-        *,
-        turn_id: str | None,
-        step_execution_id: str | None,
-        attempt: int,
-        loop: asyncio.AbstractEventLoop | None = None,
-    ) -> None:
-        if attempt < 1:
-            raise ValueError(f"attempt must be at least 1, got {attempt}")
-        self._sink = sink
-        self._turn_id = turn_id
-        self._step_execution_id = step_execution_id
-        self._attempt = attempt
-        self._lock = threading.RLock()
-        self._is_closed = False
-        self._has_logged_sink_error = False
-        self._loop = loop if loop is not None else _running_loop()
-
-    @classmethod
-    def discarding(
-        cls,
-        *,
-        turn_id: str | None = None,
-        step_execution_id: str | None = None,
-        attempt: int = 1,
-    ) -> AgentEventWriter:
-        """Return a writer that drops every event, for contexts built by hand (tests).
-
-        Example:
-            >>> AgentEventWriter.discarding(turn_id="turn-1").write_text_delta("ignored")
-        """
-        return cls(
-            _discard,
-            turn_id=turn_id,
-            step_execution_id=step_execution_id,
-            attempt=attempt,
-            loop=None,
-        )
-
-    @property
-    def turn_id(self) -> str | None:
-        """Turn stamped on every event, or ``None`` outside a turn."""
-        return self._turn_id
-
-    @property
-    def step_execution_id(self) -> str | None:
-        """Step execution stamped on every event."""
-        return self._step_execution_id
-
-    @property
-    def attempt(self) -> int:
-        """One-based attempt of the Step that owns this writer."""
-        return self._attempt
-
-    @property
-    def is_closed(self) -> bool:
-        """Whether :meth:`close` was called; later writes are dropped."""
-        return self._is_closed
-
-    def close(self) -> None:
-        """Drop every later write. The owning Step calls it when the runner call returns.
-
-        Waits for a write that is being delivered on another thread, so nothing reaches the sink
-        after ``close`` returns.
-        """
-        with self._lock:
-            self._is_closed = True
-
-    def write_event(self, type: str, payload: Mapping[str, object]) -> None:
-        """Write one event with a JSON object payload.
-
-        Prefer the typed methods for standard types; an adapter-specific type uses an adapter
-        prefix, such as ``"vercel_ai.step_finished"``.
-
-        Raises:
-            TypeError: When ``payload`` cannot be written as a JSON object.
-            ValueError: When ``type`` is blank.
-        """
-        if not isinstance(type, str) or not type.strip():
-            raise ValueError(f"event type must be a non-blank string, got {type!r}")
-        event = AgentEvent(
-            type=str(type),
-            turn_id=self._turn_id,
-            step_execution_id=self._step_execution_id,
-            attempt=self._attempt,
-            payload=encode_event_payload(payload),
-        )
-        self._deliver_from_caller(event)
-
-    def write_text_delta(self, text: str) -> None:
-        """Write visible assistant text as a ``text_delta`` event; empty chunks are ignored."""
-        if text:
-            self.write_event(AgentEventType.TEXT_DELTA, {"text": text})
-
-    def write_reasoning_delta(self, text: str) -> None:
-        """Write a provider-authored reasoning summary chunk as ``reasoning_delta``.
-
-        Never label ordinary text or hidden chain of thought as reasoning. Empty chunks are ignored.
-        """
-        if text:
-            self.write_event(AgentEventType.REASONING_DELTA, {"text": text})
-
-    def write_tool_call_started(self, tool_call_id: str, tool_name: str) -> None:
-        """Write ``tool_call_started``. A runner writes it only for a tool it runs itself."""
-        self.write_event(
-            AgentEventType.TOOL_CALL_STARTED, {"tool_call_id": tool_call_id, "tool_name": tool_name}
-        )
-
-    def write_tool_call_finished(
-        self, tool_call_id: str, tool_name: str, status: AgentToolCallStatus | str
-    ) -> None:
-        """Write ``tool_call_finished`` with the call's final status.
-
-        Raises:
-            ValueError: When ``status`` is not a tool call status.
-        """
-        resolved = AgentToolCallStatus(status)
-        self.write_event(
-            AgentEventType.TOOL_CALL_FINISHED,
-            {"tool_call_id": tool_call_id, "tool_name": tool_name, "status": resolved},
-        )
-
-    def _deliver_from_caller(self, event: AgentEvent) -> None:
-        if self._is_closed:
-            return
-        loop = self._loop
-        if loop is not None and _running_loop() is not loop:
-            # A closed loop means the Step is over, so the write is late anyway.
-            with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(self._deliver, event)
-            return
-        self._deliver(event)
-
-    def _deliver(self, event: AgentEvent) -> None:
-        with self._lock:
-            if self._is_closed:
-                return
-            try:
-                self._sink(event)
-            except Exception:
-                self._log_sink_error()
-
-    def _log_sink_error(self) -> None:
-        if self._has_logged_sink_error:
-            _logger.debug("dropped an agent event: the sink failed", exc_info=True)
-            return
-        self._has_logged_sink_error = True
-        _logger.warning("dropped an agent event: the sink failed", exc_info=True)
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _discard(event: AgentEvent) -> None:
-    del event
 
 
 resolve_wire_value_annotations(__name__)

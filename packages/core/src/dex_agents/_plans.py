@@ -41,7 +41,6 @@ __all__ = [
     "plan_execution_key",
     "plan_execution_message",
     "plan_execution_refusal",
-    "plan_updated_payload",
     "planning_turn_allows_tool",
     "turn_interaction_mode",
     "write_todos_plan",
@@ -206,16 +205,6 @@ def write_todos_result(plan: AgentPlan) -> str:
         result = {"status": "updated", "revision": plan.revision, "task_count": len(plan.todos)}
     # The documented key order is part of the text the model sees, so keys are not sorted.
     return json.dumps(result, separators=(",", ":"))
-
-
-def plan_updated_payload(plan: AgentPlan) -> JsonObject:
-    """Return the ``plan_updated`` event payload: revision, status, and task count.
-
-    Example:
-        >>> plan_updated_payload(AgentPlan(2, PlanStatus.DRAFT, (AgentTodo("Back up"),)))
-        {'revision': 2, 'status': 'draft', 'task_count': 1}
-    """
-    return {"revision": plan.revision, "status": plan.status.value, "task_count": len(plan.todos)}
 
 
 def approve_plan(plan: AgentPlan, *, updated_at: datetime | None = None) -> AgentPlan:

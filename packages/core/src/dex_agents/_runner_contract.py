@@ -24,7 +24,9 @@ from typing import Final, TypeAlias
 
 from typing_extensions import Protocol, TypeVar, runtime_checkable
 
-from dex_agents._events import AgentEventWriter
+from dex_agents._event_writer import (
+    AgentEventWriter,
+)
 from dex_agents._tool_policy import (
     DEFAULT_TOOL_EFFECT,
     ResolvedToolPolicy,

@@ -8,6 +8,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dex_agents._demo import (
+    DEFAULT_DEMO_DIRECTORY,
+    DEFAULT_DEMO_MESSAGE,
+    ApprovalMode,
+    DemoError,
+    DemoOptions,
+    run_demo,
+)
+
 __all__ = ["main"]
 
 
@@ -53,16 +62,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         dex-agents demo --session demo-1a2b3c4d --approve
     """
     arguments = _parser().parse_args(argv)
-    # Imported here so `dex-agents --help` answers without loading the SDK.
-    from dex_agents._demo import (
-        DEFAULT_DEMO_DIRECTORY,
-        DEFAULT_DEMO_MESSAGE,
-        ApprovalMode,
-        DemoError,
-        DemoOptions,
-        run_demo,
-    )
-
     if arguments.session and arguments.message:
         print(
             "dex-agents demo: --message starts a new session; drop it or --session", file=sys.stderr

@@ -1,10 +1,10 @@
 """What ``RunModel`` commits for built-in calls and a planning turn's calls, in its own commit.
 
-:func:`settle_requested_calls` decides; :func:`commit_call_settlements` writes the decisions: the
-plan of a ``write_todos`` call with ``plan_updated``, an ``ask_user`` interrupt with
-``interrupt_raised``, a ``durable_wait`` call's ``timer_started``, and every call that settled at
-once (invalid arguments, ``write_todos``, a planning turn's other tools) with its one
-``ToolCallResults`` message.
+:func:`~dex_agents._session.built_in_transitions.settle_requested_calls` decides;
+:func:`commit_call_settlements` writes the decisions: the plan of a ``write_todos`` call with
+``plan_updated``, an ``ask_user`` interrupt with ``interrupt_raised``, a ``durable_wait`` call's
+``timer_started``, and every call that settled at once (invalid arguments, ``write_todos``, a
+planning turn's other tools) with its one ``ToolCallResults`` message.
 """
 
 from __future__ import annotations
@@ -13,12 +13,11 @@ from collections.abc import Sequence
 
 from dex import AsyncContext
 
-from dex_agents._events import AgentEventType, AgentEventWriter
-from dex_agents._plans import plan_updated_payload
+from dex_agents._event_writer import AgentEventWriter, write_event_payload
+from dex_agents._events import InterruptRaisedPayload, PlanUpdatedPayload, TimerStartedPayload
 from dex_agents._session.built_in_transitions import RequestedCallSettlement
 from dex_agents._session.persistence import AGENT_PLAN
-from dex_agents._session.step_support import finish_tool_call
-from dex_agents._session.wait_steps import write_question_raised
+from dex_agents._session.records import finish_tool_call
 from dex_agents._values import AgentInterrupt, AgentToolCallStatus
 
 __all__ = ["commit_call_settlements"]
@@ -39,19 +38,12 @@ def commit_call_settlements(
         record = settlement.record
         if settlement.plan is not None:
             AGENT_PLAN.set(context, settlement.plan)
-            events.write_event(AgentEventType.PLAN_UPDATED, plan_updated_payload(settlement.plan))
+            write_event_payload(events, PlanUpdatedPayload.of(settlement.plan))
         if settlement.interrupt is not None:
             interrupts.append(settlement.interrupt)
-            write_question_raised(events, settlement.interrupt, record)
+            write_event_payload(events, InterruptRaisedPayload.of(settlement.interrupt, record))
         if record.status is AgentToolCallStatus.WAITING_FOR_TIMER:
-            events.write_event(
-                AgentEventType.TIMER_STARTED,
-                {
-                    "tool_call_id": record.tool_call_id,
-                    "wait_until": record.wait_until,
-                    "reason": record.wait_reason,
-                },
-            )
+            write_event_payload(events, TimerStartedPayload.of(record))
         if record.is_final:
             finish_tool_call(context, events, record)
     return interrupts

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from dex import AsyncContext, Context, StepDecision
 from dex.condition import Condition
 
-from dex_agents._events import AgentEventType
+from dex_agents._event_writer import write_event_payload
+from dex_agents._events import PlanExecutionStartedPayload, PlanUpdatedPayload
 from dex_agents._plans import (
     PlanExecutionState,
     accepts_plan_execution,
@@ -22,7 +23,6 @@ from dex_agents._plans import (
     is_current_plan_approval,
     plan_execution_key,
     plan_execution_message,
-    plan_updated_payload,
 )
 from dex_agents._session.persistence import (
     AGENT_PLAN,
@@ -33,7 +33,8 @@ from dex_agents._session.persistence import (
     QUEUED_USER_MESSAGES,
     STEERED_USER_MESSAGES,
 )
-from dex_agents._session.step_support import SessionRuntime
+from dex_agents._session.runtime import SessionRuntime
+from dex_agents._session.turns import begin_turn
 from dex_agents._values import (
     AgentPlan,
     AgentState,
@@ -90,9 +91,6 @@ def start_executing_turn(
 ) -> StepDecision:
     """Mark the approved plan active, write ``plan_execution_started``, and start the executing
     turn with ``[Dex] The user approved plan revision <n>. ...`` as its user message."""
-    # Deferred import: AwaitUserMessage, in the turn Steps' module, calls this function.
-    from dex_agents._session.turn_steps import begin_turn
-
     plan = approval.plan
     assert plan is not None
     active = approve_plan(plan, updated_at=runtime.now())
@@ -107,8 +105,8 @@ def start_executing_turn(
     turn_id = (AGENT_STATE.get(context) or state).active_turn_id
     events = runtime.event_writer(context, turn_id)
     if plan.status is not PlanStatus.ACTIVE:
-        events.write_event(AgentEventType.PLAN_UPDATED, plan_updated_payload(active))
-    events.write_event(AgentEventType.PLAN_EXECUTION_STARTED, {"revision": plan.revision})
+        write_event_payload(events, PlanUpdatedPayload.of(active))
+    write_event_payload(events, PlanExecutionStartedPayload(revision=plan.revision))
     return decision
 
 

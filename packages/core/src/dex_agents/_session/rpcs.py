@@ -1,8 +1,9 @@
-"""The bodies of the session RPCs that steer, cancel, and reconfigure a running session.
+"""The bodies of the session RPCs: answers, steering, cancellation, settings, and the snapshot.
 
 ``AgentSessionFlow`` declares the RPCs (their locks and loads); these functions read the RPC's
-Context, ask the pure decisions in :mod:`dex_agents._session.turn_control_rules`, and stage the
-writes, so the Flow class stays a list of declarations.
+Context, ask the pure decisions (:mod:`dex_agents._session.transitions`,
+:mod:`dex_agents._session.built_in_transitions`, :mod:`dex_agents._session.control_transitions`),
+and stage the writes, so the Flow class stays a list of declarations.
 """
 
 from __future__ import annotations
@@ -10,11 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import UTC, datetime
 
-from dex import Context
+from dex import Channel, Context
 
+from dex_agents._session.built_in_transitions import QuestionAnswerDecision, decide_question_answer
+from dex_agents._session.control_transitions import (
+    CancelTurnDecision,
+    SteerDecision,
+    decide_cancel_turn,
+    decide_steer,
+    turn_cancellation_request,
+)
+from dex_agents._session.message_decode_cache import MessageDecodeCache
+from dex_agents._session.message_store import load_newest_messages
 from dex_agents._session.options import AgentSessionOptions
 from dex_agents._session.persistence import (
+    AGENT_PLAN,
     AGENT_STATE,
+    AGENT_USAGE,
+    CONTEXT_SUMMARY,
+    INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     QUEUED_USER_MESSAGES,
     SESSION_SETTINGS,
@@ -22,38 +37,58 @@ from dex_agents._session.persistence import (
     TURN_CANCELLATION_REQUEST,
     TURN_CONTROL_REQUESTS,
 )
+from dex_agents._session.records import load_all_tool_calls, tool_calls_in_order
 from dex_agents._session.settings import (
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
     decode_session_settings,
     encode_session_settings,
     session_settings_problem,
 )
-from dex_agents._session.turn_control_rules import (
-    CancelTurnDecision,
-    SteerDecision,
-    decide_cancel_turn,
-    decide_steer,
-    turn_cancellation_request,
+from dex_agents._session.transitions import (
+    InterruptResolutionDecision,
+    decide_interrupt_resolution,
 )
 from dex_agents._values import (
+    SNAPSHOT_MESSAGE_LIMIT,
+    AgentSnapshot,
     AgentUserMessage,
+    AnswerQuestionRequest,
     CancelTurnRequest,
     DeleteQueuedMessageRequest,
     QueuedUserMessage,
+    ResolveInterruptRequest,
     SteerUserMessageRequest,
     TurnControlKind,
     TurnControlRequest,
     UpdateSessionSettingsRequest,
+    empty_agent_usage,
 )
 
 __all__ = [
+    "agent_snapshot",
+    "answer_question",
     "delete_queued_message",
+    "listed_messages",
     "next_turn_session_settings",
     "record_turn_cancellation",
+    "resolve_interrupt",
+    "send_user_message",
     "steer_user_message",
-    "steered_messages",
     "update_session_settings",
 ]
+
+
+def send_user_message(
+    context: Context, message: AgentUserMessage, options: AgentSessionOptions
+) -> bool:
+    """Stage a queued user message; ``False`` for blank text, and for ``plan_mode`` while plan
+    mode is off."""
+    if not message.text.strip():
+        return False
+    if message.plan_mode and not options.plan_mode_enabled:
+        return False
+    QUEUED_USER_MESSAGES.publish(context, message)
+    return True
 
 
 def steer_user_message(
@@ -140,18 +175,84 @@ def update_session_settings(context: Context, request: UpdateSessionSettingsRequ
     return True
 
 
-def steered_messages(context: Context) -> tuple[QueuedUserMessage, ...]:
-    """Return the steered messages not applied yet, with their Channel message IDs."""
+def listed_messages(
+    context: Context, channel: Channel[AgentUserMessage]
+) -> tuple[QueuedUserMessage, ...]:
+    """Return the pending messages of the queued or steered Channel, with their message IDs."""
     return tuple(
         QueuedUserMessage(
             message_id=pending.message_id,
             text=pending.value.text,
             plan_mode=pending.value.plan_mode,
         )
-        for pending in STEERED_USER_MESSAGES.pending_messages(context)
+        for pending in channel.pending_messages(context)
     )
 
 
 def next_turn_session_settings(context: Context) -> Mapping[str, object]:
     """Return the settings the next turn starts with (not the running turn's copy)."""
     return decode_session_settings(SESSION_SETTINGS.get(context))
+
+
+def answer_question(context: Context, request: AnswerQuestionRequest) -> bool:
+    """Stage an answer to a pending question; ``False`` when it is not a pending question, is past
+    its deadline, or the answer is blank or not an allowed choice. Needs the
+    ``PendingInterrupts`` lock."""
+    interrupts = PENDING_INTERRUPTS.get(context) or []
+    decision = decide_question_answer(interrupts, request, datetime.now(UTC))
+    return _publish_resolution(context, request.interrupt_id, decision)
+
+
+def resolve_interrupt(context: Context, request: ResolveInterruptRequest) -> bool:
+    """Stage the approval or rejection of a pending approval, or the decline of a question;
+    ``False`` when it is not pending or past its deadline. Needs the ``PendingInterrupts``
+    lock."""
+    interrupts = PENDING_INTERRUPTS.get(context) or []
+    decision = decide_interrupt_resolution(interrupts, request, datetime.now(UTC))
+    return _publish_resolution(context, request.interrupt_id, decision)
+
+
+def _publish_resolution(
+    context: Context,
+    interrupt_id: str,
+    decision: InterruptResolutionDecision | QuestionAnswerDecision,
+) -> bool:
+    """Remove the interrupt and publish its resolution in one commit, when there is one."""
+    if decision.resolution is None:
+        return False
+    PENDING_INTERRUPTS.set(context, list(decision.remaining_interrupts))
+    INTERRUPT_RESOLUTIONS.publish(context, interrupt_id, decision.resolution)
+    return True
+
+
+def agent_snapshot(context: Context, cache: MessageDecodeCache) -> AgentSnapshot:
+    """Return ``get_agent_snapshot``'s output: the state, the newest 200 messages, the pending
+    interrupts, the active turn's tool calls, usage, plan, settings, and the queued and steered
+    messages. The RPC loads every message, chunk, and record, and both message Channels."""
+    state = AGENT_STATE.get(context)
+    active_turn = state.active_turn_id if state is not None else None
+    stored = load_newest_messages(
+        context,
+        state.last_message_sequence if state is not None else 0,
+        SNAPSHOT_MESSAGE_LIMIT,
+        cache=cache,
+    )
+    queued = listed_messages(context, QUEUED_USER_MESSAGES)
+    return AgentSnapshot(
+        state=state,
+        messages=stored.messages,
+        deleted_before_sequence=stored.deleted_before_sequence,
+        context_summary=CONTEXT_SUMMARY.get(context),
+        plan=AGENT_PLAN.get(context),
+        pending_interrupts=tuple(PENDING_INTERRUPTS.get(context) or ()),
+        tool_calls=tuple(
+            record
+            for record in tool_calls_in_order(load_all_tool_calls(context))
+            if record.turn_id == active_turn
+        ),
+        usage=AGENT_USAGE.get(context) or empty_agent_usage(),
+        queued_message_count=len(queued),
+        queued_messages=queued,
+        steered_messages=listed_messages(context, STEERED_USER_MESSAGES),
+        session_settings=next_turn_session_settings(context),
+    )

@@ -10,7 +10,8 @@ movement, for one tool call ID.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from datetime import timedelta
+from typing import Any, Final
 
 from dex import AttributeMap, AttributeMapLoad, RetryPolicy, Step, StepDurability, StepOptions
 
@@ -20,10 +21,19 @@ from dex_agents._session.persistence import (
     AGENT_MESSAGES,
     AGENT_TOOL_CALLS,
     PENDING_INTERRUPTS,
+    TURN_CANCELLATION_REQUEST,
 )
 
 __all__ = [
+    "CANCEL_TOOL_TASK_ATTEMPTS",
+    "CANCEL_TOOL_TASK_RETRY_BUDGET",
+    "CANCEL_TOOL_TASK_TIMEOUT",
+    "POLL_TOOL_TASK_ATTEMPTS",
     "SYNC_STEP_OPTIONS",
+    "apply_turn_control_step_options",
+    "await_user_message_step_options",
+    "cancel_tool_task_step_options",
+    "finish_turn_cancellation_step_options",
     "message_storing_step_options",
     "resume_turn_step_options",
     "run_model_step_options",
@@ -39,6 +49,15 @@ SYNC_STEP_OPTIONS = StepOptions(
     execute_durability=StepDurability.SYNC,
 )
 """The options every session Step starts from: SYNC durability for both methods."""
+
+POLL_TOOL_TASK_ATTEMPTS: Final = 3
+"""Attempts of one poll: a task's poll may fail twice before the call is recorded by its effect."""
+CANCEL_TOOL_TASK_ATTEMPTS: Final = 3
+"""Attempts of ``CancelToolTask``."""
+CANCEL_TOOL_TASK_RETRY_BUDGET: Final = timedelta(minutes=2)
+"""Time from the first ``CancelToolTask`` attempt after which no attempt starts."""
+CANCEL_TOOL_TASK_TIMEOUT: Final = timedelta(seconds=30)
+"""How long one ``CancelToolTask`` attempt may run."""
 
 # Every kept chunk too: bounded by retention with compaction, every message without it.
 _ALL_MESSAGES_AND_RECORDS: tuple[AttributeMap[Any], ...] = (
@@ -220,3 +239,68 @@ def tool_call_step_options(
             total_duration=limit.retry_budget,
         ),
     ).on_execute_failure_proceed_to(failure_route, tool_call_record_step_options(tool_call_id))
+
+
+def cancel_tool_task_step_options(
+    tool_call_id: str, *, failure_route: type[Step[Any]]
+) -> StepOptions:
+    """Options of ``CancelToolTask`` for one call: 3 attempts in 2 minutes, 30 s each, and a
+    failure route that records the call, so the turn ends even when the cancellation keeps
+    failing.
+
+    Example:
+        >>> options = cancel_tool_task_step_options("c1", failure_route=RecordToolOutcomeUnknown)
+        >>> options.execute_retry.maximum_attempts, options.execute_method_timeout.seconds
+        (3, 30)
+    """
+    record_options = tool_call_record_step_options(tool_call_id)
+    return replace(
+        record_options,
+        execute_method_timeout=CANCEL_TOOL_TASK_TIMEOUT,
+        execute_retry=RetryPolicy(
+            maximum_attempts=CANCEL_TOOL_TASK_ATTEMPTS,
+            total_duration=CANCEL_TOOL_TASK_RETRY_BUDGET,
+        ),
+    ).on_execute_failure_proceed_to(failure_route, record_options)
+
+
+def finish_turn_cancellation_step_options() -> StepOptions:
+    """Options of ``FinishTurnCancellation``: every record, both locks in execute.
+
+    Example:
+        >>> len(finish_turn_cancellation_step_options().execute_lock_attributes)
+        2
+    """
+    return replace(
+        SYNC_STEP_OPTIONS,
+        execute_load_attribute_maps=(AGENT_TOOL_CALLS,),
+        execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(), PENDING_INTERRUPTS.lock()),
+    )
+
+
+def await_user_message_step_options() -> StepOptions:
+    """Options of ``AwaitUserMessage``: a message-storing Step that locks
+    ``TurnCancellationRequest`` in execute, so no turn starts while ``cancel_turn`` decides.
+
+    Example:
+        >>> await_user_message_step_options().execute_load_attribute_maps == (AGENT_MESSAGES,)
+        True
+    """
+    return replace(
+        message_storing_step_options(),
+        execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(),),
+    )
+
+
+def apply_turn_control_step_options() -> StepOptions:
+    """Options of ``ApplyTurnControl``: every message and record, and the locks of
+    ``TurnCancellationRequest`` and ``PendingInterrupts`` in execute.
+
+    Example:
+        >>> len(apply_turn_control_step_options().execute_lock_attributes)
+        2
+    """
+    return replace(
+        turn_step_options(),
+        execute_lock_attributes=(TURN_CANCELLATION_REQUEST.lock(), PENDING_INTERRUPTS.lock()),
+    )

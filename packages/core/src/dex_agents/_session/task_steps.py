@@ -3,95 +3,42 @@
 A tool that started remote work returns ``ToolTaskStarted``; its tool Step records
 ``waiting_for_task`` and ends, so no Step or connection is held while the work runs.
 ``PollToolTask`` waits on a Timer for the poll interval and calls ``poll_tool_task`` once per
-execution. ``cancel_turn`` hands an abandoned task to ``CancelToolTask`` (see
-:func:`cancel_tool_task_movement`).
+execution. ``cancel_turn`` hands an abandoned task to ``CancelToolTask`` (through
+``FinishTurnCancellation``).
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from datetime import timedelta
-from typing import Any, Final
 
-from dex import (
-    AsyncContext,
-    RetryPolicy,
-    Step,
-    StepDecision,
-    StepMovement,
-    StepOptions,
-    Timer,
-    Wait,
-    dead_end,
-    go_to_many,
-)
+from dex import AsyncContext, StepDecision, Timer, Wait, dead_end, go_to_many
 
-from dex_agents._events import AgentEventWriter
+from dex_agents._event_writer import AgentEventWriter
 from dex_agents._runner_contract import (
-    ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskCancellation,
-    ToolTaskCanceller,
-    ToolTaskPending,
     ToolTaskPoll,
-    ToolTaskPoller,
+    ToolTaskPollOutcome,
 )
 from dex_agents._session.built_in_transitions import (
     record_tool_question,
     task_poll_interval_seconds,
 )
+from dex_agents._session.control import abandon_task_of_cancelled_turn
+from dex_agents._session.heartbeat import Heartbeat
 from dex_agents._session.persistence import AGENT_TOOL_CALLS
-from dex_agents._session.step_options import (
-    tool_call_record_step_options,
-    tool_call_step_options,
-)
-from dex_agents._session.step_support import (
-    Heartbeat,
-    SessionRuntime,
-    finish_tool_call,
-    load_tool_call,
-)
-from dex_agents._session.tool_steps import RecordToolFailure, RecordToolOutcomeUnknown
+from dex_agents._session.records import finish_tool_call, load_tool_call
+from dex_agents._session.step_base import SessionStep
 from dex_agents._session.transitions import finalize_tool_call
-from dex_agents._tool_policy import ToolStepType, tool_effect_rules
-from dex_agents._values import (
-    AgentToolCall,
-    AgentToolCallStatus,
-    CancellationReason,
-)
+from dex_agents._values import AgentToolCall, AgentToolCallStatus, CancellationReason
+from dex_agents.exceptions import ToolExecutionError
 
-__all__ = [
-    "CANCEL_TOOL_TASK_ATTEMPTS",
-    "CANCEL_TOOL_TASK_RETRY_BUDGET",
-    "CANCEL_TOOL_TASK_TIMEOUT",
-    "POLL_TOOL_TASK_ATTEMPTS",
-    "CancelToolTask",
-    "PollToolTask",
-    "cancel_tool_task_movement",
-    "poll_movement",
-]
-
-POLL_TOOL_TASK_ATTEMPTS: Final = 3
-"""Attempts of one poll: a task's poll may fail twice before the call is recorded by its effect."""
-CANCEL_TOOL_TASK_ATTEMPTS: Final = 3
-"""Attempts, retry budget, and attempt timeout of ``CancelToolTask``."""
-CANCEL_TOOL_TASK_RETRY_BUDGET: Final = timedelta(minutes=2)
-CANCEL_TOOL_TASK_TIMEOUT: Final = timedelta(seconds=30)
+__all__ = ["CancelToolTask", "PollToolTask"]
 
 
-class _TaskStep(Step[str]):
-    def __init__(self, runtime: SessionRuntime) -> None:
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions | None:
-        return None  # Every movement carries its own options, for its own record.
-
-    def _events(self, context: AsyncContext, record: AgentToolCall) -> AgentEventWriter:
-        return self._runtime.event_writer(context, record.turn_id)
-
-
-class PollToolTask(_TaskStep):
+class PollToolTask(SessionStep[str]):
     """Polls one call's remote task once, after a Timer for its poll interval.
 
     A zero Timer while ``task_answer_pending``: the answer to the task's question goes out at once
@@ -111,18 +58,13 @@ class PollToolTask(_TaskStep):
         if record is None or record.is_final:
             return dead_end()
         if record.status is AgentToolCallStatus.AWAITING_ANSWER:
-            return go_to_many(_question_movement(record))
+            return go_to_many(self._runtime.movements.for_record(record))
         if record.status is not AgentToolCallStatus.WAITING_FOR_TASK:
             return dead_end()
-        # Deferred import: FinishTurnCancellation hands abandoned tasks to this module.
-        from dex_agents._session.control_steps import abandon_task_of_cancelled_turn
-
-        abandoned = abandon_task_of_cancelled_turn(context, record)
+        abandoned = abandon_task_of_cancelled_turn(context, self._runtime, record)
         if abandoned is not None:
             return abandoned
-        runner = self._runtime.runner
-        assert isinstance(runner, ToolTaskPoller)  # the tool Step checked it before the task
-        events = self._events(context, record)
+        events = self._runtime.event_writer(context, record.turn_id)
         heartbeat = Heartbeat(context)
         poll = ToolTaskPoll(
             flow_id=context.flow_id,
@@ -138,13 +80,10 @@ class PollToolTask(_TaskStep):
             send_heartbeat=heartbeat.beat,
         )
         try:
-            async with heartbeat.in_background():
-                outcome = await runner.poll_tool_task(poll)
+            outcome = await self._runtime.runner.poll_tool_task(poll, heartbeat)
         except ToolExecutionError as error:
-            outcome_record = finalize_tool_call(
-                record, AgentToolCallStatus.FAILED, error=str(error)
-            )
-            finish_tool_call(context, events, outcome_record)
+            failed = finalize_tool_call(record, AgentToolCallStatus.FAILED, error=str(error))
+            finish_tool_call(context, events, failed)
             return dead_end()
         return self._apply(context, events, record, outcome)
 
@@ -153,14 +92,16 @@ class PollToolTask(_TaskStep):
         context: AsyncContext,
         events: AgentEventWriter,
         record: AgentToolCall,
-        outcome: object,
+        outcome: ToolTaskPollOutcome,
     ) -> StepDecision:
         if isinstance(outcome, ToolExecutionResult):
             final = finalize_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=outcome.output)
             finish_tool_call(context, events, final)
             return dead_end()
-        if isinstance(outcome, ToolTaskPending):
-            pending = replace(
+        if isinstance(outcome, ToolInputRequested):
+            updated = record_tool_question(record, outcome)
+        else:
+            updated = replace(
                 record,
                 task_poll_interval_seconds=task_poll_interval_seconds(
                     outcome.poll_interval_seconds
@@ -168,19 +109,11 @@ class PollToolTask(_TaskStep):
                 input_continuation=outcome.continuation,
                 task_answer_pending=False,
             )
-            AGENT_TOOL_CALLS.set(context, pending.tool_call_id, pending)
-            return go_to_many(poll_movement(self._runtime, pending))
-        if isinstance(outcome, ToolInputRequested):
-            asking = record_tool_question(record, outcome)
-            AGENT_TOOL_CALLS.set(context, asking.tool_call_id, asking)
-            return go_to_many(_question_movement(asking))
-        raise TypeError(
-            "poll_tool_task must return ToolExecutionResult, ToolTaskPending, or "
-            f"ToolInputRequested, got {type(outcome).__name__}"
-        )
+        AGENT_TOOL_CALLS.set(context, updated.tool_call_id, updated)
+        return go_to_many(self._runtime.movements.for_record(updated))
 
 
-class CancelToolTask(_TaskStep):
+class CancelToolTask(SessionStep[str]):
     """Abandons one call's task after ``cancel_turn``: asks a ``ToolTaskCanceller`` runner to
     cancel it, best-effort, then records ``outcome_unknown`` with ``turn_cancelled``.
 
@@ -193,67 +126,21 @@ class CancelToolTask(_TaskStep):
         if record is None or record.is_final:
             return dead_end()
         abandoned = replace(record, cancellation_reason=CancellationReason.TURN_CANCELLED)
-        runner = self._runtime.runner
-        if isinstance(runner, ToolTaskCanceller) and record.task_id is not None:
+        if record.task_id is not None:
             heartbeat = Heartbeat(context)
-            async with heartbeat.in_background():
-                await runner.cancel_tool_task(
-                    ToolTaskCancellation(
-                        flow_id=context.flow_id,
-                        tool_call=abandoned,
-                        attempt=max(context.attempt, 1),
-                        send_heartbeat=heartbeat.beat,
-                    )
-                )
+            await self._runtime.runner.cancel_tool_task(
+                ToolTaskCancellation(
+                    flow_id=context.flow_id,
+                    tool_call=abandoned,
+                    attempt=max(context.attempt, 1),
+                    send_heartbeat=heartbeat.beat,
+                ),
+                heartbeat,
+            )
         final = finalize_tool_call(
             abandoned,
             AgentToolCallStatus.OUTCOME_UNKNOWN,
             cancellation_reason=CancellationReason.TURN_CANCELLED,
         )
-        finish_tool_call(context, self._events(context, record), final)
+        finish_tool_call(context, self._runtime.event_writer(context, record.turn_id), final)
         return dead_end()
-
-
-def poll_movement(runtime: SessionRuntime, record: AgentToolCall) -> StepMovement[str]:
-    """Return the movement to ``PollToolTask`` of one call: 3 attempts, failure route by effect."""
-    single = tool_effect_rules(record.effect).step_type is ToolStepType.CALL_SINGLE_ATTEMPT_TOOL
-    failure_route: type[Step[Any]] = RecordToolOutcomeUnknown if single else RecordToolFailure
-    return StepMovement.of(
-        PollToolTask,
-        record.tool_call_id,
-        options=tool_call_step_options(
-            record.tool_call_id,
-            limit=runtime.options.tool_call_limit,
-            maximum_attempts=POLL_TOOL_TASK_ATTEMPTS,
-            failure_route=failure_route,
-        ),
-    )
-
-
-def cancel_tool_task_movement(tool_call_id: str) -> StepMovement[str]:
-    """Return the movement to ``CancelToolTask`` of one abandoned task.
-
-    ``FinishTurnCancellation`` hands each started task of a cancelled turn to it.
-
-    Example:
-        >>> go_to_many(*(cancel_tool_task_movement(call_id) for call_id in started_tasks))
-    """
-    record_options = tool_call_record_step_options(tool_call_id)
-    return StepMovement.of(
-        CancelToolTask,
-        tool_call_id,
-        options=replace(
-            record_options,
-            execute_method_timeout=CANCEL_TOOL_TASK_TIMEOUT,
-            execute_retry=RetryPolicy(
-                maximum_attempts=CANCEL_TOOL_TASK_ATTEMPTS,
-                total_duration=CANCEL_TOOL_TASK_RETRY_BUDGET,
-            ),
-        ).on_execute_failure_proceed_to(RecordToolOutcomeUnknown, record_options),
-    )
-
-
-def _question_movement(record: AgentToolCall) -> StepMovement[str]:
-    from dex_agents._session.wait_steps import question_movement
-
-    return question_movement(record)

@@ -1,32 +1,24 @@
-"""The Steps that wait for a person or a clock for one tool call: ``AwaitQuestionAnswer`` and
-``AwaitTimer``.
+"""The Steps that wait for a person or a clock for one tool call: ``AwaitToolApproval``,
+``AwaitQuestionAnswer`` and ``AwaitTimer``.
 
+``AwaitToolApproval`` waits for a person to approve or reject a call, or for its deadline.
 ``AwaitQuestionAnswer`` serves three kinds of question: an ``ask_user`` call (raised by
 ``RunModel`` under the tool call ID), a tool's ``ToolInputRequested``, and a task's question from
 ``PollToolTask`` (both raised here as ``<tool_call_id>-input-<n>`` under the ``PendingInterrupts``
 lock). ``AwaitTimer`` waits out a ``durable_wait`` call on a Timer; no coroutine holds the wait.
+Each takes the tool call ID as input and loads only that call's record.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import timedelta
 
-from dex import (
-    AsyncContext,
-    Step,
-    StepDecision,
-    StepMovement,
-    StepOptions,
-    Timer,
-    Wait,
-    dead_end,
-    go_to_many,
-)
+from dex import AsyncContext, StepDecision, Timer, Wait, dead_end, go_to_many
 from dex.condition import Condition
 
 from dex_agents._built_in_tools import remaining_wait_seconds
-from dex_agents._events import AgentEventType, AgentEventWriter
+from dex_agents._event_writer import AgentEventWriter, write_event_payload
+from dex_agents._events import InterruptRaisedPayload, InterruptResolvedPayload
 from dex_agents._session.built_in_transitions import (
     apply_question_resolution,
     finish_durable_wait,
@@ -37,22 +29,27 @@ from dex_agents._session.built_in_transitions import (
     question_resolution_of,
     raise_tool_question,
 )
+from dex_agents._session.control import settle_unraised_question
 from dex_agents._session.persistence import (
     AGENT_TOOL_CALLS,
     INTERRUPT_RESOLUTIONS,
     PENDING_INTERRUPTS,
     TOOL_CALL_CANCELLATIONS,
 )
-from dex_agents._session.step_options import tool_call_record_step_options
-from dex_agents._session.step_support import SessionRuntime, finish_tool_call, load_tool_call
+from dex_agents._session.records import finish_tool_call, load_tool_call
+from dex_agents._session.step_base import SessionStep
 from dex_agents._session.transitions import (
+    APPROVAL_DEADLINE_PASSED_MESSAGE,
+    ApprovalOutcome,
+    apply_approval,
+    expire_approval,
     finalize_tool_call,
     find_pending_interrupt,
     remove_interrupt,
     seconds_until,
 )
 from dex_agents._values import (
-    AgentInterrupt,
+    AgentInterruptResolution,
     AgentToolCall,
     AgentToolCallStatus,
     CancellationReason,
@@ -60,46 +57,97 @@ from dex_agents._values import (
     QuestionResolution,
 )
 
-__all__ = [
-    "AwaitQuestionAnswer",
-    "AwaitTimer",
-    "question_movement",
-    "timer_movement",
-    "write_question_raised",
-]
+__all__ = ["AwaitQuestionAnswer", "AwaitTimer", "AwaitToolApproval"]
 
 
-def write_question_raised(
-    events: AgentEventWriter, interrupt: AgentInterrupt, record: AgentToolCall
-) -> None:
-    """Write ``interrupt_raised`` of kind ``question`` for ``interrupt``."""
-    events.write_event(
-        AgentEventType.INTERRUPT_RAISED,
-        {
-            "interrupt_id": interrupt.interrupt_id,
-            "tool_call_id": record.tool_call_id,
-            "tool_name": record.tool_name,
-            "deadline": interrupt.deadline,
-            "kind": InterruptKind.QUESTION,
-            "question": interrupt.question,
-            "choices": list(interrupt.choices),
-            "allows_free_text": interrupt.allows_free_text,
-        },
-    )
+class AwaitToolApproval(SessionStep[str]):
+    """Waits for a person to approve or reject one call, or for its deadline.
+
+    Waits on ``ToolCallCancellations.for_one(id)`` and ``InterruptResolutions.for_one(id)`` plus,
+    while the interrupt is pending with a deadline, a Timer for the whole seconds until it. An
+    approval moves to the call's tool Step; a rejection or a passed deadline records ``rejected``.
+    A Timer that fires while the answer is on its way, or before the deadline, waits again.
+    """
+
+    async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # type: ignore[override]
+        record = load_tool_call(context, input)
+        if record is None or record.status is not AgentToolCallStatus.AWAITING_APPROVAL:
+            return Wait.skip_immediately()
+        cancellation = TOOL_CALL_CANCELLATIONS.for_one(input)
+        resolution = INTERRUPT_RESOLUTIONS.for_one(input)
+        pending = find_pending_interrupt(PENDING_INTERRUPTS.get(context) or [], input)
+        if pending is None or pending.deadline is None:
+            return Wait.any_of(cancellation, resolution)
+        seconds = seconds_until(pending.deadline, self._runtime.now())
+        return Wait.any_of(cancellation, resolution, Timer.by_duration(timedelta(seconds=seconds)))
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        record = load_tool_call(context, input)
+        if record is None or record.is_final:
+            return dead_end()
+        if record.status is AgentToolCallStatus.APPROVED:
+            return go_to_many(self._runtime.movements.for_record(record))
+        events = self._runtime.event_writer(context, record.turn_id)
+        cancellations = TOOL_CALL_CANCELLATIONS.results(context, input)
+        if cancellations:
+            # Steering removed the interrupt; the call records rejected with the reason.
+            return self._apply_resolution(
+                context,
+                events,
+                record,
+                AgentInterruptResolution(
+                    interrupt_id=input,
+                    approved=False,
+                    cancellation_reason=cancellations[0].reason,
+                ),
+            )
+        resolutions = INTERRUPT_RESOLUTIONS.results(context, input)
+        if resolutions:
+            return self._apply_resolution(context, events, record, resolutions[0])
+        if context.has_timer_fired():
+            interrupts = PENDING_INTERRUPTS.get(context) or []
+            outcome = expire_approval(interrupts, input, self._runtime.now())
+            if outcome is ApprovalOutcome.EXPIRED:
+                PENDING_INTERRUPTS.set(context, remove_interrupt(interrupts, input))
+                return self._apply_resolution(
+                    context,
+                    events,
+                    record,
+                    AgentInterruptResolution(
+                        interrupt_id=input,
+                        approved=False,
+                        rejection_message=APPROVAL_DEADLINE_PASSED_MESSAGE,
+                    ),
+                )
+        return go_to_many(self._runtime.movements.for_record(record))
+
+    def _apply_resolution(
+        self,
+        context: AsyncContext,
+        events: AgentEventWriter,
+        record: AgentToolCall,
+        resolution: AgentInterruptResolution,
+    ) -> StepDecision:
+        write_event_payload(
+            events,
+            InterruptResolvedPayload(
+                interrupt_id=resolution.interrupt_id,
+                approved=resolution.approved,
+                rejection_message=resolution.rejection_message,
+                kind=InterruptKind.APPROVAL,
+                answered=False,
+                cancellation_reason=resolution.cancellation_reason,
+            ),
+        )
+        updated = apply_approval(record, resolution)
+        if updated.is_final:
+            finish_tool_call(context, events, updated)
+            return dead_end()
+        AGENT_TOOL_CALLS.set(context, updated.tool_call_id, updated)
+        return go_to_many(self._runtime.movements.for_record(updated))
 
 
-class _WaitingToolCallStep(Step[str]):
-    def __init__(self, runtime: SessionRuntime) -> None:
-        self._runtime = runtime
-
-    def get_step_options(self) -> StepOptions | None:
-        return None  # Every movement carries its own options, for its own record.
-
-    def _events(self, context: AsyncContext, record: AgentToolCall) -> AgentEventWriter:
-        return self._runtime.event_writer(context, record.turn_id)
-
-
-class AwaitQuestionAnswer(_WaitingToolCallStep):
+class AwaitQuestionAnswer(SessionStep[str]):
     """Waits for the answer to one call's question, a decline, or the question's deadline.
 
     Waits on ``ToolCallCancellations.for_one(id)`` and ``InterruptResolutions.for_one(interrupt_id)``
@@ -131,13 +179,10 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
         if record is None or record.is_final:
             return dead_end()
         if record.status is not AgentToolCallStatus.AWAITING_ANSWER:
-            return go_to_many(_movement_after_answer(self._runtime, record))
-        events = self._events(context, record)
+            return go_to_many(self._runtime.movements.for_record(record))
+        events = self._runtime.event_writer(context, record.turn_id)
         if not is_question_raised(record):
-            # Deferred import: the turn control Steps route answers back to this module.
-            from dex_agents._session.control_steps import settle_unraised_question
-
-            settled = settle_unraised_question(context, events, record)
+            settled = settle_unraised_question(context, self._runtime, events, record)
             if settled is not None:
                 return settled
             return self._raise(context, events, record)
@@ -162,7 +207,7 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
                 return self._resolve(
                     context, events, record, interrupt_id, QuestionResolution.DEADLINE_PASSED, None
                 )
-        return go_to_many(question_movement(record))
+        return go_to_many(self._runtime.movements.for_record(record))
 
     def _interrupt_id(self, record: AgentToolCall) -> str:
         return interrupt_id_of_question(
@@ -187,8 +232,8 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
             return dead_end()
         PENDING_INTERRUPTS.set(context, [*interrupts, interrupt])
         AGENT_TOOL_CALLS.set(context, raised.tool_call_id, raised)
-        write_question_raised(events, interrupt, raised)
-        return go_to_many(question_movement(raised))
+        write_event_payload(events, InterruptRaisedPayload.of(interrupt, raised))
+        return go_to_many(self._runtime.movements.for_record(raised))
 
     def _resolve(
         self,
@@ -199,16 +244,17 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
         resolution: QuestionResolution,
         answer: str | None,
     ) -> StepDecision:
-        events.write_event(
-            AgentEventType.INTERRUPT_RESOLVED,
-            {
-                "interrupt_id": interrupt_id,
-                "approved": resolution is QuestionResolution.ANSWERED,
-                "rejection_message": None,
-                "kind": InterruptKind.QUESTION,
-                "answered": resolution is QuestionResolution.ANSWERED,
-                "cancellation_reason": None,
-            },
+        answered = resolution is QuestionResolution.ANSWERED
+        write_event_payload(
+            events,
+            InterruptResolvedPayload(
+                interrupt_id=interrupt_id,
+                approved=answered,
+                rejection_message=None,
+                kind=InterruptKind.QUESTION,
+                answered=answered,
+                cancellation_reason=None,
+            ),
         )
         updated = apply_question_resolution(
             record,
@@ -221,7 +267,7 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
             finish_tool_call(context, events, updated)
             return dead_end()
         AGENT_TOOL_CALLS.set(context, updated.tool_call_id, updated)
-        return go_to_many(_movement_after_answer(self._runtime, updated))
+        return go_to_many(self._runtime.movements.for_record(updated))
 
     def _cancel(
         self,
@@ -235,16 +281,16 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
         if find_pending_interrupt(interrupts, interrupt_id) is not None:
             PENDING_INTERRUPTS.set(context, remove_interrupt(interrupts, interrupt_id))
         # Steering removed the question's interrupt; the UI learns why from this event.
-        events.write_event(
-            AgentEventType.INTERRUPT_RESOLVED,
-            {
-                "interrupt_id": interrupt_id,
-                "approved": False,
-                "rejection_message": None,
-                "kind": InterruptKind.QUESTION,
-                "answered": False,
-                "cancellation_reason": reason,
-            },
+        write_event_payload(
+            events,
+            InterruptResolvedPayload(
+                interrupt_id=interrupt_id,
+                approved=False,
+                rejection_message=None,
+                kind=InterruptKind.QUESTION,
+                answered=False,
+                cancellation_reason=reason,
+            ),
         )
         final = finalize_tool_call(
             record,
@@ -255,7 +301,7 @@ class AwaitQuestionAnswer(_WaitingToolCallStep):
         return dead_end()
 
 
-class AwaitTimer(_WaitingToolCallStep):
+class AwaitTimer(SessionStep[str]):
     """Waits out one ``durable_wait`` call on a Timer until its ``wait_until``.
 
     Records ``succeeded`` with ``{"status":"completed","waited_seconds":<n>,"reason":...}``, or
@@ -277,7 +323,7 @@ class AwaitTimer(_WaitingToolCallStep):
         record = load_tool_call(context, input)
         if record is None or record.is_final:
             return dead_end()
-        events = self._events(context, record)
+        events = self._runtime.event_writer(context, record.turn_id)
         cancellations = TOOL_CALL_CANCELLATIONS.results(context, input)
         if cancellations:
             final = finalize_tool_call(
@@ -289,7 +335,7 @@ class AwaitTimer(_WaitingToolCallStep):
             return dead_end()
         assert record.wait_until is not None
         if remaining_wait_seconds(record.wait_until, self._runtime.now()) > 0:
-            return go_to_many(timer_movement(record.tool_call_id))
+            return go_to_many(self._runtime.movements.for_record(record))
         output = finish_durable_wait(record, self._runtime.options.max_durable_wait)
         finish_tool_call(
             context,
@@ -297,44 +343,3 @@ class AwaitTimer(_WaitingToolCallStep):
             finalize_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=output),
         )
         return dead_end()
-
-
-def question_movement(record: AgentToolCall) -> StepMovement[str]:
-    """Return the movement to ``AwaitQuestionAnswer`` of one call.
-
-    It loads the call's record, and the record named like the next tool question's interrupt ID,
-    so the raise can refuse an ID another call of the turn uses; Execute locks
-    ``PendingInterrupts``.
-    """
-    options = tool_call_record_step_options(record.tool_call_id, locks_interrupts=True)
-    candidate = next_question_interrupt_id(record)
-    return StepMovement.of(
-        AwaitQuestionAnswer,
-        record.tool_call_id,
-        options=replace(
-            options,
-            execute_load_attribute_map_instances=(
-                *options.execute_load_attribute_map_instances,
-                AGENT_TOOL_CALLS.load(candidate),
-            ),
-        ),
-    )
-
-
-def timer_movement(tool_call_id: str) -> StepMovement[str]:
-    """Return the movement to ``AwaitTimer`` of one ``durable_wait`` call."""
-    return StepMovement.of(
-        AwaitTimer, tool_call_id, options=tool_call_record_step_options(tool_call_id)
-    )
-
-
-def _movement_after_answer(runtime: SessionRuntime, record: AgentToolCall) -> StepMovement[str]:
-    # Deferred import: the tool Steps route questions here, and answers route back to them.
-    from dex_agents._session.task_steps import poll_movement
-    from dex_agents._session.tool_steps import tool_step_movement
-
-    if record.status is AgentToolCallStatus.WAITING_FOR_TASK:
-        return poll_movement(runtime, record)
-    if record.status is AgentToolCallStatus.AWAITING_ANSWER:
-        return question_movement(record)
-    return tool_step_movement(runtime, record)

@@ -12,7 +12,9 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 
-from dex_agents._events import AgentEventWriter
+from dex_agents._event_writer import (
+    AgentEventWriter,
+)
 from dex_agents._runner_contract import (
     DeferredToolOutcome,
     ToolExecutionError,

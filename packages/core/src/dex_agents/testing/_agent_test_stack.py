@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dex import (
     AsyncClient,
@@ -21,6 +21,7 @@ from dex import (
 )
 
 from dex_agents._codec_registry import agent_codec_registry
+from dex_agents._session.client import AgentSessionClient
 from dex_agents.testing._engine_process import (
     DEXCLI_ENV,
     EngineDurability,
@@ -30,9 +31,6 @@ from dex_agents.testing._engine_process import (
 from dex_agents.testing._step_history import StepHistoryEntry, read_step_history
 from dex_agents.testing._waiting import wait_until
 from dex_agents.testing._worker_process import WorkerProcess
-
-if TYPE_CHECKING:
-    from dex_agents._session.client import AgentSessionClient
 
 _BLOB_CACHE_BYTES = 64 * 1024 * 1024
 _ENGINE_HEALTH_TIMEOUT_SECONDS = 120.0
@@ -130,8 +128,6 @@ class AgentTestStack:
         Raises:
             ValueError: ``flow`` is not one of the stack's Flows.
         """
-        from dex_agents._session.client import AgentSessionClient
-
         if not any(flow is known for known in self.flows):
             raise ValueError(
                 f"Flow {flow.get_flow_type()!r} is not one of this AgentTestStack's Flows"

@@ -58,6 +58,17 @@ from dex_agents._values import (
     AgentStatus,
     MessageRole,
 )
+from dex_agents.stepwise import (
+    AgentDefinition,
+    ModelRequest,
+    ModelToolResult,
+    ModelUserText,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
+    function_tool,
+    stepwise_agent_session_flow,
+)
 from dex_agents.testing._engine_process import EngineLogs, EngineProcess
 from dex_agents.testing._flow_attributes import read_flow_attributes
 from dex_agents.testing._waiting import wait_until
@@ -407,18 +418,6 @@ def build_stepwise_context_window_flow(
         >>> report = await ContextWindowSessionScenario().run(
         ...     build_stepwise_context_window_flow, tmp_path)
     """
-    # Imported here: dex_agents.stepwise imports this package for ScriptedModelClient.
-    from dex_agents.stepwise import (
-        AgentDefinition,
-        ModelRequest,
-        ModelToolResult,
-        ModelUserText,
-        ScriptedModelClient,
-        ScriptedModelReply,
-        ScriptedToolCall,
-        function_tool,
-        stepwise_agent_session_flow,
-    )
 
     @function_tool(effect=ToolEffect.READ, name=CONTEXT_WINDOW_TOOL_NAME)
     async def lookup_note(topic: Annotated[str, "What the note is about"]) -> str:
