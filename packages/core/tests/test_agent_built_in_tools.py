@@ -15,6 +15,7 @@ from dex_agents import (
     BuiltInTool,
     BuiltInToolDefinition,
     CancellationReason,
+    ConfigurationError,
     QuestionResolution,
     TodoStatus,
 )
@@ -140,9 +141,11 @@ def test_parse_built_in_tools_names_an_unknown_tool() -> None:
         BuiltInTool.ASK_USER,
         BuiltInTool.WRITE_TODOS,
     }
-    with pytest.raises(ValueError, match="unknown built-in tool 'ask'; the built-in tools are"):
+    with pytest.raises(
+        ConfigurationError, match="unknown built-in tool 'ask'; the built-in tools are"
+    ):
         parse_built_in_tools(["ask"])
-    with pytest.raises(ValueError, match="not the string"):
+    with pytest.raises(ConfigurationError, match="not the string"):
         parse_built_in_tools("ask_user")
 
 
@@ -313,9 +316,9 @@ def test_max_durable_wait_seconds() -> None:
     assert max_durable_wait_seconds() == YEAR_SECONDS
     assert max_durable_wait_seconds(timedelta(seconds=1)) == 1
     assert max_durable_wait_seconds(timedelta(seconds=90.7)) == 90
-    with pytest.raises(ValueError, match="at least one second"):
+    with pytest.raises(ConfigurationError, match="at least one second"):
         max_durable_wait_seconds(timedelta(milliseconds=999))
-    with pytest.raises(ValueError, match="at least one second"):
+    with pytest.raises(ConfigurationError, match="at least one second"):
         max_durable_wait_seconds(timedelta(0))
 
 
@@ -432,7 +435,7 @@ def test_ask_user_results_have_exact_texts() -> None:
     assert ask_user_result(QuestionResolution.DECLINED) == "The user declined to answer."
     assert QUESTION_DEADLINE_PASSED_RESULT == "question deadline passed"
     assert ask_user_result(QuestionResolution.DEADLINE_PASSED) == "question deadline passed"
-    with pytest.raises(ValueError, match="needs its answer"):
+    with pytest.raises(ConfigurationError, match="needs its answer"):
         ask_user_result(QuestionResolution.ANSWERED)
 
 

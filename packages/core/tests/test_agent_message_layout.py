@@ -18,6 +18,7 @@ from dex_agents import (
     AgentMessage,
     AgentMessageChunk,
     AgentMessageIndex,
+    ConfigurationError,
     MessageRole,
     message_sequence_key,
 )
@@ -125,13 +126,13 @@ def test_limits_defaults_and_validation() -> None:
     assert LIMITS.message_chunk_max_bytes == 1024 * 1024
     assert LIMITS.retained_message_limit == 1_000
     MessageStorageLimits(message_chunk_max_bytes=8 * 1024 * 1024, retained_message_limit=None)
-    with pytest.raises(ValueError, match="at most 8 MiB"):
+    with pytest.raises(ConfigurationError, match="at most 8 MiB"):
         MessageStorageLimits(message_chunk_max_bytes=8 * 1024 * 1024 + 1)
-    with pytest.raises(ValueError, match="message_window_size must be a positive int"):
+    with pytest.raises(ConfigurationError, match="message_window_size must be a positive int"):
         MessageStorageLimits(message_window_size=0)
-    with pytest.raises(ValueError, match="message_chunk_size must be a positive int"):
+    with pytest.raises(ConfigurationError, match="message_chunk_size must be a positive int"):
         MessageStorageLimits(message_chunk_size=True)
-    with pytest.raises(ValueError, match="retained_message_limit"):
+    with pytest.raises(ConfigurationError, match="retained_message_limit"):
         MessageStorageLimits(retained_message_limit=-1)
 
 

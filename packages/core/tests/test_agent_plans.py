@@ -11,6 +11,7 @@ from dex_agents import (
     AgentPlan,
     AgentStatus,
     AgentTodo,
+    ConfigurationError,
     ExecutePlanRequest,
     InteractionMode,
     PlanExecutionRequest,
@@ -81,7 +82,7 @@ def test_plan_status_follows_the_first_rule_that_applies(
 
 def test_interaction_mode_may_be_given_as_text_and_is_checked() -> None:
     assert write_todos_plan(None, [PENDING], "planning").status is PlanStatus.DRAFT
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError):
         write_todos_plan(None, [PENDING], "brainstorming")
 
 
@@ -143,10 +144,10 @@ def test_plan_execution_key_is_decimal() -> None:
     assert plan_execution_key(120) == "120"
     assert parse_plan_execution_key("120") == 120
     for bad_revision in (0, -1, True):
-        with pytest.raises(ValueError, match="plan revision must be an int from 1"):
+        with pytest.raises(ConfigurationError, match="plan revision must be an int from 1"):
             plan_execution_key(bad_revision)
     for bad_key in ("", "0", "012", "1.0", "-3", "٣"):
-        with pytest.raises(ValueError, match="decimal digits"):
+        with pytest.raises(ConfigurationError, match="decimal digits"):
             parse_plan_execution_key(bad_key)
 
 
@@ -155,7 +156,7 @@ def test_plan_execution_message_has_the_exact_text() -> None:
         "[Dex] The user approved plan revision 7. "
         "Execute it and keep the task statuses current with write_todos."
     )
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError):
         plan_execution_message(0)
 
 
@@ -165,7 +166,7 @@ def test_approval_marks_a_draft_active_with_the_same_revision_and_tasks() -> Non
     assert approved == AgentPlan(2, PlanStatus.ACTIVE, (PENDING, DONE), updated_at=NOW)
     assert approve_plan(approved).status is PlanStatus.ACTIVE
     for status in (PlanStatus.COMPLETED, PlanStatus.CLEARED):
-        with pytest.raises(ValueError, match="only a draft or active plan can be approved"):
+        with pytest.raises(ConfigurationError, match="only a draft or active plan can be approved"):
             approve_plan(replace(draft, status=status))
 
 
@@ -302,7 +303,7 @@ def test_multi_line_task_content_stays_inside_its_item() -> None:
 
 
 def test_note_interaction_mode_is_checked() -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError):
         build_plan_note(None, "brainstorming")
 
 

@@ -22,6 +22,8 @@ from dex_agents import (
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
+    ConfigurationError,
+    ConfigurationTypeError,
     DeferredToolExecution,
     FrameworkMessage,
     InterruptKind,
@@ -81,11 +83,11 @@ def test_two_flow_types_register_side_by_side_with_their_own_streams() -> None:
 
 
 def test_flow_refuses_bad_arguments() -> None:
-    with pytest.raises(TypeError, match="has no build_user_message method"):
+    with pytest.raises(ConfigurationTypeError, match="has no build_user_message method"):
         AgentSessionFlow(object(), flow_type="A")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="flow_type"):
+    with pytest.raises(ConfigurationError, match="flow_type"):
         AgentSessionFlow(_Runner(), flow_type=" ")
-    with pytest.raises(ValueError, match="interrupt_deadline"):
+    with pytest.raises(ConfigurationError, match="interrupt_deadline"):
         AgentSessionOptions(interrupt_deadline=timedelta(0))
 
 

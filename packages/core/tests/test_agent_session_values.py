@@ -30,6 +30,7 @@ from dex_agents import (
     CancellationReason,
     CancelTurnRequest,
     CompactContextInput,
+    ConfigurationError,
     ContextSummary,
     DeleteQueuedMessageRequest,
     ExecutePlanRequest,
@@ -362,7 +363,7 @@ def test_usage_adds_every_count() -> None:
     )
     assert total.total_tokens == 17
     assert AgentUsage().model_calls == 1
-    with pytest.raises(ValueError, match=r"AgentUsage\.output_tokens must not be negative"):
+    with pytest.raises(ConfigurationError, match=r"AgentUsage\.output_tokens must not be negative"):
         AgentUsage(output_tokens=-1)
 
 
@@ -398,18 +399,18 @@ def test_message_sequence_key() -> None:
     keys = [message_sequence_key(n) for n in (2, 10, 100, 9)]
     assert sorted(keys) == [message_sequence_key(n) for n in (2, 9, 10, 100)]
     for bad in (-1, 10**12, True, 1.0):
-        with pytest.raises(ValueError):
+        with pytest.raises(ConfigurationError):
             message_sequence_key(bad)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="12 decimal digits"):
+    with pytest.raises(ConfigurationError, match="12 decimal digits"):
         parse_message_sequence_key("42")
 
 
 def test_id_helpers() -> None:
     assert agent_turn_id(1) == "turn-1"
     assert tool_input_interrupt_id("call_1", 2) == "call_1-input-2"
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError):
         agent_turn_id(0)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError):
         tool_input_interrupt_id("call_1", 0)
 
 

@@ -30,6 +30,8 @@ from dex_agents import (
     AgentToolCallStatus,
     BuiltInTool,
     CompactionPolicy,
+    ConfigurationError,
+    ConfigurationTypeError,
     ToolEffect,
     ToolPolicy,
 )
@@ -1027,7 +1029,9 @@ def test_agent_definition_refuses_a_tool_named_like_an_enabled_built_in() -> Non
         """Shadows the built-in."""
         return question
 
-    with pytest.raises(ValueError, match="tool ask_user uses the name of an enabled built-in tool"):
+    with pytest.raises(
+        ConfigurationError, match="tool ask_user uses the name of an enabled built-in tool"
+    ):
         AgentDefinition(
             name="a",
             instructions="i",
@@ -1057,7 +1061,7 @@ def test_stepwise_definition_derives_its_session_options() -> None:
 
 
 def test_plan_mode_needs_write_todos() -> None:
-    with pytest.raises(ValueError, match="WRITE_TODOS"):
+    with pytest.raises(ConfigurationError, match="WRITE_TODOS"):
         AgentSessionOptions(plan_mode_enabled=True)
 
 
@@ -1065,7 +1069,7 @@ def test_session_settings_limit() -> None:
     fits = {"model": "m" * (16 * 1024 - len('{"model":""}'))}
     assert dex_agents.session_settings_size(fits) == 16 * 1024
     dex_agents.validate_session_settings(fits)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError):
         dex_agents.validate_session_settings({"model": "m" * 16 * 1024})
 
 
@@ -1085,7 +1089,7 @@ def test_tracing_options_are_accepted_with_documented_defaults() -> None:
     )
     assert session.tracing.agent_name == "Triage"
     assert AgentSessionOptions().tracing == dex_agents.AgentTracingOptions()
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigurationTypeError):
         AgentSessionOptions(tracing="on")  # type: ignore[arg-type]
 
 

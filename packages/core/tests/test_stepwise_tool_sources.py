@@ -16,6 +16,8 @@ from dex_agents import (
     AgentToolCall,
     AgentToolCallStatus,
     AgentTurnContext,
+    ConfigurationError,
+    ConfigurationTypeError,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
@@ -231,7 +233,7 @@ async def test_a_listed_name_that_repeats_another_tool_fails_before_the_model_re
     definition = AgentDefinition(
         name="a", instructions="i", model=model, tools=[local_tool], tool_sources=sources
     )
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ConfigurationError) as raised:
         await StepwiseAgentRunner(definition).run_model_step(
             _turn(enabled_built_in_tools=built_ins)
         )
@@ -310,7 +312,9 @@ async def test_a_function_tool_cannot_start_a_task() -> None:
     )
     outcome = await runner.run_model_step(_turn())
     assert isinstance(outcome, ToolCallsRequested)
-    with pytest.raises(TypeError, match="function tool start returned ToolTaskStarted"):
+    with pytest.raises(
+        ConfigurationTypeError, match="function tool start returned ToolTaskStarted"
+    ):
         await runner.execute_deferred_tool_call(_execution(_record(outcome.tool_calls[0])))
 
 
@@ -336,7 +340,7 @@ def test_source_names_must_be_unique() -> None:
         name="a", instructions="i", model=_calling(), tool_sources=[_FakeSource("mcp", [])]
     )
     assert [source.source_name for source in definition.tool_sources] == ["mcp"]
-    with pytest.raises(ValueError, match=r"^two tool sources are named mcp$"):
+    with pytest.raises(ConfigurationError, match=r"^two tool sources are named mcp$"):
         AgentDefinition(
             name="a",
             instructions="i",

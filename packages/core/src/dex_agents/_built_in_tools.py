@@ -30,6 +30,7 @@ from dex_agents._values import (
     QuestionResolution,
     TodoStatus,
 )
+from dex_agents.exceptions import ConfigurationError, DexAgentsError
 
 __all__ = [
     "BUILT_IN_TOOL_DEFINITIONS",
@@ -247,21 +248,23 @@ def parse_built_in_tools(names: Iterable[str]) -> frozenset[BuiltInTool]:
     """Return ``names`` as built-in tools, for ``AgentSessionOptions.built_in_tools``.
 
     Raises:
-        ValueError: When a name is not a built-in tool; the message names it and lists the tools.
+        ConfigurationError: When a name is not a built-in tool; the message names it and lists the tools.
 
     Example:
         >>> sorted(parse_built_in_tools(["ask_user"]))
         [<BuiltInTool.ASK_USER: 'ask_user'>]
     """
     if isinstance(names, str):
-        raise ValueError(f"built-in tools must be a collection of names, not the string {names!r}")
+        raise ConfigurationError(
+            f"built-in tools must be a collection of names, not the string {names!r}"
+        )
     tools: set[BuiltInTool] = set()
     for name in names:
         try:
             tools.add(BuiltInTool(name))
         except ValueError:
             known = ", ".join(tool.value for tool in BuiltInTool)
-            raise ValueError(
+            raise ConfigurationError(
                 f"unknown built-in tool {name!r}; the built-in tools are {known}"
             ) from None
     return frozenset(tools)
@@ -289,18 +292,20 @@ def max_durable_wait_seconds(max_durable_wait: timedelta = DEFAULT_MAX_DURABLE_W
     """Return the longest allowed ``duration_seconds``: whole seconds of ``max_durable_wait``.
 
     Raises:
-        ValueError: When ``max_durable_wait`` is not a ``timedelta`` of at least one second.
+        ConfigurationError: When ``max_durable_wait`` is not a ``timedelta`` of at least one second.
 
     Example:
         >>> max_durable_wait_seconds()
         31536000
     """
     if not isinstance(max_durable_wait, timedelta) or max_durable_wait < timedelta(seconds=1):
-        raise ValueError(f"max_durable_wait must be at least one second, got {max_durable_wait!r}")
+        raise ConfigurationError(
+            f"max_durable_wait must be at least one second, got {max_durable_wait!r}"
+        )
     return int(max_durable_wait.total_seconds())
 
 
-class BuiltInToolArgumentsError(ValueError):
+class BuiltInToolArgumentsError(DexAgentsError, ValueError):
     """Arguments of a built-in call break its rules; ``str(error)`` is the exact recorded error.
 
     The session records the call ``failed`` with this text at once, so the model sees it.
@@ -405,7 +410,7 @@ def parse_durable_wait_arguments(
 
     Raises:
         BuiltInToolArgumentsError: ``invalid durable_wait arguments: <reason>``.
-        ValueError: When ``max_durable_wait`` is below one second.
+        ConfigurationError: When ``max_durable_wait`` is below one second.
 
     Example:
         >>> parse_durable_wait_arguments('{"duration_seconds": 3600, "reason": "build runs"}')
@@ -521,7 +526,7 @@ def ask_user_result(resolution: QuestionResolution, answer: str | None = None) -
     """Return the model-visible result of an ``ask_user`` question resolved as ``resolution``.
 
     Raises:
-        ValueError: When ``resolution`` is ``answered`` without an answer.
+        ConfigurationError: When ``resolution`` is ``answered`` without an answer.
 
     Example:
         >>> ask_user_result(QuestionResolution.DECLINED)
@@ -531,7 +536,7 @@ def ask_user_result(resolution: QuestionResolution, answer: str | None = None) -
     """
     if resolution is QuestionResolution.ANSWERED:
         if answer is None:
-            raise ValueError("an answered question needs its answer")
+            raise ConfigurationError("an answered question needs its answer")
         return ask_user_answered_result(answer)
     if resolution is QuestionResolution.DECLINED:
         return QUESTION_DECLINED_RESULT

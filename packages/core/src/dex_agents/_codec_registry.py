@@ -22,6 +22,7 @@ from dex import Codec, CodecRegistry, Value, WireKind
 
 from dex_agents._json_values import WireValue
 from dex_agents._wire_value_json_text import wire_value_json_text
+from dex_agents.exceptions import ConfigurationTypeError
 
 __all__ = ["agent_codec_registry", "agent_wire_value_types"]
 
@@ -42,9 +43,11 @@ def agent_codec_registry(codecs: Mapping[object, Codec[Any]] | None = None) -> C
         A new ``CodecRegistry``.
 
     Example:
-        >>> registry = Registry(
-        ...     [flow], codec_registry=agent_codec_registry(), allow_async_handlers=True
-        ... )
+        >>> from dex import Registry
+        >>> from dex_agents import AgentUsage
+        >>> registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
+        >>> registry.codec_registry.resolve(AgentUsage).type_name
+        'AgentUsage'
     """
     fast: dict[object, Codec[Any]] = {
         value_type: _wire_value_codec(value_type) for value_type in agent_wire_value_types()
@@ -57,6 +60,7 @@ def agent_wire_value_types() -> tuple[type[WireValue], ...]:
     """Every ``WireValue`` dataclass defined so far, in a stable order (by module and name).
 
     Example:
+        >>> from dex_agents import AgentMessage
         >>> AgentMessage in agent_wire_value_types()
         True
     """
@@ -94,14 +98,14 @@ class _WireValueCodec(Generic[_W]):
     def encode(self, value: _W) -> Value:
         # The exact type, as the SDK's automatic dataclass codec requires.
         if type(value) is not self.value_type:
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"{self.type_name} requires {self.type_name}, got {type(value).__name__}"
             )
         return Value(WireKind.JSON, wire_value_json_text(value))
 
     def decode(self, value: Value) -> _W:
         if value.kind is not WireKind.JSON or not isinstance(value.data, str):
-            raise TypeError(f"{self.type_name} requires a JSON value")
+            raise ConfigurationTypeError(f"{self.type_name} requires a JSON value")
         return self.value_type.from_json(json.loads(value.data))
 
 

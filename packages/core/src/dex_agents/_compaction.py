@@ -22,6 +22,7 @@ from typing import Final
 
 from dex_agents._runner_contract import AgentTurnContext, ContextSummaryRequest
 from dex_agents._values import AgentMessage, ContextSummary
+from dex_agents.exceptions import ConfigurationError, RunnerContractError
 
 __all__ = [
     "CONTEXT_SUMMARY_INSTRUCTIONS",
@@ -92,7 +93,7 @@ class CompactionPolicy:
             system prompt; added to every estimate (0).
 
     Raises:
-        ValueError: When ``context_window_tokens`` is not a positive int, a ratio is not in
+        ConfigurationError: When ``context_window_tokens`` is not a positive int, a ratio is not in
             (0, 1] or ``keep_ratio`` is not below ``trigger_ratio``, or
             ``reserved_input_tokens`` is negative or not below the window.
 
@@ -110,23 +111,27 @@ class CompactionPolicy:
     def __post_init__(self) -> None:
         window = self.context_window_tokens
         if isinstance(window, bool) or not isinstance(window, int) or window < 1:
-            raise ValueError(f"context_window_tokens must be a positive int, got {window!r}")
+            raise ConfigurationError(
+                f"context_window_tokens must be a positive int, got {window!r}"
+            )
         for name in ("trigger_ratio", "keep_ratio"):
             ratio = getattr(self, name)
             if isinstance(ratio, bool) or not isinstance(ratio, (int, float)):
-                raise ValueError(f"{name} must be a number, got {ratio!r}")
+                raise ConfigurationError(f"{name} must be a number, got {ratio!r}")
             if not 0 < ratio <= 1:
-                raise ValueError(f"{name} must be above 0 and at most 1, got {ratio!r}")
+                raise ConfigurationError(f"{name} must be above 0 and at most 1, got {ratio!r}")
         if self.keep_ratio >= self.trigger_ratio:
-            raise ValueError(
+            raise ConfigurationError(
                 f"keep_ratio ({self.keep_ratio}) must be below trigger_ratio "
                 f"({self.trigger_ratio}), or every compaction would trigger the next one"
             )
         reserved = self.reserved_input_tokens
         if isinstance(reserved, bool) or not isinstance(reserved, int) or reserved < 0:
-            raise ValueError(f"reserved_input_tokens must be a non-negative int, got {reserved!r}")
+            raise ConfigurationError(
+                f"reserved_input_tokens must be a non-negative int, got {reserved!r}"
+            )
         if reserved >= window:
-            raise ValueError(
+            raise ConfigurationError(
                 f"reserved_input_tokens ({reserved}) must be below context_window_tokens ({window})"
             )
 
@@ -139,7 +144,7 @@ class CompactionPolicy:
         """Return whether an estimate (plus ``reserved_input_tokens``) reaches the trigger.
 
         Raises:
-            ValueError: When the estimate is not a non-negative int.
+            ConfigurationError: When the estimate is not a non-negative int.
 
         Example:
             >>> CompactionPolicy(1000).is_triggered(849), CompactionPolicy(1000).is_triggered(850)
@@ -167,23 +172,28 @@ def compaction_through_sequence(
         messages: ``AgentTurnContext.messages`` of the same model call.
 
     Raises:
-        ValueError: When ``cutoff`` is past the summary but not the sequence of one of
+        RunnerContractError: When ``cutoff`` is past the summary but not the sequence of one of
             ``messages``.
 
     Example:
-        >>> compaction_through_sequence(None, context_summary=None, messages=messages)
+        >>> compaction_through_sequence(2, context_summary=None, messages=messages)
+        2
+        >>> compaction_through_sequence(None, context_summary=None, messages=messages) is None
+        True
     """
     if cutoff is None:
         return None
     if isinstance(cutoff, bool) or not isinstance(cutoff, int):
-        raise ValueError(f"select_compaction_cutoff must return an int or None, got {cutoff!r}")
+        raise RunnerContractError(
+            f"select_compaction_cutoff must return an int or None, got {cutoff!r}"
+        )
     if context_summary is not None and cutoff <= context_summary.last_sequence:
         return None
     if cutoff < 1 or not any(message.sequence == cutoff for message in messages):
         available = (
             f"{messages[0].sequence}..{messages[-1].sequence}" if messages else "no messages"
         )
-        raise ValueError(
+        raise RunnerContractError(
             f"select_compaction_cutoff returned {cutoff}, which is not the sequence of a message "
             f"in turn.messages ({available})"
         )
@@ -204,13 +214,13 @@ def decide_compaction(
     trigger, then applies :func:`compaction_through_sequence`.
 
     Raises:
-        ValueError: When the estimate or the cutoff is invalid.
+        ConfigurationError: When the estimate or the cutoff is invalid.
 
     Example:
-        >>> decide_compaction(policy, estimated_input_tokens=runner.estimate_input_tokens(turn),
-        ...     select_cutoff=lambda budget: runner.select_compaction_cutoff(turn, budget),
-        ...     context_summary=turn.context_summary, messages=turn.messages)
-        12
+        >>> policy = CompactionPolicy(context_window_tokens=1_000)
+        >>> decide_compaction(policy, estimated_input_tokens=900, select_cutoff=lambda budget: 2,
+        ...     context_summary=None, messages=messages)
+        2
     """
     if not policy.is_triggered(estimated_input_tokens):
         return None
@@ -243,14 +253,14 @@ def next_context_summary(
     """Return the ``ContextSummary`` that ``CompactContext`` stores: the next generation, from 1.
 
     Raises:
-        ValueError: When ``through_sequence`` is not past the previous summary.
+        ConfigurationError: When ``through_sequence`` is not past the previous summary.
 
     Example:
         >>> next_context_summary(None, text="...", through_sequence=12, created_at=None).generation
         1
     """
     if previous is not None and through_sequence <= previous.last_sequence:
-        raise ValueError(
+        raise ConfigurationError(
             f"a new summary must reach past sequence {previous.last_sequence}, "
             f"got through_sequence {through_sequence}"
         )
@@ -267,8 +277,10 @@ def build_context_summary_note(summary: ContextSummary) -> str:
     """Return the text that puts ``summary`` before the messages after it in a model input.
 
     Example:
-        >>> build_context_summary_note(summary).splitlines()[0]
-        '[Dex] Summary of the earlier conversation:'
+        >>> from dex_agents import ContextSummary
+        >>> print(build_context_summary_note(ContextSummary(1, 1, 12, "The user wants a refund.")))
+        [Dex] Summary of the earlier conversation:
+        The user wants a refund.
     """
     return f"{CONTEXT_SUMMARY_NOTE_HEADER}\n{summary.text}"
 
@@ -277,14 +289,14 @@ def build_context_summary_omission_note(omitted_count: int) -> str:
     """Return the note that says how many of the oldest messages a summary request left out.
 
     Raises:
-        ValueError: When ``omitted_count`` is not a positive int.
+        ConfigurationError: When ``omitted_count`` is not a positive int.
 
     Example:
         >>> build_context_summary_omission_note(3)
         '[Dex] 3 earlier messages did not fit in this request and are left out.'
     """
     if isinstance(omitted_count, bool) or not isinstance(omitted_count, int) or omitted_count < 1:
-        raise ValueError(f"omitted_count must be a positive int, got {omitted_count!r}")
+        raise ConfigurationError(f"omitted_count must be a positive int, got {omitted_count!r}")
     return f"[Dex] {omitted_count} earlier messages did not fit in this request and are left out."
 
 
@@ -308,11 +320,11 @@ def estimate_stored_input_tokens(turn: AgentTurnContext, *, fixed_input_tokens: 
     its instructions and tool definitions.
 
     Raises:
-        ValueError: When ``fixed_input_tokens`` is not a non-negative int.
+        ConfigurationError: When ``fixed_input_tokens`` is not a non-negative int.
 
     Example:
         >>> estimate_stored_input_tokens(turn, fixed_input_tokens=500)
-        812
+        534
     """
     _require_count("fixed_input_tokens", fixed_input_tokens)
     total = fixed_input_tokens + sum(_message_tokens(message) for message in turn.messages)
@@ -332,11 +344,11 @@ def select_turn_boundary_cutoff(turn: AgentTurnContext, retained_token_budget: i
     the messages hold no boundary.
 
     Raises:
-        ValueError: When ``retained_token_budget`` is not a non-negative int.
+        ConfigurationError: When ``retained_token_budget`` is not a non-negative int.
 
     Example:
         >>> select_turn_boundary_cutoff(turn, retained_token_budget=1_000)
-        14
+        2
     """
     _require_count("retained_token_budget", retained_token_budget)
     if turn.framework_run_state is not None:
@@ -377,12 +389,14 @@ def build_context_summary_prompt(
     fits, its text is cut, and then the previous summary's.
 
     Raises:
-        ValueError: When ``reserved_tokens`` is negative, or the budget cannot hold even the
+        ConfigurationError: When ``reserved_tokens`` is negative, or the budget cannot hold even the
             headers and the omission note.
 
     Example:
-        >>> build_context_summary_prompt(request).startswith(CONTEXT_SUMMARY_TRANSCRIPT_HEADER)
-        True
+        >>> request = ContextSummaryRequest("session-42", "turn-2", 1, None, messages, 4_000)
+        >>> prompt = build_context_summary_prompt(request)
+        >>> prompt.startswith(CONTEXT_SUMMARY_TRANSCRIPT_HEADER), "Close the older one" in prompt
+        (True, True)
     """
     _require_count("reserved_tokens", reserved_tokens)
     available_tokens = (
@@ -395,7 +409,7 @@ def build_context_summary_prompt(
     previous = request.previous_summary.text if request.previous_summary is not None else None
     prompt = _fit_prompt(previous, entries, allowed_bytes)
     if prompt is None:
-        raise ValueError(
+        raise ConfigurationError(
             f"input_token_budget {request.input_token_budget} leaves {available_tokens} tokens "
             "for the summary prompt after the instructions and reserved tokens, too few for its "
             "headers"
@@ -501,4 +515,4 @@ def _message_tokens(message: AgentMessage) -> int:
 
 def _require_count(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+        raise ConfigurationError(f"{name} must be a non-negative int, got {value!r}")

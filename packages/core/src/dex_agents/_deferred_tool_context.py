@@ -59,8 +59,14 @@ def require_deferred_tool_execution() -> DeferredToolExecution:
             when a framework ran the tool inline in ``RunModel`` instead of deferring it.
 
     Example:
-        >>> require_deferred_tool_execution().idempotency_key  # doctest: +SKIP
-        'session-42/turn-1/call_7'
+        >>> async def refund(order_id: str) -> str:  # a framework tool, run by a tool Step
+        ...     key = require_deferred_tool_execution().idempotency_key
+        ...     return await payments.refund(order_id, idempotency_key=key)
+        >>> try:  # outside a tool Step there is no deferred call
+        ...     require_deferred_tool_execution()
+        ... except NoDeferredToolExecutionError as error:
+        ...     print(str(error).split(":")[0])
+        no deferred tool call is running here
     """
     call = _CURRENT.get()
     if call is None:

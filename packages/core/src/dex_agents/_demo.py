@@ -50,6 +50,7 @@ from dex_agents import (
     AgentSessionClient,
     AgentSnapshot,
     AgentStatus,
+    DexAgentsError,
     MessageRole,
     ToolEffect,
     agent_codec_registry,
@@ -113,7 +114,7 @@ class DemoOptions:
     message: str = DEFAULT_DEMO_MESSAGE
 
 
-class DemoError(Exception):
+class DemoError(DexAgentsError):
     """A failure the demo explains to the user: what failed and what to do."""
 
 

@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Final
 
+from dex_agents._enum_values import enum_member
 from dex_agents._events import (
     AgentEvent,
     AgentEventPayload,
@@ -28,6 +29,7 @@ from dex_agents._events import (
     event_payload_fields,
 )
 from dex_agents._values import AgentToolCallStatus
+from dex_agents.exceptions import ConfigurationError
 
 __all__ = ["AgentEventSink", "AgentEventWriter", "write_event_payload"]
 
@@ -90,7 +92,7 @@ class AgentEventWriter:
         loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         if attempt < 1:
-            raise ValueError(f"attempt must be at least 1, got {attempt}")
+            raise ConfigurationError(f"attempt must be at least 1, got {attempt}")
         self._sink = sink
         self._turn_id = turn_id
         self._step_execution_id = step_execution_id
@@ -157,11 +159,11 @@ class AgentEventWriter:
         prefix, such as ``"vercel_ai.step_finished"``.
 
         Raises:
-            TypeError: When ``payload`` cannot be written as a JSON object.
-            ValueError: When ``type`` is blank.
+            ConfigurationTypeError: When ``payload`` cannot be written as a JSON object.
+            ConfigurationError: When ``type`` is blank.
         """
         if not isinstance(type, str) or not type.strip():
-            raise ValueError(f"event type must be a non-blank string, got {type!r}")
+            raise ConfigurationError(f"event type must be a non-blank string, got {type!r}")
         event = AgentEvent(
             type=str(type),
             turn_id=self._turn_id,
@@ -194,9 +196,9 @@ class AgentEventWriter:
         """Write ``tool_call_finished`` with the call's final status.
 
         Raises:
-            ValueError: When ``status`` is not a tool call status.
+            ConfigurationError: When ``status`` is not a tool call status.
         """
-        resolved = AgentToolCallStatus(status)
+        resolved = enum_member(AgentToolCallStatus, status, "tool_call_finished status")
         write_event_payload(self, ToolCallFinishedPayload(tool_call_id, tool_name, resolved))
 
     def _deliver_from_caller(self, event: AgentEvent) -> None:

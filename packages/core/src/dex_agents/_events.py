@@ -19,6 +19,7 @@ from typing import ClassVar, TypeAlias
 from dex_agents._json_values import (
     JsonObject,
     WireValue,
+    WireValueError,
     dump_json_text,
     resolve_wire_value_annotations,
 )
@@ -32,6 +33,7 @@ from dex_agents._values import (
     CancellationReason,
     InterruptKind,
 )
+from dex_agents.exceptions import ConfigurationTypeError
 
 __all__ = [
     "AgentEvent",
@@ -115,11 +117,11 @@ class AgentEvent(WireValue):
         """Return the payload as a JSON object.
 
         Raises:
-            ValueError: When the payload text is not a JSON object.
+            WireValueError: When the payload text is not a JSON object.
         """
         data = json.loads(self.payload)
         if not isinstance(data, dict):
-            raise ValueError(f"AgentEvent payload must be a JSON object, got {self.payload!r}")
+            raise WireValueError(f"AgentEvent payload must be a JSON object, got {self.payload!r}")
         return data
 
 
@@ -372,7 +374,7 @@ def encode_event_payload(payload: Mapping[str, object]) -> str:
     StrEnums become their strings, datetimes ISO 8601 text, wire values their JSON objects.
 
     Raises:
-        TypeError: When ``payload`` is not a mapping or holds a value JSON cannot represent
+        ConfigurationTypeError: When ``payload`` is not a mapping or holds a value JSON cannot represent
             (NaN and infinities included).
 
     Example:
@@ -380,11 +382,13 @@ def encode_event_payload(payload: Mapping[str, object]) -> str:
         '{"status":"succeeded","tool_name":"search"}'
     """
     if not isinstance(payload, Mapping):
-        raise TypeError(f"event payload must be a JSON object, got {type(payload).__name__}")
+        raise ConfigurationTypeError(
+            f"event payload must be a JSON object, got {type(payload).__name__}"
+        )
     try:
         return dump_json_text(_plain(payload))
     except ValueError as error:
-        raise TypeError(f"event payload is not valid JSON: {error}") from None
+        raise ConfigurationTypeError(f"event payload is not valid JSON: {error}") from None
 
 
 def _plain(value: object) -> object:
@@ -400,12 +404,12 @@ def _plain(value: object) -> object:
         return [_plain(item) for item in value]
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
-    raise TypeError(f"event payload value of type {type(value).__name__} is not JSON")
+    raise ConfigurationTypeError(f"event payload value of type {type(value).__name__} is not JSON")
 
 
 def _require_key(key: object) -> str:
     if not isinstance(key, str):
-        raise TypeError(f"event payload keys must be strings, got {key!r}")
+        raise ConfigurationTypeError(f"event payload keys must be strings, got {key!r}")
     return key
 
 

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Final
 
 from dex_agents._built_in_tools import BuiltInTool
+from dex_agents._enum_values import enum_member
 from dex_agents._json_values import JsonObject
 from dex_agents._values import (
     AgentPlan,
@@ -28,6 +29,7 @@ from dex_agents._values import (
     PlanStatus,
     TodoStatus,
 )
+from dex_agents.exceptions import ConfigurationError
 
 __all__ = [
     "PLANNING_TURN_TOOL_REJECTION",
@@ -81,7 +83,7 @@ def plan_execution_key(revision: int) -> str:
     """Return the ``PlanExecutions`` ChannelMap key of a plan revision: its decimal digits.
 
     Raises:
-        ValueError: When ``revision`` is not an int from 1.
+        ConfigurationError: When ``revision`` is not an int from 1.
 
     Example:
         >>> plan_execution_key(12)
@@ -95,14 +97,16 @@ def parse_plan_execution_key(key: str) -> int:
     """Return the revision of a :func:`plan_execution_key` key.
 
     Raises:
-        ValueError: When ``key`` is not the decimal form of a revision from 1.
+        ConfigurationError: When ``key`` is not the decimal form of a revision from 1.
 
     Example:
         >>> parse_plan_execution_key("12")
         12
     """
     if not (isinstance(key, str) and key.isascii() and key.isdigit()) or key.startswith("0"):
-        raise ValueError(f"plan execution key must be a revision in decimal digits, got {key!r}")
+        raise ConfigurationError(
+            f"plan execution key must be a revision in decimal digits, got {key!r}"
+        )
     return int(key)
 
 
@@ -110,7 +114,7 @@ def plan_execution_message(revision: int) -> str:
     """Return the user message of the executing turn that an approval of ``revision`` starts.
 
     Raises:
-        ValueError: When ``revision`` is not an int from 1.
+        ConfigurationError: When ``revision`` is not an int from 1.
 
     Example:
         >>> plan_execution_message(2)
@@ -169,14 +173,14 @@ def write_todos_plan(
     ``completed``, anything else is ``active``.
 
     Raises:
-        ValueError: When ``interaction_mode`` is not an interaction mode.
+        ConfigurationError: When ``interaction_mode`` is not an interaction mode.
 
     Example:
         >>> plan = write_todos_plan(None, [AgentTodo("Back up", TodoStatus.COMPLETED)], "chat")
         >>> plan.revision, plan.status
         (1, <PlanStatus.COMPLETED: 'completed'>)
     """
-    mode = InteractionMode(interaction_mode)
+    mode = enum_member(InteractionMode, interaction_mode, "interaction_mode")
     revision = 1 if current is None else current.revision + 1
     todos = tuple(todos)
     if not todos:
@@ -211,14 +215,14 @@ def approve_plan(plan: AgentPlan, *, updated_at: datetime | None = None) -> Agen
     """Return ``plan`` as an approval leaves it: ``active``, with the same revision and tasks.
 
     Raises:
-        ValueError: When ``plan`` is neither ``draft`` nor ``active``.
+        ConfigurationError: When ``plan`` is neither ``draft`` nor ``active``.
 
     Example:
         >>> approve_plan(AgentPlan(2, PlanStatus.DRAFT, (AgentTodo("Back up"),))).status
         <PlanStatus.ACTIVE: 'active'>
     """
     if plan.status not in _EXECUTABLE_PLAN_STATUSES:
-        raise ValueError(
+        raise ConfigurationError(
             f"plan revision {plan.revision} is {plan.status.value}; "
             "only a draft or active plan can be approved"
         )
@@ -323,7 +327,7 @@ def build_plan_note(plan: AgentPlan | None, interaction_mode: InteractionMode | 
     their statuses and what to do with them.
 
     Raises:
-        ValueError: When ``interaction_mode`` is not an interaction mode.
+        ConfigurationError: When ``interaction_mode`` is not an interaction mode.
 
     Example:
         >>> plan = AgentPlan(3, PlanStatus.ACTIVE,
@@ -336,7 +340,7 @@ def build_plan_note(plan: AgentPlan | None, interaction_mode: InteractionMode | 
         >>> build_plan_note(None, "chat") is None
         True
     """
-    mode = InteractionMode(interaction_mode)
+    mode = enum_member(InteractionMode, interaction_mode, "interaction_mode")
     shown = plan if plan is not None and plan.status is not PlanStatus.CLEARED else None
     if mode is InteractionMode.PLANNING:
         lines = [PLAN_NOTE_PREFIX + _PLANNING_INSTRUCTIONS]
@@ -363,4 +367,4 @@ def _plan_lines(plan: AgentPlan) -> list[str]:
 
 def _require_revision(revision: int) -> None:
     if not isinstance(revision, int) or isinstance(revision, bool) or revision < 1:
-        raise ValueError(f"plan revision must be an int from 1, got {revision!r}")
+        raise ConfigurationError(f"plan revision must be an int from 1, got {revision!r}")

@@ -48,7 +48,7 @@ from dex_agents._values import (
     MessageRole,
     QuestionAnswer,
 )
-from dex_agents.exceptions import ToolExecutionError
+from dex_agents.exceptions import ConfigurationError, RunnerContractError, ToolExecutionError
 
 __all__ = [
     "MISSING_TOOL_TASK_POLLER",
@@ -263,7 +263,7 @@ class ToolInputRequested:
     with every answer in ``DeferredToolExecution.input_answers``.
 
     Raises:
-        ValueError: When ``question`` is blank.
+        ConfigurationError: When ``question`` is blank.
 
     Example:
         >>> ToolInputRequested("Ship to the saved address?", choices=("yes", "no"), allows_free_text=False).choices
@@ -277,7 +277,7 @@ class ToolInputRequested:
 
     def __post_init__(self) -> None:
         if not isinstance(self.question, str) or not self.question.strip():
-            raise ValueError("ToolInputRequested.question must not be blank")
+            raise ConfigurationError("ToolInputRequested.question must not be blank")
         object.__setattr__(self, "choices", tuple(self.choices))
 
 
@@ -290,7 +290,7 @@ class ToolTaskStarted:
         poll_interval_seconds: Seconds before the first poll; rounded up to whole seconds, 1 to a day.
 
     Raises:
-        ValueError: When ``task_id`` is blank or the interval is not a positive number.
+        ConfigurationError: When ``task_id`` is blank or the interval is not a positive number.
     """
 
     task_id: str
@@ -298,7 +298,7 @@ class ToolTaskStarted:
 
     def __post_init__(self) -> None:
         if not isinstance(self.task_id, str) or not self.task_id.strip():
-            raise ValueError("ToolTaskStarted.task_id must not be blank")
+            raise ConfigurationError("ToolTaskStarted.task_id must not be blank")
         _require_poll_interval(self.poll_interval_seconds, "ToolTaskStarted")
 
 
@@ -311,7 +311,7 @@ class ToolTaskPending:
         continuation: Text the next poll reads as ``tool_call.input_continuation``; ``None`` clears it.
 
     Raises:
-        ValueError: When the interval is not a positive number.
+        ConfigurationError: When the interval is not a positive number.
     """
 
     poll_interval_seconds: float
@@ -323,7 +323,9 @@ class ToolTaskPending:
 
 def _require_poll_interval(value: object, owner: str) -> None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-        raise ValueError(f"{owner}.poll_interval_seconds must be a positive number, got {value!r}")
+        raise ConfigurationError(
+            f"{owner}.poll_interval_seconds must be a positive number, got {value!r}"
+        )
 
 
 DeferredToolOutcome: TypeAlias = ToolExecutionResult | ToolInputRequested | ToolTaskStarted
@@ -419,7 +421,7 @@ class AgentTurnContext:
         :attr:`default_tool_effect`. Pass it unchanged in ``DeferredToolCall.policy``.
 
         Raises:
-            ValueError: When ``framework_effect`` is not a known effect.
+            ConfigurationError: When ``framework_effect`` is not a known effect.
         """
         return resolve_tool_policy(
             tool_name, self.tool_policies, self.default_tool_effect, framework_effect
@@ -449,8 +451,9 @@ class DeferredToolExecution:
             :meth:`save_heartbeat_checkpoint` instead.
 
     Example:
-        >>> call.idempotency_key  # doctest: +SKIP
-        'session-42/turn-1/call_7'
+        >>> call = DeferredToolExecution("session-42", record, 1, AgentEventWriter.discarding())
+        >>> call.idempotency_key, call.turn_id
+        ('session-42/turn-1/call-1', 'turn-1')
     """
 
     flow_id: str
@@ -490,10 +493,10 @@ class DeferredToolExecution:
         :attr:`heartbeat_checkpoint`. Every later heartbeat of the attempt carries it too.
 
         Raises:
-            TypeError: When ``checkpoint`` is not a string.
+            RunnerContractError: When ``checkpoint`` is not a string.
         """
         if not isinstance(checkpoint, str):
-            raise TypeError(
+            raise RunnerContractError(
                 f"heartbeat checkpoint must be a string, got {type(checkpoint).__name__}"
             )
         await self.send_checkpoint(checkpoint)
@@ -756,7 +759,7 @@ def describe_tool_call_outcome(record: AgentToolCall) -> str:
     - ``outcome_unknown``: :data:`OUTCOME_UNKNOWN_TOOL_RESULT`.
 
     Raises:
-        ValueError: When the record is not final yet.
+        ConfigurationError: When the record is not final yet.
 
     Example:
         >>> from dex_agents._values import AgentToolCall
@@ -783,7 +786,7 @@ def describe_tool_call_outcome(record: AgentToolCall) -> str:
         if record.rejection_message:
             return f"The user rejected this tool call. Reason: {record.rejection_message}"
         return "The user rejected this tool call."
-    raise ValueError(
+    raise ConfigurationError(
         f"tool call {record.tool_call_id!r} is still {status.value}; only a final record has an outcome"
     )
 
@@ -798,7 +801,7 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str:
         Do not repeat these tool calls unless the user asks again.
 
     Raises:
-        ValueError: When ``records`` is empty or a record is not final.
+        ConfigurationError: When ``records`` is empty or a record is not final.
 
     Example:
         >>> from dex_agents._values import AgentToolCall
@@ -811,7 +814,7 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str:
     """
     ordered = sorted(records, key=lambda record: record.deferral_order)
     if not ordered:
-        raise ValueError("a turn failure note needs at least one tool call record")
+        raise ConfigurationError("a turn failure note needs at least one tool call record")
     lines = [TURN_FAILURE_NOTE_HEADER]
     lines.extend(
         f"- {record.tool_name} {record.arguments} -> {record.status.value}: "
@@ -826,7 +829,7 @@ def validate_tool_calls_requested(outcome: ToolCallsRequested, turn: AgentTurnCo
     """Check a :class:`ToolCallsRequested` against the contract; the session calls it.
 
     Raises:
-        ValueError: When the run state is empty, there is no tool call, a tool call ID is empty,
+        RunnerContractError: When the run state is empty, there is no tool call, a tool call ID is empty,
             contains ``/``, repeats within the response, or already has a record in this turn; when
             a tool name is empty, arguments are not text, or a policy is not a
             :class:`ResolvedToolPolicy`. The message names the offending call.
@@ -838,31 +841,39 @@ def validate_tool_calls_requested(outcome: ToolCallsRequested, turn: AgentTurnCo
         >>> validate_tool_calls_requested(outcome, turn)
         Traceback (most recent call last):
         ...
-        ValueError: tool call ID 'a/b' of tool 't' must not contain '/'
+        dex_agents.exceptions.RunnerContractError: tool call ID 'a/b' of tool 't' must not contain '/'
     """
     if not isinstance(outcome.framework_run_state, str) or not outcome.framework_run_state:
-        raise ValueError("ToolCallsRequested.framework_run_state must be a non-empty string")
+        raise RunnerContractError(
+            "ToolCallsRequested.framework_run_state must be a non-empty string"
+        )
     if not outcome.tool_calls:
-        raise ValueError("ToolCallsRequested.tool_calls must hold at least one tool call")
+        raise RunnerContractError("ToolCallsRequested.tool_calls must hold at least one tool call")
     seen: set[str] = set()
     for call in outcome.tool_calls:
         call_id = call.tool_call_id
         if not isinstance(call_id, str) or not call_id:
-            raise ValueError(f"tool call ID of tool {call.tool_name!r} must be a non-empty string")
+            raise RunnerContractError(
+                f"tool call ID of tool {call.tool_name!r} must be a non-empty string"
+            )
         if "/" in call_id:
-            raise ValueError(
+            raise RunnerContractError(
                 f"tool call ID {call_id!r} of tool {call.tool_name!r} must not contain '/'"
             )
         if call_id in seen:
-            raise ValueError(f"tool call ID {call_id!r} repeats within one model response")
+            raise RunnerContractError(f"tool call ID {call_id!r} repeats within one model response")
         if call_id in turn.tool_calls:
-            raise ValueError(f"tool call ID {call_id!r} already has a record in {turn.turn_id}")
+            raise RunnerContractError(
+                f"tool call ID {call_id!r} already has a record in {turn.turn_id}"
+            )
         if not isinstance(call.tool_name, str) or not call.tool_name:
-            raise ValueError(f"tool call {call_id!r} needs a non-empty tool name")
+            raise RunnerContractError(f"tool call {call_id!r} needs a non-empty tool name")
         if not isinstance(call.arguments, str):
-            raise ValueError(f"tool call {call_id!r} must carry its arguments as JSON text")
+            raise RunnerContractError(
+                f"tool call {call_id!r} must carry its arguments as JSON text"
+            )
         if not isinstance(call.policy, ResolvedToolPolicy):
-            raise ValueError(
+            raise RunnerContractError(
                 f"tool call {call_id!r} needs a ResolvedToolPolicy from turn.resolve_tool_policy"
             )
         seen.add(call_id)

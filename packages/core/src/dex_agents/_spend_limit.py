@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Final, Protocol, runtime_checkable
 
 from dex_agents._values import AgentUsage
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 
 __all__ = [
     "MODEL_SPEND_LIMIT_ERROR_PREFIX",
@@ -81,7 +82,7 @@ class ModelSpendRefusal:
     Keep secrets and account details a browser must not see out of ``reason``: snapshots show it.
 
     Raises:
-        ValueError: When ``reason`` is blank.
+        ConfigurationError: When ``reason`` is blank.
 
     Example:
         >>> model_spend_limit_error(ModelSpendRefusal("account acme used its 1,000,000 tokens today"))
@@ -92,7 +93,7 @@ class ModelSpendRefusal:
 
     def __post_init__(self) -> None:
         if not isinstance(self.reason, str) or not self.reason.strip():
-            raise ValueError("ModelSpendRefusal.reason must not be blank")
+            raise ConfigurationError("ModelSpendRefusal.reason must not be blank")
 
 
 @dataclass(frozen=True)
@@ -144,7 +145,7 @@ async def check_model_spend(
     """Ask ``limit`` about ``call``; with no limit, every call is allowed.
 
     Raises:
-        TypeError: When the limit returns something other than ``None`` or a refusal.
+        ConfigurationTypeError: When the limit returns something other than ``None`` or a refusal.
 
     Example:
         >>> import asyncio
@@ -156,7 +157,7 @@ async def check_model_spend(
         return None
     decision = await limit.check_model_call(call)
     if decision is not None and not isinstance(decision, ModelSpendRefusal):
-        raise TypeError(
+        raise ConfigurationTypeError(
             "ModelSpendLimit.check_model_call must return None or a ModelSpendRefusal, "
             f"got {type(decision).__name__}"
         )

@@ -21,6 +21,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
+from dex_agents._enum_values import enum_member
+from dex_agents.exceptions import ConfigurationError
+
 __all__ = [
     "DEFAULT_TOOL_EFFECT",
     "TOOL_EFFECT_RULES",
@@ -129,7 +132,7 @@ def tool_effect_rules(effect: ToolEffect | str) -> ToolEffectRules:
     """Return the row of the effect table for ``effect``.
 
     Raises:
-        ValueError: When ``effect`` is not a known effect.
+        ConfigurationError: When ``effect`` is not a known effect.
 
     Example:
         >>> tool_effect_rules("unclassified").step_type
@@ -145,7 +148,7 @@ def is_approval_required(effect: ToolEffect | str, requires_approval: bool | Non
     ``non_idempotent_write`` and ``unclassified``, ``False`` for ``read`` and ``idempotent_write``.
 
     Raises:
-        ValueError: When ``effect`` is not a known effect.
+        ConfigurationError: When ``effect`` is not a known effect.
 
     Example:
         >>> is_approval_required(ToolEffect.NON_IDEMPOTENT_WRITE)
@@ -171,7 +174,7 @@ class ToolPolicy:
             ``None`` uses the effect's default (see :func:`is_approval_required`).
 
     Raises:
-        ValueError: When ``effect`` is not a known effect.
+        ConfigurationError: When ``effect`` is not a known effect.
 
     Example:
         >>> policies = {"refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)}
@@ -183,7 +186,7 @@ class ToolPolicy:
     def __post_init__(self) -> None:
         object.__setattr__(self, "effect", _require_effect(self.effect, "ToolPolicy.effect"))
         if self.requires_approval is not None and not isinstance(self.requires_approval, bool):
-            raise ValueError(
+            raise ConfigurationError(
                 f"ToolPolicy.requires_approval must be a bool or None, got {self.requires_approval!r}"
             )
 
@@ -220,7 +223,7 @@ class ResolvedToolPolicy:
             self, "effect", _require_effect(self.effect, "ResolvedToolPolicy.effect")
         )
         if not isinstance(self.requires_approval, bool):
-            raise ValueError(
+            raise ConfigurationError(
                 f"ResolvedToolPolicy.requires_approval must be a bool, got {self.requires_approval!r}"
             )
 
@@ -253,7 +256,7 @@ def resolve_tool_policy(
         The effective policy.
 
     Raises:
-        ValueError: When an effect is unknown or a policy value is not a :class:`ToolPolicy`.
+        ConfigurationError: When an effect is unknown or a policy value is not a :class:`ToolPolicy`.
 
     Example:
         >>> resolve_tool_policy("search", {"search": ToolPolicy(ToolEffect.READ)})
@@ -262,7 +265,7 @@ def resolve_tool_policy(
     policy = (tool_policies or {}).get(tool_name)
     if policy is not None:
         if not isinstance(policy, ToolPolicy):
-            raise ValueError(
+            raise ConfigurationError(
                 f"tool_policies[{tool_name!r}] must be a ToolPolicy, got {type(policy).__name__}"
             )
         return policy.resolve()
@@ -365,12 +368,4 @@ def _parse_annotations(annotations: object) -> McpToolAnnotations:
 
 
 def _require_effect(value: object, what: str) -> ToolEffect:
-    if isinstance(value, ToolEffect):
-        return value
-    if isinstance(value, str) and value in _EFFECTS_BY_VALUE:
-        return _EFFECTS_BY_VALUE[value]
-    known = ", ".join(effect.value for effect in ToolEffect)
-    raise ValueError(f"{what} must be one of {known}, got {value!r}")
-
-
-_EFFECTS_BY_VALUE: Final[Mapping[str, ToolEffect]] = {effect.value: effect for effect in ToolEffect}
+    return enum_member(ToolEffect, value, what)

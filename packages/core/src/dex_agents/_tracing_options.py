@@ -16,6 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
+
 __all__ = ["AgentTracingOptions", "GenAISemanticConventionsVersion"]
 
 
@@ -43,9 +45,9 @@ class AgentTracingOptions:
         semantic_conventions_version: The GenAI semantic conventions the spans follow.
 
     Raises:
-        TypeError: When a flag is not a bool, ``agent_name`` is not a string or ``None``, or the
+        ConfigurationTypeError: When a flag is not a bool, ``agent_name`` is not a string or ``None``, or the
             version is not a ``GenAISemanticConventionsVersion`` value.
-        ValueError: When ``agent_name`` is blank.
+        ConfigurationError: When ``agent_name`` is blank.
 
     Example:
         >>> AgentTracingOptions(is_enabled=False).is_enabled
@@ -64,18 +66,20 @@ class AgentTracingOptions:
         for name in ("is_enabled", "should_capture_message_content"):
             value = getattr(self, name)
             if not isinstance(value, bool):
-                raise TypeError(f"AgentTracingOptions.{name} must be a bool, got {value!r}")
+                raise ConfigurationTypeError(
+                    f"AgentTracingOptions.{name} must be a bool, got {value!r}"
+                )
         if self.agent_name is not None:
             if not isinstance(self.agent_name, str):
-                raise TypeError(
+                raise ConfigurationTypeError(
                     f"AgentTracingOptions.agent_name must be a str or None, got {self.agent_name!r}"
                 )
             if not self.agent_name.strip():
-                raise ValueError("AgentTracingOptions.agent_name must not be blank")
+                raise ConfigurationError("AgentTracingOptions.agent_name must not be blank")
         try:
             version = GenAISemanticConventionsVersion(self.semantic_conventions_version)
         except ValueError:
-            raise TypeError(
+            raise ConfigurationTypeError(
                 "AgentTracingOptions.semantic_conventions_version must be a "
                 f"GenAISemanticConventionsVersion, got {self.semantic_conventions_version!r}"
             ) from None

@@ -15,6 +15,7 @@ from typing import Final
 
 from dex_agents._json_values import WireValue, WireValueError, resolve_wire_value_annotations
 from dex_agents._tool_policy import ToolEffect
+from dex_agents.exceptions import ConfigurationError
 
 __all__ = [
     "LIST_AGENT_MESSAGES_MAX_LIMIT",
@@ -85,17 +86,17 @@ def message_sequence_key(sequence: int) -> str:
     """Return the ``AgentMessages`` key of a message sequence: 12 digits, zero-padded.
 
     Raises:
-        ValueError: When ``sequence`` is negative, not an int, or needs more than 12 digits.
+        ConfigurationError: When ``sequence`` is negative, not an int, or needs more than 12 digits.
 
     Example:
         >>> message_sequence_key(42)
         '000000000042'
     """
     if not isinstance(sequence, int) or isinstance(sequence, bool) or sequence < 0:
-        raise ValueError(f"message sequence must be a non-negative int, got {sequence!r}")
+        raise ConfigurationError(f"message sequence must be a non-negative int, got {sequence!r}")
     key = f"{sequence:0{MESSAGE_SEQUENCE_KEY_DIGITS}d}"
     if len(key) > MESSAGE_SEQUENCE_KEY_DIGITS:
-        raise ValueError(f"message sequence {sequence} needs more than 12 digits")
+        raise ConfigurationError(f"message sequence {sequence} needs more than 12 digits")
     return key
 
 
@@ -103,14 +104,14 @@ def parse_message_sequence_key(key: str) -> int:
     """Return the sequence of a :func:`message_sequence_key` key.
 
     Raises:
-        ValueError: When ``key`` is not 12 decimal digits.
+        ConfigurationError: When ``key`` is not 12 decimal digits.
 
     Example:
         >>> parse_message_sequence_key("000000000042")
         42
     """
     if len(key) != MESSAGE_SEQUENCE_KEY_DIGITS or not key.isdigit() or not key.isascii():
-        raise ValueError(f"message sequence key must be 12 decimal digits, got {key!r}")
+        raise ConfigurationError(f"message sequence key must be 12 decimal digits, got {key!r}")
     return int(key)
 
 
@@ -118,14 +119,14 @@ def agent_turn_id(turn_number: int) -> str:
     """Return the ID of the session's ``turn_number``-th turn, ``turn-<n>``.
 
     Raises:
-        ValueError: When ``turn_number`` is below 1.
+        ConfigurationError: When ``turn_number`` is below 1.
 
     Example:
         >>> agent_turn_id(3)
         'turn-3'
     """
     if not isinstance(turn_number, int) or isinstance(turn_number, bool) or turn_number < 1:
-        raise ValueError(f"turn number must be an int from 1, got {turn_number!r}")
+        raise ConfigurationError(f"turn number must be an int from 1, got {turn_number!r}")
     return f"turn-{turn_number}"
 
 
@@ -133,14 +134,14 @@ def tool_input_interrupt_id(tool_call_id: str, question_number: int) -> str:
     """Return the interrupt ID of a tool's ``question_number``-th question, ``<id>-input-<n>``.
 
     Raises:
-        ValueError: When ``question_number`` is below 1.
+        ConfigurationError: When ``question_number`` is below 1.
 
     Example:
         >>> tool_input_interrupt_id("call-1", 1)
         'call-1-input-1'
     """
     if question_number < 1:
-        raise ValueError(f"question number must be at least 1, got {question_number}")
+        raise ConfigurationError(f"question number must be at least 1, got {question_number}")
     return f"{tool_call_id}-input-{question_number}"
 
 
@@ -279,7 +280,7 @@ class AgentUsage(WireValue):
             "model_calls",
         ):
             if getattr(self, name) < 0:
-                raise ValueError(f"AgentUsage.{name} must not be negative")
+                raise ConfigurationError(f"AgentUsage.{name} must not be negative")
 
     @property
     def total_tokens(self) -> int:

@@ -33,6 +33,7 @@ from dex_agents._values import (
     SteerUserMessageRequest,
     UpdateSessionSettingsRequest,
 )
+from dex_agents.exceptions import ConfigurationTypeError
 
 __all__ = [
     "AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE",
@@ -60,17 +61,27 @@ class AgentSessionClient:
         flow: The registered ``AgentSessionFlow``.
 
     Raises:
-        TypeError: When ``flow`` is not an ``AgentSessionFlow``.
+        ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
 
     Example:
-        >>> sessions = AgentSessionClient(client, flow)
-        >>> await sessions.start_session("session-42", "Find my open tickets")
-        >>> snapshot = await sessions.get_agent_snapshot("session-42")
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker, wait_for_agent_snapshot
+        >>> async def first_turn() -> list[str | None]:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         sessions = AgentSessionClient(dex.client, flow)
+        ...         await sessions.start_session("session-42", "Find my open tickets")
+        ...         snapshot = await wait_for_agent_snapshot(sessions, "session-42",
+        ...             lambda snapshot: snapshot if len(snapshot.messages) == 2 else None)
+        ...         return [message.text for message in snapshot.messages]
+        >>> asyncio.run(first_turn())
+        ['Find my open tickets', 'Hello']
     """
 
     def __init__(self, client: AsyncClient, flow: Flow[Any]) -> None:
         if not isinstance(flow, AgentSessionFlow):
-            raise TypeError(f"flow must be an AgentSessionFlow, got {type(flow).__name__}")
+            raise ConfigurationTypeError(
+                f"flow must be an AgentSessionFlow, got {type(flow).__name__}"
+            )
         self._client = client
         self._flow = flow
 
@@ -108,7 +119,7 @@ class AgentSessionClient:
             The run ID Dex assigned.
 
         Raises:
-            ValueError: When ``session_settings`` is not a JSON object of at most 16 KiB.
+            ConfigurationError: When ``session_settings`` is not a JSON object of at most 16 KiB.
             FlowAlreadyStartedError: When a session with this ID exists.
             DexServiceError: When Dex refuses the start.
         """
@@ -178,10 +189,6 @@ class AgentSessionClient:
 
         Raises:
             RpcLockConflictError: When the lock stays taken for 5 seconds.
-
-        Example:
-            >>> await sessions.answer_question("session-42", interrupt.interrupt_id, "eu")
-            True
         """
         request = AnswerQuestionRequest(interrupt_id=interrupt_id, answer=answer)
         return await _retry_lock_conflicts(
@@ -198,10 +205,6 @@ class AgentSessionClient:
             ``True`` only while the session waits for a user message, the plan has this revision
             and is draft or active, no execution of it is pending, and nothing is queued, steered,
             or pending.
-
-        Example:
-            >>> await sessions.execute_plan("session-42", snapshot.plan.revision)
-            True
         """
         request = ExecutePlanRequest(revision=revision)
         try:
@@ -231,10 +234,6 @@ class AgentSessionClient:
         Raises:
             ChannelMessageNotFoundError: When the session consumed the queued message while the
                 RPC ran; nothing changed, so reload the snapshot and let the user choose again.
-
-        Example:
-            >>> await sessions.steer_user_message("session-42", "Use the staging account instead")
-            True
         """
         request = SteerUserMessageRequest(text=text, message_id=message_id, plan_mode=plan_mode)
         return await self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
@@ -247,10 +246,6 @@ class AgentSessionClient:
 
         Raises:
             ChannelMessageNotFoundError: When the session consumed it while the RPC ran.
-
-        Example:
-            >>> await sessions.delete_queued_message("session-42", queued.message_id)
-            True
         """
         request = DeleteQueuedMessageRequest(message_id=message_id)
         return await self._client.invoke_rpc(self._flow.delete_queued_message, session_id, request)
@@ -269,10 +264,6 @@ class AgentSessionClient:
 
         Raises:
             RpcLockConflictError: When the locks stay taken for 5 seconds.
-
-        Example:
-            >>> await sessions.cancel_turn("session-42", snapshot.state.active_turn_id)
-            True
         """
         request = CancelTurnRequest(turn_id=turn_id)
         return await _retry_lock_conflicts(
@@ -288,12 +279,8 @@ class AgentSessionClient:
             ``False`` before the session initialized.
 
         Raises:
-            ValueError: When ``session_settings`` is not a JSON object of at most 16 KiB; nothing
+            ConfigurationError: When ``session_settings`` is not a JSON object of at most 16 KiB; nothing
                 is sent.
-
-        Example:
-            >>> await sessions.update_session_settings("session-42", {"model": "openai/gpt-5-mini"})
-            True
         """
         validate_session_settings(session_settings)
         request = UpdateSessionSettingsRequest(session_settings=dict(session_settings))

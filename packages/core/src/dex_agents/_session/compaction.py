@@ -86,7 +86,7 @@ async def decide_turn_compaction(
     summary means no compaction, so ``RunModel -> CompactContext`` never loops.
 
     Raises:
-        ValueError: When the runner returns an invalid estimate or cutoff.
+        ConfigurationError: When the runner returns an invalid estimate or cutoff.
     """
     policy = options.compaction
     if policy is None or not runner.compacts:

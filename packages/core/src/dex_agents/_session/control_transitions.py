@@ -140,7 +140,8 @@ def turn_control_reason(
     turn means nothing.
 
     Example:
-        >>> turn_control_reason(start_state, steered_message_count=1, cancellation=None)
+        >>> from dex_agents._session.transitions import start_turn
+        >>> turn_control_reason(start_turn(AgentState()), steered_message_count=1, cancellation=None)
         <CancellationReason.STEERED: 'steered'>
     """
     if state is None or state.active_turn_id is None or not state.accepts_turn_control:
@@ -156,7 +157,8 @@ def end_controlled_turn(state: AgentState) -> AgentState:
     """Return the state after a steered or cancelled turn ended: waiting, the last error kept.
 
     Example:
-        >>> end_controlled_turn(start_state).active_turn_id is None
+        >>> from dex_agents._session.transitions import start_turn
+        >>> end_controlled_turn(start_turn(AgentState())).active_turn_id is None
         True
     """
     return replace(state, status=AgentStatus.WAITING_FOR_USER_MESSAGE, active_turn_id=None)
@@ -185,7 +187,8 @@ def interrupts_steering_cancels(
     tool task asked.
 
     Example:
-        >>> interrupts_steering_cancels([approval], {"c1": record}, "turn-1") == [approval]
+        >>> approval = AgentInterrupt("call-1", "call-1", "search", InterruptKind.APPROVAL, "turn-1")
+        >>> interrupts_steering_cancels([approval], {"call-1": record}, "turn-1") == [approval]
         True
     """
     removed: list[AgentInterrupt] = []

@@ -113,6 +113,8 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         ConfigurationError: When ``flow_type`` is blank.
 
     Example:
+        >>> from dex import Registry
+        >>> from dex_agents import ToolEffect, ToolPolicy
         >>> flow = AgentSessionFlow(
         ...     EchoRunner(),
         ...     flow_type="TriageAgent",

@@ -20,6 +20,8 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable
 from typing import Final, TypeAlias, TypeVar, cast
 
+from dex_agents.exceptions import ConfigurationError
+
 __all__ = ["DEFAULT_CACHED_MESSAGES", "DEFAULT_CACHED_SESSIONS", "MessageDecodeCache"]
 
 DEFAULT_CACHED_SESSIONS: Final = 256
@@ -44,13 +46,21 @@ class MessageDecodeCache:
         max_messages: How many messages to keep over all runs; at least 1.
 
     Raises:
-        ValueError: When a limit is not a positive int.
+        ConfigurationError: When a limit is not a positive int.
 
     Example:
+        >>> from dex_agents import AgentMessage, MessageRole
+        >>> decoded = []
+        >>> def decode(key: str) -> AgentMessage:
+        ...     decoded.append(key)
+        ...     return AgentMessage(int(key), MessageRole.USER, "{}")
         >>> cache = MessageDecodeCache()
         >>> keys = ["000000000001"]
         >>> cache.read("flow-1", "run-1", "AGENT_MESSAGES", keys, decode, existing_keys=keys)
         {'000000000001': AgentMessage(sequence=1, ...)}
+        >>> _ = cache.read("flow-1", "run-1", "AGENT_MESSAGES", keys, decode, existing_keys=keys)
+        >>> decoded  # the second read came from the cache
+        ['000000000001']
     """
 
     def __init__(
@@ -60,7 +70,7 @@ class MessageDecodeCache:
     ) -> None:
         for name, limit in (("max_sessions", max_sessions), ("max_messages", max_messages)):
             if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-                raise ValueError(f"{name} must be a positive int, got {limit!r}")
+                raise ConfigurationError(f"{name} must be a positive int, got {limit!r}")
         self._max_sessions = max_sessions
         self._max_messages = max_messages
         # (flow ID, run ID) -> AttributeMap name -> instance key -> entry.

@@ -37,6 +37,7 @@ from dex_agents._values import (
     AgentMessagesPage,
     message_sequence_key,
 )
+from dex_agents.exceptions import ConfigurationError, DexAgentsError
 
 __all__ = [
     "DEFAULT_MESSAGE_CHUNK_MAX_BYTES",
@@ -83,7 +84,7 @@ MAX_CHUNK_BYTES_PER_COMMIT: Final = 8 * 1024 * 1024
 _CHUNK_ENVELOPE_BYTES: Final = len('{"messages":[]}')
 
 
-class MessageLayoutError(ValueError):
+class MessageLayoutError(DexAgentsError, ValueError):
     """Stored messages, chunks and index do not fit together, or new messages do not follow them."""
 
 
@@ -130,7 +131,7 @@ class MessageStorageLimits:
             (1,000); ``None`` keeps every message.
 
     Raises:
-        ValueError: When a limit is not a positive int, ``message_chunk_max_bytes`` exceeds 8 MiB,
+        ConfigurationError: When a limit is not a positive int, ``message_chunk_max_bytes`` exceeds 8 MiB,
             or ``retained_message_limit`` is negative.
 
     Example:
@@ -148,13 +149,13 @@ class MessageStorageLimits:
         _require_positive_int("message_chunk_size", self.message_chunk_size)
         _require_positive_int("message_chunk_max_bytes", self.message_chunk_max_bytes)
         if self.message_chunk_max_bytes > MAX_MESSAGE_CHUNK_MAX_BYTES:
-            raise ValueError(
+            raise ConfigurationError(
                 "message_chunk_max_bytes must be at most 8 MiB "
                 f"({MAX_MESSAGE_CHUNK_MAX_BYTES} bytes), got {self.message_chunk_max_bytes}"
             )
         limit = self.retained_message_limit
         if limit is not None and (not _is_int(limit) or limit < 0):
-            raise ValueError(
+            raise ConfigurationError(
                 f"retained_message_limit must be a non-negative int or None, got {limit!r}"
             )
 
@@ -392,7 +393,7 @@ def plan_message_storage(
             continue the stored sequences.
 
     Example:
-        >>> plan = plan_message_storage([], None, MessageStorageLimits(), new_messages=[message])
+        >>> plan = plan_message_storage([], None, MessageStorageLimits(), new_messages=messages[:1])
         >>> [stored.sequence for stored in plan.message_writes], plan.index
         ([1], None)
     """
@@ -420,8 +421,10 @@ def plan_window_rollover(
         MessageLayoutError: When the window does not fit the index.
 
     Example:
-        >>> len(plan_window_rollover(sixty_five_messages, None, MessageStorageLimits()).chunk_writes)
-        1
+        >>> from dex_agents import MessageRole
+        >>> window = [AgentMessage(sequence, MessageRole.USER, "{}") for sequence in range(1, 66)]
+        >>> [chunk.key for chunk in plan_window_rollover(window, None, MessageStorageLimits()).chunk_writes]
+        ['000000000001']
     """
     return plan_message_storage(window, index, limits)
 
@@ -447,7 +450,7 @@ def plan_retention(
         last_message_sequence: The newest stored sequence (``AgentState.last_message_sequence``).
 
     Raises:
-        ValueError: When ``retained_message_limit`` is negative.
+        ConfigurationError: When ``retained_message_limit`` is negative.
 
     Example:
         >>> index = AgentMessageIndex((AgentMessageChunkRange(1, 32),), window_first_sequence=33)
@@ -458,7 +461,7 @@ def plan_retention(
     if summary_last_sequence is None or retained_message_limit is None:
         return ()
     if retained_message_limit < 0:
-        raise ValueError(
+        raise ConfigurationError(
             f"retained_message_limit must not be negative, got {retained_message_limit}"
         )
     deleted: list[AgentMessageChunkRange] = []
@@ -519,7 +522,7 @@ def assemble_stored_messages(
             or the messages have a gap or a duplicate.
 
     Example:
-        >>> [message.sequence for message in assemble_stored_messages(window, None, ())]
+        >>> [message.sequence for message in assemble_stored_messages(messages, None, ())]
         [1, 2, 3]
     """
     layout = _Layout.load(window, index)
@@ -554,7 +557,7 @@ def messages_after_summary(
 
     Example:
         >>> [m.sequence for m in messages_after_summary(messages, 2)]
-        [3, 4]
+        [3]
     """
     if summary_last_sequence is None:
         return tuple(messages)
@@ -814,7 +817,7 @@ def _is_int(value: object) -> bool:
 
 def _require_positive_int(name: str, value: object) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
+        raise ConfigurationError(f"{name} must be a positive int, got {value!r}")
 
 
 resolve_wire_value_annotations(__name__)

@@ -113,10 +113,6 @@ def load_stored_messages(
     Raises:
         AttributeMapNotLoadedError: When the invocation did not load the window or a needed chunk.
         MessageLayoutError: When a needed chunk is missing or the stored sequences have a gap.
-
-    Example:
-        >>> [m.sequence for m in load_stored_messages(context, after_sequence=40).messages]
-        [41, 42]
     """
     window = _read_window(context, decode_after=after_sequence, cache=cache)
     index = AGENT_MESSAGE_INDEX.get(context)
@@ -147,10 +143,6 @@ def load_newest_messages(
     Raises:
         AttributeMapNotLoadedError: When the invocation did not load the window or a needed chunk.
         MessageLayoutError: When a needed chunk is missing or the stored sequences have a gap.
-
-    Example:
-        >>> [m.sequence for m in load_newest_messages(context, 250, 200).messages][0]
-        51
     """
     # A window message newer than the state's sequence would be a defect elsewhere; counting it
     # keeps the result equal to the newest ``limit`` of every stored message even then.
@@ -175,10 +167,6 @@ def load_messages(
     Raises:
         AttributeMapNotLoadedError: When the invocation did not load the messages.
         MessageLayoutError: When the stored sequences have a gap or a duplicate.
-
-    Example:
-        >>> [message.sequence for message in load_messages(context)]
-        [1, 2, 3]
     """
     return list(load_stored_messages(context, after_sequence=after_sequence, cache=cache).messages)
 
@@ -188,10 +176,6 @@ def message_chunk_loads(
 ) -> tuple[AttributeMapLoad, ...]:
     """Return the ``AgentMessageChunks`` loads of a movement that reads messages after
     ``after_sequence``, from the index as this Step commits it.
-
-    Example:
-        >>> [load.instance for load in message_chunk_loads(context, after_sequence=40)]
-        ['000000000033']
     """
     index = AGENT_MESSAGE_INDEX.get(context)
     return tuple(
@@ -231,11 +215,6 @@ def append_messages(
     Raises:
         AttributeMapNotLoadedError: When the invocation did not load the window.
         MessageLayoutError: When the window does not fit the index or the state's sequence.
-
-    Example:
-        >>> state, stored = append_messages(context, state, [user_message], turn_id="turn-1", now=now)
-        >>> stored[0].sequence == state.last_message_sequence
-        True
     """
     resolved = limits if limits is not None else _DEFAULT_LIMITS
     stored: list[AgentMessage] = []
@@ -276,10 +255,6 @@ def page_messages(context: Context, after_sequence: int | None, limit: int) -> A
     Returns:
         The page, with ``next_after_sequence`` set when more messages follow and
         ``deleted_before_sequence`` set once retention deleted messages.
-
-    Example:
-        >>> page_messages(context, None, 2).next_after_sequence
-        2
     """
     stored = load_stored_messages(context)
     return page_agent_messages(

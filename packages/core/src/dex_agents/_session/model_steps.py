@@ -64,6 +64,7 @@ from dex_agents._session.transitions import (
 from dex_agents._session.turns import build_turn_context, clear_turn_records, fail_active_turn
 from dex_agents._spend_limit import ModelCallKind
 from dex_agents._values import AgentState, AgentStatus
+from dex_agents.exceptions import RunnerContractError
 
 __all__ = ["CompactContext", "RunModel"]
 
@@ -208,7 +209,7 @@ class RunModel(SessionStep[None]):
     def _contract_problem(self, turn: AgentTurnContext, outcome: ToolCallsRequested) -> str | None:
         try:
             validate_tool_calls_requested(outcome, turn)
-        except ValueError as error:
+        except RunnerContractError as error:
             return f"the runner broke the runner contract: {error}"
         if outcome.new_messages and not self._runtime.runner.builds_unfinished_turn_messages:
             return (

@@ -32,6 +32,7 @@ from dex_agents._session.step_options import (
 )
 from dex_agents._tool_policy import ToolStepType, tool_effect_rules
 from dex_agents._values import AgentToolCall, AgentToolCallStatus
+from dex_agents.exceptions import ConfigurationError
 
 __all__ = ["SessionMovements", "SessionStepClasses"]
 
@@ -188,7 +189,7 @@ class SessionMovements:
         ``waiting_for_timer`` to ``AwaitTimer``, and ``waiting_for_task`` to ``PollToolTask``.
 
         Raises:
-            ValueError: When the record is final: no Step owns it any more.
+            ConfigurationError: When the record is final: no Step owns it any more.
         """
         status = record.status
         if status is AgentToolCallStatus.APPROVED:
@@ -201,7 +202,7 @@ class SessionMovements:
             return self._record_step(self._steps.await_timer, record)
         if status is AgentToolCallStatus.WAITING_FOR_TASK:
             return self._poll(record)
-        raise ValueError(f"tool call {record.tool_call_id!r} is final ({status.value})")
+        raise ConfigurationError(f"tool call {record.tool_call_id!r} is final ({status.value})")
 
     def cancel_tool_task(self, tool_call_id: str) -> StepMovement[str]:
         """To ``CancelToolTask`` of a task ``cancel_turn`` abandoned; it records the call

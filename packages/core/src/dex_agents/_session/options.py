@@ -14,6 +14,7 @@ from dex_agents._built_in_tools import (
     parse_built_in_tools,
 )
 from dex_agents._compaction import CompactionPolicy
+from dex_agents._enum_values import enum_member
 from dex_agents._session.message_layout import (
     DEFAULT_MESSAGE_CHUNK_MAX_BYTES,
     DEFAULT_MESSAGE_CHUNK_SIZE,
@@ -24,6 +25,7 @@ from dex_agents._session.message_layout import (
 from dex_agents._spend_limit import ModelSpendLimit
 from dex_agents._tool_policy import ToolEffect, ToolPolicy
 from dex_agents._tracing_options import AgentTracingOptions
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 
 __all__ = [
     "DEFAULT_EVENT_STREAM_CAPACITY_BYTES",
@@ -48,7 +50,7 @@ class RunModelLimit:
         retry_budget: Time from the first attempt after which no attempt starts (30 minutes).
 
     Raises:
-        ValueError: When a duration is not positive or ``maximum_attempts`` is below 1.
+        ConfigurationError: When a duration is not positive or ``maximum_attempts`` is below 1.
 
     Example:
         >>> RunModelLimit(attempt_timeout=timedelta(minutes=40), retry_budget=timedelta(hours=2))
@@ -63,7 +65,9 @@ class RunModelLimit:
     def __post_init__(self) -> None:
         _require_limit(self.attempt_timeout, self.heartbeat_timeout, self.retry_budget)
         if self.maximum_attempts < 1:
-            raise ValueError(f"maximum_attempts must be at least 1, got {self.maximum_attempts}")
+            raise ConfigurationError(
+                f"maximum_attempts must be at least 1, got {self.maximum_attempts}"
+            )
 
 
 @dataclass(frozen=True)
@@ -79,7 +83,7 @@ class ToolCallLimit:
         retry_budget: Time from the first attempt after which no attempt starts (1 hour).
 
     Raises:
-        ValueError: When a duration is not positive.
+        ConfigurationError: When a duration is not positive.
 
     Example:
         >>> ToolCallLimit(attempt_timeout=timedelta(minutes=5)).retry_budget
@@ -125,7 +129,7 @@ class AgentSessionOptions:
         tracing: ``AgentTracingOptions``; accepted and validated, but this release emits no spans.
 
     Raises:
-        ValueError: When the capacity is not positive, the deadline is not positive, a built-in
+        ConfigurationError: When the capacity is not positive, the deadline is not positive, a built-in
             tool is unknown or named by a tool policy, ``max_durable_wait`` is under a second, or
             plan mode lacks ``write_todos``.
 
@@ -158,11 +162,13 @@ class AgentSessionOptions:
 
     def __post_init__(self) -> None:
         if not isinstance(self.tracing, AgentTracingOptions):
-            raise TypeError(f"tracing must be an AgentTracingOptions, got {self.tracing!r}")
+            raise ConfigurationTypeError(
+                f"tracing must be an AgentTracingOptions, got {self.tracing!r}"
+            )
         if self.model_spend_limit is not None and not isinstance(
             self.model_spend_limit, ModelSpendLimit
         ):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"model_spend_limit must be a ModelSpendLimit or None, got {self.model_spend_limit!r}"
             )
         # Raises ValueError naming the bad storage limit.
@@ -173,21 +179,28 @@ class AgentSessionOptions:
             self.retained_message_limit,
         )
         if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"compaction must be a CompactionPolicy or None, got {self.compaction!r}"
             )
+        object.__setattr__(
+            self,
+            "default_tool_effect",
+            enum_member(ToolEffect, self.default_tool_effect, "default_tool_effect"),
+        )
         # A read-only copy, so a caller's later change to its dict never reaches a running Worker.
         object.__setattr__(self, "tool_policies", MappingProxyType(dict(self.tool_policies)))
         for name, policy in self.tool_policies.items():
             if not isinstance(policy, ToolPolicy):
-                raise TypeError(f"tool_policies[{name!r}] must be a ToolPolicy, got {policy!r}")
+                raise ConfigurationTypeError(
+                    f"tool_policies[{name!r}] must be a ToolPolicy, got {policy!r}"
+                )
         if self.event_stream_capacity_bytes <= 0:
-            raise ValueError(
+            raise ConfigurationError(
                 "event_stream_capacity_bytes must be positive, "
                 f"got {self.event_stream_capacity_bytes}"
             )
         if self.interrupt_deadline is not None and self.interrupt_deadline <= timedelta(0):
-            raise ValueError(
+            raise ConfigurationError(
                 f"interrupt_deadline must be positive or None, got {self.interrupt_deadline}"
             )
         self._check_built_in_tools()
@@ -197,12 +210,12 @@ class AgentSessionOptions:
         max_durable_wait_seconds(self.max_durable_wait)
         reserved = sorted(name for name in self.tool_policies if name in self.built_in_tools)
         if reserved:
-            raise ValueError(
+            raise ConfigurationError(
                 f"tool_policies names the enabled built-in tool {reserved[0]!r}; "
                 "an enabled built-in name is reserved"
             )
         if self.plan_mode_enabled and BuiltInTool.WRITE_TODOS not in self.built_in_tools:
-            raise ValueError(
+            raise ConfigurationError(
                 "plan_mode_enabled needs BuiltInTool.WRITE_TODOS in built_in_tools, "
                 "because a planning turn writes its plan with write_todos"
             )
@@ -215,7 +228,7 @@ class AgentSessionOptions:
         ``None`` here.
 
         Raises:
-            ValueError: When a limit is invalid.
+            ConfigurationError: When a limit is invalid.
         """
         return MessageStorageLimits(
             message_window_size=self.message_window_size,
@@ -230,4 +243,4 @@ class AgentSessionOptions:
 def _require_limit(*durations: timedelta) -> None:
     for duration in durations:
         if duration <= timedelta(0):
-            raise ValueError(f"a Step limit duration must be positive, got {duration}")
+            raise ConfigurationError(f"a Step limit duration must be positive, got {duration}")

@@ -15,6 +15,7 @@ from dex_agents._event_writer import AgentEventWriter, write_event_payload
 from dex_agents._events import UsageRecordedPayload
 from dex_agents._session.persistence import AGENT_TOOL_CALLS, AGENT_USAGE, TOOL_CALL_RESULTS
 from dex_agents._values import AgentToolCall, AgentUsage, ToolCallCompleted, empty_agent_usage
+from dex_agents.exceptions import ConfigurationError
 
 __all__ = [
     "finish_tool_call",
@@ -50,10 +51,12 @@ def finish_tool_call(context: Context, events: AgentEventWriter, record: AgentTo
     Every Step that makes a record final calls this, so each call publishes exactly once.
 
     Raises:
-        ValueError: When ``record`` is not final.
+        ConfigurationError: When ``record`` is not final.
     """
     if not record.is_final:
-        raise ValueError(f"tool call {record.tool_call_id!r} is still {record.status.value}")
+        raise ConfigurationError(
+            f"tool call {record.tool_call_id!r} is still {record.status.value}"
+        )
     AGENT_TOOL_CALLS.set(context, record.tool_call_id, record)
     TOOL_CALL_RESULTS.publish(context, ToolCallCompleted(tool_call_id=record.tool_call_id))
     events.write_tool_call_finished(record.tool_call_id, record.tool_name, record.status)

@@ -24,9 +24,11 @@ from dex_agents._json_values import (
     JsonObject,
     JsonValue,
     WireValue,
+    WireValueError,
     dump_json_text,
     resolve_wire_value_annotations,
 )
+from dex_agents.exceptions import ConfigurationError
 
 __all__ = [
     "INVALID_START_SESSION_SETTINGS_REASON",
@@ -56,7 +58,7 @@ def session_settings_size(settings: Mapping[str, object]) -> int:
     """Return the size of ``settings`` as compact JSON text, UTF-8 with non-ASCII unescaped.
 
     Raises:
-        ValueError: When ``settings`` is not a JSON object or holds something JSON cannot write;
+        ConfigurationError: When ``settings`` is not a JSON object or holds something JSON cannot write;
             the message names the place.
 
     Example:
@@ -100,7 +102,7 @@ def validate_session_settings(settings: object, *, tolerance_bytes: int = 0) -> 
     ``tolerance_bytes=SESSION_SETTINGS_SIZE_TOLERANCE_BYTES``.
 
     Raises:
-        ValueError: Naming the problem: not a JSON object, not JSON-serializable (with the place),
+        ConfigurationError: Naming the problem: not a JSON object, not JSON-serializable (with the place),
             or too large (with the size and the limit).
 
     Example:
@@ -108,11 +110,11 @@ def validate_session_settings(settings: object, *, tolerance_bytes: int = 0) -> 
         >>> validate_session_settings({"prompt": "x" * 20000})
         Traceback (most recent call last):
         ...
-        ValueError: session settings are 20013 bytes of compact JSON, above the limit of 16384 bytes
+        dex_agents.exceptions.ConfigurationError: session settings are 20013 bytes of compact JSON, above the limit of 16384 bytes
     """
     problem = session_settings_problem(settings, tolerance_bytes=tolerance_bytes)
     if problem is not None:
-        raise ValueError(problem)
+        raise ConfigurationError(problem)
 
 
 def invalid_start_session_settings_reason(problem: str) -> str:
@@ -129,7 +131,7 @@ def encode_session_settings(settings: Mapping[str, object]) -> str:
     """Return ``settings`` as the compact JSON text the settings Attributes store (sorted keys).
 
     Raises:
-        ValueError: When ``settings`` is not a JSON object or holds something JSON cannot write.
+        ConfigurationError: When ``settings`` is not a JSON object or holds something JSON cannot write.
 
     Example:
         >>> encode_session_settings({"model": "gpt-5", "effort": "low"})
@@ -142,7 +144,7 @@ def decode_session_settings(text: str | None) -> Mapping[str, object]:
     """Return the settings stored as ``text``; ``None`` or empty text (never set) reads as ``{}``.
 
     Raises:
-        ValueError: When ``text`` is not JSON text of an object.
+        WireValueError: When ``text`` is not JSON text of an object.
 
     Example:
         >>> decode_session_settings('{"model":"gpt-5"}')
@@ -155,9 +157,9 @@ def decode_session_settings(text: str | None) -> Mapping[str, object]:
     try:
         decoded = json.loads(text)
     except ValueError:
-        raise ValueError("stored session settings are not valid JSON text") from None
+        raise WireValueError("stored session settings are not valid JSON text") from None
     if not isinstance(decoded, dict):
-        raise ValueError(
+        raise WireValueError(
             f"stored session settings must be a JSON object, got {type(decoded).__name__}"
         )
     return decoded
@@ -188,11 +190,11 @@ class TurnSessionSettings(WireValue):
         """Return a copy of ``settings`` tagged with ``turn_id``, detached from the caller's object.
 
         Raises:
-            ValueError: When ``turn_id`` is blank, or ``settings`` is not a JSON object or holds
+            ConfigurationError: When ``turn_id`` is blank, or ``settings`` is not a JSON object or holds
                 something JSON cannot write.
         """
         if not isinstance(turn_id, str) or not turn_id.strip():
-            raise ValueError(f"turn session settings need a turn ID, got {turn_id!r}")
+            raise ConfigurationError(f"turn session settings need a turn ID, got {turn_id!r}")
         return cls(turn_id=turn_id, session_settings=_plain_settings(settings))
 
     def for_turn(self, turn_id: str) -> Mapping[str, object]:
@@ -236,7 +238,7 @@ def _compact_json(value: JsonValue) -> str:
 def _plain_settings(settings: object) -> JsonObject:
     if not isinstance(settings, Mapping):
         kind = "null" if settings is None else type(settings).__name__
-        raise ValueError(f"session settings must be a JSON object, got {kind}")
+        raise ConfigurationError(f"session settings must be a JSON object, got {kind}")
     plain = _plain_json(settings, "settings", set())
     assert isinstance(plain, dict)
     return plain
@@ -273,7 +275,7 @@ def _plain_json(value: object, where: str, open_containers: set[int]) -> JsonVal
 
 
 def _not_serializable(detail: str) -> NoReturn:
-    raise ValueError(f"session settings are not JSON-serializable: {detail}")
+    raise ConfigurationError(f"session settings are not JSON-serializable: {detail}")
 
 
 resolve_wire_value_annotations(__name__)

@@ -47,7 +47,7 @@ async def refused_model_call_error(runtime: SessionRuntime, call: ModelCallIdent
     """Ask the spend limit about ``call``; the turn's ``last_turn_error`` when it refuses.
 
     Raises:
-        TypeError: When the limit returns something other than ``None`` or a refusal.
+        ConfigurationTypeError: When the limit returns something other than ``None`` or a refusal.
     """
     refusal = await check_model_spend(runtime.options.model_spend_limit, call)
     return model_spend_limit_error(refusal) if refusal is not None else None

@@ -134,6 +134,7 @@ def run_model_step_options(limit: RunModelLimit, failure_route: type[Step[Any]])
         SYNC options with the limit's timeouts and retry policy and the failure route.
 
     Example:
+        >>> from dex_agents._session.turn_steps import RecordTurnFailure
         >>> run_model_step_options(RunModelLimit(), RecordTurnFailure).execute_retry.maximum_attempts
         3
     """
@@ -225,6 +226,7 @@ def tool_call_step_options(
         own movement loads the same record.
 
     Example:
+        >>> from dex_agents._session.tool_steps import RecordToolOutcomeUnknown
         >>> tool_call_step_options(
         ...     "call-1", limit=ToolCallLimit(), maximum_attempts=1, failure_route=RecordToolOutcomeUnknown
         ... ).execute_retry.maximum_attempts
@@ -249,6 +251,7 @@ def cancel_tool_task_step_options(
     failing.
 
     Example:
+        >>> from dex_agents._session.tool_steps import RecordToolOutcomeUnknown
         >>> options = cancel_tool_task_step_options("c1", failure_route=RecordToolOutcomeUnknown)
         >>> options.execute_retry.maximum_attempts, options.execute_method_timeout.seconds
         (3, 30)

@@ -31,6 +31,7 @@ from dex_agents._values import (
     ResolveInterruptRequest,
     agent_turn_id,
 )
+from dex_agents.exceptions import ConfigurationError
 
 __all__ = [
     "APPROVAL_DEADLINE_PASSED_MESSAGE",
@@ -152,6 +153,7 @@ def new_tool_call_record(
     ``approved`` and goes straight to its tool Step.
 
     Example:
+        >>> from dex_agents import ToolEffect
         >>> call = RequestedToolCall("c1", "search", "{}", ResolvedToolPolicy(ToolEffect.READ, False))
         >>> new_tool_call_record(call, turn_id="turn-1", deferral_order=0, now=now).status.value
         'approved'
@@ -317,14 +319,16 @@ def finalize_tool_call(
     """Return ``record`` with a final ``status`` and its result fields.
 
     Raises:
-        ValueError: When ``status`` is not final.
+        ConfigurationError: When ``status`` is not final.
 
     Example:
         >>> finalize_tool_call(record, AgentToolCallStatus.SUCCEEDED, output="3 tickets").output
         '3 tickets'
     """
     if not status.is_final:
-        raise ValueError(f"a tool call can only be finalized with a final status, got {status}")
+        raise ConfigurationError(
+            f"a tool call can only be finalized with a final status, got {status}"
+        )
     return replace(
         record,
         status=status,
@@ -377,7 +381,9 @@ def record_tool_failure(
     ``outcome_unknown``, because the write may have taken effect.
 
     Example:
-        >>> record_tool_failure(read_record, ToolFailureRoute.RECORD_TOOL_FAILURE, None).status.value
+        >>> record.effect.value
+        'read'
+        >>> record_tool_failure(record, ToolFailureRoute.RECORD_TOOL_FAILURE, None).status.value
         'failed'
     """
     detail = _recovery_detail(recovery)

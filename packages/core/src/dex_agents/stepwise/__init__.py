@@ -5,6 +5,7 @@ and events are the ones every adapter uses. Each ``RunModel`` makes exactly one 
 a ``ModelClient``, and every tool call is its own Step.
 
 Example:
+    >>> from dex_agents import ToolEffect
     >>> @function_tool(effect=ToolEffect.READ)
     ... async def lookup_order(order_id: str) -> dict[str, str]:
     ...     '''Look up an order by its ID.'''

@@ -12,6 +12,7 @@ from dex_agents._built_in_tools import BuiltInTool, parse_built_in_tools
 from dex_agents._compaction import CompactionPolicy
 from dex_agents._session.options import DEFAULT_EVENT_STREAM_CAPACITY_BYTES
 from dex_agents._tool_policy import ToolEffect, ToolPolicy
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise._function_tool import FunctionTool
 from dex_agents.stepwise._json_schema import JsonValue
 from dex_agents.stepwise._model_client import ModelClient
@@ -96,12 +97,13 @@ class AgentDefinition:
         tool_source_listing_timeout: How long each RunModel waits for one source's listing.
 
     Raises:
-        ValueError: For a blank name, duplicate tool names, a tool named like an enabled built-in
+        ConfigurationError: For a blank name, duplicate tool names, a tool named like an enabled built-in
             tool, an unknown built-in tool, plan mode without ``write_todos``, a non-positive
             limit, or an unknown ``planning_tool_choice``.
-        TypeError: For a value of the wrong kind, such as a tool that is not a FunctionTool.
+        ConfigurationTypeError: For a value of the wrong kind, such as a tool that is not a FunctionTool.
 
     Example:
+        >>> from dex_agents.stepwise import ScriptedModelClient, ScriptedModelReply
         >>> support_agent = AgentDefinition(
         ...     name="support",
         ...     instructions="You help customers with their orders.",
@@ -131,14 +133,18 @@ class AgentDefinition:
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"AgentDefinition.name must be non-blank text, got {self.name!r}")
+            raise ConfigurationError(
+                f"AgentDefinition.name must be non-blank text, got {self.name!r}"
+            )
         if not isinstance(self.instructions, str) and not callable(self.instructions):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 "AgentDefinition.instructions must be a str or a function of InstructionContext"
             )
         for member in ("call_model", "estimate_input_tokens"):
             if not callable(getattr(self.model, member, None)):
-                raise TypeError(f"AgentDefinition.model is not a ModelClient: it has no {member}")
+                raise ConfigurationTypeError(
+                    f"AgentDefinition.model is not a ModelClient: it has no {member}"
+                )
         # Read-only copies, so a caller's later change never reaches a running Worker.
         object.__setattr__(self, "model_settings", MappingProxyType(dict(self.model_settings)))
         object.__setattr__(self, "tool_policies", MappingProxyType(dict(self.tool_policies)))
@@ -162,33 +168,35 @@ class AgentDefinition:
         names: set[str] = set()
         for index, tool in enumerate(self.tools):
             if not isinstance(tool, FunctionTool):
-                raise TypeError(
+                raise ConfigurationTypeError(
                     f"AgentDefinition.tools[{index}] must be a FunctionTool (use @function_tool), "
                     f"got {type(tool).__name__}"
                 )
             if tool.name in names:
-                raise ValueError(f"two tools are named {tool.name}")
+                raise ConfigurationError(f"two tools are named {tool.name}")
             names.add(tool.name)
         check_built_in_tool_names(names, self.built_in_tools)
         for name, policy in self.tool_policies.items():
             if not isinstance(policy, ToolPolicy):
-                raise TypeError(f"tool_policies[{name!r}] must be a ToolPolicy, got {policy!r}")
+                raise ConfigurationTypeError(
+                    f"tool_policies[{name!r}] must be a ToolPolicy, got {policy!r}"
+                )
         declared: set[str] = set()
         for source in self.tool_sources:
             for tool_name in declared_tool_names(source):
                 if tool_name in self.built_in_tools:
-                    raise ValueError(built_in_tool_name_conflict_message(tool_name))
+                    raise ConfigurationError(built_in_tool_name_conflict_message(tool_name))
                 if tool_name in names:
-                    raise ValueError(
+                    raise ConfigurationError(
                         f"tool {tool_name} of a tool source uses the name of a function tool"
                     )
                 if tool_name in declared:
-                    raise ValueError(f"two tool sources list a tool named {tool_name}")
+                    raise ConfigurationError(f"two tool sources list a tool named {tool_name}")
                 declared.add(tool_name)
 
     def _check_limits(self) -> None:
         if self.compaction is not None and not isinstance(self.compaction, CompactionPolicy):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"AgentDefinition.compaction must be a CompactionPolicy or None, "
                 f"got {self.compaction!r}"
             )
@@ -196,38 +204,40 @@ class AgentDefinition:
         if tokens is not None and (
             isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 1
         ):
-            raise ValueError(f"max_output_tokens must be a positive int or None, got {tokens!r}")
+            raise ConfigurationError(
+                f"max_output_tokens must be a positive int or None, got {tokens!r}"
+            )
         if self.max_model_calls_per_turn < 1:
-            raise ValueError(
+            raise ConfigurationError(
                 f"max_model_calls_per_turn must be at least 1, got {self.max_model_calls_per_turn}"
             )
         if self.event_stream_capacity_bytes <= 0:
-            raise ValueError(
+            raise ConfigurationError(
                 "event_stream_capacity_bytes must be positive, "
                 f"got {self.event_stream_capacity_bytes}"
             )
         if self.interrupt_deadline is not None and self.interrupt_deadline <= timedelta(0):
-            raise ValueError(
+            raise ConfigurationError(
                 f"interrupt_deadline must be positive or None, got {self.interrupt_deadline}"
             )
         if self.tool_source_listing_timeout <= timedelta(0):
-            raise ValueError(
+            raise ConfigurationError(
                 "tool_source_listing_timeout must be positive, "
                 f"got {self.tool_source_listing_timeout}"
             )
         if self.plan_mode_enabled and BuiltInTool.WRITE_TODOS not in self.built_in_tools:
-            raise ValueError(
+            raise ConfigurationError(
                 "plan_mode_enabled needs BuiltInTool.WRITE_TODOS in built_in_tools, "
                 "because a planning turn writes its plan with write_todos"
             )
         if self.planning_tool_choice not in ("auto", "required"):
-            raise ValueError(
+            raise ConfigurationError(
                 f'planning_tool_choice must be "auto" or "required", got {self.planning_tool_choice!r}'
             )
         if self.planning_tool_choice == "required":
             supports = getattr(self.model, "supports_forced_tool_choice", None)
             if callable(supports) and supports(self.model_settings) is False:
-                raise ValueError(
+                raise ConfigurationError(
                     'planning_tool_choice "required" needs a model that accepts a forced tool '
                     "choice, and this model client refuses it with these model_settings"
                 )
@@ -237,13 +247,15 @@ class AgentDefinition:
 
         Raises:
             Exception: Whatever ``resolve_model`` raises.
-            TypeError: When ``resolve_model`` returns something that is not a ModelClient.
+            ConfigurationTypeError: When ``resolve_model`` returns something that is not a ModelClient.
         """
         if self.resolve_model is None:
             return self.model
         model = self.resolve_model(session_settings)
         if not callable(getattr(model, "call_model", None)):
-            raise TypeError(f"resolve_model returned {type(model).__name__}, not a ModelClient")
+            raise ConfigurationTypeError(
+                f"resolve_model returned {type(model).__name__}, not a ModelClient"
+            )
         return model
 
 
@@ -251,8 +263,8 @@ def check_built_in_tool_names(tool_names: Set[str], enabled_built_in_tools: Set[
     """Refuses a function tool named like an enabled built-in tool.
 
     Raises:
-        ValueError: ``tool <name> uses the name of an enabled built-in tool``.
+        ConfigurationError: ``tool <name> uses the name of an enabled built-in tool``.
     """
     for name in sorted(tool_names):
         if name in enabled_built_in_tools:
-            raise ValueError(built_in_tool_name_conflict_message(name))
+            raise ConfigurationError(built_in_tool_name_conflict_message(name))

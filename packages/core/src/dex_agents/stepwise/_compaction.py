@@ -23,6 +23,7 @@ from dex_agents._compaction import (
 )
 from dex_agents._runner_contract import OUTCOME_UNKNOWN_TOOL_RESULT, ContextSummaryRequest
 from dex_agents._values import AgentMessage
+from dex_agents.exceptions import ConfigurationError
 from dex_agents.stepwise._input_items import (
     StoredModelOutput,
     decode_message,
@@ -54,8 +55,10 @@ def response_boundaries(messages: Sequence[AgentMessage]) -> list[int]:
     closes the calls before it that never got a result, as the transcript does.
 
     Example:
-        >>> response_boundaries(messages)  # user, call, result, answer, user
-        [0, 2, 3]
+        >>> [message.role.value for message in messages]
+        ['user', 'assistant', 'user']
+        >>> response_boundaries(messages)
+        [0, 1]
     """
     boundaries: list[int] = []
     pending: set[str] = set()
@@ -91,14 +94,16 @@ def select_response_boundary_cutoff(
     (three UTF-8 bytes per token over each stored item), else the newest boundary.
 
     Raises:
-        ValueError: When ``retained_token_budget`` is negative.
+        ConfigurationError: When ``retained_token_budget`` is negative.
 
     Example:
-        >>> select_response_boundary_cutoff(turn.messages, retained_token_budget=2_000)
-        31
+        >>> select_response_boundary_cutoff(messages, retained_token_budget=10)
+        2
     """
     if retained_token_budget < 0:
-        raise ValueError(f"retained_token_budget must not be negative, got {retained_token_budget}")
+        raise ConfigurationError(
+            f"retained_token_budget must not be negative, got {retained_token_budget}"
+        )
     boundaries = response_boundaries(messages)
     if not boundaries:
         return None
@@ -128,9 +133,14 @@ def build_summary_model_request(
     with ``max_output_tokens``; when not even the newest response fits, every message is left out.
 
     Example:
-        >>> build_summary_model_request(request, estimate_input_tokens=model.estimate_input_tokens,
-        ...                             max_output_tokens=2_000).tools
-        ()
+        >>> from dex_agents import ContextSummaryRequest
+        >>> from dex_agents.stepwise import ScriptedModelClient, ScriptedModelReply
+        >>> model = ScriptedModelClient(lambda request: ScriptedModelReply(text="A summary."))
+        >>> request = ContextSummaryRequest("session-42", "turn-2", 1, None, messages, 4_000)
+        >>> summary_request = build_summary_model_request(
+        ...     request, estimate_input_tokens=model.estimate_input_tokens, max_output_tokens=2_000)
+        >>> summary_request.tools, summary_request.instructions == CONTEXT_SUMMARY_INSTRUCTIONS
+        ((), True)
     """
     messages = request.messages
     reserved = max_output_tokens or 0

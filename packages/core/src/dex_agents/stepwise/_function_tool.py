@@ -24,6 +24,7 @@ from dex_agents._runner_contract import (
 )
 from dex_agents._tool_policy import ToolEffect, ToolPolicy
 from dex_agents._values import QuestionAnswer
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise._json_schema import (
     ArgumentValidationError,
     JsonSchema,
@@ -152,7 +153,7 @@ class FunctionTool:
 
         Raises:
             ToolExecutionError: For invalid arguments, or when the function raises it.
-            TypeError: When the result cannot be serialized as JSON.
+            ConfigurationTypeError: When the result cannot be serialized as JSON.
         """
         kwargs = self.parse_arguments(arguments)
         if self.parameters.context_parameter is not None:
@@ -175,7 +176,7 @@ class FunctionTool:
                 output=json.dumps(result, ensure_ascii=False, default=_json_default)
             )
         except (TypeError, ValueError) as error:
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"tool {self.name} returned {type(result).__name__}, which is not JSON: {error}"
             ) from error
 
@@ -189,7 +190,7 @@ def _json_default(value: object) -> JsonValue:
         return list(value)
     if isinstance(value, Mapping):
         return dict(value)
-    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+    raise ConfigurationTypeError(f"{type(value).__name__} is not JSON serializable")
 
 
 def function_tool(
@@ -209,23 +210,26 @@ def function_tool(
     schema that the model sees; the arguments are checked against it and against the type hints.
 
     Raises:
-        ValueError: For a name providers refuse (letters, digits, ``_`` and ``-``, 1 to 64).
-        TypeError: For ``*args``/``**kwargs``, a parameter without a type hint, or an unsupported
+        ConfigurationError: For a name providers refuse (letters, digits, ``_`` and ``-``, 1 to 64).
+        ConfigurationTypeError: For ``*args``/``**kwargs``, a parameter without a type hint, or an unsupported
             type.
 
     Example:
+        >>> from typing import Annotated
         >>> @function_tool(effect=ToolEffect.READ)
         ... async def lookup_order(order_id: Annotated[str, "The order ID"]) -> dict[str, str]:
         ...     '''Look up an order by its ID.'''
         ...     return await orders.get(order_id)
     """
     if not isinstance(effect, ToolEffect):
-        raise TypeError(f"effect must be a ToolEffect, got {effect!r}")
+        raise ConfigurationTypeError(f"effect must be a ToolEffect, got {effect!r}")
 
     def decorate(function: Callable[..., object]) -> FunctionTool:
         tool_name = name if name is not None else function.__name__
         if not _TOOL_NAME.fullmatch(tool_name):
-            raise ValueError(f"tool name {tool_name!r} must be 1 to 64 letters, digits, '_' or '-'")
+            raise ConfigurationError(
+                f"tool name {tool_name!r} must be 1 to 64 letters, digits, '_' or '-'"
+            )
         tool_description = description if description is not None else inspect.getdoc(function)
         return FunctionTool(
             name=tool_name,

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from dex_agents._values import AgentUsage
+from dex_agents.exceptions import ConfigurationError
 from dex_agents.stepwise._json_schema import JsonSchema, JsonValue
 
 __all__ = [
@@ -87,7 +88,9 @@ class ModelOutputItem:
 
     def __post_init__(self) -> None:
         if (self.kind is ModelOutputItemKind.TOOL_CALL) != (self.tool_call is not None):
-            raise ValueError("a ModelOutputItem has a tool_call exactly when its kind is tool_call")
+            raise ConfigurationError(
+                "a ModelOutputItem has a tool_call exactly when its kind is tool_call"
+            )
 
 
 @dataclass(frozen=True)
@@ -186,8 +189,12 @@ class ModelClient(Protocol):
     item provider-exact.
 
     Example:
+        >>> import asyncio
+        >>> from dex_agents.stepwise import ScriptedModelClient, ScriptedModelReply
         >>> client: ModelClient = ScriptedModelClient(lambda request: ScriptedModelReply("Hi"))
-        >>> response = await client.call_model(request, turn.events)  # doctest: +SKIP
+        >>> request = ModelRequest(instructions="Be brief.", input=(ModelUserText("Hello"),))
+        >>> asyncio.run(client.call_model(request, DiscardingModelOutputWriter())).text
+        'Hi'
     """
 
     async def call_model(self, request: ModelRequest, output: ModelOutputWriter) -> ModelResponse:
@@ -221,7 +228,11 @@ def replayable_input(request: ModelRequest, provider: str) -> tuple[ModelInputIt
     reasoning and other provider-specific items are dropped.
 
     Example:
-        >>> [item.kind for item in replayable_input(request, "openai.responses")]  # doctest: +SKIP
+        >>> mine = ModelOutputItem("openai.responses", ModelOutputItemKind.REASONING, "{}")
+        >>> theirs = ModelOutputItem("anthropic.messages", ModelOutputItemKind.REASONING, "{}")
+        >>> request = ModelRequest("Be brief.", (ModelUserText("Hi"), mine, theirs))
+        >>> [type(item).__name__ for item in replayable_input(request, "openai.responses")]
+        ['ModelUserText', 'ModelOutputItem']
     """
     return tuple(
         item

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from dex_agents._built_in_tools import BuiltInTool, built_in_tool_definitions
 from dex_agents._compaction import build_context_summary_note
-from dex_agents._json_values import dump_json_text
+from dex_agents._json_values import WireValueError, dump_json_text
 from dex_agents._plans import build_plan_note
 from dex_agents._runner_contract import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
@@ -38,6 +38,7 @@ from dex_agents._values import (
     InteractionMode,
     PlanStatus,
 )
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise._agent_definition import (
     AgentDefinition,
     InstructionContext,
@@ -104,7 +105,7 @@ def _decode_run_state(run_state: str | None) -> int:
         decoded = None
     count = decoded.get(_RUN_STATE_KEY) if isinstance(decoded, dict) else None
     if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise ValueError(f"framework run state {run_state[:80]!r} is not a Stepwise run state")
+        raise WireValueError(f"framework run state {run_state[:80]!r} is not a Stepwise run state")
     return count
 
 
@@ -136,6 +137,8 @@ class StepwiseAgentRunner:
     call count. Every function tool call runs later in its own tool Step.
 
     Example:
+        >>> from dex_agents import AgentSessionFlow
+        >>> from dex_agents.stepwise import stepwise_agent_session_options
         >>> runner = StepwiseAgentRunner(support_agent)
         >>> flow = AgentSessionFlow(runner, flow_type="SupportAgent",
         ...                         options=stepwise_agent_session_options(support_agent))
@@ -146,7 +149,7 @@ class StepwiseAgentRunner:
 
     def __init__(self, definition: AgentDefinition) -> None:
         if not isinstance(definition, AgentDefinition):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"StepwiseAgentRunner needs an AgentDefinition, got {type(definition).__name__}"
             )
         self._definition = definition
@@ -168,7 +171,7 @@ class StepwiseAgentRunner:
         """Makes the turn's next model call.
 
         Raises:
-            ValueError: When a function tool uses the name of a built-in tool the session enables,
+            ConfigurationError: When a function tool uses the name of a built-in tool the session enables,
                 before any model request, or when the run state is not Stepwise's.
             Exception: Whatever the model client or the instructions function raises.
         """
@@ -370,7 +373,9 @@ class StepwiseAgentRunner:
         if inspect.isawaitable(text):
             text = await text
         if not isinstance(text, str):
-            raise TypeError(f"the instructions function returned {type(text).__name__}, not a str")
+            raise ConfigurationTypeError(
+                f"the instructions function returned {type(text).__name__}, not a str"
+            )
         return text
 
     async def _run_function_tool(
@@ -393,7 +398,7 @@ class StepwiseAgentRunner:
         outcome = await tool.invoke(record.arguments, context)
         if isinstance(outcome, ToolTaskStarted):
             # Only a tool source can poll a task; a function tool runs its work to the end.
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"function tool {tool.name} returned ToolTaskStarted; it cannot be polled"
             )
         return outcome
@@ -434,11 +439,13 @@ class StepwiseAgentRunner:
         self, turn: AgentTurnContext, name: str, listed: Mapping[str, _SourceTool]
     ) -> None:
         if name in turn.enabled_built_in_tools:
-            raise ValueError(built_in_tool_name_conflict_message(name))
+            raise ConfigurationError(built_in_tool_name_conflict_message(name))
         if name in self._tools:
-            raise ValueError(f"tool {name} of a tool source uses the name of a function tool")
+            raise ConfigurationError(
+                f"tool {name} of a tool source uses the name of a function tool"
+            )
         if name in listed:
-            raise ValueError(f"two tool sources list a tool named {name}")
+            raise ConfigurationError(f"two tool sources list a tool named {name}")
 
     def _deferred(
         self, turn: AgentTurnContext, offer: _Offer, call: ModelToolCall
@@ -456,7 +463,7 @@ class StepwiseAgentRunner:
             turn, call.tool_call_id, call.arguments, source_tool.listed
         )
         if not isinstance(deferred, DeferredToolCall):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"tool source {source.source_name} built {type(deferred).__name__}, "
                 "not a DeferredToolCall"
             )

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from dex_agents._values import AgentUsage
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise._json_schema import JsonValue
 from dex_agents.stepwise._model_client import (
     ModelOutputItem,
@@ -98,12 +99,12 @@ class ScriptedModelClient:
         >>> model = ScriptedModelClient(reply)
 
     Raises:
-        ValueError: When ``max_recorded_requests`` is negative.
+        ConfigurationError: When ``max_recorded_requests`` is negative.
     """
 
     def __init__(self, respond: ScriptedRespond, max_recorded_requests: int = 100) -> None:
         if max_recorded_requests < 0:
-            raise ValueError(
+            raise ConfigurationError(
                 f"max_recorded_requests must be 0 or more, got {max_recorded_requests}"
             )
         self._respond = respond
@@ -121,7 +122,7 @@ class ScriptedModelClient:
         """Records the request, runs the script once, and streams its reasoning and text.
 
         Raises:
-            TypeError: When the script returns something other than a ScriptedModelReply.
+            ConfigurationTypeError: When the script returns something other than a ScriptedModelReply.
             Exception: Whatever the script raises, which fails the model call.
         """
         with self._lock:
@@ -130,7 +131,7 @@ class ScriptedModelClient:
         if inspect.isawaitable(reply):
             reply = await reply
         if not isinstance(reply, ScriptedModelReply):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"the script of ScriptedModelClient returned {type(reply).__name__}, "
                 "not a ScriptedModelReply"
             )

@@ -7,6 +7,7 @@ import dataclasses
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents._session.options import AgentSessionOptions
 from dex_agents._tool_policy import ToolPolicy
+from dex_agents.exceptions import ConfigurationError
 from dex_agents.stepwise._agent_definition import AgentDefinition
 from dex_agents.stepwise._runner import StepwiseAgentRunner
 
@@ -22,10 +23,13 @@ def stepwise_agent_session_options(definition: AgentDefinition) -> AgentSessionO
     ``compaction`` carry over. Change anything else with ``dataclasses.replace``.
 
     Raises:
-        ValueError: When the definition sets an option this build's AgentSessionOptions lacks.
+        ConfigurationError: When the definition sets an option this build's AgentSessionOptions lacks.
 
     Example:
-        >>> options = replace(stepwise_agent_session_options(support_agent), message_window_size=64)
+        >>> from dataclasses import replace
+        >>> options = replace(stepwise_agent_session_options(support_agent), message_window_size=128)
+        >>> options.message_window_size, options.tool_policies["lookup_order"].effect.value
+        (128, 'read')
     """
     policies: dict[str, ToolPolicy] = {tool.name: tool.policy for tool in definition.tools}
     policies.update(definition.tool_policies)
@@ -47,7 +51,9 @@ def stepwise_agent_session_options(definition: AgentDefinition) -> AgentSessionO
         if name in known:
             values[name] = value
         elif value:
-            raise ValueError(f"AgentDefinition.{name} is not supported by this AgentSessionOptions")
+            raise ConfigurationError(
+                f"AgentDefinition.{name} is not supported by this AgentSessionOptions"
+            )
     return AgentSessionOptions(**values)  # type: ignore[arg-type]
 
 
@@ -62,9 +68,10 @@ def stepwise_agent_session_flow(
     ``stepwise_agent_session_options(definition)``.
 
     Raises:
-        ValueError: From AgentSessionFlow for an invalid ``flow_type`` or options.
+        ConfigurationError: From AgentSessionFlow for an invalid ``flow_type`` or options.
 
     Example:
+        >>> from dex import Registry
         >>> flow = stepwise_agent_session_flow(support_agent, flow_type="SupportAgent")
         >>> registry = Registry([flow], allow_async_handlers=True)
     """

@@ -19,6 +19,7 @@ from datetime import timedelta
 from dex_agents._json_values import dump_json_text
 from dex_agents._tool_source import ListedTool, ToolSource
 from dex_agents._values import AgentToolCall
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise._model_client import ModelToolDefinition
 
 __all__ = [
@@ -53,24 +54,26 @@ def validate_tool_sources(sources: Sequence[object]) -> tuple[ToolSource, ...]:
     """Checks that every source has the ToolSource members and that names are unique.
 
     Raises:
-        TypeError: When a source lacks a member or its ``source_name`` is not text.
-        ValueError: When a ``source_name`` is blank or two sources share one.
+        ConfigurationTypeError: When a source lacks a member or its ``source_name`` is not text.
+        ConfigurationError: When a ``source_name`` is blank or two sources share one.
     """
     names: set[str] = set()
     checked: list[ToolSource] = []
     for index, source in enumerate(sources):
         missing = [name for name in _REQUIRED_METHODS if not callable(getattr(source, name, None))]
         if missing:
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"tool_sources[{index}] is not a ToolSource: it has no {', '.join(missing)}"
             )
         source_name = getattr(source, "source_name", None)
         if not isinstance(source_name, str):
-            raise TypeError(f"tool_sources[{index}].source_name must be a str, got {source_name!r}")
+            raise ConfigurationTypeError(
+                f"tool_sources[{index}].source_name must be a str, got {source_name!r}"
+            )
         if not source_name.strip():
-            raise ValueError(f"tool_sources[{index}].source_name must not be blank")
+            raise ConfigurationError(f"tool_sources[{index}].source_name must not be blank")
         if source_name in names:
-            raise ValueError(f"two tool sources are named {source_name}")
+            raise ConfigurationError(f"two tool sources are named {source_name}")
         names.add(source_name)
         checked.append(source)  # type: ignore[arg-type]
     return tuple(checked)
@@ -112,7 +115,7 @@ async def list_source_tools(
 
 def _checked_listed_tool(source: ToolSource, tool: object) -> ListedTool:
     if not isinstance(tool, ListedTool):
-        raise TypeError(
+        raise ConfigurationTypeError(
             f"tool source {source.source_name} listed {type(tool).__name__}, not a ListedTool"
         )
     return tool

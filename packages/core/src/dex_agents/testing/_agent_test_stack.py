@@ -22,6 +22,7 @@ from dex import (
 
 from dex_agents._codec_registry import agent_codec_registry
 from dex_agents._session.client import AgentSessionClient
+from dex_agents.exceptions import ConfigurationError
 from dex_agents.testing._engine_process import (
     DEXCLI_ENV,
     EngineDurability,
@@ -49,9 +50,8 @@ class AgentTestStack:
     the Client and stops the engine.
 
     Example:
-        >>> async with AgentTestStack(tmp_path, [flow], "tests.my_worker",
-        ...                           worker_cwd=PACKAGE_DIR) as stack:
-        ...     worker = await stack.start_worker()
+        >>> async with AgentTestStack(tmp_path, [flow], "tests.my_worker") as stack:  # doctest: +SKIP
+        ...     worker = await stack.start_worker()  # tests/my_worker.py: run_agent_worker([flow])
         ...     await stack.sessions(flow).start_session("session-1", "hello")
         ...     worker.kill()
     """
@@ -67,7 +67,7 @@ class AgentTestStack:
         server_zd_config: Path | None = None,
     ) -> None:
         if not flows:
-            raise ValueError("AgentTestStack needs at least one Flow")
+            raise ConfigurationError("AgentTestStack needs at least one Flow")
         self.tmp_path = Path(tmp_path)
         self.flows = list(flows)
         self.worker_module = worker_module
@@ -126,10 +126,10 @@ class AgentTestStack:
         """An ``AgentSessionClient`` for ``flow`` on this stack's Client.
 
         Raises:
-            ValueError: ``flow`` is not one of the stack's Flows.
+            ConfigurationError: ``flow`` is not one of the stack's Flows.
         """
         if not any(flow is known for known in self.flows):
-            raise ValueError(
+            raise ConfigurationError(
                 f"Flow {flow.get_flow_type()!r} is not one of this AgentTestStack's Flows"
             )
         return AgentSessionClient(self.client, flow)

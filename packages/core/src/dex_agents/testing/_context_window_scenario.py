@@ -15,9 +15,11 @@ when:
 - Flow state kept growing after retention started deleting messages.
 
 Example:
-    >>> report = await ContextWindowSessionScenario(turns=800, retained_message_limit=100).run(
-    ...     build_stepwise_context_window_flow, tmp_path)
-    >>> report.check()
+    >>> import asyncio
+    >>> scenario = ContextWindowSessionScenario(turns=800, retained_message_limit=100)
+    >>> report = asyncio.run(  # doctest: +SKIP
+    ...     scenario.run(build_stepwise_context_window_flow, tmp_path))
+    >>> report.check()  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -415,8 +417,10 @@ def build_stepwise_context_window_flow(
     """The scenario agent as a Stepwise agent whose ScriptedModelClient asks ``model``.
 
     Example:
-        >>> report = await ContextWindowSessionScenario().run(
-        ...     build_stepwise_context_window_flow, tmp_path)
+        >>> model = ContextWindowModel(CompactionPolicy(context_window_tokens=4_000))
+        >>> flow = build_stepwise_context_window_flow(model, AgentSessionOptions(compaction=model.policy))
+        >>> flow.get_flow_type(), flow.options.compaction is model.policy
+        ('ContextWindowAgent', True)
     """
 
     @function_tool(effect=ToolEffect.READ, name=CONTEXT_WINDOW_TOOL_NAME)

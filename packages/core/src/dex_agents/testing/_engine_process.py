@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._child_process import start_child, tail, terminate
 
 DEXCLI_ENV = "DEXCLI"
@@ -40,7 +41,7 @@ class EngineDurability(StrEnum):
     PROCESS_CRASH_SAFE = "process-crash-safe"
 
 
-class EngineStartError(RuntimeError):
+class EngineStartError(DexAgentsError, RuntimeError):
     """The engine process could not be started or did not become ready."""
 
 
@@ -86,10 +87,12 @@ class EngineProcess:
     ``dexcli dev --engine zd``). The process dies with its parent on Linux.
 
     Example:
-        >>> engine = await EngineProcess.start_local(tmp_path / "engine.db", EngineLogs.in_directory(tmp_path))
-        >>> engine.server_address
-        '127.0.0.1:40213'
-        >>> await engine.stop()
+        >>> import asyncio
+        >>> logs = EngineLogs.in_directory(tmp_path)
+        >>> engine = asyncio.run(EngineProcess.start_local(tmp_path / "engine.db", logs))
+        >>> engine.server_address.startswith("127.0.0.1:")
+        True
+        >>> asyncio.run(engine.stop())
     """
 
     def __init__(

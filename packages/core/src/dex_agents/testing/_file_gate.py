@@ -7,6 +7,7 @@ import os
 import time
 from pathlib import Path
 
+from dex_agents.exceptions import ConfigurationError
 from dex_agents.testing._waiting import DEFAULT_WAIT_TIMEOUT_SECONDS, wait_until
 
 _POLL_INTERVAL_SECONDS = 0.01
@@ -24,17 +25,23 @@ class FileGate:
     two Steps run in parallel.
 
     Raises:
-        ValueError: ``name`` is empty or contains a path separator.
+        ConfigurationError: ``name`` is empty or contains a path separator.
 
     Example:
+        >>> import asyncio
         >>> gate = FileGate(tmp_path, "refund")
-        >>> await gate.wait_until_reached()
+        >>> gate.mark_reached()  # in the Worker child, from the tool
+        >>> asyncio.run(gate.wait_until_reached())  # in the test
         >>> gate.release()
+        >>> gate.reached_count
+        1
     """
 
     def __init__(self, state_dir: Path | str, name: str) -> None:
         if not name or "/" in name or os.sep in name or name in (".", ".."):
-            raise ValueError(f"gate name {name!r} must be non-empty and contain no path separator")
+            raise ConfigurationError(
+                f"gate name {name!r} must be non-empty and contain no path separator"
+            )
         self.name = name
         directory = Path(state_dir) / "gates"
         self._reached_path = directory / f"{name}.reached"

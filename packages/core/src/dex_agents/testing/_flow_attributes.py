@@ -16,6 +16,8 @@ import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
+from dex_agents.exceptions import ConfigurationError
+
 __all__ = ["FlowAttributes", "read_flow_attributes"]
 
 
@@ -51,7 +53,7 @@ class FlowAttributes:
         """The JSON value stored under physical name ``key``, or ``None`` when it is unset.
 
         Raises:
-            ValueError: When the value is not JSON, such as a blob reference.
+            ConfigurationError: When the value is not JSON, such as a blob reference.
         """
         value = self.values.get(key)
         if value is None:
@@ -64,7 +66,7 @@ class FlowAttributes:
             return value.string_value
         if kind == "null_value":
             return None
-        raise ValueError(f"Attribute {key} holds a {kind}, not JSON")
+        raise ConfigurationError(f"Attribute {key} holds a {kind}, not JSON")
 
 
 _MAX_RESPONSE_BYTES = 256 * 1024 * 1024
@@ -81,9 +83,18 @@ async def read_flow_attributes(
         grpc.aio.AioRpcError: When the server refuses the call, such as for an unknown Flow.
 
     Example:
-        >>> attributes = await read_flow_attributes(stack.engine.server_address, "session-1")
-        >>> attributes.instance_keys("AGENT_MESSAGE_CHUNKS")
-        ['000000000001']
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker, wait_for_agent_snapshot
+        >>> async def stored_messages() -> list[str]:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         sessions = dex.sessions(flow)
+        ...         await sessions.start_session("attributes-example", "Hi")
+        ...         await wait_for_agent_snapshot(sessions, "attributes-example",
+        ...             lambda snapshot: len(snapshot.messages) == 2)
+        ...     attributes = await read_flow_attributes(server_address, "attributes-example")
+        ...     return attributes.instance_keys("AGENT_MESSAGES")
+        >>> asyncio.run(stored_messages())
+        ['000000000001', '000000000002']
     """
     # A whole session's Attributes can pass gRPC's 4 MiB default receive limit.
     options = [("grpc.max_receive_message_length", _MAX_RESPONSE_BYTES)]

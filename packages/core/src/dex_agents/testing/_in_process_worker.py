@@ -82,9 +82,11 @@ async def in_process_worker(
         BaseException: The Worker's own start failure, such as an unreachable server.
 
     Example:
-        >>> async with in_process_worker([flow], engine.server_address, tmp_path / "cache") as dex:
-        ...     sessions = dex.sessions(flow)
-        ...     await sessions.start_session("session-1", "Hello")
+        >>> import asyncio
+        >>> async def start() -> str:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         return await dex.sessions(flow).start_session("worker-example", "Hello")
+        >>> run_id = asyncio.run(start())
     """
     if not flows:
         raise ConfigurationError("in_process_worker needs at least one Flow")

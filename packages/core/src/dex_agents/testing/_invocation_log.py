@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from dex_agents.exceptions import ConfigurationError
+
 
 @dataclass(frozen=True)
 class InvocationRecord:
@@ -36,8 +38,9 @@ class InvocationLog:
 
     Example:
         >>> log = InvocationLog(tmp_path / "invocations.jsonl")
-        >>> log.record("refund_order", key=context.idempotency_key)
-        >>> assert log.count("refund_order") == 1
+        >>> log.record("refund_order", key="session-42/turn-1/call-1")
+        >>> log.count("refund_order")
+        1
     """
 
     def __init__(self, path: Path | str) -> None:
@@ -47,10 +50,10 @@ class InvocationLog:
         """Append one call of ``name`` (Worker side).
 
         Raises:
-            ValueError: ``name`` is empty.
+            ConfigurationError: ``name`` is empty.
         """
         if not name:
-            raise ValueError("an invocation needs a non-empty name")
+            raise ConfigurationError("an invocation needs a non-empty name")
         line = json.dumps({"name": name, "key": key, "process_id": os.getpid()}) + "\n"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._locked(os.O_WRONLY | os.O_CREAT | os.O_APPEND) as descriptor:

@@ -7,6 +7,7 @@ import json
 import subprocess
 from dataclasses import dataclass
 
+from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._engine_process import local_engine_command
 
 EXECUTE_COMPLETED_EVENT = "step_execute_completed"
@@ -24,7 +25,7 @@ WAIT_FOR_FAILED_EVENT = "step_wait_for_failed"
 _HISTORY_TIMEOUT_SECONDS = 60.0
 
 
-class StepHistoryError(RuntimeError):
+class StepHistoryError(DexAgentsError, RuntimeError):
     """The history of a Flow could not be read."""
 
 
@@ -58,9 +59,19 @@ async def read_step_history(server_address: str, flow_id: str) -> list[StepHisto
             a history line; the message carries its output.
 
     Example:
-        >>> history = await read_step_history(stack.server_address, "session-1")
-        >>> [entry.step_type for entry in history if entry.event_type == EXECUTE_COMPLETED_EVENT]
-        ['StartAgentSession', 'RunModel', ...]
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker, wait_for_agent_snapshot
+        >>> async def completed_steps() -> list[str]:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         sessions = dex.sessions(flow)
+        ...         await sessions.start_session("history-example", "Hi")
+        ...         await wait_for_agent_snapshot(sessions, "history-example",
+        ...             lambda snapshot: snapshot.state and snapshot.state.turn_count == 1
+        ...             and snapshot.state.active_turn_id is None)
+        ...     history = await read_step_history(server_address, "history-example")
+        ...     return [entry.step_type for entry in history if entry.event_type == EXECUTE_COMPLETED_EVENT]
+        >>> asyncio.run(completed_steps())
+        ['StartAgentSession', 'RunModel']
     """
     command = [*local_engine_command(), "history", "--address", server_address, flow_id]
     try:

@@ -8,6 +8,8 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar, cast, overload
 
+from dex_agents.exceptions import DexAgentsError
+
 if TYPE_CHECKING:
     from dex_agents._session.client import AgentSessionClient
     from dex_agents._values import AgentSnapshot
@@ -20,7 +22,7 @@ DEFAULT_WAIT_TIMEOUT_SECONDS = 30.0
 _POLL_INTERVAL_SECONDS = 0.02
 
 
-class WaitTimeoutError(TimeoutError):
+class WaitTimeoutError(DexAgentsError, TimeoutError):
     """Raised when a polled condition did not hold before its deadline.
 
     Attributes:
@@ -71,7 +73,11 @@ async def wait_until(
             message names ``description`` and the last value seen.
 
     Example:
-        >>> gate_open = await wait_until("the gate file", lambda: path.exists())
+        >>> import asyncio
+        >>> marker = tmp_path / "ready"
+        >>> marker.touch()
+        >>> asyncio.run(wait_until("the ready file", marker.exists))
+        True
     """
     deadline = time.monotonic() + timeout
     while True:
@@ -99,10 +105,19 @@ async def wait_for_agent_snapshot(
             names ``description`` and the session's last status.
 
     Example:
-        >>> interrupt = await wait_for_agent_snapshot(
-        ...     sessions, "session-1",
-        ...     lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-        ...     description="a pending approval")
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker
+        >>> async def first_reply() -> str | None:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         sessions = dex.sessions(flow)
+        ...         await sessions.start_session("wait-example", "Hi")
+        ...         reply = await wait_for_agent_snapshot(
+        ...             sessions, "wait-example",
+        ...             lambda snapshot: snapshot.messages[-1] if len(snapshot.messages) > 1 else None,
+        ...             description="the first reply")
+        ...         return reply.text
+        >>> asyncio.run(first_reply())
+        'Hello'
     """
     last_status: list[str] = ["no snapshot read yet"]
 

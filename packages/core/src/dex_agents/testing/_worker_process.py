@@ -25,6 +25,7 @@ from dex import (
 )
 
 from dex_agents._codec_registry import agent_codec_registry
+from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._child_process import kill_process_group, start_child, tail, terminate
 
 SERVER_ADDRESS_ENV = "DEX_AGENTS_TEST_SERVER_ADDRESS"
@@ -46,7 +47,7 @@ _BLOB_CACHE_BYTES = 64 * 1024 * 1024
 _STOP_DRAIN_SECONDS = 10.0
 
 
-class WorkerStartError(RuntimeError):
+class WorkerStartError(DexAgentsError, RuntimeError):
     """The Worker child exited or did not register its pull queues in time."""
 
 
@@ -57,8 +58,11 @@ class WorkerProcess:
     reaps it; ``stop()`` asks the Worker to drain and exit.
 
     Example:
-        >>> worker = await stack.start_worker()
-        >>> worker.kill()
+        >>> from dex_agents.testing import AgentTestStack
+        >>> async with AgentTestStack(tmp_path, [flow], "tests.my_worker") as stack:  # doctest: +SKIP
+        ...     worker = await stack.start_worker()
+        ...     worker.kill()  # as a crash would
+        ...     worker = await stack.start_worker()
     """
 
     def __init__(self, process: subprocess.Popen[bytes], stderr_path: Path) -> None:
@@ -161,8 +165,8 @@ def run_agent_worker(
             ``AgentTestStack``) or the Worker failed to start.
 
     Example:
-        >>> if __name__ == "__main__":
-        ...     run_agent_worker([build_flow()])
+        >>> if __name__ == "__main__":  # the Worker child module, such as tests/my_worker.py
+        ...     run_agent_worker([flow])
     """
     server_address = os.environ.get(SERVER_ADDRESS_ENV)
     if not server_address:

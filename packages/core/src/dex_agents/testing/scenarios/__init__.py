@@ -9,6 +9,7 @@ framework and registers a :class:`ScenarioRunner` (see ``scenario_runner``), so 
 proven for every framework.
 
 Example:
+    >>> from dex_agents import AgentSessionFlow
     >>> def build_my_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
     ...     ...  # offer spec.tools, answer model calls with scripted_reply, run run_scenario_tool
     >>> SCENARIO_RUNNER = ScenarioRunner("my-framework", build_flow=build_my_flow)

@@ -25,6 +25,7 @@ from datetime import timedelta
 from pathlib import Path
 
 from dex_agents import (
+    DexAgentsError,
     JsonValue,
     ModelCallIdentity,
     ModelSpendRefusal,
@@ -273,7 +274,7 @@ def refuse_model_calls(state_dir: Path) -> None:
     (state_dir / "spend-refused").touch()
 
 
-class ScenarioToolError(Exception):
+class ScenarioToolError(DexAgentsError):
     """Raised by a scenario tool for a failure the model should see; runners map it."""
 
 

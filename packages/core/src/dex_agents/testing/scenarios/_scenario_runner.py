@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from dex import Flow
 
+from dex_agents._enum_values import enum_member
 from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.testing._context_window_scenario import ContextWindowRunnerFactory
 from dex_agents.testing.scenarios._scenario_agent import ScenarioAgentSpec, scenario_agent_specs
@@ -83,6 +84,8 @@ class ScenarioRunner:
             builds the Flow of ``ContextWindowSessionScenario``; ``None`` skips that scenario.
 
     Example:
+        >>> def build_my_framework_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
+        ...     raise NotImplementedError("the spec's agent, built in my framework")
         >>> SCENARIO_RUNNER = ScenarioRunner(
         ...     "my-framework",
         ...     build_flow=build_my_framework_flow,
@@ -100,7 +103,11 @@ class ScenarioRunner:
             raise ConfigurationError("a ScenarioRunner needs a non-blank name")
         if not callable(self.build_flow):
             raise ConfigurationTypeError(f"ScenarioRunner {self.name}: build_flow is not callable")
-        object.__setattr__(self, "features", frozenset(ScenarioFeature(f) for f in self.features))
+        features = frozenset(
+            enum_member(ScenarioFeature, feature, f"ScenarioRunner {self.name}: a feature")
+            for feature in self.features
+        )
+        object.__setattr__(self, "features", features)
 
     def supports(self, feature: ScenarioFeature | str) -> bool:
         """Whether the runner declares ``feature``."""
