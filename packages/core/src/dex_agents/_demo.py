@@ -28,18 +28,9 @@ from typing import Any, TextIO
 
 from dex import (
     AsyncClient,
-    AsyncWorker,
-    BlobCacheConfig,
-    ClientOptions,
     DexServiceError,
-    Flow,
     FlowNotFoundError,
     LongPollTimeoutError,
-    PullWorkerOptions,
-    Registry,
-    WorkerOptions,
-    WorkerTarget,
-    open_blob_cache,
 )
 
 from dex_agents import (
@@ -48,12 +39,12 @@ from dex_agents import (
     AgentInterrupt,
     AgentMessage,
     AgentSessionClient,
+    AgentSessionFlow,
     AgentSnapshot,
     AgentStatus,
     DexAgentsError,
     MessageRole,
     ToolEffect,
-    agent_codec_registry,
 )
 from dex_agents.stepwise import (
     AgentDefinition,
@@ -65,7 +56,7 @@ from dex_agents.stepwise import (
     function_tool,
     stepwise_agent_session_flow,
 )
-from dex_agents.testing._engine_process import EngineLogs, EngineProcess, EngineStartError
+from dex_agents.testing import EngineLogs, EngineProcess, EngineStartError, in_process_worker
 
 DEMO_FLOW_TYPE = "SupportAgentDemo"
 DEFAULT_DEMO_DIRECTORY = Path(".dex-agents")
@@ -73,7 +64,6 @@ DEFAULT_DEMO_MESSAGE = "Hi! Order 7 arrived broken. Can I get a refund?"
 APPROVAL_PENDING_EXIT_STATUS = 3
 """Exit status when stdin closed while an approval was pending."""
 
-_BLOB_CACHE_BYTES = 64 * 1024 * 1024
 _STREAM_POLL = timedelta(seconds=2)
 _WORKER_READY_TIMEOUT_SECONDS = 60.0
 _ORDERS: dict[str, dict[str, str | int]] = {
@@ -157,7 +147,7 @@ def demo_model_reply(request: ModelRequest) -> ScriptedModelReply:
     return ScriptedModelReply(text=f"Done. {results[-1].output}")
 
 
-def build_demo_flow() -> Flow[Any]:
+def build_demo_flow() -> AgentSessionFlow:
     """The demo's Stepwise support agent Flow."""
     agent = AgentDefinition(
         name="support",
@@ -183,39 +173,25 @@ async def run_demo(options: DemoOptions, output: TextIO = sys.stdout) -> int:
 async def _run_in_directory(options: DemoOptions, terminal: _Terminal) -> int:
     terminal.progress(f"starting engine on {options.directory / 'engine.db'}...")
     engine = await _start_engine(options.directory)
-    cache = open_blob_cache(
-        BlobCacheConfig(str(options.directory / "blob-cache"), _BLOB_CACHE_BYTES)
-    )
     flow = build_demo_flow()
-    registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
-    client = AsyncClient(
-        registry,
-        cache,
-        ClientOptions(server_address=engine.server_address, worker_target=WorkerTarget(pull=True)),
-    )
-    worker = AsyncWorker(
-        registry,
-        cache,
-        WorkerOptions(
-            server_address=engine.server_address,
-            pull=PullWorkerOptions(
-                max_concurrent_tasks=8,
-                idle_streams_per_queue=8,
-                stop_drain_timeout=timedelta(seconds=5),
-            ),
-        ),
-    )
-    serving = asyncio.create_task(worker.start())
+    serving = False
     try:
         terminal.progress("waiting for worker...")
-        await _wait_for_worker(worker, serving)
-        session = _DemoSession(AgentSessionClient(client, flow), client, flow, options, terminal)
-        return await session.run()
+        async with in_process_worker(
+            [flow],
+            engine.server_address,
+            options.directory / "blob-cache",
+            stop_drain_timeout=timedelta(seconds=5),
+            registration_timeout=timedelta(seconds=_WORKER_READY_TIMEOUT_SECONDS),
+        ) as dex:
+            serving = True
+            session = _DemoSession(dex.sessions(flow), dex.client, flow, options, terminal)
+            return await session.run()
+    except Exception as failure:
+        if serving:
+            raise
+        raise DemoError(f"the Worker did not register with the engine: {failure!r}") from failure
     finally:
-        await worker.stop()
-        await asyncio.gather(serving, return_exceptions=True)
-        await client.close()
-        cache.close()
         await engine.stop()
 
 
@@ -253,21 +229,6 @@ async def _start_engine(directory: Path) -> EngineProcess:
         ) from failure
 
 
-async def _wait_for_worker(worker: AsyncWorker, serving: asyncio.Task[None]) -> None:
-    registered = asyncio.create_task(worker.wait_pull_registered(_WORKER_READY_TIMEOUT_SECONDS))
-    done, _ = await asyncio.wait({registered, serving}, return_when=asyncio.FIRST_COMPLETED)
-    if registered in done:
-        try:
-            registered.result()
-            return
-        except (TimeoutError, RuntimeError) as failure:
-            raise DemoError(
-                f"the Worker did not register with the engine: {failure!r}"
-            ) from failure
-    registered.cancel()
-    raise DemoError(f"the Worker stopped while starting: {serving.exception()!r}")
-
-
 class _Terminal:
     """Everything the demo prints, flushed at once so a pipe sees it live."""
 
@@ -298,7 +259,7 @@ class _DemoSession:
         self,
         sessions: AgentSessionClient,
         client: AsyncClient,
-        flow: Any,
+        flow: AgentSessionFlow,
         options: DemoOptions,
         terminal: _Terminal,
     ) -> None:

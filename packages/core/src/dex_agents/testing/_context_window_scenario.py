@@ -24,28 +24,13 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Annotated, Final
 
-from dex import (
-    AsyncClient,
-    AsyncWorker,
-    BlobCacheConfig,
-    ClientOptions,
-    PullWorkerOptions,
-    Registry,
-    WorkerOptions,
-    WorkerTarget,
-    open_blob_cache,
-)
-
-from dex_agents._codec_registry import agent_codec_registry
 from dex_agents._compaction import CONTEXT_SUMMARY_INSTRUCTIONS, CompactionPolicy
 from dex_agents._runner_contract import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents._session.client import AgentSessionClient
@@ -73,6 +58,7 @@ from dex_agents.stepwise import (
 )
 from dex_agents.testing._engine_process import EngineLogs, EngineProcess
 from dex_agents.testing._flow_attributes import read_flow_attributes
+from dex_agents.testing._in_process_worker import in_process_worker
 from dex_agents.testing._waiting import wait_until
 
 __all__ = [
@@ -90,7 +76,6 @@ CONTEXT_WINDOW_TOOL_NAME: Final = "lookup_note"
 """The one tool of the scenario agent: a read that returns a short note."""
 _SESSION_ID: Final = "context-window-session"
 _FLOW_TYPE: Final = "ContextWindowAgent"
-_BLOB_CACHE_BYTES: Final = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -328,29 +313,8 @@ class ContextWindowSessionScenario:
         report: ContextWindowReport,
         on_progress: Callable[[ContextWindowProgress], None] | None,
     ) -> None:
-        registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
-        cache = open_blob_cache(BlobCacheConfig(str(directory / "blob-cache"), _BLOB_CACHE_BYTES))
-        client = AsyncClient(
-            registry,
-            cache,
-            ClientOptions(server_address=server_address, worker_target=WorkerTarget(pull=True)),
-        )
-        worker = AsyncWorker(
-            registry,
-            cache,
-            WorkerOptions(
-                server_address=server_address,
-                pull=PullWorkerOptions(
-                    max_concurrent_tasks=8,
-                    idle_streams_per_queue=8,
-                    stop_drain_timeout=timedelta(seconds=2),
-                ),
-            ),
-        )
-        serving = asyncio.create_task(worker.start())
-        try:
-            await worker.wait_pull_registered(30)
-            sessions = AgentSessionClient(client, flow)
+        async with in_process_worker([flow], server_address, directory / "blob-cache") as dex:
+            sessions = dex.sessions(flow)
             started = time.monotonic()
             done = 0
             while done < self.turns:
@@ -367,10 +331,6 @@ class ContextWindowSessionScenario:
                 report.progress.append(progress)
                 if on_progress is not None:
                     on_progress(progress)
-        finally:
-            await worker.stop()
-            await asyncio.gather(serving, return_exceptions=True)
-            await client.close()
 
     @staticmethod
     async def _queue_turns(

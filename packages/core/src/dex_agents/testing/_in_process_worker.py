@@ -22,6 +22,7 @@ from dex import (
     BlobCache,
     BlobCacheConfig,
     ClientOptions,
+    CodecRegistry,
     Flow,
     PullWorkerOptions,
     Registry,
@@ -38,7 +39,6 @@ from dex_agents.exceptions import ConfigurationError
 __all__ = ["InProcessWorker", "in_process_worker"]
 
 _BLOB_CACHE_BYTES: Final = 64 * 1024 * 1024
-_REGISTRATION_TIMEOUT_SECONDS: Final = 30.0
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,8 @@ class InProcessWorker:
     """The running Client and Worker of :func:`in_process_worker`.
 
     Attributes:
-        registry: The registry both use: the Flows and ``agent_codec_registry()``.
+        registry: The Worker's registry: the Flows and its codecs (``agent_codec_registry()``
+            unless given).
         client: An ``AsyncClient`` whose Flows start on pull Workers.
         worker: The ``AsyncWorker``, its pull queues registered.
     """
@@ -68,6 +69,9 @@ async def in_process_worker(
     *,
     max_concurrent_tasks: int = 8,
     stop_drain_timeout: timedelta = timedelta(seconds=2),
+    registration_timeout: timedelta = timedelta(seconds=30),
+    codecs: CodecRegistry | None = None,
+    client_codecs: CodecRegistry | None = None,
 ) -> AsyncIterator[InProcessWorker]:
     """Serve ``flows`` with a pull Worker in this process, and a Client for them, while the block
     runs.
@@ -76,9 +80,21 @@ async def in_process_worker(
     stream. Leaving the block stops the Worker (draining running Steps for at most
     ``stop_drain_timeout``), then closes the Client and the blob cache.
 
+    Args:
+        flows: The Flows to serve and to call.
+        server_address: The Dex server, ``host:port``.
+        blob_cache_dir: The blob cache the Worker and the Client share.
+        max_concurrent_tasks: Task slots of the Worker, and its idle streams.
+        stop_drain_timeout: How long leaving the block lets running Steps drain.
+        registration_timeout: How long to wait for the Worker's pull queues.
+        codecs: The Worker's codecs; ``None`` uses ``agent_codec_registry()``, and
+            ``CodecRegistry()`` the SDK's own.
+        client_codecs: The Client's codecs, such as to read with other codecs than the Worker
+            writes with; ``None`` uses the Worker's registry.
+
     Raises:
         ConfigurationError: ``flows`` is empty or ``max_concurrent_tasks`` is below 1.
-        TimeoutError: The Worker did not register its pull queues within 30 seconds.
+        TimeoutError: The Worker did not register its pull queues within ``registration_timeout``.
         BaseException: The Worker's own start failure, such as an unreachable server.
 
     Example:
@@ -94,10 +110,19 @@ async def in_process_worker(
         raise ConfigurationError(
             f"max_concurrent_tasks must be at least 1, got {max_concurrent_tasks}"
         )
-    registry = Registry(list(flows), agent_codec_registry(), allow_async_handlers=True)
+    registry = Registry(
+        list(flows),
+        codecs if codecs is not None else agent_codec_registry(),
+        allow_async_handlers=True,
+    )
+    client_registry = (
+        registry
+        if client_codecs is None
+        else Registry(list(flows), client_codecs, allow_async_handlers=True)
+    )
     cache: BlobCache = open_blob_cache(BlobCacheConfig(str(blob_cache_dir), _BLOB_CACHE_BYTES))
     client = AsyncClient(
-        registry,
+        client_registry,
         cache,
         ClientOptions(server_address=server_address, worker_target=WorkerTarget(pull=True)),
     )
@@ -116,7 +141,7 @@ async def in_process_worker(
     serving = asyncio.create_task(worker.start())
     try:
         # Startup failures wake the wait with the Worker's own error.
-        await worker.wait_pull_registered(_REGISTRATION_TIMEOUT_SECONDS)
+        await worker.wait_pull_registered(registration_timeout.total_seconds())
         yield InProcessWorker(registry=registry, client=client, worker=worker)
     finally:
         await worker.stop()
