@@ -120,16 +120,16 @@ def test_trigger_counts_reserved_tokens_at_the_ratio() -> None:
         policy.is_triggered(-1)
 
 
-def test_a_cutoff_not_past_the_summary_never_compacts_so_the_pair_cannot_loop() -> None:
+async def test_a_cutoff_not_past_the_summary_never_compacts_so_the_pair_cannot_loop() -> None:
     messages = three_turns()
     policy = CompactionPolicy(100)
     asked: list[int] = []
 
-    def select(budget: int) -> int | None:
+    async def select(budget: int) -> int | None:
         asked.append(budget)
         return 8
 
-    decided = decide_compaction(
+    decided = await decide_compaction(
         policy,
         estimated_input_tokens=90,
         select_cutoff=select,
@@ -140,7 +140,7 @@ def test_a_cutoff_not_past_the_summary_never_compacts_so_the_pair_cannot_loop() 
     summary = next_context_summary(None, text="s", through_sequence=8, created_at=None)
     # The estimate after compacting is still high, and the runner can cut no later: no compaction.
     after = [m for m in messages if m.sequence > 8]
-    again = decide_compaction(
+    again = await decide_compaction(
         policy,
         estimated_input_tokens=99,
         select_cutoff=select,
@@ -156,12 +156,12 @@ def test_a_cutoff_not_past_the_summary_never_compacts_so_the_pair_cannot_loop() 
     )
 
 
-def test_no_cutoff_is_asked_below_the_trigger_and_a_bad_cutoff_is_a_clear_error() -> None:
-    def never(budget: int) -> int | None:
+async def test_no_cutoff_is_asked_below_the_trigger_and_a_bad_cutoff_is_a_clear_error() -> None:
+    async def never(budget: int) -> int | None:
         raise AssertionError("select_cutoff must not be called below the trigger")
 
     assert (
-        decide_compaction(
+        await decide_compaction(
             CompactionPolicy(100),
             estimated_input_tokens=84,
             select_cutoff=never,

@@ -23,10 +23,8 @@ from enum import StrEnum
 from typing import Final, NoReturn, TypeAlias
 
 from dex_agents._json_values import JsonObject, JsonValue
-from dex_agents._runner_contract import STEERED_TOOL_RESULT, TURN_CANCELLED_TOOL_RESULT
 from dex_agents._values import (
     AgentTodo,
-    CancellationReason,
     QuestionResolution,
     TodoStatus,
 )
@@ -48,7 +46,6 @@ __all__ = [
     "ask_user_answered_result",
     "ask_user_result",
     "built_in_tool_definitions",
-    "cancelled_tool_result",
     "durable_wait_result",
     "enabled_built_in_tool",
     "is_allowed_question_answer",
@@ -336,12 +333,6 @@ class AskUserArguments:
     choices: tuple[str, ...] = ()
     allows_free_text: bool = True
 
-    def accepts_answer(self, answer: str) -> bool:
-        """Return whether ``answer`` answers this question; see :func:`is_allowed_question_answer`."""
-        return is_allowed_question_answer(
-            answer, choices=self.choices, allows_free_text=self.allows_free_text
-        )
-
 
 @dataclass(frozen=True)
 class DurableWaitArguments:
@@ -551,18 +542,6 @@ def durable_wait_result(waited_seconds: int, reason: str) -> str:
         '{"status":"completed","waited_seconds":60,"reason":"build runs"}'
     """
     return _result_json({"status": "completed", "waited_seconds": waited_seconds, "reason": reason})
-
-
-def cancelled_tool_result(reason: CancellationReason) -> str:
-    """Return the model-visible result of a call that steering or ``cancel_turn`` settled.
-
-    Example:
-        >>> cancelled_tool_result(CancellationReason.TURN_CANCELLED)
-        '{"status":"cancelled","reason":"turn_cancelled_by_user"}'
-    """
-    if reason is CancellationReason.STEERED:
-        return STEERED_TOOL_RESULT
-    return TURN_CANCELLED_TOOL_RESULT
 
 
 def remaining_wait_seconds(wait_until: datetime, now: datetime) -> int:

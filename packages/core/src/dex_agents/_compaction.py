@@ -15,7 +15,7 @@ An adapter cannot measure the framework's own request, so it uses one shared rul
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -200,31 +200,36 @@ def compaction_through_sequence(
     return cutoff
 
 
-def decide_compaction(
+async def decide_compaction(
     policy: CompactionPolicy,
     *,
     estimated_input_tokens: int,
-    select_cutoff: Callable[[int], int | None],
+    select_cutoff: Callable[[int], Awaitable[object]],
     context_summary: ContextSummary | None,
     messages: Sequence[AgentMessage],
 ) -> int | None:
     """Return the sequence to summarize through before the next model call, or ``None``.
 
     Asks ``select_cutoff(policy.retained_token_budget)`` only when the estimate reaches the
-    trigger, then applies :func:`compaction_through_sequence`.
+    trigger, then applies :func:`compaction_through_sequence`, so a cutoff that is not past the
+    current summary never compacts and ``RunModel -> CompactContext`` cannot loop.
 
     Raises:
-        ConfigurationError: When the estimate or the cutoff is invalid.
+        ConfigurationError: When the estimate is not a non-negative int.
+        RunnerContractError: When the cutoff is neither ``None`` nor one of ``messages``.
 
     Example:
+        >>> import asyncio
+        >>> async def cutoff(budget: int) -> int:
+        ...     return 2
         >>> policy = CompactionPolicy(context_window_tokens=1_000)
-        >>> decide_compaction(policy, estimated_input_tokens=900, select_cutoff=lambda budget: 2,
-        ...     context_summary=None, messages=messages)
+        >>> asyncio.run(decide_compaction(policy, estimated_input_tokens=900, select_cutoff=cutoff,
+        ...     context_summary=None, messages=messages))
         2
     """
     if not policy.is_triggered(estimated_input_tokens):
         return None
-    cutoff = select_cutoff(policy.retained_token_budget)
+    cutoff = await select_cutoff(policy.retained_token_budget)
     return compaction_through_sequence(cutoff, context_summary=context_summary, messages=messages)
 
 

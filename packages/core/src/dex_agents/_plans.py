@@ -39,7 +39,6 @@ __all__ = [
     "approve_plan",
     "build_plan_note",
     "is_current_plan_approval",
-    "parse_plan_execution_key",
     "plan_execution_key",
     "plan_execution_message",
     "plan_execution_refusal",
@@ -91,23 +90,6 @@ def plan_execution_key(revision: int) -> str:
     """
     _require_revision(revision)
     return str(revision)
-
-
-def parse_plan_execution_key(key: str) -> int:
-    """Return the revision of a :func:`plan_execution_key` key.
-
-    Raises:
-        ConfigurationError: When ``key`` is not the decimal form of a revision from 1.
-
-    Example:
-        >>> parse_plan_execution_key("12")
-        12
-    """
-    if not (isinstance(key, str) and key.isascii() and key.isdigit()) or key.startswith("0"):
-        raise ConfigurationError(
-            f"plan execution key must be a revision in decimal digits, got {key!r}"
-        )
-    return int(key)
 
 
 def plan_execution_message(revision: int) -> str:

@@ -7,6 +7,7 @@ deferred like every other tool call: its ``deferred_tool_call`` sets the policy 
 again.
 
 Example:
+    >>> from dex_agents import ToolExecutionError, ToolExecutionResult
     >>> class Weather:
     ...     source_name = "weather"
     ...     async def list_tools(self) -> list[ListedTool]:
@@ -35,17 +36,12 @@ from dex_agents._runner_contract import (
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
-    ToolExecutionResult,
     ToolTaskPoll,
     ToolTaskPollOutcome,
 )
 from dex_agents._tool_policy import ToolEffect
-from dex_agents.exceptions import ToolExecutionError
 
 __all__ = ["ListedTool", "ToolSource"]
-
-# Named in the module docstring's example.
-_EXAMPLE_NAMES = (ToolExecutionResult, ToolExecutionError)
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,6 @@ __all__ = [
     "agent_turn_id",
     "empty_agent_usage",
     "message_sequence_key",
-    "parse_message_sequence_key",
     "tool_input_interrupt_id",
 ]
 
@@ -98,21 +97,6 @@ def message_sequence_key(sequence: int) -> str:
     if len(key) > MESSAGE_SEQUENCE_KEY_DIGITS:
         raise ConfigurationError(f"message sequence {sequence} needs more than 12 digits")
     return key
-
-
-def parse_message_sequence_key(key: str) -> int:
-    """Return the sequence of a :func:`message_sequence_key` key.
-
-    Raises:
-        ConfigurationError: When ``key`` is not 12 decimal digits.
-
-    Example:
-        >>> parse_message_sequence_key("000000000042")
-        42
-    """
-    if len(key) != MESSAGE_SEQUENCE_KEY_DIGITS or not key.isdigit() or not key.isascii():
-        raise ConfigurationError(f"message sequence key must be 12 decimal digits, got {key!r}")
-    return int(key)
 
 
 def agent_turn_id(turn_number: int) -> str:

@@ -13,13 +13,14 @@ call. A second high estimate finds no new cutoff, so the pair cannot loop.
 
 from __future__ import annotations
 
+import functools
 import logging
 from dataclasses import dataclass
 from typing import Final
 
 from dex import Context
 
-from dex_agents._compaction import compaction_through_sequence
+from dex_agents._compaction import decide_compaction
 from dex_agents._json_values import WireValue, resolve_wire_value_annotations
 from dex_agents._runner_contract import AgentTurnContext
 from dex_agents._session.options import AgentSessionOptions
@@ -86,16 +87,18 @@ async def decide_turn_compaction(
     summary means no compaction, so ``RunModel -> CompactContext`` never loops.
 
     Raises:
-        ConfigurationError: When the runner returns an invalid estimate or cutoff.
+        ConfigurationError: When the runner's estimate is not a non-negative int.
+        RunnerContractError: When its cutoff is neither ``None`` nor one of ``turn.messages``.
     """
     policy = options.compaction
     if policy is None or not runner.compacts:
         return None
-    if not policy.is_triggered(runner.estimate_input_tokens(turn)):
-        return None
-    cutoff = await runner.select_compaction_cutoff(turn, policy.retained_token_budget)
-    return compaction_through_sequence(
-        cutoff, context_summary=turn.context_summary, messages=turn.messages
+    return await decide_compaction(
+        policy,
+        estimated_input_tokens=runner.estimate_input_tokens(turn),
+        select_cutoff=functools.partial(runner.select_compaction_cutoff, turn),
+        context_summary=turn.context_summary,
+        messages=turn.messages,
     )
 
 

@@ -58,11 +58,9 @@ __all__ = [
     "deleted_before_sequence",
     "encoded_chunk_size",
     "encoded_json_size",
-    "messages_after_summary",
     "page_agent_messages",
     "plan_message_storage",
     "plan_retention",
-    "plan_window_rollover",
 ]
 
 DEFAULT_MESSAGE_WINDOW_SIZE: Final = 64
@@ -325,8 +323,8 @@ class StoragePlan:
         chunk_bytes: Encoded bytes of the chunks this commit writes (for metrics).
 
     Example:
-        >>> StoragePlan(index=None).is_empty
-        True
+        >>> StoragePlan(index=None).chunk_writes
+        ()
     """
 
     message_writes: tuple[AgentMessage, ...] = ()
@@ -336,17 +334,6 @@ class StoragePlan:
     index: AgentMessageIndex | None = None
     index_changed: bool = False
     chunk_bytes: int = field(default=0, compare=False)
-
-    @property
-    def is_empty(self) -> bool:
-        """Whether the plan changes nothing."""
-        return not (
-            self.message_writes
-            or self.message_deletes
-            or self.chunk_writes
-            or self.chunk_deletes
-            or self.index_changed
-        )
 
     @property
     def message_delete_keys(self) -> tuple[str, ...]:
@@ -405,28 +392,6 @@ def plan_message_storage(
     if summary_last_sequence is not None:
         planner.apply_retention(summary_last_sequence, limits.retained_message_limit)
     return planner.finish()
-
-
-def plan_window_rollover(
-    window: Sequence[AgentMessage],
-    index: AgentMessageIndex | None,
-    limits: MessageStorageLimits,
-) -> StoragePlan:
-    """Plan the window rollover alone: which window messages move into which new chunks.
-
-    Same rules as :func:`plan_message_storage` with no new messages and no retention; an old
-    layout session's oversized window leaves over several commits.
-
-    Raises:
-        MessageLayoutError: When the window does not fit the index.
-
-    Example:
-        >>> from dex_agents import MessageRole
-        >>> window = [AgentMessage(sequence, MessageRole.USER, "{}") for sequence in range(1, 66)]
-        >>> [chunk.key for chunk in plan_window_rollover(window, None, MessageStorageLimits()).chunk_writes]
-        ['000000000001']
-    """
-    return plan_message_storage(window, index, limits)
 
 
 def plan_retention(
@@ -548,20 +513,6 @@ def assemble_stored_messages(
     kept = [message for message in messages if message.sequence >= start]
     _require_consecutive(kept, start if after_sequence is None else None)
     return tuple(kept)
-
-
-def messages_after_summary(
-    messages: Sequence[AgentMessage], summary_last_sequence: int | None
-) -> tuple[AgentMessage, ...]:
-    """Return the messages after ``summary_last_sequence`` (all with ``None``): the model input.
-
-    Example:
-        >>> [m.sequence for m in messages_after_summary(messages, 2)]
-        [3]
-    """
-    if summary_last_sequence is None:
-        return tuple(messages)
-    return tuple(message for message in messages if message.sequence > summary_last_sequence)
 
 
 def deleted_before_sequence(index: AgentMessageIndex | None) -> int | None:

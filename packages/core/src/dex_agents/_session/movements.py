@@ -99,11 +99,6 @@ class SessionMovements:
         self._steps = steps
         self._options = options
 
-    @property
-    def steps(self) -> SessionStepClasses:
-        """The Flow's Step classes."""
-        return self._steps
-
     # --- The turn -------------------------------------------------------------------------------
 
     def await_user_message(self) -> StepMovement[None]:

@@ -9,11 +9,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-__all__ = [
-    "TOOL_CALL_STEP_TYPES",
-    "TOOL_CALL_WAIT_STEP_TYPES",
-    "AgentSessionStepType",
-]
+__all__ = ["AgentSessionStepType"]
 
 
 class AgentSessionStepType(StrEnum):
@@ -41,14 +37,3 @@ class AgentSessionStepType(StrEnum):
     RECORD_TURN_FAILURE = "RecordTurnFailure"
     FINISH_TURN_CANCELLATION = "FinishTurnCancellation"
     CANCEL_TOOL_TASK = "CancelToolTask"
-
-
-TOOL_CALL_STEP_TYPES: frozenset[AgentSessionStepType] = frozenset(
-    {AgentSessionStepType.CALL_TOOL, AgentSessionStepType.CALL_SINGLE_ATTEMPT_TOOL}
-)
-"""Steps that run a tool through the runner; each takes the tool call ID as input."""
-
-TOOL_CALL_WAIT_STEP_TYPES: frozenset[AgentSessionStepType] = frozenset(
-    {AgentSessionStepType.AWAIT_TOOL_APPROVAL, AgentSessionStepType.AWAIT_QUESTION_ANSWER}
-)
-"""Steps where a session waits for a person; ``AgentSessionClient`` makes them searchable."""

@@ -126,7 +126,7 @@ class CancelToolTask(SessionStep[str]):
         if record is None or record.is_final:
             return dead_end()
         abandoned = replace(record, cancellation_reason=CancellationReason.TURN_CANCELLED)
-        if record.task_id is not None:
+        if record.task_id is not None and self._runtime.runner.cancels_tool_tasks:
             heartbeat = Heartbeat(context)
             await self._runtime.runner.cancel_tool_task(
                 ToolTaskCancellation(
