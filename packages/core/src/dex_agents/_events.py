@@ -26,6 +26,7 @@ from dex_agents._json_values import (
 from dex_agents._tool_policy import ToolEffect
 from dex_agents._values import (
     AgentInterrupt,
+    AgentInterruptResolution,
     AgentPlan,
     AgentToolCall,
     AgentToolCallStatus,
@@ -258,6 +259,30 @@ class InterruptResolvedPayload:
     kind: InterruptKind
     answered: bool
     cancellation_reason: CancellationReason | None
+
+    @classmethod
+    def of_approval(cls, resolution: AgentInterruptResolution) -> InterruptResolvedPayload:
+        """An approval a person answered, or that steering or cancellation removed."""
+        return cls(
+            interrupt_id=resolution.interrupt_id,
+            approved=resolution.approved,
+            rejection_message=resolution.rejection_message,
+            kind=InterruptKind.APPROVAL,
+            answered=False,
+            cancellation_reason=resolution.cancellation_reason,
+        )
+
+    @classmethod
+    def of_question(cls, interrupt_id: str, *, answered: bool) -> InterruptResolvedPayload:
+        """A question that was answered, or declined or past its deadline (not answered)."""
+        return cls(interrupt_id, answered, None, InterruptKind.QUESTION, answered, None)
+
+    @classmethod
+    def withdrawn(
+        cls, interrupt_id: str, kind: InterruptKind, reason: CancellationReason
+    ) -> InterruptResolvedPayload:
+        """An interrupt that steering or ``cancel_turn`` removed before anyone answered."""
+        return cls(interrupt_id, False, None, kind, False, reason)
 
 
 @dataclass(frozen=True)

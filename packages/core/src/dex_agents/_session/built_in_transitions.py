@@ -36,6 +36,7 @@ from dex_agents._plans import (
 )
 from dex_agents._runner_contract import ToolInputRequested
 from dex_agents._session.transitions import (
+    InterruptResolutionDecision,
     finalize_tool_call,
     find_pending_interrupt,
     remove_interrupt,
@@ -59,7 +60,6 @@ __all__ = [
     "BUILT_IN_TOOL_POLICY",
     "MAX_TASK_POLL_INTERVAL_SECONDS",
     "QUESTION_INTERRUPT_ID_IN_USE_ERROR",
-    "QuestionAnswerDecision",
     "RequestedCallSettlement",
     "apply_question_resolution",
     "ask_user_interrupt",
@@ -407,17 +407,9 @@ def question_resolution_of(resolution: AgentInterruptResolution) -> QuestionReso
     return QuestionResolution.DECLINED
 
 
-@dataclass(frozen=True)
-class QuestionAnswerDecision:
-    """What ``answer_question`` commits: nothing when ``resolution`` is ``None``."""
-
-    resolution: AgentInterruptResolution | None
-    remaining_interrupts: tuple[AgentInterrupt, ...]
-
-
 def decide_question_answer(
     interrupts: Sequence[AgentInterrupt], request: AnswerQuestionRequest, now: datetime
-) -> QuestionAnswerDecision:
+) -> InterruptResolutionDecision:
     """Decide an ``answer_question`` call.
 
     Nothing is answered when the interrupt is not a pending question, is past its deadline, or the
@@ -427,7 +419,7 @@ def decide_question_answer(
         >>> decide_question_answer([], AnswerQuestionRequest("c1", "yes"), now).resolution is None
         True
     """
-    unchanged = QuestionAnswerDecision(None, tuple(interrupts))
+    unchanged = InterruptResolutionDecision(None, tuple(interrupts))
     pending = find_pending_interrupt(interrupts, request.interrupt_id)
     if pending is None or pending.kind is not InterruptKind.QUESTION:
         return unchanged
@@ -440,7 +432,7 @@ def decide_question_answer(
     resolution = AgentInterruptResolution(
         interrupt_id=request.interrupt_id, approved=True, answer=request.answer
     )
-    return QuestionAnswerDecision(
+    return InterruptResolutionDecision(
         resolution, tuple(remove_interrupt(interrupts, request.interrupt_id))
     )
 

@@ -176,19 +176,15 @@ class FinishTurnCancellation(SessionStep[str]):
             remaining = remove_interrupt(interrupts, interrupt_id)
             if len(remaining) != len(interrupts):
                 PENDING_INTERRUPTS.set(context, remaining)
+            kind = (
+                InterruptKind.APPROVAL
+                if record.status is AgentToolCallStatus.AWAITING_APPROVAL
+                else InterruptKind.QUESTION
+            )
             write_event_payload(
                 events,
-                InterruptResolvedPayload(
-                    interrupt_id=interrupt_id,
-                    approved=False,
-                    rejection_message=None,
-                    kind=(
-                        InterruptKind.APPROVAL
-                        if record.status is AgentToolCallStatus.AWAITING_APPROVAL
-                        else InterruptKind.QUESTION
-                    ),
-                    answered=False,
-                    cancellation_reason=CancellationReason.TURN_CANCELLED,
+                InterruptResolvedPayload.withdrawn(
+                    interrupt_id, kind, CancellationReason.TURN_CANCELLED
                 ),
             )
         finish_tool_call(

@@ -38,7 +38,7 @@ from dex_agents._session.compaction import (
 )
 from dex_agents._session.control import end_turn_under_control, turn_control_reason_now
 from dex_agents._session.heartbeat import Heartbeat
-from dex_agents._session.message_store import append_messages, load_messages
+from dex_agents._session.message_store import load_messages
 from dex_agents._session.persistence import (
     AGENT_STATE,
     AGENT_TOOL_CALLS,
@@ -61,7 +61,12 @@ from dex_agents._session.transitions import (
     interrupt_for_approval,
     new_tool_call_record,
 )
-from dex_agents._session.turns import build_turn_context, clear_turn_records, fail_active_turn
+from dex_agents._session.turns import (
+    build_turn_context,
+    clear_turn_records,
+    fail_active_turn,
+    store_messages,
+)
 from dex_agents._spend_limit import ModelCallKind
 from dex_agents._values import AgentState, AgentStatus
 from dex_agents.exceptions import RunnerContractError
@@ -124,13 +129,8 @@ class RunModel(SessionStep[None]):
         events: AgentEventWriter,
     ) -> StepDecision:
         record_usage(context, events, outcome.usage)
-        state, _ = append_messages(
-            context,
-            state,
-            outcome.new_messages,
-            turn_id=turn.turn_id,
-            now=self._runtime.now(),
-            limits=self._runtime.options.message_storage_limits,
+        state, _ = store_messages(
+            context, self._runtime, state, outcome.new_messages, turn_id=turn.turn_id
         )
         clear_turn_records(context, turn.tool_calls)
         AGENT_STATE.set(context, complete_turn(state))
@@ -152,13 +152,8 @@ class RunModel(SessionStep[None]):
             # A runner defect: retrying the same model call cannot fix it.
             return fail_active_turn(context, runtime, state, problem, events)
         now = runtime.now()
-        state, _ = append_messages(
-            context,
-            state,
-            outcome.new_messages,
-            turn_id=turn.turn_id,
-            now=now,
-            limits=runtime.options.message_storage_limits,
+        state, _ = store_messages(
+            context, runtime, state, outcome.new_messages, turn_id=turn.turn_id, now=now
         )
         first_order = len(turn.tool_calls)
         records = [
@@ -283,14 +278,7 @@ class CompactContext(SessionStep[CompactContextInput]):
         record_usage(context, events, result.usage)
         running = replace(state, status=AgentStatus.RUNNING_MODEL)
         # No new message: this applies retention now that the summary covers more.
-        running, _ = append_messages(
-            context,
-            running,
-            (),
-            turn_id=state.active_turn_id,
-            now=runtime.now(),
-            limits=runtime.options.message_storage_limits,
-        )
+        running, _ = store_messages(context, runtime, running, (), turn_id=state.active_turn_id)
         AGENT_STATE.set(context, running)
         write_event_payload(
             events,

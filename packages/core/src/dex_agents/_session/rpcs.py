@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 
 from dex import Channel, Context
 
-from dex_agents._session.built_in_transitions import QuestionAnswerDecision, decide_question_answer
+from dex_agents._session.built_in_transitions import decide_question_answer
 from dex_agents._session.control_transitions import (
     CancelTurnDecision,
     SteerDecision,
@@ -215,7 +215,7 @@ def resolve_interrupt(context: Context, request: ResolveInterruptRequest) -> boo
 def _publish_resolution(
     context: Context,
     interrupt_id: str,
-    decision: InterruptResolutionDecision | QuestionAnswerDecision,
+    decision: InterruptResolutionDecision,
 ) -> bool:
     """Remove the interrupt and publish its resolution in one commit, when there is one."""
     if decision.resolution is None:

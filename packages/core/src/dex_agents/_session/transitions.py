@@ -213,7 +213,8 @@ def remove_interrupt(
 
 @dataclass(frozen=True)
 class InterruptResolutionDecision:
-    """What ``resolve_interrupt`` commits: nothing when ``resolution`` is ``None``."""
+    """What ``resolve_interrupt`` or ``answer_question`` commits: nothing when ``resolution`` is
+    ``None``."""
 
     resolution: AgentInterruptResolution | None
     remaining_interrupts: tuple[AgentInterrupt, ...]

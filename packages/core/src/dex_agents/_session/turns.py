@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 
 from dex import AsyncContext, StepDecision, go_to_many
 
@@ -38,6 +39,7 @@ from dex_agents._session.settings import (
 )
 from dex_agents._session.transitions import fail_turn, start_turn
 from dex_agents._values import (
+    AgentMessage,
     AgentState,
     AgentToolCall,
     FrameworkMessage,
@@ -50,6 +52,7 @@ __all__ = [
     "build_turn_context",
     "clear_turn_records",
     "fail_active_turn",
+    "store_messages",
     "store_unfinished_turn",
 ]
 
@@ -71,13 +74,8 @@ def begin_turn(
     texts = [text] if isinstance(text, str) else list(text)
     user_messages = [runtime.runner.build_user_message(item) for item in texts]
     turn_state = replace(start_turn(state), interaction_mode=interaction_mode)
-    turn_state, stored = append_messages(
-        context,
-        turn_state,
-        user_messages,
-        turn_id=turn_state.active_turn_id,
-        now=runtime.now(),
-        limits=runtime.options.message_storage_limits,
+    turn_state, stored = store_messages(
+        context, runtime, turn_state, user_messages, turn_id=turn_state.active_turn_id
     )
     AGENT_STATE.set(context, turn_state)
     turn_id = turn_state.active_turn_id
@@ -179,16 +177,30 @@ def store_unfinished_turn(
     messages: list[FrameworkMessage] = [*runtime.runner.build_unfinished_turn_messages(turn)]
     if final_records and (note_with_transcript or not messages):
         messages.append(runtime.runner.build_user_message(build_turn_failure_note(final_records)))
-    state, _ = append_messages(
+    state, _ = store_messages(context, runtime, state, messages, turn_id=turn.turn_id)
+    clear_turn_records(context, turn.tool_calls)
+    return state
+
+
+def store_messages(
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    state: AgentState,
+    messages: Sequence[FrameworkMessage],
+    *,
+    turn_id: str | None,
+    now: datetime | None = None,
+) -> tuple[AgentState, list[AgentMessage]]:
+    """Store ``messages`` of ``turn_id`` with the Flow type's storage limits; see
+    ``append_messages``, which also applies rollover and retention (with no message too)."""
+    return append_messages(
         context,
         state,
         messages,
-        turn_id=turn.turn_id,
-        now=runtime.now(),
+        turn_id=turn_id,
+        now=now if now is not None else runtime.now(),
         limits=runtime.options.message_storage_limits,
     )
-    clear_turn_records(context, turn.tool_calls)
-    return state
 
 
 def clear_turn_records(context: AsyncContext, records: Mapping[str, AgentToolCall]) -> None:

@@ -128,17 +128,7 @@ class AwaitToolApproval(SessionStep[str]):
         record: AgentToolCall,
         resolution: AgentInterruptResolution,
     ) -> StepDecision:
-        write_event_payload(
-            events,
-            InterruptResolvedPayload(
-                interrupt_id=resolution.interrupt_id,
-                approved=resolution.approved,
-                rejection_message=resolution.rejection_message,
-                kind=InterruptKind.APPROVAL,
-                answered=False,
-                cancellation_reason=resolution.cancellation_reason,
-            ),
-        )
+        write_event_payload(events, InterruptResolvedPayload.of_approval(resolution))
         updated = apply_approval(record, resolution)
         if updated.is_final:
             finish_tool_call(context, events, updated)
@@ -246,15 +236,7 @@ class AwaitQuestionAnswer(SessionStep[str]):
     ) -> StepDecision:
         answered = resolution is QuestionResolution.ANSWERED
         write_event_payload(
-            events,
-            InterruptResolvedPayload(
-                interrupt_id=interrupt_id,
-                approved=answered,
-                rejection_message=None,
-                kind=InterruptKind.QUESTION,
-                answered=answered,
-                cancellation_reason=None,
-            ),
+            events, InterruptResolvedPayload.of_question(interrupt_id, answered=answered)
         )
         updated = apply_question_resolution(
             record,
@@ -282,15 +264,7 @@ class AwaitQuestionAnswer(SessionStep[str]):
             PENDING_INTERRUPTS.set(context, remove_interrupt(interrupts, interrupt_id))
         # Steering removed the question's interrupt; the UI learns why from this event.
         write_event_payload(
-            events,
-            InterruptResolvedPayload(
-                interrupt_id=interrupt_id,
-                approved=False,
-                rejection_message=None,
-                kind=InterruptKind.QUESTION,
-                answered=False,
-                cancellation_reason=reason,
-            ),
+            events, InterruptResolvedPayload.withdrawn(interrupt_id, InterruptKind.QUESTION, reason)
         )
         final = finalize_tool_call(
             record,

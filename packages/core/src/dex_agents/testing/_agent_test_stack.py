@@ -29,11 +29,11 @@ from dex_agents.testing._engine_process import (
     EngineLogs,
     EngineProcess,
 )
+from dex_agents.testing._pull_worker import BLOB_CACHE_BYTES
 from dex_agents.testing._step_history import StepHistoryEntry, read_step_history
 from dex_agents.testing._waiting import wait_until
 from dex_agents.testing._worker_process import WorkerProcess
 
-_BLOB_CACHE_BYTES = 64 * 1024 * 1024
 _ENGINE_HEALTH_TIMEOUT_SECONDS = 120.0
 
 
@@ -98,7 +98,7 @@ class AgentTestStack:
         try:
             self._engine = await self._start_engine()
             self._blob_cache = open_blob_cache(
-                BlobCacheConfig(str(self.tmp_path / "client-blob-cache"), _BLOB_CACHE_BYTES)
+                BlobCacheConfig(str(self.tmp_path / "client-blob-cache"), BLOB_CACHE_BYTES)
             )
             self._client = AsyncClient(
                 Registry(self.flows, agent_codec_registry(), allow_async_handlers=True),

@@ -14,7 +14,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 from dex import (
     AsyncClient,
@@ -24,9 +24,7 @@ from dex import (
     ClientOptions,
     CodecRegistry,
     Flow,
-    PullWorkerOptions,
     Registry,
-    WorkerOptions,
     WorkerTarget,
     open_blob_cache,
 )
@@ -35,10 +33,9 @@ from dex_agents._codec_registry import agent_codec_registry
 from dex_agents._session.client import AgentSessionClient
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents.exceptions import ConfigurationError
+from dex_agents.testing._pull_worker import BLOB_CACHE_BYTES, new_pull_worker
 
 __all__ = ["InProcessWorker", "in_process_worker"]
-
-_BLOB_CACHE_BYTES: Final = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -120,23 +117,18 @@ async def in_process_worker(
         if client_codecs is None
         else Registry(list(flows), client_codecs, allow_async_handlers=True)
     )
-    cache: BlobCache = open_blob_cache(BlobCacheConfig(str(blob_cache_dir), _BLOB_CACHE_BYTES))
+    cache: BlobCache = open_blob_cache(BlobCacheConfig(str(blob_cache_dir), BLOB_CACHE_BYTES))
     client = AsyncClient(
         client_registry,
         cache,
         ClientOptions(server_address=server_address, worker_target=WorkerTarget(pull=True)),
     )
-    worker = AsyncWorker(
+    worker = new_pull_worker(
         registry,
         cache,
-        WorkerOptions(
-            server_address=server_address,
-            pull=PullWorkerOptions(
-                max_concurrent_tasks=max_concurrent_tasks,
-                idle_streams_per_queue=max_concurrent_tasks,
-                stop_drain_timeout=stop_drain_timeout,
-            ),
-        ),
+        server_address,
+        max_concurrent_tasks=max_concurrent_tasks,
+        stop_drain_timeout=stop_drain_timeout,
     )
     serving = asyncio.create_task(worker.start())
     try:

@@ -15,18 +15,16 @@ from pathlib import Path
 from typing import Any
 
 from dex import (
-    AsyncWorker,
     BlobCacheConfig,
     Flow,
-    PullWorkerOptions,
     Registry,
-    WorkerOptions,
     open_blob_cache,
 )
 
 from dex_agents._codec_registry import agent_codec_registry
 from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._child_process import kill_process_group, start_child, tail, terminate
+from dex_agents.testing._pull_worker import BLOB_CACHE_BYTES, new_pull_worker
 
 SERVER_ADDRESS_ENV = "DEX_AGENTS_TEST_SERVER_ADDRESS"
 """The Dex address the Worker child connects to; set by ``AgentTestStack``."""
@@ -43,7 +41,6 @@ DEFAULT_MAX_CONCURRENT_TASKS = 16
 DEFAULT_WORKER_STARTUP_TIMEOUT_SECONDS = 60.0
 
 _POLL_INTERVAL_SECONDS = 0.02
-_BLOB_CACHE_BYTES = 64 * 1024 * 1024
 _STOP_DRAIN_SECONDS = 10.0
 
 
@@ -180,21 +177,14 @@ async def _serve(
     flows: Sequence[Flow[Any]], server_address: str, max_concurrent_tasks: int
 ) -> None:
     cache_dir = os.environ.get(BLOB_CACHE_DIR_ENV) or tempfile.mkdtemp(prefix="dex-worker-cache-")
-    cache = open_blob_cache(BlobCacheConfig(cache_dir, _BLOB_CACHE_BYTES))
+    cache = open_blob_cache(BlobCacheConfig(cache_dir, BLOB_CACHE_BYTES))
     try:
-        worker = AsyncWorker(
+        worker = new_pull_worker(
             Registry(list(flows), agent_codec_registry(), allow_async_handlers=True),
             cache,
-            WorkerOptions(
-                server_address=server_address,
-                pull=PullWorkerOptions(
-                    max_concurrent_tasks=max_concurrent_tasks,
-                    # One idle stream per slot: a burst of parallel tool Steps or concurrent
-                    # sessions then needs no new streams (the engine registers spares lazily).
-                    idle_streams_per_queue=max_concurrent_tasks,
-                    stop_drain_timeout=timedelta(seconds=_STOP_DRAIN_SECONDS),
-                ),
-            ),
+            server_address,
+            max_concurrent_tasks=max_concurrent_tasks,
+            stop_drain_timeout=timedelta(seconds=_STOP_DRAIN_SECONDS),
         )
         serving = asyncio.create_task(worker.start())
         await worker.wait_pull_registered()
