@@ -12,13 +12,20 @@ from pathlib import Path
 from typing import Any
 
 from dex_agents import AgentEvent, AgentSessionClient, AgentSessionFlow, AgentSnapshot, AgentStatus
-from dex_agents.testing import EngineLogs, EngineProcess, InProcessWorker, in_process_worker
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import (
+    EngineLogs,
+    EngineProcess,
+    InProcessWorker,
+    in_process_worker,
+    wait_for_agent_snapshot,
+)
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
 
 
 @asynccontextmanager
-async def served(flows: Sequence[AgentSessionFlow], directory: Path) -> AsyncIterator[InProcessWorker]:
+async def served(
+    flows: Sequence[AgentSessionFlow], directory: Path
+) -> AsyncIterator[InProcessWorker]:
     """A private engine and an in-process Worker serving ``flows``."""
     engine = await EngineProcess.start_local(
         directory / "engine.db", EngineLogs.in_directory(directory)
@@ -30,7 +37,9 @@ async def served(flows: Sequence[AgentSessionFlow], directory: Path) -> AsyncIte
         await engine.stop()
 
 
-async def wait_for_turn(sessions: AgentSessionClient, session_id: str, turns: int = 1) -> AgentSnapshot:
+async def wait_for_turn(
+    sessions: AgentSessionClient, session_id: str, turns: int = 1
+) -> AgentSnapshot:
     """The snapshot once turn ``turns`` ended and the session waits for a user message."""
 
     def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
@@ -47,7 +56,9 @@ async def wait_for_turn(sessions: AgentSessionClient, session_id: str, turns: in
     return await wait_for_agent_snapshot(sessions, session_id, ended, f"turn {turns} to end")
 
 
-async def session_events(worker: InProcessWorker, flow: AgentSessionFlow, session_id: str) -> list[AgentEvent]:
+async def session_events(
+    worker: InProcessWorker, flow: AgentSessionFlow, session_id: str
+) -> list[AgentEvent]:
     """Every retained AgentEvent of the session, oldest first."""
     page = await worker.client.list_stream_messages(session_id, flow.agent_events, 500)
     return [message.value for message in reversed(page.messages)]
@@ -118,7 +129,9 @@ class ChatCompletionsServer:
             self.requests.append(body)
             reply = self.answer(body)
             if body.get("stream"):
-                writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n")
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+                )
                 for chunk in _stream_chunks(len(self.requests), body["model"], reply):
                     writer.write(f"data: {json.dumps(chunk)}\n\n".encode())
                     await writer.drain()
@@ -144,7 +157,12 @@ def _finish_reason(reply: ChatReply) -> str:
 
 def _tool_calls(reply: ChatReply) -> list[dict[str, Any]]:
     return [
-        {"index": index, "id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+        {
+            "index": index,
+            "id": call_id,
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
         for index, (call_id, name, arguments) in enumerate(reply.tool_calls)
     ]
 
@@ -182,7 +200,11 @@ def _stream_chunks(number: int, model: str, reply: ChatReply) -> list[dict[str, 
         arguments = call["function"]["arguments"]
         first = {**call, "function": {"name": call["function"]["name"], "arguments": arguments[:3]}}
         chunks.append(chunk({"tool_calls": [first]}))
-        chunks.append(chunk({"tool_calls": [{"index": call["index"], "function": {"arguments": arguments[3:]}}]}))
+        chunks.append(
+            chunk(
+                {"tool_calls": [{"index": call["index"], "function": {"arguments": arguments[3:]}}]}
+            )
+        )
     chunks.append(chunk({}, _finish_reason(reply)))
     chunks.append(
         {

@@ -9,9 +9,9 @@ from typing import Any
 from dex_agents import (
     AgentEventType,
     AgentEventWriter,
+    AgentMessage,
     AgentSessionFlow,
     AgentTurnContext,
-    AgentMessage,
     MessageRole,
     ToolCallsRequested,
     ToolEffect,
@@ -20,8 +20,13 @@ from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
-
-from pydantic_ai_test_support import ChatCompletionsServer, ChatReply, served, session_events, wait_for_turn
+from pydantic_ai_test_support import (
+    ChatCompletionsServer,
+    ChatReply,
+    served,
+    session_events,
+    wait_for_turn,
+)
 
 
 def _answer(body: dict[str, Any]) -> ChatReply:
@@ -56,9 +61,9 @@ async def test_a_streamed_openai_chat_turn_with_a_tool_call(tmp_path: Path) -> N
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert snapshot.messages[-1].text == "Order 7 is shipped."
-    assert [(m.tool_call_id, m.tool_output) for m in snapshot.messages if m.role is MessageRole.TOOL] == [
-        ("call_abc", "shipped")
-    ]
+    assert [
+        (m.tool_call_id, m.tool_output) for m in snapshot.messages if m.role is MessageRole.TOOL
+    ] == [("call_abc", "shipped")]
     assert [body["stream"] for body in server.requests] == [True, True]
     # The second request carried the tool result as a Chat Completions tool message.
     tool_message = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
@@ -67,7 +72,7 @@ async def test_a_streamed_openai_chat_turn_with_a_tool_call(tmp_path: Path) -> N
         "role": "system",
         "content": "You answer questions about orders.",
     }
-    deltas = [e.payload_json()["text"] for e in events if e.type == AgentEventType.TEXT_DELTA]
+    deltas = [str(e.payload_json()["text"]) for e in events if e.type == AgentEventType.TEXT_DELTA]
     assert len(deltas) >= 2 and "".join(deltas) == "Order 7 is shipped."
 
 
@@ -79,7 +84,11 @@ async def test_model_call_metadata_is_what_the_provider_reported() -> None:
             flow_id="s1",
             turn_id="turn-1",
             attempt=1,
-            messages=(AgentMessage.from_framework_message(user, sequence=1, turn_id="turn-1", created_at=None),),
+            messages=(
+                AgentMessage.from_framework_message(
+                    user, sequence=1, turn_id="turn-1", created_at=None
+                ),
+            ),
             framework_run_state=None,
             tool_calls={},
             events=AgentEventWriter.discarding(),

@@ -33,7 +33,6 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-
 from pydantic_ai_test_support import served, turn_tool_results, wait_for_turn
 
 
@@ -64,7 +63,9 @@ class Script:
         if not results and self.calls:
             return ModelResponse(parts=list(self.calls))
         answer = self.final(results, info)
-        return answer if isinstance(answer, ModelResponse) else ModelResponse(parts=[TextPart(answer)])
+        return (
+            answer if isinstance(answer, ModelResponse) else ModelResponse(parts=[TextPart(answer)])
+        )
 
 
 def _flow(agent: Agent[Any, Any], flow_type: str, **runner: Any) -> AgentSessionFlow:
@@ -116,7 +117,9 @@ async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(tmp_
         ToolCallPart("lookup", {"order": 7}, tool_call_id="bad-args"),
         ToolCallPart("no_such_tool", {}, tool_call_id="unknown"),
     ]
-    script = Script(calls, lambda results, info: " | ".join(r.model_response_str() for r in results))
+    script = Script(
+        calls, lambda results, info: " | ".join(r.model_response_str() for r in results)
+    )
     agent: Agent[None, str] = Agent(FunctionModel(script))
     ran: list[str] = []
 
@@ -132,7 +135,9 @@ async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(tmp_
         snapshot = await wait_for_turn(sessions, "s1")
 
     assert ran == []
-    by_call = {m.tool_call_id: m.tool_output or "" for m in snapshot.messages if m.role is MessageRole.TOOL}
+    by_call = {
+        m.tool_call_id: m.tool_output or "" for m in snapshot.messages if m.role is MessageRole.TOOL
+    }
     assert "order_id" in by_call["bad-args"] and "missing" in by_call["bad-args"]
     assert "Unknown tool name: 'no_such_tool'" in by_call["unknown"]
     final = snapshot.messages[-1]
@@ -140,7 +145,9 @@ async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(tmp_
     assert "Unknown tool name" in (final.text or "") and "order_id" in (final.text or "")
 
 
-async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(tmp_path: Path) -> None:
+async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(
+    tmp_path: Path,
+) -> None:
     failing = {"on": True}
 
     def final(results: list[Any], info: AgentInfo) -> str:
@@ -167,7 +174,9 @@ async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(t
         note = [m for m in snapshot.messages if m.role is MessageRole.USER][-1]
         assert (note.text or "").startswith(TURN_FAILURE_NOTE_HEADER)
         # The stored call got its result before the note, so the next turn's history is valid.
-        assert [m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL] == ["written"]
+        assert [m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL] == [
+            "written"
+        ]
 
         failing["on"] = False
         script.calls = []
@@ -302,7 +311,9 @@ async def test_a_schema_only_tool_reads_its_key_inside_the_tool_step(tmp_path: P
     )
     agent: Agent[None, str] = Agent(FunctionModel(script), tools=tools)
     options = AgentSessionOptions(default_tool_effect=ToolEffect.IDEMPOTENT_WRITE)
-    flow = AgentSessionFlow(PydanticAIRunner(agent, stream=False), flow_type="Wrapper", options=options)
+    flow = AgentSessionFlow(
+        PydanticAIRunner(agent, stream=False), flow_type="Wrapper", options=options
+    )
     async with served([flow], tmp_path) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("w1", "file a ticket")

@@ -11,13 +11,16 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.usage import RequestUsage
 
 
 def _stored(messages: list[FrameworkMessage], first: int = 1) -> list[AgentMessage]:
     return [
-        AgentMessage.from_framework_message(m, sequence=first + i, turn_id="turn-1", created_at=None)
+        AgentMessage.from_framework_message(
+            m, sequence=first + i, turn_id="turn-1", created_at=None
+        )
         for i, m in enumerate(messages)
     ]
 
@@ -66,7 +69,9 @@ def test_a_fragment_whose_start_was_deleted_loads_on_its_own() -> None:
 def test_the_user_message_is_deterministic_and_loads_as_a_request() -> None:
     assert user_message("hello") == user_message("hello")
     (loaded,) = decode_history(_stored([user_message("hello")]))
-    assert isinstance(loaded, ModelRequest) and loaded.parts[0].content == "hello"
+    assert isinstance(loaded, ModelRequest)
+    (part,) = loaded.parts
+    assert isinstance(part, UserPromptPart) and part.content == "hello"
 
 
 def test_an_item_of_another_runner_names_its_sequence() -> None:
