@@ -19,7 +19,8 @@ from dex_agents.testing import (
     in_process_worker,
     wait_for_agent_snapshot,
 )
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
+from dex_agents_pydantic_ai._scripted_model import turn_view
+from pydantic_ai.messages import ModelMessage, ToolReturnPart
 
 
 @asynccontextmanager
@@ -66,22 +67,7 @@ async def session_events(
 
 def turn_tool_results(messages: Sequence[ModelMessage]) -> list[ToolReturnPart]:
     """The tool returns after the last user prompt: the current turn's results."""
-    last_prompt = max(
-        (
-            index
-            for index, message in enumerate(messages)
-            if isinstance(message, ModelRequest)
-            and any(isinstance(part, UserPromptPart) for part in message.parts)
-        ),
-        default=-1,
-    )
-    return [
-        part
-        for message in messages[last_prompt + 1 :]
-        if isinstance(message, ModelRequest)
-        for part in message.parts
-        if isinstance(part, ToolReturnPart)
-    ]
+    return list(turn_view(messages).tool_returns)
 
 
 @dataclass(frozen=True)

@@ -17,9 +17,6 @@ from dex_agents import (
     AgentSessionOptions,
     BuiltInTool,
     ToolEffect,
-    ToolExecutionResult,
-    ToolInputRequested,
-    ToolTaskPending,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskStarted,
@@ -33,12 +30,12 @@ from dex_agents.testing.scenarios import (
     ScenarioFeature,
     ScenarioQuestion,
     ScenarioRunner,
-    ScenarioTaskRunning,
     ScenarioTool,
     ScenarioToolError,
-    poll_report,
+    poll_report_task,
     run_confirm_tool,
     run_scenario_tool,
+    scenario_input_requested,
     scripted_reply,
     start_report,
     stop_at_report_gate,
@@ -133,7 +130,7 @@ def _confirm_tool(spec: ScenarioAgentSpec) -> Tool[Any]:
         answers = [answer.answer for answer in require_deferred_tool_execution().input_answers]
         result = run_confirm_tool(spec, answers, deferred_tool_idempotency_key(ctx))
         if isinstance(result, ScenarioQuestion):
-            return _input_requested(result)
+            return scenario_input_requested(result)
         return result
 
     return Tool(
@@ -165,29 +162,7 @@ class _ReportPoller:
         self._spec = spec
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        assert poll.tool_call.task_id is not None
-        pending = poll.pending_answer
-        outcome = poll_report(
-            self._spec,
-            poll.tool_call.task_id,
-            continuation=poll.tool_call.input_continuation,
-            pending_answer=pending.answer if pending is not None else None,
-            answer_is_pending=pending is not None,
-        )
-        if isinstance(outcome, ScenarioQuestion):
-            return _input_requested(outcome)
-        if isinstance(outcome, ScenarioTaskRunning):
-            return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
-        return ToolExecutionResult(outcome)
-
-
-def _input_requested(question: ScenarioQuestion) -> ToolInputRequested:
-    return ToolInputRequested(
-        question.question,
-        choices=question.choices,
-        allows_free_text=question.allows_free_text,
-        continuation=question.continuation,
-    )
+        return poll_report_task(self._spec, poll)
 
 
 SCENARIO_RUNNER = ScenarioRunner(

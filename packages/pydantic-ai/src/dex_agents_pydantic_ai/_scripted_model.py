@@ -57,7 +57,12 @@ class TurnView:
 
     user_text: str
     model_call_index: int
-    tool_outputs: tuple[str, ...]
+    tool_returns: tuple[ToolReturnPart, ...]
+
+    @property
+    def tool_outputs(self) -> tuple[str, ...]:
+        """Each result as the model reads it."""
+        return tuple(part.model_response_str() for part in self.tool_returns)
 
 
 def turn_view(messages: Sequence[ModelMessage]) -> TurnView:
@@ -80,8 +85,8 @@ def turn_view(messages: Sequence[ModelMessage]) -> TurnView:
     return TurnView(
         user_text=user_text,
         model_call_index=1 + sum(isinstance(message, ModelResponse) for message in later),
-        tool_outputs=tuple(
-            part.model_response_str()
+        tool_returns=tuple(
+            part
             for message in later
             if isinstance(message, ModelRequest)
             for part in message.parts
