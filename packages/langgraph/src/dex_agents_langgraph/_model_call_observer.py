@@ -35,7 +35,7 @@ class ModelCallObserver(AsyncCallbackHandler):
     """
 
     raise_error = True
-    run_inline = True
+    run_inline = False
 
     def __init__(self) -> None:
         self.model_calls = 0
