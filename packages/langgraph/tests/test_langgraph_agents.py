@@ -67,9 +67,11 @@ async def _run_two_lookups(tmp_path: Path, graph: object) -> None:
     async with local_sessions(tmp_path, [flow]) as dex:
         await dex["Orders"].start_session("s1", "Where are orders 7 and 8?")
         snapshot = await wait_for_turns(dex["Orders"], "s1")
+        # The model reuses its tool call IDs in the next turn, as models do.
+        assert await dex["Orders"].send_user_message("s1", "And now?")
+        second = await wait_for_turns(dex["Orders"], "s1", turns=2)
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    assert sorted(LOOKUPS) == ["7", "8"]  # each call ran once, in its own tool Step
     assert texts_of(snapshot, MessageRole.ASSISTANT) == [
         "done: order 7 is shipped; order 8 is shipped"
     ]
@@ -79,19 +81,24 @@ async def _run_two_lookups(tmp_path: Path, graph: object) -> None:
     assert isinstance(restored[1], AIMessage)
     assert [call["id"] for call in restored[1].tool_calls] == ["call_a", "call_b"]
     assert snapshot.usage.model_calls == 2
+    assert second.state is not None and second.state.last_turn_error is None
+    assert (
+        texts_of(second, MessageRole.ASSISTANT)[-1] == texts_of(snapshot, MessageRole.ASSISTANT)[0]
+    )
+    assert sorted(LOOKUPS) == ["7", "7", "8", "8"]  # each call ran once per turn, in its own Step
 
 
 async def test_create_react_agent_runs_each_tool_call_in_its_own_step(tmp_path: Path) -> None:
     model = ScriptedToolChatModel(respond=TWO_LOOKUPS)
     await _run_two_lookups(tmp_path, _react_agent(model))
     # The prompt reached the model on both calls; it is the graph's, so it is never stored.
-    assert [call[0].text for call in model.calls] == ["You help with orders."] * 2
+    assert [call[0].text for call in model.calls] == ["You help with orders."] * 4
 
 
 async def test_langchain_create_agent_runs_each_tool_call_in_its_own_step(tmp_path: Path) -> None:
     model = ScriptedToolChatModel(respond=TWO_LOOKUPS)
     await _run_two_lookups(tmp_path, create_agent(model, [lookup_order]))
-    assert len(model.calls) == 2
+    assert len(model.calls) == 4
 
 
 class CountingState(TypedDict):

@@ -9,7 +9,7 @@ input with ``messages_from_dict`` from committed state only, byte for byte what 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dex_agents import (
@@ -163,59 +163,82 @@ def tool_calls_of(message: BaseMessage) -> tuple[PendingToolCall, ...]:
     return tuple(calls)
 
 
-def unanswered_tool_calls(messages: Iterable[BaseMessage]) -> list[PendingToolCall]:
-    """The tool calls of ``messages`` that no ``ToolMessage`` answers, in order."""
-    listed = list(messages)
-    answered = {m.tool_call_id for m in listed if isinstance(m, ToolMessage)}
-    return [
-        call
-        for message in listed
-        for call in tool_calls_of(message)
-        if call.tool_call_id not in answered
-    ]
+def _open_calls(messages: Sequence[BaseMessage]) -> list[tuple[int, PendingToolCall]]:
+    """Each unanswered tool call with the position of its AI message, in order.
+
+    A ``ToolMessage`` answers the latest open call of its ID: models may reuse call IDs across
+    turns, so an ID alone does not say which call a result answers.
+    """
+    open_calls: list[tuple[int, PendingToolCall]] = []
+    for position, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            answered = next(
+                (
+                    index
+                    for index in range(len(open_calls) - 1, -1, -1)
+                    if open_calls[index][1].tool_call_id == message.tool_call_id
+                ),
+                None,
+            )
+            if answered is not None:
+                del open_calls[answered]
+            continue
+        open_calls.extend((position, call) for call in tool_calls_of(message))
+    return open_calls
+
+
+def unanswered_tool_calls(messages: Sequence[BaseMessage]) -> list[PendingToolCall]:
+    """The tool calls of ``messages`` that no later ``ToolMessage`` answers, in order."""
+    return [call for _, call in _open_calls(messages)]
 
 
 def pending_tool_calls(
-    messages: Sequence[BaseMessage], recorded_ids: Iterable[str]
+    messages: Sequence[BaseMessage], turn_start: int
 ) -> tuple[list[BaseMessage], list[PendingToolCall]]:
-    """Split the unanswered calls: those the turn recorded, and every other one paired in place.
+    """Split the unanswered calls: the running turn's, and every earlier one paired in place.
 
-    A recorded call (it has an ``AgentToolCall``) gets its result from the record, after the
-    stored messages. Any other unanswered call, such as one a graph ended on without running it,
-    gets a result right after its AI message, so an orphaned call never reaches a provider.
+    A call of the running turn (its AI message is at ``turn_start`` or later) has a final record,
+    which gives its result after the stored messages. Any earlier unanswered call, such as one a
+    graph ended on without running it, gets a result right after its AI message, so an orphaned
+    call never reaches a provider.
 
     Returns:
-        The messages with the orphans paired, and the recorded calls still to answer.
+        The messages with the orphans paired, and the running turn's calls still to answer.
     """
-    recorded = set(recorded_ids)
-    unanswered = {call.tool_call_id: call for call in unanswered_tool_calls(messages)}
-    paired: list[BaseMessage] = []
+    orphans: dict[int, list[PendingToolCall]] = {}
     pending: list[PendingToolCall] = []
-    for message in messages:
+    for position, call in _open_calls(messages):
+        if position >= turn_start:
+            pending.append(call)
+        else:
+            orphans.setdefault(position, []).append(call)
+    paired: list[BaseMessage] = []
+    for position, message in enumerate(messages):
         paired.append(message)
-        for call in tool_calls_of(message):
-            if call.tool_call_id not in unanswered:
-                continue
-            if call.tool_call_id in recorded:
-                pending.append(call)
-            else:
-                paired.append(_orphan_result(call))
+        paired.extend(_orphan_result(call, position) for call in orphans.get(position, ()))
     return paired, pending
 
 
-def _orphan_result(call: PendingToolCall) -> ToolMessage:
+def _orphan_result(call: PendingToolCall, position: int) -> ToolMessage:
+    # IDs are unique in the graph's state: add_messages replaces a message of the same ID.
     content = OUTCOME_UNKNOWN_TOOL_RESULT if call.valid else _INVALID_ARGUMENTS_RESULT
     return ToolMessage(
         content=content,
         tool_call_id=call.tool_call_id,
         name=call.tool_name,
         status="error",
-        id=f"dex-orphan-{call.tool_call_id}",
+        id=f"dex-orphan-{position}-{call.tool_call_id}",
     )
 
 
-def recorded_tool_message(call: PendingToolCall, record: AgentToolCall | None) -> ToolMessage:
-    """The ``ToolMessage`` the model sees for a deferred call, from its final record."""
+def recorded_tool_message(
+    call: PendingToolCall, record: AgentToolCall | None, turn_id: str
+) -> ToolMessage:
+    """The ``ToolMessage`` the model sees for a deferred call, from its final record.
+
+    Its ID names the turn, because models reuse call IDs across turns and ``add_messages``
+    replaces a message of the same ID.
+    """
     if record is None or not record.status.is_final:
         content, failed = OUTCOME_UNKNOWN_TOOL_RESULT, True
     else:
@@ -226,7 +249,7 @@ def recorded_tool_message(call: PendingToolCall, record: AgentToolCall | None) -
         tool_call_id=call.tool_call_id,
         name=call.tool_name,
         status="error" if failed else "success",
-        id=f"dex-result-{call.tool_call_id}",
+        id=f"dex-result-{turn_id}-{call.tool_call_id}",
     )
 
 

@@ -50,7 +50,7 @@ from dex_agents_langgraph._model_call_observer import ModelCallObserver
 from dex_agents_langgraph._run_state import GraphRunState
 from dex_agents_langgraph._tool_context import OFFER_CONFIG_KEY, model_offer
 
-__all__ = ["GraphModelStep", "ModelInput", "build_model_input"]
+__all__ = ["GraphModelStep", "ModelInput", "build_model_input", "recorded_results"]
 
 _SUMMARY_NOTE_ID = "dex-context-summary"
 _PLAN_NOTE_ID = "dex-plan-note"
@@ -71,38 +71,47 @@ class ModelInput:
     results: tuple[BaseMessage, ...]
 
 
+def _turn_history(turn: AgentTurnContext) -> tuple[list[BaseMessage], int, tuple[BaseMessage, ...]]:
+    """The stored messages (earlier orphans paired), where the turn's own start, and the results
+    of the turn's unanswered calls from their final records."""
+    stored = [langchain_message(message) for message in turn.messages]
+    start = next(
+        (i for i, message in enumerate(turn.messages) if message.turn_id == turn.turn_id),
+        len(stored),
+    )
+    history, pending = pending_tool_calls(stored, start)
+    results = tuple(
+        recorded_tool_message(call, turn.recorded_tool_call(call.tool_call_id), turn.turn_id)
+        for call in pending
+    )
+    # Orphans are paired only before the turn, so the turn's messages end the history.
+    return history, len(history) - (len(stored) - start), results
+
+
+def recorded_results(turn: AgentTurnContext) -> tuple[BaseMessage, ...]:
+    """The ``ToolMessage`` results of the turn's stored calls that have none yet.
+
+    Raises:
+        ValueError: When a stored message is not a LangChain message.
+    """
+    return _turn_history(turn)[2]
+
+
 def build_model_input(turn: AgentTurnContext) -> ModelInput:
     """Rebuild the graph's messages from committed state only.
 
     Raises:
         ValueError: When a stored message is not a LangChain message.
     """
-    stored = [langchain_message(message) for message in turn.messages]
-    history, pending = pending_tool_calls(stored, turn.tool_calls)
-    results = tuple(
-        recorded_tool_message(call, turn.recorded_tool_call(call.tool_call_id)) for call in pending
-    )
+    history, turn_start, results = _turn_history(turn)
     notes: list[BaseMessage] = []
     if turn.context_summary is not None:
         summary = f"{CONTEXT_SUMMARY_NOTE_HEADER}\n{turn.context_summary.text}"
         notes.append(note_message(summary, _SUMMARY_NOTE_ID))
     plan_note = build_plan_note(turn.plan, turn.interaction_mode)
     if plan_note is not None:
-        start = _turn_start(turn, history)
-        history = [*history[:start], note_message(plan_note, _PLAN_NOTE_ID), *history[start:]]
+        history.insert(turn_start, note_message(plan_note, _PLAN_NOTE_ID))
     return ModelInput(messages=(*notes, *history, *results), results=results)
-
-
-def _turn_start(turn: AgentTurnContext, history: Sequence[BaseMessage]) -> int:
-    """Position of the turn's first stored message in ``history`` (orphan results included)."""
-    first_ids = {
-        langchain_message(message).id
-        for message in turn.messages
-        if message.turn_id == turn.turn_id
-    }
-    return next(
-        (index for index, message in enumerate(history) if message.id in first_ids), len(history)
-    )
 
 
 @dataclass(frozen=True)

@@ -39,14 +39,11 @@ from dex_agents_langgraph._graph_tools import inspect_graph, tool_framework_effe
 from dex_agents_langgraph._messages import (
     PendingToolCall,
     framework_message,
-    langchain_message,
-    pending_tool_calls,
-    recorded_tool_message,
     system_message,
     user_message,
 )
 from dex_agents_langgraph._model_call_observer import ModelCallObserver, message_usage
-from dex_agents_langgraph._model_step import GraphModelStep
+from dex_agents_langgraph._model_step import GraphModelStep, recorded_results
 from dex_agents_langgraph._tool_step import ToolStepRunner
 
 __all__ = ["ContextFactory", "LangGraphRunner", "SummaryModel"]
@@ -203,14 +200,7 @@ class LangGraphRunner:
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """``ToolMessage`` results of the stored calls that have none yet, from the final records."""
-        stored = [langchain_message(message) for message in turn.messages]
-        _, pending = pending_tool_calls(stored, turn.tool_calls)
-        return [
-            framework_message(
-                recorded_tool_message(call, turn.recorded_tool_call(call.tool_call_id))
-            )
-            for call in pending
-        ]
+        return [framework_message(result) for result in recorded_results(turn)]
 
     def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """The shared estimate of stored messages, plus the plan note, the pending results, and
@@ -225,15 +215,9 @@ class LangGraphRunner:
         if plan_note is not None:
             fixed += estimate_text_tokens(plan_note)
         if turn.is_resuming:
-            stored = [langchain_message(message) for message in turn.messages]
-            _, pending = pending_tool_calls(stored, turn.tool_calls)
             fixed += sum(
-                estimate_text_tokens(
-                    framework_message(
-                        recorded_tool_message(call, turn.recorded_tool_call(call.tool_call_id))
-                    ).framework_item
-                )
-                for call in pending
+                estimate_text_tokens(framework_message(result).framework_item)
+                for result in recorded_results(turn)
             )
         return estimate_stored_input_tokens(turn, fixed_input_tokens=fixed)
 
