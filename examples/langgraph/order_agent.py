@@ -72,7 +72,9 @@ async def main() -> None:
             snapshot = await wait_for_agent_snapshot(
                 sessions,
                 "order-session",
-                lambda s: s if s.state and s.state.turn_count and not s.state.active_turn_id else None,
+                lambda s: (
+                    s if s.state and s.state.turn_count and not s.state.active_turn_id else None
+                ),
                 description="the turn to end",
             )
             page = await dex.client.list_stream_messages("order-session", flow.agent_events, 100)
