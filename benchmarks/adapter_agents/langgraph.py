@@ -3,17 +3,11 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
-from dex_agents_langgraph import langgraph_session_flow, model_tools
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from dex_agents_langgraph import ScriptedChatModel, langgraph_session_flow, model_tools
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
@@ -26,48 +20,24 @@ def lookup_order(order_id: str) -> dict[str, str]:
     return lookup_order_result(order_id)
 
 
-class BenchmarkChatModel(BaseChatModel):
+def benchmark_model(latency_seconds: float) -> ScriptedChatModel:
     """Sleeps the model latency, then asks for the order once and answers with its result."""
 
-    latency_seconds: float
-
-    @property
-    def _llm_type(self) -> str:
-        return "dex-benchmark"
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        raise NotImplementedError("the benchmark model answers asynchronously only")
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        await asyncio.sleep(self.latency_seconds)
+    async def respond(messages: list[BaseMessage]) -> AIMessage:
+        await asyncio.sleep(latency_seconds)
         last_user = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
         results = [m.text for m in messages[last_user + 1 :] if isinstance(m, ToolMessage)]
         if results:
-            message = AIMessage(content=final_answer(results[-1]))
-        else:
-            call = {"name": "lookup_order", "args": {"order_id": "7"}, "id": "lookup_1"}
-            message = AIMessage(content="", tool_calls=[call])
-        return ChatResult(generations=[ChatGeneration(message=message)])
+            return AIMessage(content=final_answer(results[-1]))
+        call = {"name": "lookup_order", "args": {"order_id": "7"}, "id": "lookup_1"}
+        return AIMessage(content="", tool_calls=[call])
+
+    return ScriptedChatModel(respond=respond, model_name="dex-benchmark")
 
 
 def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
     """The benchmark agent as a compiled LangGraph graph; the same graph runs both sides."""
-    model = BenchmarkChatModel(latency_seconds=model_latency_seconds)
+    model = benchmark_model(model_latency_seconds)
 
     async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
         bound = model.bind_tools(model_tools([lookup_order]))

@@ -10,51 +10,32 @@ from pathlib import Path
 from typing import Any
 
 from dex import Flow
-from dex_agents import AgentInterrupt, AgentSessionClient, AgentSnapshot, AgentStatus, MessageRole
+from dex_agents import (
+    AgentEvent,
+    AgentEventWriter,
+    AgentInterrupt,
+    AgentMessage,
+    AgentSessionClient,
+    AgentSnapshot,
+    AgentStatus,
+    AgentTurnContext,
+    MessageRole,
+)
 from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker, wait_for_agent_snapshot
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from dex_agents_langgraph import LangGraphRunner, ScriptedChatModel
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict, Field
+from langchain_core.outputs import ChatResult
+from pydantic import Field
 
 Respond = Callable[[list[BaseMessage]], AIMessage]
 
 
-class ScriptedToolChatModel(BaseChatModel):
-    """A LangChain chat model whose answers a test function computes from the input messages.
+class ScriptedToolChatModel(ScriptedChatModel):
+    """The adapter's ``ScriptedChatModel``, recording every call with the tools it was offered."""
 
-    ``bind_tools`` works (it keeps the tool schemas), so prebuilt agents accept it, and every call
-    is recorded with the names of the tools it was offered.
-    """
-
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    respond: Respond
     calls: list[list[BaseMessage]] = Field(default_factory=list)
     offered: list[list[str]] = Field(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-tool-chat"
-
-    def bind_tools(
-        self, tools: Sequence[dict[str, Any] | type | Any], **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.calls.append(list(messages))
-        self.offered.append([tool["function"]["name"] for tool in kwargs.get("tools", [])])
-        return ChatResult(generations=[ChatGeneration(message=self.respond(list(messages)))])
 
     async def _agenerate(
         self,
@@ -63,7 +44,9 @@ class ScriptedToolChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return self._generate(messages, stop, None, **kwargs)
+        self.calls.append(list(messages))
+        self.offered.append([tool["function"]["name"] for tool in kwargs.get("tools", [])])
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
 
 
 def turn_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -87,6 +70,26 @@ def call_tools_then_answer(*calls: ToolCall, answer: str = "done") -> Respond:
         return AIMessage(content=f"{answer}: " + "; ".join(tool_results(messages)))
 
     return respond
+
+
+def first_turn(
+    runner: LangGraphRunner, text: str, events: list[AgentEvent] | None = None
+) -> AgentTurnContext:
+    """The context of a turn's first model call after the user sent ``text``, as ``RunModel``
+    builds it, for calling ``run_model_step`` directly."""
+    user = AgentMessage.from_framework_message(
+        runner.build_user_message(text), sequence=1, turn_id="turn-1", created_at=None
+    )
+    sink = events.append if events is not None else (lambda event: None)
+    return AgentTurnContext(
+        flow_id="s1",
+        turn_id="turn-1",
+        attempt=1,
+        messages=(user,),
+        framework_run_state=None,
+        tool_calls={},
+        events=AgentEventWriter(sink, turn_id="turn-1", step_execution_id="run-model", attempt=1),
+    )
 
 
 @dataclass

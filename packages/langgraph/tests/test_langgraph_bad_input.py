@@ -30,6 +30,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph_test_support import (
     ScriptedToolChatModel,
+    first_turn,
     local_sessions,
     texts_of,
     tool_results,
@@ -47,7 +48,9 @@ def add(a: int, b: int) -> str:
     return str(a + b)
 
 
-def _graph(model: ScriptedToolChatModel, *, second_model_node: bool = False) -> object:
+def _compiled(
+    model: ScriptedToolChatModel, *, second_model_node: bool = False, checkpointer: object = None
+) -> object:
     async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
         return {"messages": [await model.bind_tools([add]).ainvoke(state["messages"])]}
 
@@ -63,7 +66,7 @@ def _graph(model: ScriptedToolChatModel, *, second_model_node: bool = False) -> 
     else:
         builder.add_conditional_edges("model", tools_condition, ["tools", END])
     builder.add_edge("tools", "model")
-    return builder.compile()
+    return builder.compile(checkpointer=checkpointer)  # type: ignore[arg-type]
 
 
 def _first_then_echo(first: AIMessage) -> ScriptedToolChatModel:
@@ -98,7 +101,7 @@ async def test_unknown_tool_and_schema_breaking_arguments_are_failed_results(
             ToolCall(name="add", args={"a": "two", "b": 3}, id="c2"),
         ],
     )
-    results = await _one_turn(tmp_path, _graph(_first_then_echo(first)))
+    results = await _one_turn(tmp_path, _compiled(_first_then_echo(first)))
 
     assert RUNS == []
     unknown, invalid = results
@@ -122,7 +125,7 @@ async def test_arguments_that_are_not_json_are_a_failed_result(tmp_path: Path) -
         ],
         tool_calls=[ToolCall(name="add", args={"a": 1, "b": 2}, id="c2")],
     )
-    results = await _one_turn(tmp_path, _graph(_first_then_echo(first)))
+    results = await _one_turn(tmp_path, _compiled(_first_then_echo(first)))
 
     assert RUNS == [3]
     # LangChain keeps parsed and unparsable calls apart; the parsed ones come first.
@@ -140,7 +143,7 @@ async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(tmp_pa
         raise RuntimeError("the provider is down")
 
     flow = langgraph_session_flow(
-        _graph(ScriptedToolChatModel(respond=respond)), flow_type="Bad", options=OPTIONS
+        _compiled(ScriptedToolChatModel(respond=respond)), flow_type="Bad", options=OPTIONS
     )
     async with local_sessions(tmp_path, [flow]) as dex:
         sessions = dex["Bad"]
@@ -162,7 +165,7 @@ async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(tmp_pa
 async def test_a_second_model_call_in_one_run_model_fails_the_turn_clearly(tmp_path: Path) -> None:
     model = ScriptedToolChatModel(respond=lambda messages: AIMessage(content="hello"))
     flow = langgraph_session_flow(
-        _graph(model, second_model_node=True), flow_type="Bad", options=OPTIONS
+        _compiled(model, second_model_node=True), flow_type="Bad", options=OPTIONS
     )
     async with local_sessions(tmp_path, [flow]) as dex:
         await dex["Bad"].start_session("s1", "go")
@@ -185,16 +188,16 @@ def test_the_runner_refuses_what_it_cannot_run() -> None:
     with pytest.raises(ConfigurationError, match="interrupt_before/interrupt_after"):
         LangGraphRunner(builder.compile(interrupt_before=["tools"]))
     with pytest.raises(ConfigurationError, match="no 'conversation' state channel"):
-        LangGraphRunner(_graph(model), messages_key="conversation")
+        LangGraphRunner(_compiled(model), messages_key="conversation")
     with pytest.raises(ConfigurationError, match="tool node 'run' is not a node"):
-        LangGraphRunner(_graph(model), tool_nodes=["run"])
+        LangGraphRunner(_compiled(model), tool_nodes=["run"])
     with pytest.raises(ConfigurationTypeError, match="node 'model' runs"):
-        LangGraphRunner(_graph(model), tool_nodes=["model"])
+        LangGraphRunner(_compiled(model), tool_nodes=["model"])
     with pytest.raises(ConfigurationError, match="names tool 'report'"):
-        LangGraphRunner(_graph(model), tool_task_pollers={"report": object()})  # type: ignore[dict-item]
+        LangGraphRunner(_compiled(model), tool_task_pollers={"report": object()})  # type: ignore[dict-item]
     with pytest.raises(ConfigurationError, match="needs a summary_model"):
         langgraph_session_flow(
-            _graph(model),
+            _compiled(model),
             flow_type="Compacting",
             options=AgentSessionOptions(compaction=CompactionPolicy(context_window_tokens=10_000)),
         )
@@ -202,12 +205,14 @@ def test_the_runner_refuses_what_it_cannot_run() -> None:
         get_tool_call_idempotency_key()
 
 
-def test_a_checkpointer_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_checkpointer_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
     model = ScriptedToolChatModel(respond=lambda messages: AIMessage(content="hi"))
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", lambda state: {"messages": [model.invoke(state["messages"])]})
-    builder.add_edge(START, "model")
     saver = InMemorySaver()
     with caplog.at_level("WARNING", logger="dex_agents_langgraph"):
-        LangGraphRunner(builder.compile(checkpointer=saver))
+        runner = LangGraphRunner(_compiled(model, checkpointer=saver))
     assert "never reads or writes yours" in caplog.text
+
+    completed = await runner.run_model_step(first_turn(runner, "hello"))
+
+    assert [m.text for m in completed.new_messages] == ["hi"]
+    assert list(saver.list(None)) == []  # the graph ran, and the user's saver never saw it

@@ -11,10 +11,7 @@ from chat_completions_server import MODEL, RESPONSE_MODEL, chat_completions_serv
 from dex_agents import (
     AgentEvent,
     AgentEventType,
-    AgentEventWriter,
-    AgentMessage,
     AgentSessionOptions,
-    AgentTurnContext,
     AgentUsage,
     MessageRole,
     ModelCallMetadata,
@@ -28,7 +25,7 @@ from langchain_core.messages import AIMessage, messages_from_dict
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.prebuilt import create_react_agent
-from langgraph_test_support import local_sessions, texts_of, wait_for_turns
+from langgraph_test_support import first_turn, local_sessions, texts_of, wait_for_turns
 from pydantic import SecretStr
 
 
@@ -86,31 +83,11 @@ async def test_a_chat_openai_agent_turn_is_durable(tmp_path: Path) -> None:
     assert answer.response_metadata["model_name"] == RESPONSE_MODEL
 
 
-def _turn(
-    messages: list[AgentMessage], events: list[AgentEvent], run_state: str | None = None
-) -> AgentTurnContext:
-    return AgentTurnContext(
-        flow_id="s1",
-        turn_id="turn-1",
-        attempt=1,
-        messages=tuple(messages),
-        framework_run_state=run_state,
-        tool_calls={},
-        events=AgentEventWriter(events.append, turn_id="turn-1", step_execution_id="r", attempt=1),
-    )
-
-
 async def test_run_model_step_reports_the_metadata_and_streams_the_text() -> None:
     with chat_completions_server() as server:
         runner = LangGraphRunner(_agent(server.base_url))
-        user = AgentMessage.from_framework_message(
-            runner.build_user_message("Where is order 7?"),
-            sequence=1,
-            turn_id="turn-1",
-            created_at=None,
-        )
         events: list[AgentEvent] = []
-        requested = await runner.run_model_step(_turn([user], events))
+        requested = await runner.run_model_step(first_turn(runner, "Where is order 7?", events))
         assert isinstance(requested, ToolCallsRequested)
         (call,) = requested.tool_calls
         assert (call.tool_call_id, call.tool_name, call.arguments) == (
@@ -134,7 +111,7 @@ async def test_run_model_step_reports_the_metadata_and_streams_the_text() -> Non
         # deltas to the turn's events as the provider sends them.
         events.clear()
         chat = LangGraphRunner(_agent(server.base_url, with_tools=False))
-        completed = await chat.run_model_step(_turn([user], events))
+        completed = await chat.run_model_step(first_turn(chat, "Just say hi", events))
     assert isinstance(completed, TurnCompleted)
     deltas = [json.loads(e.payload)["text"] for e in events if e.type == AgentEventType.TEXT_DELTA]
     assert "".join(deltas) == "Summary: nothing much." and len(deltas) == 2
@@ -145,14 +122,8 @@ async def test_run_model_step_reports_the_metadata_and_streams_the_text() -> Non
 async def test_a_model_that_does_not_stream_reports_its_response_id() -> None:
     with chat_completions_server() as server:
         runner = LangGraphRunner(_agent(server.base_url, disable_streaming=True))
-        user = AgentMessage.from_framework_message(
-            runner.build_user_message("Where is order 7?"),
-            sequence=1,
-            turn_id="turn-1",
-            created_at=None,
-        )
         events: list[AgentEvent] = []
-        requested = await runner.run_model_step(_turn([user], events))
+        requested = await runner.run_model_step(first_turn(runner, "Where is order 7?", events))
     assert "stream" not in server.requests[0] or not server.requests[0]["stream"]
     assert requested.model_call_metadata is not None
     assert requested.model_call_metadata.response_id == "chatcmpl-1"

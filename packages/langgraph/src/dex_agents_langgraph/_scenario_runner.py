@@ -2,7 +2,7 @@
 
 The entry point ``langgraph`` in the group ``dex_agents.scenario_runners`` points here. The agent
 is a hand-built ``StateGraph`` with a model node and a ``ToolNode``, the shape every LangGraph
-agent has; its model is a LangChain chat model (``ScenarioChatModel``) that answers with the
+agent has; its model is a LangChain chat model (a ``ScriptedChatModel``) that answers with the
 suite's ``scripted_reply``, so LangGraph's own loop, tool routing and ``ToolNode`` run for real.
 ``confirm`` asks with LangGraph's ``interrupt()``, and ``report`` returns its task as the
 ``ToolMessage`` artifact.
@@ -50,8 +50,6 @@ from dex_agents.testing.scenarios import (
     start_report,
     stop_at_report_gate,
 )
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -60,26 +58,25 @@ from langchain_core.messages import (
     ToolMessage,
     messages_to_dict,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException, tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
-from pydantic import ConfigDict, Field
 
 from dex_agents_langgraph._flow import langgraph_session_flow
 from dex_agents_langgraph._graph_tools import TOOL_EFFECT_METADATA_KEY
+from dex_agents_langgraph._scripted_chat_model import ScriptedChatModel
 from dex_agents_langgraph._tool_context import get_tool_call_idempotency_key, model_tools
 
 __all__ = [
     "SCENARIO_RUNNER",
-    "ScenarioChatModel",
     "ScenarioContext",
     "build_langgraph_context_window_flow",
     "build_langgraph_scenario_flow",
+    "context_window_chat_model",
+    "scenario_chat_model",
 ]
 
 
@@ -90,58 +87,33 @@ class ScenarioContext:
     session_settings: Mapping[str, object] = field(default_factory=dict)
 
 
-class ScenarioChatModel(BaseChatModel):
-    """A LangChain chat model that answers with the scenario suite's ``scripted_reply``.
+def scenario_chat_model(
+    spec: ScenarioAgentSpec, session_settings: Mapping[str, object]
+) -> ScriptedChatModel:
+    """A chat model that answers with the scenario suite's ``scripted_reply``.
 
     It reads the turn from its input as any chat model would: the last ``HumanMessage`` is the
     user's text, the AI messages after it count the turn's model calls, and the ``ToolMessage``
     contents after it are the turn's tool outputs.
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    spec: ScenarioAgentSpec
-    session_settings: dict[str, object] = Field(default_factory=dict)
-
-    @property
-    def _llm_type(self) -> str:
-        return "dex-scenario"
-
-    def bind_tools(
-        self, tools: Sequence[dict[str, Any] | type | Any], **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        raise NotImplementedError("ScenarioChatModel answers asynchronously only")
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    async def respond(messages: list[BaseMessage]) -> AIMessage:
         user_text, turn_messages = _turn_of(messages)
         call_index = 1 + sum(isinstance(m, AIMessage) for m in turn_messages)
         reply = await scripted_reply(
-            self.spec,
+            spec,
             user_text,
             model_call_index=call_index,
             tool_outputs=[m.text for m in turn_messages if isinstance(m, ToolMessage)],
-            session_settings=self.session_settings,
+            session_settings=session_settings,
         )
-        calls: list[ToolCall] = [
+        calls = [
             ToolCall(name=call.tool, args=dict(call.arguments), id=f"call-{call_index}-{n}")
             for n, call in enumerate(reply.tool_calls)
         ]
-        return _chat_result(reply.text or "", calls, messages)
+        return _reply(reply.text or "", calls, messages)
+
+    return ScriptedChatModel(respond=respond, model_name="dex-scenario")
 
 
 def _turn_of(messages: Sequence[BaseMessage]) -> tuple[str, list[BaseMessage]]:
@@ -152,10 +124,11 @@ def _turn_of(messages: Sequence[BaseMessage]) -> tuple[str, list[BaseMessage]]:
     return text, list(messages[last_user + 1 :])
 
 
-def _chat_result(text: str, calls: list[ToolCall], messages: Sequence[BaseMessage]) -> ChatResult:
+def _reply(text: str, calls: list[ToolCall], messages: Sequence[BaseMessage]) -> AIMessage:
+    """The answer as a provider would send it: usage measured, model name, finish reason."""
     input_tokens = _measured_tokens(messages)
     output_tokens = estimate_text_tokens(text + json.dumps([dict(call) for call in calls]))
-    message = AIMessage(
+    return AIMessage(
         content=text,
         tool_calls=calls,
         usage_metadata={
@@ -168,7 +141,6 @@ def _chat_result(text: str, calls: list[ToolCall], messages: Sequence[BaseMessag
             "finish_reason": "tool_calls" if calls else "stop",
         },
     )
-    return ChatResult(generations=[ChatGeneration(message=message)])
 
 
 def _measured_tokens(messages: Sequence[BaseMessage]) -> int:
@@ -188,7 +160,7 @@ def build_langgraph_scenario_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
         state: MessagesState, runtime: Runtime[ScenarioContext]
     ) -> dict[str, list[BaseMessage]]:
         settings = runtime.context.session_settings if runtime.context is not None else {}
-        model = ScenarioChatModel(spec=spec, session_settings=dict(settings))
+        model = scenario_chat_model(spec, settings)
         response = await model.bind_tools(model_tools(tools)).ainvoke(state["messages"])
         return {"messages": [response]}
 
@@ -306,45 +278,25 @@ class ScenarioReportPoller:
         return ToolExecutionResult(outcome)
 
 
-class ContextWindowChatModel(BaseChatModel):
-    """A LangChain chat model that answers with the context window scenario's model."""
+def context_window_chat_model(model: ContextWindowModel, *, summarizes: bool) -> ScriptedChatModel:
+    """A chat model that answers with the context window scenario's model, or its summaries."""
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
-
-    scenario_model: ContextWindowModel
-    summarizes: bool = False
-
-    @property
-    def _llm_type(self) -> str:
-        return "dex-context-window"
-
-    def bind_tools(
-        self, tools: Sequence[dict[str, Any] | type | Any], **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        if self.summarizes:
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if summarizes:
             prompt = "\n".join(message.text for message in messages)
-            unknown = prompt.count(OUTCOME_UNKNOWN_TOOL_RESULT)
-            return _chat_result(
-                self.scenario_model.summarize([OUTCOME_UNKNOWN_TOOL_RESULT] * unknown), [], messages
-            )
+            unknown = [OUTCOME_UNKNOWN_TOOL_RESULT] * prompt.count(OUTCOME_UNKNOWN_TOOL_RESULT)
+            return _reply(model.summarize(unknown), [], messages)
         user_text, turn_messages = _turn_of(messages)
         results = [m.text for m in turn_messages if isinstance(m, ToolMessage)]
-        reply = self.scenario_model.respond(user_text, results, _measured_tokens(messages))
+        reply = model.respond(user_text, results, _measured_tokens(messages))
         if reply.tool_argument is None:
-            return _chat_result(reply.text or "", [], messages)
+            return _reply(reply.text or "", [], messages)
         call = ToolCall(
             name="lookup_note", args={"topic": reply.tool_argument}, id=f"note-{len(results) + 1}"
         )
-        return _chat_result("", [call], messages)
+        return _reply("", [call], messages)
+
+    return ScriptedChatModel(respond=respond, model_name="dex-context-window")
 
 
 def build_langgraph_context_window_flow(
@@ -357,7 +309,7 @@ def build_langgraph_context_window_flow(
         """Look up a short note."""
         return ContextWindowModel.run_tool(topic)
 
-    chat_model = ContextWindowChatModel(scenario_model=model)
+    chat_model = context_window_chat_model(model, summarizes=False)
 
     async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
         response = await chat_model.bind_tools(model_tools([lookup_note])).ainvoke(
@@ -369,7 +321,7 @@ def build_langgraph_context_window_flow(
         _agent_graph(call_model, ToolNode([lookup_note])),
         flow_type="ContextWindowAgent",
         options=options,
-        summary_model=ContextWindowChatModel(scenario_model=model, summarizes=True),
+        summary_model=context_window_chat_model(model, summarizes=True),
     )
 
 
