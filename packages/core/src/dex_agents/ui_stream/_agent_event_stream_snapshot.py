@@ -71,7 +71,7 @@ async def read_agent_event_stream_snapshot(
 
     Raises:
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
-        FlowNotFoundError: When no session has this ID.
+        FlowNotActiveOrNotFoundError: When no session has this ID.
         DexServiceError: When Dex refuses a read.
 
     Example:
@@ -99,7 +99,7 @@ def read_agent_event_stream_snapshot_sync(
 
     Raises:
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
-        FlowNotFoundError: When no session has this ID.
+        FlowNotActiveOrNotFoundError: When no session has this ID.
         DexServiceError: When Dex refuses a read.
 
     Example:
