@@ -8,7 +8,7 @@ import base64
 import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,6 +18,7 @@ from dex import (
     Client,
     ClientOptions,
     Registry,
+    StreamMessage,
     WorkerTarget,
     open_blob_cache,
 )
@@ -25,6 +26,7 @@ from dex_agents import (
     AgentEvent,
     AgentSessionClient,
     AgentSnapshot,
+    AgentState,
     ConfigurationTypeError,
     DexAgentsError,
     ToolEffect,
@@ -57,6 +59,7 @@ from dex_agents.ui_stream import (
     stream_agent_event_frames,
     stream_agent_event_frames_sync,
 )
+from dex_agents.ui_stream._agent_event_stream_positions import resume_token_before_open_turns
 
 _ONE_SECOND = timedelta(seconds=1)
 _FINISHED = frozenset({"turn_completed", "turn_failed", "turn_steered", "turn_cancelled"})
@@ -444,3 +447,30 @@ async def test_arguments_are_checked(stack: _Stack) -> None:
         await stream_agent_event_frames(
             stack.client, FLOW, "s", poll_timeout=timedelta(milliseconds=500)
         )
+
+
+def test_the_token_skips_every_turn_the_snapshot_does_not_show_finished() -> None:
+    """A Step writes its events before it commits: a listed event can belong to a turn that the
+    snapshot, read just after, does not show yet, and that turn is replayed too."""
+
+    def listed(*turn_ids: str | None) -> list[StreamMessage[AgentEvent]]:
+        created = datetime(2026, 1, 1, tzinfo=UTC)
+        messages = [
+            StreamMessage(
+                AgentEvent("text_delta", turn_id, "RunModel-1", 1), f"t{index}", created, ""
+            )
+            for index, turn_id in enumerate(turn_ids)
+        ]
+        return messages[::-1]  # newest first, as ListStreamMessages pages
+
+    idle_after_1 = AgentState(turn_count=1)
+    active_2 = AgentState(active_turn_id="turn-2", turn_count=2)
+    assert resume_token_before_open_turns(listed("turn-1", "turn-1"), idle_after_1) == "t1"
+    # turn-2 started in a Step that had not committed when the snapshot was read.
+    assert resume_token_before_open_turns(listed("turn-1", "turn-2"), idle_after_1) == "t0"
+    assert resume_token_before_open_turns(listed("turn-1", "turn-2", "turn-2"), active_2) == "t0"
+    assert resume_token_before_open_turns(listed(None, "turn-2"), active_2) == "t0"
+    # Every listed event is of an open turn: the caller looks further back.
+    assert resume_token_before_open_turns(listed("turn-2", "turn-2"), active_2) is None
+    assert resume_token_before_open_turns(listed("turn-1"), None) is None
+    assert resume_token_before_open_turns([], idle_after_1) is None

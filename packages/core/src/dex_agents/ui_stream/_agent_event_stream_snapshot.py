@@ -12,7 +12,7 @@ from dex_agents.ui_stream._agent_event_json import browser_snapshot_json
 from dex_agents.ui_stream._agent_event_stream_positions import (
     HEAD_OF_STREAM_TOKEN,
     STREAM_LIST_PAGE_SIZE,
-    resume_token_before_turn,
+    resume_token_before_open_turns,
 )
 
 __all__ = [
@@ -30,8 +30,9 @@ class AgentEventStreamSnapshot:
     Attributes:
         snapshot: The ``get_agent_snapshot`` result, complete, for the server's own use.
         resume_token: Where the browser opens the stream: while a turn is active, the stream
-            replays that turn's events; otherwise it continues with the next event. Empty reads
-            from the oldest retained event.
+            replays that turn's events; otherwise it continues with the next event (or replays
+            a turn that started but that the snapshot does not show yet). Empty reads from the
+            oldest retained event.
 
     Example:
         >>> value = await read_agent_event_stream_snapshot(client, flow, "session-42")
@@ -82,13 +83,12 @@ async def read_agent_event_stream_snapshot(
     events = session_flow.agent_events
     page = await client.list_stream_messages(session_id, events, STREAM_LIST_PAGE_SIZE)
     snapshot = await client.invoke_rpc(session_flow.get_agent_snapshot, session_id)
-    active_turn_id = _active_turn_id(snapshot)
-    token = resume_token_before_turn(page.messages, active_turn_id)
+    token = resume_token_before_open_turns(page.messages, snapshot.state)
     while token is None and page.next_page_token:
         page = await client.list_stream_messages(
             session_id, events, STREAM_LIST_PAGE_SIZE, page.next_page_token
         )
-        token = resume_token_before_turn(page.messages, active_turn_id)
+        token = resume_token_before_open_turns(page.messages, snapshot.state)
     return AgentEventStreamSnapshot(snapshot, HEAD_OF_STREAM_TOKEN if token is None else token)
 
 
@@ -109,13 +109,12 @@ def read_agent_event_stream_snapshot_sync(
     events = session_flow.agent_events
     page = client.list_stream_messages(session_id, events, STREAM_LIST_PAGE_SIZE)
     snapshot = client.invoke_rpc(session_flow.get_agent_snapshot, session_id)
-    active_turn_id = _active_turn_id(snapshot)
-    token = resume_token_before_turn(page.messages, active_turn_id)
+    token = resume_token_before_open_turns(page.messages, snapshot.state)
     while token is None and page.next_page_token:
         page = client.list_stream_messages(
             session_id, events, STREAM_LIST_PAGE_SIZE, page.next_page_token
         )
-        token = resume_token_before_turn(page.messages, active_turn_id)
+        token = resume_token_before_open_turns(page.messages, snapshot.state)
     return AgentEventStreamSnapshot(snapshot, HEAD_OF_STREAM_TOKEN if token is None else token)
 
 
@@ -131,7 +130,3 @@ def require_agent_session_flow(flow: Flow[Any]) -> AgentSessionFlow:
             "registered with the client"
         )
     return flow
-
-
-def _active_turn_id(snapshot: AgentSnapshot) -> str | None:
-    return snapshot.state.active_turn_id if snapshot.state is not None else None
