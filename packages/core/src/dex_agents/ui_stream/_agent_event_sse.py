@@ -87,6 +87,8 @@ async def stream_agent_event_frames(
     generator yields one frame per event after the token, and :data:`KEEP_ALIVE_FRAME` after
     each ``poll_timeout`` without one; it stops when the web framework cancels it, or, when Dex
     refuses a later read, after logging it (the browser reconnects with ``Last-Event-ID``).
+    Dex Streams need no Flow, so an ID that names no session yields only keep-alives: authorize
+    and check the session first.
 
     Args:
         client: An ``AsyncClient`` whose Registry holds ``flow``.
