@@ -45,6 +45,9 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents.testing.scenarios._scenario_runner.UnknownScenarioRunnerError": LookupError,
     "dex_agents.testing.scenarios._scenario_agent.ScenarioToolError": Exception,
     "dex_agents._demo.DemoError": Exception,
+    "dex_agents.ui_stream._invalid_resume_token_error.InvalidAgentEventResumeTokenError": (
+        ValueError
+    ),
 }
 
 

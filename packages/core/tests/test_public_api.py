@@ -1,8 +1,9 @@
 """The public names of the core, pinned: the frozen adapter API, and a docstring on every one.
 
 Adapters pin ``dex-agents==0.3.0`` and import only these names, so a rename or a removal breaks
-six distributions at once. The root list is the frozen public API, by area; the other three
-packages' lists are frozen the same way. Every public name has a docstring at its definition
+six distributions at once. The root list is the frozen public API, by area; the other four
+packages' lists (``stepwise``, ``ui_stream``, ``testing``, ``testing.scenarios``) are
+frozen the same way. Every public name has a docstring at its definition
 (a class or function docstring, or the string literal after a constant or type alias).
 """
 
@@ -280,6 +281,25 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "wait_until",
         }
     ),
+    "dex_agents.ui_stream": frozenset(
+        {
+            "AGENT_EVENT_STREAM_HEADERS",
+            "DEFAULT_POLL_TIMEOUT",
+            "KEEP_ALIVE_FRAME",
+            "PRIVATE_MESSAGE_FIELDS",
+            "PRIVATE_TOOL_CALL_FIELDS",
+            "TOKEN_CHECK_TIMEOUT",
+            "AgentEventStreamSnapshot",
+            "InvalidAgentEventResumeTokenError",
+            "agent_event_frame",
+            "agent_event_json_text",
+            "browser_snapshot_json",
+            "read_agent_event_stream_snapshot",
+            "read_agent_event_stream_snapshot_sync",
+            "stream_agent_event_frames",
+            "stream_agent_event_frames_sync",
+        }
+    ),
     "dex_agents.testing.scenarios": frozenset(
         {
             "APPROVAL_DEADLINE",
@@ -322,12 +342,14 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "load_scenario_runner",
             "model_gate_name",
             "poll_report",
+            "poll_report_task",
             "refuse_model_calls",
             "report_deliveries",
             "report_job_ids",
             "run_confirm_tool",
             "run_scenario_tool",
             "scenario_agent_specs",
+            "scenario_input_requested",
             "scenario_runner_names",
             "scripted_reply",
             "start_report",

@@ -17,7 +17,8 @@ from typing import Any, Final
 import grpc
 from dex import AsyncClient, Client, DexServiceError, Flow, LongPollTimeoutError, StreamMessage
 
-from dex_agents import AgentEvent
+from dex_agents import AgentEvent, ConfigurationError
+from dex_agents._json_values import WireValueError
 from dex_agents.ui_stream._agent_event_json import agent_event_json_text
 from dex_agents.ui_stream._agent_event_stream_snapshot import require_agent_session_flow
 from dex_agents.ui_stream._invalid_resume_token_error import InvalidAgentEventResumeTokenError
@@ -61,7 +62,8 @@ def agent_event_frame(message: StreamMessage[AgentEvent]) -> str:
     """One SSE frame: ``id`` the message's resume token, ``data`` the event's wire JSON.
 
     Raises:
-        ValueError: When the token holds a line break or NUL, which an SSE ``id`` cannot carry.
+        WireValueError: (a ``ValueError``) When the token holds a line break or NUL, which an
+            SSE ``id`` cannot carry.
 
     Example:
         >>> agent_event_frame(message)
@@ -69,7 +71,10 @@ def agent_event_frame(message: StreamMessage[AgentEvent]) -> str:
     """
     token = message.resume_token
     if any(character in token for character in _FORBIDDEN_ID_CHARACTERS):
-        raise ValueError("Dex returned a resume token that an SSE id cannot carry")
+        raise WireValueError(
+            "Dex returned a resume token that holds a line break or NUL, which an SSE id line "
+            "cannot carry; the event cannot be sent as a frame"
+        )
     return f"id: {token}\ndata: {agent_event_json_text(message.value)}\n\n"
 
 
@@ -102,7 +107,8 @@ async def stream_agent_event_frames(
         InvalidAgentEventResumeTokenError: When Dex refuses the token, such as one of another
             session or a forged one; nothing was read.
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
-        ValueError: When ``poll_timeout`` is not a positive whole number of seconds.
+        ConfigurationError: (a ``ValueError``) When ``poll_timeout`` is not a positive whole
+            number of seconds.
         DexServiceError: When Dex fails the first read otherwise.
 
     Example:
@@ -156,7 +162,8 @@ def stream_agent_event_frames_sync(
     Raises:
         InvalidAgentEventResumeTokenError: When Dex refuses the token; nothing was read.
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
-        ValueError: When ``poll_timeout`` is not a positive whole number of seconds.
+        ConfigurationError: (a ``ValueError``) When ``poll_timeout`` is not a positive whole
+            number of seconds.
         DexServiceError: When Dex fails the first read otherwise.
 
     Example:
@@ -221,6 +228,6 @@ class _FrameReader:
 def _require_poll_timeout(poll_timeout: timedelta) -> None:
     seconds = poll_timeout.total_seconds()
     if seconds < 1 or not seconds.is_integer():
-        raise ValueError(
+        raise ConfigurationError(
             f"poll_timeout must be a positive whole number of seconds, got {poll_timeout!r}"
         )
