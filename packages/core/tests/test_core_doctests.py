@@ -78,6 +78,9 @@ ENGINE_MODULES: frozenset[str] = frozenset(
         "dex_agents.testing._in_process_worker",
         "dex_agents.testing._step_history",
         "dex_agents.testing._waiting",
+        "dex_agents.ui_stream",
+        "dex_agents.ui_stream._agent_event_sse",
+        "dex_agents.ui_stream._agent_event_stream_snapshot",
     }
 )
 

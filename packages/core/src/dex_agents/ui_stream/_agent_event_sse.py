@@ -66,8 +66,12 @@ def agent_event_frame(message: StreamMessage[AgentEvent]) -> str:
             SSE ``id`` cannot carry.
 
     Example:
-        >>> agent_event_frame(message)
-        'id: eyJ2Ijox...\\ndata: {"attempt":1,...,"type":"turn_started"}\\n\\n'
+        >>> from dex import StreamMessage
+        >>> event = AgentEvent("turn_started", "turn-1", "StartAgentSession-1", 1, '{"sequence":1}')
+        >>> print(agent_event_frame(StreamMessage(event, "token-1", now, "#StartAgentSession-1")))
+        id: token-1
+        data: {"attempt":1,"payload":"{\\"sequence\\":1}",...,"type":"turn_started"}
+        <BLANKLINE>
     """
     token = message.resume_token
     if any(character in token for character in _FORBIDDEN_ID_CHARACTERS):
@@ -112,11 +116,26 @@ async def stream_agent_event_frames(
         DexServiceError: When Dex fails the first read otherwise.
 
     Example:
-        >>> try:
-        ...     frames = await stream_agent_event_frames(client, flow, "s", resume_token=token)
-        ... except InvalidAgentEventResumeTokenError:
-        ...     return Response(status_code=400)
-        >>> return StreamingResponse(frames, headers=dict(AGENT_EVENT_STREAM_HEADERS))
+        An events route answers 400 for a refused token, else streams the frames with
+        :data:`AGENT_EVENT_STREAM_HEADERS`:
+
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker
+        >>> async def events_route(client: AsyncClient, last_event_id: str) -> tuple[int, str]:
+        ...     try:
+        ...         frames = await stream_agent_event_frames(
+        ...             client, flow, "frames-example", resume_token=last_event_id)
+        ...     except InvalidAgentEventResumeTokenError:
+        ...         return 400, ""
+        ...     first = await anext(frames)  # a web framework iterates the rest
+        ...     await frames.aclose()
+        ...     return 200, first.splitlines()[1]
+        >>> async def open_twice() -> list[tuple[int, str]]:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         await dex.sessions(flow).start_session("frames-example", "Hello")
+        ...         return [await events_route(dex.client, token) for token in ("", "garbled")]
+        >>> asyncio.run(open_twice())
+        [(200, 'data: {..."turn_id":"turn-1","type":"turn_started"}'), (400, '')]
     """
     events = require_agent_session_flow(flow).agent_events
     _require_poll_timeout(poll_timeout)
@@ -167,8 +186,16 @@ def stream_agent_event_frames_sync(
         DexServiceError: When Dex fails the first read otherwise.
 
     Example:
-        >>> frames = stream_agent_event_frames_sync(sync_client, flow, "s", resume_token=token)
-        >>> return Response(frames, headers=dict(AGENT_EVENT_STREAM_HEADERS))
+        The events route of a WSGI application (``packages/core/tests/test_ui_stream.py``
+        reads the same frames through both variants):
+
+        >>> def events_route(sync_client: Client, session_id: str, last_event_id: str):
+        ...     try:
+        ...         frames = stream_agent_event_frames_sync(
+        ...             sync_client, flow, session_id, resume_token=last_event_id)
+        ...     except InvalidAgentEventResumeTokenError:
+        ...         return 400, {}, iter(())
+        ...     return 200, dict(AGENT_EVENT_STREAM_HEADERS), frames
     """
     events = require_agent_session_flow(flow).agent_events
     _require_poll_timeout(poll_timeout)
