@@ -204,8 +204,16 @@ async def open_connection(server: McpServerConfig) -> AsyncIterator[McpConnectio
             continue
         try:
             yield McpConnection(server, client)
-        finally:
+        except asyncio.CancelledError as cancelled:
+            # When a transport task fails (the stream broke, the process exited), the SDK's task
+            # group cancels the request; handing the cancellation back to it raises the failure
+            # that caused it. A cancellation from outside is raised again as it is.
+            await stack.__aexit__(type(cancelled), cancelled, cancelled.__traceback__)
+            raise
+        except BaseException:
             await _close_quietly(stack)
+            raise
+        await _close_quietly(stack)
         return
     raise McpServerUnreachableError(
         f"MCP server {server.name} could not be reached in {server.connection_attempts} "

@@ -168,13 +168,15 @@ async def _task_request(
         return await connection.tasks_request(method, task_id, **params)
     except MCPError as error:
         if error.error.code in INTERRUPTION_ERROR_CODES:
-            raise interrupted(connection, target, describe_error(error)) from error
+            raise interrupted(connection.server.name, target, describe_error(error)) from error
         raise McpTaskError(
             f"MCP server {connection.server.name} answered {method} for task {task_id} of "
             f"{target.tool_name} with an error: {describe_error(error)}"
         ) from error
     except Exception as error:
-        raise interrupted(connection, target, f"{method}: {describe_error(error)}") from error
+        raise interrupted(
+            connection.server.name, target, f"{method}: {describe_error(error)}"
+        ) from error
 
 
 async def cancel_task(connection: McpConnection, task_id: str) -> None:
@@ -272,7 +274,7 @@ async def wait_for_task(
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise interrupted(
-                connection,
+                connection.server.name,
                 target,
                 f"task {task_id} did not finish within task_wait_timeout "
                 f"({timeout_seconds:g} s) of polling inside the tool Step",

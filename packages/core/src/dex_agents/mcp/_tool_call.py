@@ -74,11 +74,11 @@ class McpCallTarget:
 
 
 def interrupted(
-    connection: McpConnection, target: McpCallTarget, detail: str
+    server_name: str, target: McpCallTarget, detail: str
 ) -> McpToolCallInterruptedError:
     """The error of a sent call whose outcome is unknown."""
     return McpToolCallInterruptedError(
-        f"MCP tool {target.mcp_tool_name} on server {connection.server.name} ({target.tool_name}) "
+        f"MCP tool {target.mcp_tool_name} on server {server_name} ({target.tool_name}) "
         f"was sent but no result came back: {detail}; the tool may have run"
     )
 
@@ -90,7 +90,7 @@ def _classified(connection: McpConnection, target: McpCallTarget, error: Excepti
         answer = answers[0].error
         if answer.code not in INTERRUPTION_ERROR_CODES:
             return ToolExecutionError(f"{answer.message} (MCP error {answer.code})")
-    return interrupted(connection, target, describe_error(error))
+    return interrupted(connection.server.name, target, describe_error(error))
 
 
 def raw_input_requests(requests: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
@@ -145,7 +145,7 @@ async def send_tool_call(
         ) as error:
             raise _classified(connection, target, error) from error
         except Exception as error:  # the transports raise their own types (httpx2, anyio)
-            raise interrupted(connection, target, describe_error(error)) from error
+            raise interrupted(connection.server.name, target, describe_error(error)) from error
         if isinstance(result, mcp_types.InputRequiredResult):
             if result.input_requests:
                 raise ToolExecutionError(
@@ -155,9 +155,13 @@ async def send_tool_call(
             continue
         if isinstance(result, (mcp_types.CallToolResult, McpTaskHandle)):
             return result
-        raise interrupted(connection, target, f"an answer of type {type(result).__name__}")
+        raise interrupted(
+            connection.server.name, target, f"an answer of type {type(result).__name__}"
+        )
     raise interrupted(
-        connection, target, f"the server asked to repeat the call {_MAX_STATE_ONLY_ROUNDS} times"
+        connection.server.name,
+        target,
+        f"the server asked to repeat the call {_MAX_STATE_ONLY_ROUNDS} times",
     )
 
 

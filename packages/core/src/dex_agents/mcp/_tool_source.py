@@ -42,7 +42,11 @@ from dex_agents import (
     tool_effect_from_mcp_tool_annotations,
 )
 from dex_agents.mcp._connection import McpConnection, McpTaskHandle, describe_error, open_connection
-from dex_agents.mcp._errors import McpServerUnreachableError, McpTaskError
+from dex_agents.mcp._errors import (
+    McpServerUnreachableError,
+    McpTaskError,
+    McpToolCallInterruptedError,
+)
 from dex_agents.mcp._resource_tools import (
     RESOURCE_AND_PROMPT_TOOL_NAMES,
     resource_and_prompt_tools,
@@ -61,7 +65,12 @@ from dex_agents.mcp._tasks import (
     task_checkpoint,
     wait_for_task,
 )
-from dex_agents.mcp._tool_call import McpCallTarget, render_tool_result, send_tool_call
+from dex_agents.mcp._tool_call import (
+    McpCallTarget,
+    interrupted,
+    render_tool_result,
+    send_tool_call,
+)
 from dex_agents.mcp._tool_names import agent_tool_name
 
 __all__ = [
@@ -519,6 +528,11 @@ class McpToolSource:
             raise ToolExecutionError(
                 f"{error}; the call of {call.target.tool_name} was not sent"
             ) from error
+        except (ToolExecutionError, McpToolCallInterruptedError, McpTaskError):
+            raise
+        except Exception as error:
+            # A transport failure the SDK raised while the call was out: its outcome is unknown.
+            raise interrupted(call.server.name, call.target, describe_error(error)) from error
 
     async def _server_tools(self, server: McpServerConfig, refresh: bool) -> tuple[McpTool, ...]:
         listing = self._listings[server.name]
