@@ -43,18 +43,27 @@ class FakeReply:
 
 @dataclass(frozen=True)
 class FakeFailure:
+    """An HTTP error status, or (without one) a stream whose first event is not JSON."""
+
     status: int | None = None
-    malformed: bool = False
-    stop_at: asyncio.Event | None = None
 
 
-Script = Callable[[str, dict[str, Any]], FakeReply | FakeFailure]
+@dataclass(frozen=True)
+class FakeStall:
+    """The first events of ``reply``, then nothing until ``until`` is set (or the client leaves)."""
+
+    reply: FakeReply
+    until: asyncio.Event
+
+
+Script = Callable[[str, dict[str, Any]], FakeReply | FakeFailure | FakeStall]
 
 
 @dataclass
 class FakeProviderServer:
     script: Script
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    headers: list[dict[str, str]] = field(default_factory=list)
     port: int = 0
     _runner: web.AppRunner | None = None
 
@@ -88,6 +97,7 @@ class FakeProviderServer:
         async def handle(request: web.Request) -> web.StreamResponse:
             body = await request.json()
             self.requests.append((api, body))
+            self.headers.append(dict(request.headers))
             outcome = self.script(api, body)
             if isinstance(outcome, FakeFailure) and outcome.status is not None:
                 error = {"error": {"message": f"fake status {outcome.status}", "type": "fake"}}
@@ -96,19 +106,27 @@ class FakeProviderServer:
             await response.prepare(request)
             if isinstance(outcome, FakeFailure):
                 await response.write(b"data: {this is not json\n\n")
-                if outcome.stop_at is not None:
-                    await outcome.stop_at.wait()
                 return response
-            for event, payload in _EVENTS[api](outcome, body):
-                line = f"data: {json.dumps(payload)}\n\n"
-                if event:
-                    line = f"event: {event}\n" + line
-                await response.write(line.encode())
+            reply = outcome.reply if isinstance(outcome, FakeStall) else outcome
+            events = _EVENTS[api](reply, body)
+            sent = 0
+            if isinstance(outcome, FakeStall):
+                for event, payload in events[:2]:
+                    await response.write(_sse(event, payload))
+                sent = 2
+                await outcome.until.wait()
+            for event, payload in events[sent:]:
+                await response.write(_sse(event, payload))
             if api == CHAT:
                 await response.write(b"data: [DONE]\n\n")
             return response
 
         return handle
+
+
+def _sse(event: str, payload: Any) -> bytes:
+    line = f"data: {json.dumps(payload)}\n\n"
+    return (f"event: {event}\n" + line if event else line).encode()
 
 
 def _responses_events(reply: FakeReply, body: dict[str, Any]) -> list[tuple[str, Any]]:
@@ -122,41 +140,85 @@ def _responses_events(reply: FakeReply, body: dict[str, Any]) -> list[tuple[str,
             "summary": [{"type": "summary_text", "text": reply.reasoning}],
             "encrypted_content": ENCRYPTED,
         }
-        events.append(("response.reasoning_summary_text.delta", {
-            "type": "response.reasoning_summary_text.delta", "item_id": "rs_1",
-            "output_index": len(output), "summary_index": 0, "delta": reply.reasoning,
-            "sequence_number": 1,
-        }))
+        events.append(
+            (
+                "response.reasoning_summary_text.delta",
+                {
+                    "type": "response.reasoning_summary_text.delta",
+                    "item_id": "rs_1",
+                    "output_index": len(output),
+                    "summary_index": 0,
+                    "delta": reply.reasoning,
+                    "sequence_number": 1,
+                },
+            )
+        )
         output.append(item)
     if reply.text:
         half = len(reply.text) // 2
         for index, delta in enumerate((reply.text[:half], reply.text[half:])):
-            events.append(("response.output_text.delta", {
-                "type": "response.output_text.delta", "item_id": "msg_1",
-                "output_index": len(output), "content_index": 0, "delta": delta,
-                "sequence_number": 2 + index, "logprobs": [],
-            }))
-        output.append({
-            "type": "message", "id": "msg_1", "role": "assistant", "status": "completed",
-            "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
-        })
+            events.append(
+                (
+                    "response.output_text.delta",
+                    {
+                        "type": "response.output_text.delta",
+                        "item_id": "msg_1",
+                        "output_index": len(output),
+                        "content_index": 0,
+                        "delta": delta,
+                        "sequence_number": 2 + index,
+                        "logprobs": [],
+                    },
+                )
+            )
+        output.append(
+            {
+                "type": "message",
+                "id": "msg_1",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
     for call in reply.tool_calls:
-        output.append({
-            "type": "function_call", "id": f"fc_{call.call_id}", "call_id": call.call_id,
-            "name": call.name, "arguments": json.dumps(call.arguments), "status": "completed",
-        })
+        output.append(
+            {
+                "type": "function_call",
+                "id": f"fc_{call.call_id}",
+                "call_id": call.call_id,
+                "name": call.name,
+                "arguments": json.dumps(call.arguments),
+                "status": "completed",
+            }
+        )
     response = {
-        "id": "resp_1", "object": "response", "created_at": 1700000000, "status": "completed",
-        "model": model, "output": output, "parallel_tool_calls": True, "tool_choice": "auto",
-        "tools": [], "usage": {
-            "input_tokens": 120, "output_tokens": 30, "total_tokens": 150,
+        "id": "resp_1",
+        "object": "response",
+        "created_at": 1700000000,
+        "status": "completed",
+        "model": model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": {
+            "input_tokens": 120,
+            "output_tokens": 30,
+            "total_tokens": 150,
             "input_tokens_details": {"cached_tokens": 20},
             "output_tokens_details": {"reasoning_tokens": 10},
         },
     }
-    events.append(("response.completed", {
-        "type": "response.completed", "response": response, "sequence_number": 9,
-    }))
+    events.append(
+        (
+            "response.completed",
+            {
+                "type": "response.completed",
+                "response": response,
+                "sequence_number": 9,
+            },
+        )
+    )
     return events
 
 
@@ -165,8 +227,11 @@ def _chat_events(reply: FakeReply, body: dict[str, Any]) -> list[tuple[str, Any]
 
     def chunk(delta: dict[str, Any], finish: str | None = None, usage: Any = None) -> Any:
         payload: dict[str, Any] = {
-            "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1700000000,
-            "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+            "id": "chatcmpl-1",
+            "object": "chat.completion.chunk",
+            "created": 1700000000,
+            "model": model,
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
         }
         if usage is not None:
             payload["choices"] = []
@@ -181,51 +246,100 @@ def _chat_events(reply: FakeReply, body: dict[str, Any]) -> list[tuple[str, Any]
         if delta:
             events.append(chunk({"content": delta}))
     for index, call in enumerate(reply.tool_calls):
-        events.append(chunk({"tool_calls": [{
-            "index": index, "id": call.call_id, "type": "function",
-            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
-        }]}))
+        events.append(
+            chunk(
+                {
+                    "tool_calls": [
+                        {
+                            "index": index,
+                            "id": call.call_id,
+                            "type": "function",
+                            "function": {
+                                "name": call.name,
+                                "arguments": json.dumps(call.arguments),
+                            },
+                        }
+                    ]
+                }
+            )
+        )
     events.append(chunk({}, "tool_calls" if reply.tool_calls else "stop"))
-    events.append(chunk({}, usage={"prompt_tokens": 80, "completion_tokens": 12, "total_tokens": 92}))
+    events.append(
+        chunk({}, usage={"prompt_tokens": 80, "completion_tokens": 12, "total_tokens": 92})
+    )
     return events
 
 
 def _anthropic_events(reply: FakeReply, body: dict[str, Any]) -> list[tuple[str, Any]]:
     model = body.get("model", "claude-sonnet-4-5")
-    events: list[tuple[str, Any]] = [("message_start", {"type": "message_start", "message": {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
-        "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 90, "output_tokens": 1},
-    }})]
+    events: list[tuple[str, Any]] = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": model,
+                    "content": [],
+                    "stop_reason": None,
+                    "stop_sequence": None,
+                    "usage": {"input_tokens": 90, "output_tokens": 1},
+                },
+            },
+        )
+    ]
     index = 0
 
     def block(start: dict[str, Any], deltas: list[dict[str, Any]]) -> None:
         nonlocal index
-        events.append(("content_block_start", {
-            "type": "content_block_start", "index": index, "content_block": start}))
+        events.append(
+            (
+                "content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": start},
+            )
+        )
         for delta in deltas:
-            events.append(("content_block_delta", {
-                "type": "content_block_delta", "index": index, "delta": delta}))
+            events.append(
+                (
+                    "content_block_delta",
+                    {"type": "content_block_delta", "index": index, "delta": delta},
+                )
+            )
         events.append(("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
 
     if reply.reasoning:
-        block({"type": "thinking", "thinking": "", "signature": ""}, [
-            {"type": "thinking_delta", "thinking": reply.reasoning},
-            {"type": "signature_delta", "signature": SIGNATURE},
-        ])
+        block(
+            {"type": "thinking", "thinking": "", "signature": ""},
+            [
+                {"type": "thinking_delta", "thinking": reply.reasoning},
+                {"type": "signature_delta", "signature": SIGNATURE},
+            ],
+        )
     if reply.text:
         block({"type": "text", "text": ""}, [{"type": "text_delta", "text": reply.text}])
     for call in reply.tool_calls:
-        block({"type": "tool_use", "id": call.call_id, "name": call.name, "input": {}}, [
-            {"type": "input_json_delta", "partial_json": json.dumps(call.arguments)},
-        ])
-    events.append(("message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": "tool_use" if reply.tool_calls else "end_turn",
-                  "stop_sequence": None},
-        "usage": {"output_tokens": 25},
-    }))
+        block(
+            {"type": "tool_use", "id": call.call_id, "name": call.name, "input": {}},
+            [
+                {"type": "input_json_delta", "partial_json": json.dumps(call.arguments)},
+            ],
+        )
+    events.append(
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {
+                    "stop_reason": "tool_use" if reply.tool_calls else "end_turn",
+                    "stop_sequence": None,
+                },
+                "usage": {"output_tokens": 25},
+            },
+        )
+    )
     events.append(("message_stop", {"type": "message_stop"}))
     return events
 

@@ -275,7 +275,9 @@ class LiteLLMModelClient:
         # stream=True: LiteLLM returns its streaming iterator (typed as a union).
         stream: Any = await litellm.aresponses(**arguments)
         async for event in stream:
-            kind = str(getattr(event, "type", ""))
+            raw_kind = getattr(event, "type", "")
+            # LiteLLM types some events with a str Enum, whose str() is its member name.
+            kind = str(getattr(raw_kind, "value", raw_kind))
             if kind.endswith("output_text.delta"):
                 output.write_text_delta(str(getattr(event, "delta", "")))
             elif kind.endswith("reasoning_summary_text.delta"):
@@ -327,17 +329,22 @@ class LiteLLMModelClient:
             ]
             arguments["tool_choice"] = _tool_choice(request.tool_choice)
         chunks: list[Any] = []
+        finished = False
         stream: Any = await litellm.acompletion(**arguments)
         async for chunk in stream:
             chunks.append(chunk)
             for streamed in getattr(chunk, "choices", None) or ():
+                finished = finished or bool(getattr(streamed, "finish_reason", None))
                 delta = streamed.delta
                 if getattr(delta, "reasoning_content", None):
                     output.write_reasoning_delta(str(delta.reasoning_content))
                 if getattr(delta, "content", None):
                     output.write_text_delta(str(delta.content))
-        if not chunks:
-            raise RuntimeError(f"the Chat Completions stream of {self._model} sent no chunk")
+        if not finished:
+            # A broken or malformed stream can end quietly; its message may be incomplete.
+            raise RuntimeError(
+                f"the Chat Completions stream of {self._model} ended without a finish reason"
+            )
         full = litellm.stream_chunk_builder(chunks, messages=messages)
         if full is None or not full.choices:
             raise RuntimeError(f"the Chat Completions stream of {self._model} had no message")
@@ -462,11 +469,9 @@ def _chat_items(message: Any, provider: str) -> tuple[ModelOutputItem, ...]:
             )
         )
     if not items:
-        items.append(
-            ModelOutputItem(
-                provider, ModelOutputItemKind.MESSAGE, dump_json_text({"content": ""}), text=""
-            )
-        )
+        # LiteLLM ends a broken or malformed stream with a finish reason of its own, so a
+        # message with nothing in it is a failed call (RunModel retries it), not an answer.
+        raise RuntimeError("the Chat Completions stream ended with an empty message")
     return tuple(items)
 
 
