@@ -49,6 +49,11 @@ from dex_agents.testing.scenarios.scenario_agent import (
     run_scenario_tool,
     scripted_reply,
 )
+from dex_agents.testing.scenarios.scenario_mcp_server import (
+    SCENARIO_MCP_TOOL_POLICIES,
+    mcp_extra_installed,
+    scenario_mcp_tool_source,
+)
 from dex_agents.testing.scenarios.scenario_questions import (
     CONFIRM_TOOL,
     REPORT_POLL_INTERVAL_SECONDS,
@@ -97,7 +102,12 @@ def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
         # The turn's session settings reach the scripted model, as a real resolve_model would.
         resolve_model=model_for,
         tools=[*(_stepwise_tool(spec, tool) for tool in spec.tools), _stepwise_confirm_tool(spec)],
-        tool_sources=[StepwiseReportSource(spec)],
+        tool_sources=[
+            StepwiseReportSource(spec),
+            # The MCP scenarios need the mcp extra; without it Stepwise does not declare them.
+            *([scenario_mcp_tool_source(spec)] if mcp_extra_installed() else []),
+        ],
+        tool_policies=SCENARIO_MCP_TOOL_POLICIES,
         interrupt_deadline=spec.interrupt_deadline,
         built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
         plan_mode_enabled=spec.plan_mode_enabled,
@@ -226,7 +236,10 @@ def _count_runs(items: list[object], item_type: type) -> int:
 STEPWISE_SCENARIO_RUNNER = ScenarioRunner(
     "stepwise",
     build_flow=build_stepwise_flow,
-    features=frozenset(ScenarioFeature),
+    features=frozenset(ScenarioFeature)
+    if mcp_extra_installed()
+    else frozenset(ScenarioFeature) - {ScenarioFeature.MCP_TOOLS},
     build_context_window_flow=build_stepwise_context_window_flow,
 )
-"""Stepwise under the shared suite: every optional feature, and the context window scenario."""
+"""Stepwise under the shared suite: every optional feature (MCP tools with the mcp extra), and the
+context window scenario."""
