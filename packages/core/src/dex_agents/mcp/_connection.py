@@ -10,7 +10,9 @@ so a server may answer ``tools/call`` with a task handle; the ``tasks/*`` reques
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -145,6 +147,13 @@ class McpConnection:
         return dict(result.model_extra or {})
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    # The HTTP client's default context, made once: loading the trust store takes far longer
+    # than a loopback request, and every request opens a new connection.
+    return httpx2.create_ssl_context()
+
+
 def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
     extensions = [_TasksExtension()]
     read_timeout = server.connection_timeout.total_seconds()
@@ -164,6 +173,7 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
         )
     http_client = httpx2.AsyncClient(
         headers=dict(server.headers),
+        verify=_tls_context(),
         timeout=httpx2.Timeout(
             server.request_timeout.total_seconds(),
             connect=server.connection_timeout.total_seconds(),
