@@ -183,3 +183,26 @@ async def test_a_declined_elicitation_reaches_the_task_as_decline(mcp_stack: _St
     )
     snapshot = await mcp_stack.turn_end("decline")
     assert _reply(snapshot) == "done: no account: decline"
+
+
+async def test_cancel_turn_abandons_the_task_and_sends_tasks_cancel(mcp_stack: _Stack) -> None:
+    await mcp_stack.sessions.start_session(
+        "cancel", command(("tickets__slow_report", {"item": "q4", "gate": "never"}))
+    )
+
+    def waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        tasks = [c for c in snapshot.tool_calls if c.status == AgentToolCallStatus.WAITING_FOR_TASK]
+        return snapshot if tasks else None
+
+    snapshot = await wait_for_agent_snapshot(mcp_stack.sessions, "cancel", waiting, "the task")
+    assert snapshot.state is not None and snapshot.state.active_turn_id is not None
+    assert await mcp_stack.sessions.cancel_turn("cancel", snapshot.state.active_turn_id)
+    await mcp_stack.turn_end("cancel")
+
+    await wait_for_agent_snapshot(
+        mcp_stack.sessions,
+        "cancel",
+        lambda _: mcp_stack.http_log.count("tasks/cancel") == 1,
+        "tasks/cancel to reach the server",
+    )
+    assert "CancelToolTask" in await mcp_stack.executed("cancel")
