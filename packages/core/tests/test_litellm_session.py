@@ -11,12 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_session_test_support import idle_after_turns
 
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 pytest.importorskip("litellm", reason="the litellm extra (dex-agents[litellm]) is not installed")
 
-from dex_agents import AgentSessionClient, AgentSnapshot, AgentStatus, MessageRole
+from dex_agents import AgentSessionClient, AgentSnapshot, MessageRole
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     AgentTestStack,
@@ -71,18 +72,12 @@ class _Stack:
     script: _Script
 
     async def turn_end(self, flow_type: str, session_id: str) -> AgentSnapshot:
-        def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-            state = snapshot.state
-            done = (
-                state is not None
-                and state.turn_count >= 1
-                and state.active_turn_id is None
-                and state.status == AgentStatus.WAITING_FOR_USER_MESSAGE
-            )
-            return snapshot if done else None
-
         return await wait_for_agent_snapshot(
-            self.sessions[flow_type], session_id, ended, "the turn to end", timeout=120
+            self.sessions[flow_type],
+            session_id,
+            idle_after_turns(1),
+            "the turn to end",
+            timeout=120,
         )
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from agent_session_test_support import idle_after_turns
 
 pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
 
@@ -14,7 +15,6 @@ from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentSessionClient,
     AgentSnapshot,
-    AgentStatus,
     AgentToolCallStatus,
     InterruptKind,
     MessageRole,
@@ -54,18 +54,8 @@ class _Stack:
         return [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
 
     async def turn_end(self, session_id: str) -> AgentSnapshot:
-        def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-            state = snapshot.state
-            done = (
-                state is not None
-                and state.turn_count >= 1
-                and state.active_turn_id is None
-                and state.status == AgentStatus.WAITING_FOR_USER_MESSAGE
-            )
-            return snapshot if done else None
-
         return await wait_for_agent_snapshot(
-            self.sessions, session_id, ended, "the turn to end", timeout=90
+            self.sessions, session_id, idle_after_turns(1), "the turn to end", timeout=90
         )
 
 

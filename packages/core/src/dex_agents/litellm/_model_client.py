@@ -25,7 +25,6 @@ from dex_agents import (
     ConfigurationTypeError,
     JsonValue,
     dump_json_text,
-    estimate_text_tokens,
 )
 from dex_agents.stepwise import (
     ModelInputItem,
@@ -38,6 +37,8 @@ from dex_agents.stepwise import (
     ModelToolChoice,
     ModelToolResult,
     ModelUserText,
+    ScriptedModelClient,
+    ScriptedModelReply,
     replayable_input,
 )
 
@@ -59,6 +60,9 @@ ApiKeyProvider: TypeAlias = Callable[[], str | Awaitable[str]]
 _FORCED_TOOL_CHOICE_REFUSERS: Final = re.compile(r"claude-(opus|sonnet)-5[-._]5", re.IGNORECASE)
 _CLAUDE: Final = re.compile(r"claude|anthropic", re.IGNORECASE)
 _CLAUDE_HOSTS: Final = frozenset({"bedrock", "bedrock_converse", "vertex_ai", "vertex_ai_beta"})
+# ScriptedModelClient's estimate is the core's rule for a model call (three UTF-8 bytes per token
+# over the instructions, the input and the tools); it never runs its script here.
+_TOKEN_ESTIMATE: Final = ScriptedModelClient(lambda request: ScriptedModelReply())
 _RESERVED_OPTIONS: Final = frozenset(
     {"model", "input", "messages", "tools", "tool_choice", "stream", "api_key", "api_base"}
 )
@@ -203,22 +207,7 @@ class LiteLLMModelClient:
 
     def estimate_input_tokens(self, request: ModelRequest) -> int:
         """Three UTF-8 bytes per token over the instructions, the input and the tools."""
-        parts = [request.instructions]
-        for item in request.input:
-            match item:
-                case ModelUserText(text=text):
-                    parts.append(text)
-                case ModelToolResult(output=output):
-                    parts.append(output)
-                case ModelOutputItem():
-                    parts.append(item.item)
-        parts.extend(
-            dump_json_text(
-                {"name": t.name, "description": t.description, "parameters": t.parameters}
-            )
-            for t in request.tools
-        )
-        return sum(estimate_text_tokens(part) for part in parts)
+        return _TOKEN_ESTIMATE.estimate_input_tokens(request)
 
     async def call_model(self, request: ModelRequest, output: ModelOutputWriter) -> ModelResponse:
         """Makes one streaming request and returns its items provider-exact.
@@ -289,21 +278,12 @@ class LiteLLMModelClient:
         if completed is None:
             raise RuntimeError(f"the Responses stream of {self._model} ended before it completed")
         result_items = tuple(_responses_item(item, self.item_provider) for item in completed.output)
-        usage = completed.usage
         calls = any(item.kind is ModelOutputItemKind.TOOL_CALL for item in result_items)
-        return ModelResponse(
-            items=result_items,
-            usage=AgentUsage(
-                input_tokens=_usage_int(usage, "input_tokens"),
-                output_tokens=_usage_int(usage, "output_tokens"),
-                cached_input_tokens=_usage_int(usage, "input_tokens_details", "cached_tokens"),
-                reasoning_tokens=_usage_int(usage, "output_tokens_details", "reasoning_tokens"),
-            ),
-            request_model=self._model,
-            response_model=getattr(completed, "model", None),
-            provider_name=self.provider,
-            response_id=getattr(completed, "id", None),
-            finish_reasons=("tool_calls" if calls else "stop",),
+        return self._response(
+            completed,
+            result_items,
+            _usage(completed.usage, "input_tokens", "output_tokens"),
+            ("tool_calls" if calls else "stop",),
         )
 
     async def _chat_completions(
@@ -349,21 +329,40 @@ class LiteLLMModelClient:
         if full is None or not full.choices:
             raise RuntimeError(f"the Chat Completions stream of {self._model} had no message")
         choice: Any = full.choices[0]
-        usage = getattr(full, "usage", None)
-        return ModelResponse(
-            items=_chat_items(choice.message, self.item_provider),
-            usage=AgentUsage(
-                input_tokens=_usage_int(usage, "prompt_tokens"),
-                output_tokens=_usage_int(usage, "completion_tokens"),
-                cached_input_tokens=_usage_int(usage, "prompt_tokens_details", "cached_tokens"),
-                reasoning_tokens=_usage_int(usage, "completion_tokens_details", "reasoning_tokens"),
-            ),
-            request_model=self._model,
-            response_model=getattr(full, "model", None),
-            provider_name=self.provider,
-            response_id=getattr(full, "id", None),
-            finish_reasons=(str(choice.finish_reason),) if choice.finish_reason else (),
+        return self._response(
+            full,
+            _chat_items(choice.message, self.item_provider),
+            _usage(getattr(full, "usage", None), "prompt_tokens", "completion_tokens"),
+            (str(choice.finish_reason),) if choice.finish_reason else (),
         )
+
+    def _response(
+        self,
+        completed: Any,
+        items: tuple[ModelOutputItem, ...],
+        usage: AgentUsage,
+        finish_reasons: tuple[str, ...],
+    ) -> ModelResponse:
+        return ModelResponse(
+            items=items,
+            usage=usage,
+            request_model=self._model,
+            response_model=getattr(completed, "model", None),
+            provider_name=self.provider,
+            response_id=getattr(completed, "id", None),
+            finish_reasons=finish_reasons,
+        )
+
+
+def _usage(usage: Any, input_field: str, output_field: str) -> AgentUsage:
+    """This call's usage; the APIs name the same counts differently (``input_tokens`` and
+    ``input_tokens_details``, or ``prompt_tokens`` and ``prompt_tokens_details``)."""
+    return AgentUsage(
+        input_tokens=_usage_int(usage, input_field),
+        output_tokens=_usage_int(usage, output_field),
+        cached_input_tokens=_usage_int(usage, f"{input_field}_details", "cached_tokens"),
+        reasoning_tokens=_usage_int(usage, f"{output_field}_details", "reasoning_tokens"),
+    )
 
 
 def _tool_choice(choice: ModelToolChoice) -> str:

@@ -6,7 +6,6 @@ Outputs are the server's items as it sent them, in JSON with sorted keys.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Final
 
@@ -17,6 +16,7 @@ from dex_agents import JsonValue, ListedTool, ToolEffect, ToolExecutionError, du
 from dex_agents.mcp._connection import McpConnection, describe_error, open_connection
 from dex_agents.mcp._errors import McpServerUnreachableError
 from dex_agents.mcp._server_config import McpServerConfig
+from dex_agents.mcp._tool_call import parse_tool_arguments
 
 __all__ = [
     "MCP_GET_PROMPT_TOOL_NAME",
@@ -133,18 +133,6 @@ def _page(cursor: str | None) -> mcp_types.PaginatedRequestParams:
     return mcp_types.PaginatedRequestParams(cursor=cursor)
 
 
-def _arguments(tool_name: str, arguments: str) -> dict[str, Any]:
-    try:
-        decoded = json.loads(arguments or "{}")
-    except ValueError:
-        raise ToolExecutionError(
-            f"invalid arguments for {tool_name}: arguments are not valid JSON"
-        ) from None
-    if not isinstance(decoded, dict):
-        raise ToolExecutionError(f"invalid arguments for {tool_name}: arguments must be an object")
-    return decoded
-
-
 def _text_argument(tool_name: str, arguments: Mapping[str, Any], key: str) -> str:
     value = arguments.get(key)
     if not isinstance(value, str) or not value:
@@ -161,7 +149,7 @@ async def run_resource_or_prompt_tool(
         ToolExecutionError: For invalid arguments, an unconfigured server, an MCP error answer,
             or a server that stays unreachable through its connection attempts.
     """
-    arguments = _arguments(tool_name, arguments_text)
+    arguments = parse_tool_arguments(tool_name, arguments_text)
     server_name = _text_argument(tool_name, arguments, "server")
     server = servers.get(server_name)
     if server is None:

@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
@@ -34,6 +35,7 @@ __all__ = [
     "MCP_TOOL_PROGRESS_EVENT",
     "McpCallTarget",
     "interrupted",
+    "parse_tool_arguments",
     "raw_input_requests",
     "render_tool_result",
     "send_tool_call",
@@ -91,6 +93,23 @@ def _classified(connection: McpConnection, target: McpCallTarget, error: Excepti
         if answer.code not in INTERRUPTION_ERROR_CODES:
             return ToolExecutionError(f"{answer.message} (MCP error {answer.code})")
     return interrupted(connection.server.name, target, describe_error(error))
+
+
+def parse_tool_arguments(tool_name: str, arguments: str) -> dict[str, Any]:
+    """A call's JSON arguments as an object.
+
+    Raises:
+        ToolExecutionError: ``invalid arguments for <tool>: ...``, which the model sees.
+    """
+    try:
+        decoded = json.loads(arguments or "{}")
+    except ValueError:
+        raise ToolExecutionError(
+            f"invalid arguments for {tool_name}: arguments are not valid JSON"
+        ) from None
+    if not isinstance(decoded, dict):
+        raise ToolExecutionError(f"invalid arguments for {tool_name}: arguments must be an object")
+    return decoded
 
 
 def raw_input_requests(requests: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:

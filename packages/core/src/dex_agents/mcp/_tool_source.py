@@ -68,6 +68,7 @@ from dex_agents.mcp._tasks import (
 from dex_agents.mcp._tool_call import (
     McpCallTarget,
     interrupted,
+    parse_tool_arguments,
     render_tool_result,
     send_tool_call,
 )
@@ -501,16 +502,7 @@ class McpToolSource:
                 f"MCP server {server_name} of tool {target.tool_name} is not configured on this "
                 "Worker, so the call was not sent"
             )
-        try:
-            arguments = json.loads(arguments_text or "{}")
-        except ValueError:
-            raise ToolExecutionError(
-                f"invalid arguments for {target.tool_name}: arguments are not valid JSON"
-            ) from None
-        if not isinstance(arguments, dict):
-            raise ToolExecutionError(
-                f"invalid arguments for {target.tool_name}: arguments must be a JSON object"
-            )
+        arguments = parse_tool_arguments(target.tool_name, arguments_text)
         return _Call(server, target, arguments)
 
     async def _call(
