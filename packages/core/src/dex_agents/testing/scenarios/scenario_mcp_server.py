@@ -66,7 +66,10 @@ class ScenarioMcpServer:
 
 def mcp_extra_installed() -> bool:
     """Whether the MCP SDK (the mcp extra) is installed, so the MCP scenarios can run."""
-    return importlib.util.find_spec("mcp") is not None
+    try:
+        return importlib.util.find_spec("mcp") is not None
+    except (ImportError, ValueError):  # a module blocked in sys.modules has no spec
+        return False
 
 
 def scenario_mcp_server(spec: ScenarioAgentSpec) -> ScenarioMcpServer:
