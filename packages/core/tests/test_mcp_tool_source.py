@@ -274,6 +274,18 @@ async def test_http_call_task_polled_inline_and_input_request_fails(
     assert log.count("tasks/cancel") == 1  # the waiting task is cancelled
 
 
+async def test_a_header_mismatch_lists_on_the_connection_and_sends_again(
+    http_server: HttpMcpServer,
+) -> None:
+    # A tool with an x-mcp-header argument: a new connection has not listed it, so a 2026-07-28
+    # server refuses the first send; the source lists on that connection and sends once more.
+    source = McpToolSource([http_server.config()])
+    assert (
+        await source.call_tool("tickets__regional", {"region": "eu"}, idempotency_key=KEY)
+        == "served in eu"
+    )
+
+
 async def test_http_server_killed_mid_call_is_an_interruption(
     tmp_path: Path, http_server: HttpMcpServer
 ) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +61,8 @@ def build_mcp_flow(state_dir: Path, http_url: str | None) -> Flow[Any]:
         model=ScriptedModelClient(_reply),
         tool_sources=[McpToolSource(servers)],
         tool_policies={"files__write": _NO_APPROVAL, "tickets__ask_account": _NO_APPROVAL},
+        # A stdio server can take seconds to start on a loaded machine.
+        tool_source_listing_timeout=timedelta(seconds=60),
     )
     return stepwise_agent_session_flow(agent, flow_type=FLOW_TYPE)
 

@@ -14,7 +14,7 @@ import socket
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -22,6 +22,7 @@ if __name__ == "__main__":
 from dex_agents.testing import FileGate, InvocationLog
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
 
 from mcp_test_support.tasks_extension import ServerTask, TasksServerExtension
 
@@ -109,6 +110,13 @@ def build_server(http: bool) -> MCPServer:
         await ctx.report_progress(1, 2, "half way")
         await ctx.report_progress(2, 2, "done")
         return "progressed"
+
+    @server.tool(annotations={"readOnlyHint": True})
+    async def regional(
+        region: Annotated[str, Field(json_schema_extra={"x-mcp-header": "Region"})],
+    ) -> str:
+        """Answers with the region its Mcp-Param-Region header carried."""
+        return f"served in {region}"
 
     @server.tool(annotations={"readOnlyHint": True})
     async def mixed(ctx: Context) -> list[Any]:

@@ -17,6 +17,7 @@ from typing import Any, Final
 
 import mcp_types
 from mcp.shared.exceptions import MCPError
+from mcp_types import HEADER_MISMATCH
 from pydantic import ValidationError
 
 from dex_agents import AgentEventWriter, ToolExecutionError, dump_json_text
@@ -142,6 +143,7 @@ async def send_tool_call(
         )
 
     request_state: str | None = None
+    relisted = False
     for _ in range(_MAX_STATE_ONLY_ROUNDS):
         try:
             result = await connection.session.call_tool(
@@ -154,14 +156,15 @@ async def send_tool_call(
                 allow_input_required=True,
                 allow_claimed=True,
             )
-        except (
-            MCPError,
-            ValidationError,
-            OSError,
-            ExceptionGroup,
-            TimeoutError,
-            RuntimeError,
-        ) as error:
+        except MCPError as error:
+            if error.error.code == HEADER_MISMATCH and not relisted:
+                # A 2026-07-28 server refuses, before the tool runs, a call whose Mcp-Param
+                # headers a new connection cannot know: list the tools on it and send it again.
+                relisted = True
+                await _list_on(connection, target)
+                continue
+            raise _classified(connection, target, error) from error
+        except (ValidationError, OSError, ExceptionGroup, TimeoutError, RuntimeError) as error:
             raise _classified(connection, target, error) from error
         except Exception as error:  # the transports raise their own types (httpx2, anyio)
             raise interrupted(connection.server.name, target, describe_error(error)) from error
@@ -182,6 +185,13 @@ async def send_tool_call(
         target,
         f"the server asked to repeat the call {_MAX_STATE_ONLY_ROUNDS} times",
     )
+
+
+async def _list_on(connection: McpConnection, target: McpCallTarget) -> None:
+    try:
+        await connection.session.list_tools()
+    except Exception as error:
+        raise interrupted(connection.server.name, target, describe_error(error)) from error
 
 
 def _content_text(block: Any) -> str:

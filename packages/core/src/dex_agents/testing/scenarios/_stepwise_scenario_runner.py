@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import timedelta
 from typing import Annotated, Any
 
 from dex import Flow
@@ -108,6 +109,9 @@ def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
             *([scenario_mcp_tool_source(spec)] if mcp_extra_installed() else []),
         ],
         tool_policies=SCENARIO_MCP_TOOL_POLICIES,
+        # Starting the stdio MCP server can take seconds on a loaded machine; the scenarios need
+        # its tools in the first model call.
+        tool_source_listing_timeout=timedelta(seconds=60),
         interrupt_deadline=spec.interrupt_deadline,
         built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
         plan_mode_enabled=spec.plan_mode_enabled,
