@@ -1,8 +1,9 @@
 """An MCP tool of the scenario agent: a read and a write in their own tool Steps, and a Worker
 SIGKILLed mid-call, which repeats the read with the same key and never the write.
 
-Runs for every runner that declares ``ScenarioFeature.MCP_TOOLS``; the agent's MCP server is
-``dex_agents.testing.scenarios.scenario_mcp_server`` (a stdio server the Worker starts).
+Runs for every runner that declares ``ScenarioFeature.MCP_TOOLS``, on its ``ScenarioMcpAgent``;
+the agent's MCP server is ``dex_agents.testing.scenarios.scenario_mcp_server`` (a stdio server
+the Worker starts).
 """
 
 from __future__ import annotations
@@ -37,11 +38,12 @@ async def test_an_mcp_read_and_write_each_run_once_in_their_own_tool_steps(
 ) -> None:
     await scenario.start(
         "mcp-rw",
-        ScenarioCommand(
+        mcp_agent=True,
+        command=ScenarioCommand(
             calls=(ScenarioCall(SCENARIO_MCP_READ_TOOL), ScenarioCall(SCENARIO_MCP_WRITE_TOOL))
         ),
     )
-    snapshot = await scenario.wait_for_turn_end("mcp-rw")
+    snapshot = await scenario.wait_for_turn_end("mcp-rw", mcp_agent=True)
 
     assert assistant_texts(snapshot) == [f"done: {READ} ungated ok; {WRITE} ungated ok"]
     assert scenario.log.count(READ) == scenario.log.count(WRITE) == 1
@@ -56,7 +58,9 @@ async def test_a_kill_during_an_mcp_read_sends_it_again_with_the_same_key(
     scenario: Scenario,
 ) -> None:
     await scenario.start(
-        "mcp-read-crash", ScenarioCommand(calls=(ScenarioCall(SCENARIO_MCP_READ_TOOL, "mcp-read"),))
+        "mcp-read-crash",
+        ScenarioCommand(calls=(ScenarioCall(SCENARIO_MCP_READ_TOOL, "mcp-read"),)),
+        mcp_agent=True,
     )
     gate = scenario.gate("mcp-read")
     await gate.wait_until_reached()
@@ -64,7 +68,7 @@ async def test_a_kill_during_an_mcp_read_sends_it_again_with_the_same_key(
 
     await gate.wait_until_reached(count=2)
     gate.release()
-    snapshot = await scenario.wait_for_turn_end("mcp-read-crash")
+    snapshot = await scenario.wait_for_turn_end("mcp-read-crash", mcp_agent=True)
 
     assert assistant_texts(snapshot) == [f"done: {READ} mcp-read ok"]
     first, second = scenario.log.keys(READ)
@@ -76,13 +80,14 @@ async def test_a_kill_during_an_mcp_write_records_outcome_unknown(scenario: Scen
     await scenario.start(
         "mcp-write-crash",
         ScenarioCommand(calls=(ScenarioCall(SCENARIO_MCP_WRITE_TOOL, "mcp-write"),)),
+        mcp_agent=True,
     )
     gate = scenario.gate("mcp-write")
     await gate.wait_until_reached()
     await scenario.replace_worker()
     gate.release()  # a wrongly repeated call would pass the gate and count
 
-    snapshot = await scenario.wait_for_turn_end("mcp-write-crash")
+    snapshot = await scenario.wait_for_turn_end("mcp-write-crash", mcp_agent=True)
 
     assert scenario.log.count(WRITE) == 1
     (tool_message,) = tool_messages(snapshot)

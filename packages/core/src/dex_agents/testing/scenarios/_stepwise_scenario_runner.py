@@ -105,8 +105,9 @@ def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
         tools=[*(_stepwise_tool(spec, tool) for tool in spec.tools), _stepwise_confirm_tool(spec)],
         tool_sources=[
             StepwiseReportSource(spec),
-            # The MCP scenarios need the mcp extra; without it Stepwise does not declare them.
-            *([scenario_mcp_tool_source(spec)] if mcp_extra_installed() else []),
+            # Only the MCP agent lists the MCP server (it needs the mcp extra), so the other
+            # scenarios never wait for a stdio server to start.
+            *([scenario_mcp_tool_source(spec)] if spec.mcp_tools else []),
         ],
         tool_policies=SCENARIO_MCP_TOOL_POLICIES,
         # Starting the stdio MCP server can take seconds on a loaded machine; the scenarios need
