@@ -233,6 +233,39 @@ async def test_resource_and_prompt_tools(tmp_path: Path) -> None:
         )
 
 
+async def test_a_stdio_task_is_polled_inside_the_call_until_task_wait_timeout(
+    tmp_path: Path,
+) -> None:
+    source = McpToolSource([stdio_config(tmp_path, task_wait_timeout=timedelta(seconds=2))])
+    await source.list_tools()
+    # The task ends with the server process, so it is polled on the call's own connection.
+    assert (
+        await source.call_tool("files__slow_report", {"item": "q1"}, idempotency_key=KEY)
+        == "report on q1 ready"
+    )
+    with pytest.raises(
+        McpToolCallInterruptedError, match="did not finish within task_wait_timeout"
+    ):
+        await source.call_tool(
+            "files__slow_report", {"item": "q2", "gate": "held-report"}, idempotency_key=KEY
+        )
+    assert _log(tmp_path).keys("slow_report") == ["q1", "q2"]
+
+
+def test_poll_intervals_follow_the_server_or_double_up_to_a_minute() -> None:
+    from dex_agents.mcp._tasks import first_poll_interval, next_poll_interval
+
+    assert first_poll_interval(None) == 1 and first_poll_interval(1500) == 2
+    assert [next_poll_interval(5000, previous) for previous in (None, 5, 10, 40, 60)] == [
+        5,
+        10,
+        20,
+        60,
+        60,
+    ]
+    assert next_poll_interval(120_000, 60) == 120  # a longer server interval wins
+
+
 def test_two_sources_with_the_resource_tools_are_refused() -> None:
     model = ScriptedModelClient(lambda request: ScriptedModelReply(text="hi"))
     config = McpStdioServerConfig(name="files", command="true")

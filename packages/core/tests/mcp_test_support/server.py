@@ -78,7 +78,9 @@ def build_server(http: bool) -> MCPServer:
         poll_interval_ms=1000,
         on_cancel=lambda task_id: _log().record("tasks/cancel", key=task_id),
     )
-    server = MCPServer("test-server", extensions=[tasks] if http else [])
+    # Both transports run the task tools as tasks; a stdio task lives in its process.
+    del http
+    server = MCPServer("test-server", extensions=[tasks])
 
     @server.tool(annotations={"readOnlyHint": True})
     async def lookup(item: str, ctx: Context, gate: str = "") -> str:
