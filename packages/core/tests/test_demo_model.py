@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import litellm_test_support
 import pytest
 
 pytest.importorskip("litellm", reason="the litellm extra (dex-agents[litellm]) is not installed")
@@ -22,7 +23,7 @@ from litellm_test_support.fake_providers import (
     FakeToolCall,
 )
 
-_OFFLINE = {"LITELLM_OFFLINE_MODE": "true", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+_OFFLINE = litellm_test_support.OFFLINE_ENVIRONMENT
 
 
 def _script(api: str, body: dict[str, Any]) -> FakeReply:

@@ -4,15 +4,12 @@ Anthropic Messages wire protocols: no network, a dummy key from api_key_provider
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator
 from typing import Any
 
+import litellm_test_support  # noqa: F401  (keeps LiteLLM offline; before litellm)
 import pytest
 
-# LiteLLM must never fetch its model cost map (or anything else) in tests.
-os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 pytest.importorskip("litellm", reason="the litellm extra (dex-agents[litellm]) is not installed")
 
 from dex_agents import AgentUsage, BuiltInTool, ConfigurationError

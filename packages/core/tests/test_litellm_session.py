@@ -4,17 +4,15 @@ server speaking each provider's wire protocol."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import litellm_test_support
 import pytest
 from agent_session_test_support import idle_after_turns
 
-os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 pytest.importorskip("litellm", reason="the litellm extra (dex-agents[litellm]) is not installed")
 
 from dex_agents import AgentSessionClient, AgentSnapshot, MessageRole
@@ -93,8 +91,7 @@ async def litellm_stack(tmp_path: Path) -> AsyncIterator[_Stack]:
             worker_cwd=TESTS_DIR,
             worker_env={
                 BASE_URL_ENV: provider.base_url,
-                "LITELLM_OFFLINE_MODE": "true",
-                "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+                **litellm_test_support.OFFLINE_ENVIRONMENT,
             },
         ) as stack:
             worker = await stack.start_worker()

@@ -5,9 +5,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
-os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
 from dex import Flow
 from dex_agents import ToolEffect
 from dex_agents.litellm import LiteLLMApi, LiteLLMModelClient
