@@ -168,7 +168,8 @@ class _ReportPoller:
 SCENARIO_RUNNER = ScenarioRunner(
     "pydantic-ai",
     build_flow=build_pydantic_ai_flow,
-    features=frozenset(ScenarioFeature),
+    # Every feature but MCP tools, which this runner joins through its MCP wrapper path later.
+    features=frozenset(ScenarioFeature) - {ScenarioFeature.MCP_TOOLS},
     build_context_window_flow=build_pydantic_ai_context_window_flow,
 )
 """Pydantic AI under the shared suite: every optional feature, and the context window scenario."""
