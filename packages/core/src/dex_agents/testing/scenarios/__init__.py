@@ -54,11 +54,14 @@ from dex_agents.testing.scenarios.scenario_questions import (
     ScenarioQuestion,
     ScenarioTaskRunning,
     poll_report,
+    poll_report_task,
     report_deliveries,
     report_job_ids,
     run_confirm_tool,
     start_report,
+    start_report_task,
     stop_at_report_gate,
+    tool_input_requested,
 )
 from dex_agents.testing.scenarios.scenario_runner import (
     SCENARIO_RUNNERS_ENTRY_POINT_GROUP,
@@ -112,6 +115,7 @@ __all__ = [
     "load_scenario_runner",
     "model_gate_name",
     "poll_report",
+    "poll_report_task",
     "refuse_model_calls",
     "report_deliveries",
     "report_job_ids",
@@ -121,5 +125,7 @@ __all__ = [
     "scenario_runner_names",
     "scripted_reply",
     "start_report",
+    "start_report_task",
     "stop_at_report_gate",
+    "tool_input_requested",
 ]

@@ -4,7 +4,9 @@
 ``report`` starts a remote job (a JSON file in the state directory, so it outlives a killed
 Worker), and each poll reads it: first still running, then a question ``Include drafts?``, then,
 once the answer reached the job, the finished report. A runner maps ``ScenarioQuestion`` to its
-``ToolInputRequested`` and ``ScenarioTaskStep`` values to ``ToolTaskStarted``/``ToolTaskPending``.
+``ToolInputRequested`` and ``ScenarioTaskStep`` values to ``ToolTaskStarted``/``ToolTaskPending``;
+:func:`tool_input_requested`, :func:`start_report_task` and :func:`poll_report_task` do that
+mapping once for every runner.
 """
 
 from __future__ import annotations
@@ -16,6 +18,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dex_agents.agent_framework_runner import (
+    DeferredToolExecution,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
+)
 from dex_agents.testing.file_gate import FileGate
 from dex_agents.testing.scenarios.scenario_agent import ScenarioAgentSpec
 
@@ -107,6 +118,47 @@ def poll_report(
     if job["polls"] == 1:
         return ScenarioTaskRunning()
     return ScenarioQuestion(REPORT_QUESTION, continuation=REPORT_QUESTION_ID)
+
+
+def tool_input_requested(question: ScenarioQuestion) -> ToolInputRequested:
+    """The runner contract's ``ToolInputRequested`` for a scenario question."""
+    return ToolInputRequested(
+        question.question,
+        choices=question.choices,
+        allows_free_text=question.allows_free_text,
+        continuation=question.continuation,
+    )
+
+
+async def start_report_task(
+    spec: ScenarioAgentSpec, call: DeferredToolExecution, gate: str
+) -> ToolTaskStarted:
+    """The body of the ``report`` tool in a tool Step: start the job once, saving its handle as the
+    heartbeat checkpoint, so a retried attempt resumes the saved job instead of starting another."""
+    if call.heartbeat_checkpoint is not None:
+        return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
+    job_id = start_report(spec, call.idempotency_key)
+    await call.save_heartbeat_checkpoint(job_id)
+    await stop_at_report_gate(spec, gate)
+    return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
+
+
+def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+    """A runner's ``poll_tool_task`` for the ``report`` tool: poll the job once."""
+    assert poll.tool_call.task_id is not None
+    pending = poll.pending_answer
+    outcome = poll_report(
+        spec,
+        poll.tool_call.task_id,
+        continuation=poll.tool_call.input_continuation,
+        pending_answer=pending.answer if pending is not None else None,
+        answer_is_pending=pending is not None,
+    )
+    if isinstance(outcome, ScenarioQuestion):
+        return tool_input_requested(outcome)
+    if isinstance(outcome, ScenarioTaskRunning):
+        return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
+    return ToolExecutionResult(outcome)
 
 
 def report_deliveries(state_dir: Path, job_id: str) -> int:
