@@ -10,6 +10,7 @@ from pathlib import Path
 
 from dex_agents import (
     AgentEventWriter,
+    AgentInterrupt,
     AgentMessage,
     AgentSessionFlow,
     AgentSnapshot,
@@ -35,6 +36,7 @@ __all__ = [
     "assistant_texts",
     "durable_worker",
     "tool_messages",
+    "wait_for_interrupt",
     "wait_for_turns",
 ]
 
@@ -66,6 +68,18 @@ async def wait_for_turns(
 
     return await wait_for_agent_snapshot(
         dex.sessions(flow), session_id, ended, description=f"turn {turns} to end"
+    )
+
+
+async def wait_for_interrupt(
+    dex: InProcessWorker, flow: AgentSessionFlow, session_id: str
+) -> AgentInterrupt:
+    """The session's first pending interrupt, once there is one."""
+    return await wait_for_agent_snapshot(
+        dex.sessions(flow),
+        session_id,
+        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        description=f"a pending interrupt of {session_id}",
     )
 
 

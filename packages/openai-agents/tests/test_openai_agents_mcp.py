@@ -12,7 +12,6 @@ from agents import Agent
 from agents.items import TResponseOutputItem
 from agents.mcp import MCPServerStdio
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect
-from dex_agents.testing import wait_for_agent_snapshot
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import (
     ModelCallInput,
@@ -20,7 +19,12 @@ from dex_agents_openai_agents.testing import (
     assistant_message,
     function_call,
 )
-from openai_agents_test_support import assistant_texts, durable_worker, wait_for_turns
+from openai_agents_test_support import (
+    assistant_texts,
+    durable_worker,
+    wait_for_interrupt,
+    wait_for_turns,
+)
 
 SERVER_SCRIPT = Path(__file__).with_name("openai_agents_mcp_notes_server.py")
 
@@ -55,12 +59,7 @@ async def test_mcp_tools_run_inline_unless_the_server_asks_for_approval(tmp_path
         async with durable_worker(tmp_path, [flow]) as dex:
             sessions = dex.sessions(flow)
             await sessions.start_session("notes", "count and save")
-            interrupt = await wait_for_agent_snapshot(
-                sessions,
-                "notes",
-                lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-                description="the save_note approval",
-            )
+            interrupt = await wait_for_interrupt(dex, flow, "notes")
             # The read ran inside RunModel; the write waits for its approval.
             assert log.read_text().splitlines() == ["count_words one two three"]
             snapshot = await sessions.get_agent_snapshot("notes")

@@ -16,19 +16,28 @@ from agents import (
     MaxTurnsExceeded,
     RunConfig,
     RunContextWrapper,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolOutputGuardrailData,
     function_tool,
     handoff,
+    tool_input_guardrail,
+    tool_output_guardrail,
 )
 from agents.items import TResponseOutputItem
 from dex_agents import (
+    AgentEventWriter,
     AgentMessage,
     AgentToolCallStatus,
     ConfigurationError,
     ConfigurationTypeError,
+    DeferredToolExecution,
     MessageRole,
     NoDeferredToolExecutionError,
     ToolCallsRequested,
     ToolEffect,
+    ToolExecutionError,
+    ToolExecutionResult,
     TurnCompleted,
     estimate_stored_input_tokens,
     select_turn_boundary_cutoff,
@@ -327,3 +336,57 @@ async def test_a_tool_named_like_an_enabled_built_in_tool_fails_the_model_call()
 def test_the_key_function_outside_a_tool_step_says_where_to_call_it() -> None:
     with pytest.raises(NoDeferredToolExecutionError, match="no deferred tool call is running"):
         get_current_deferred_tool_execution()
+
+
+async def test_tool_guardrails_run_around_the_tool_in_its_step() -> None:
+    ran: list[str] = []
+
+    @tool_input_guardrail
+    def no_admin(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        if "admin" in data.context.tool_arguments:
+            return ToolGuardrailFunctionOutput.reject_content("admin accounts are off limits")
+        return ToolGuardrailFunctionOutput.allow()
+
+    @tool_output_guardrail
+    def no_passwords(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        if "password" in str(data.output):
+            return ToolGuardrailFunctionOutput.raise_exception(output_info="leak")
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[no_admin], tool_output_guardrails=[no_passwords])
+    def read_account(account: str) -> str:
+        """Read an account."""
+        ran.append(account)
+        return f"{account}: password hunter2" if account == "leaky" else f"{account}: ok"
+
+    agent = Agent(
+        name="accounts",
+        model=_model(
+            [
+                function_call("read_account", {"account": "admin"}, call_id="a"),
+                function_call("read_account", {"account": "leaky"}, call_id="b"),
+                function_call("read_account", {"account": "alice"}, call_id="c"),
+            ]
+        ),
+        tools=[read_account],
+    )
+    runner = OpenAIAgentsRunner(agent)
+    driver = TurnDriver(runner)
+    driver.start_turn("read them")
+    requested = await driver.model_step()
+    assert isinstance(requested, ToolCallsRequested)
+    driver.record(requested, lambda name: (AgentToolCallStatus.APPROVED, ""))
+
+    async def execute(call_id: str) -> ToolExecutionResult:
+        record = driver.records[call_id]
+        outcome = await runner.execute_deferred_tool_call(
+            DeferredToolExecution(driver.flow_id, record, 1, AgentEventWriter.discarding())
+        )
+        assert isinstance(outcome, ToolExecutionResult)
+        return outcome
+
+    assert (await execute("a")).output == "admin accounts are off limits"
+    with pytest.raises(ToolExecutionError, match="tool guardrail no_passwords stopped the result"):
+        await execute("b")
+    assert (await execute("c")).output == "alice: ok"
+    assert ran == ["leaky", "alice"]  # the rejected call never ran

@@ -31,7 +31,6 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
-from dex_agents.testing import wait_for_agent_snapshot
 from dex_agents_openai_agents import (
     OpenAIAgentsRunner,
     get_current_deferred_tool_execution,
@@ -46,6 +45,7 @@ from openai_agents_test_support import (
     assistant_texts,
     durable_worker,
     tool_messages,
+    wait_for_interrupt,
     wait_for_turns,
 )
 
@@ -268,12 +268,7 @@ async def test_a_schema_only_tool_reads_its_idempotency_key_inside_its_tool_step
     async with durable_worker(tmp_path, [flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("refund-7", "refund order 7")
-        interrupt = await wait_for_agent_snapshot(
-            sessions,
-            "refund-7",
-            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-            description="the refund's approval",
-        )
+        interrupt = await wait_for_interrupt(dex, flow, "refund-7")
         assert sent == []  # nothing runs before the approval
         assert await sessions.resolve_interrupt("refund-7", interrupt.interrupt_id, approved=True)
         snapshot = await wait_for_turns(dex, flow, "refund-7", 1)
@@ -299,12 +294,7 @@ async def test_a_rejected_call_reaches_the_model_with_the_reason(tmp_path: Path)
         sessions = dex.sessions(flow)
         await sessions.start_session("admin", "delete a1")
         # The tool's own needs_approval=True asks even though the session default is read.
-        interrupt = await wait_for_agent_snapshot(
-            sessions,
-            "admin",
-            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-            description="the approval",
-        )
+        interrupt = await wait_for_interrupt(dex, flow, "admin")
         assert await sessions.resolve_interrupt(
             "admin", interrupt.interrupt_id, approved=False, rejection_message="not today"
         )

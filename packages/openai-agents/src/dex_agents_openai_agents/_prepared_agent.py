@@ -9,6 +9,7 @@ user's original tool later, in its own Step.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
@@ -101,6 +102,4 @@ async def _session_routed(context: RunContextWrapper[Any], arguments: str) -> st
 
 
 def _without_tool_choice(settings: ModelSettings) -> ModelSettings:
-    reset = copy.copy(settings)
-    reset.tool_choice = None
-    return reset
+    return dataclasses.replace(settings, tool_choice=None)

@@ -377,7 +377,6 @@ class OpenAIAgentsRunner:
         context: object,
     ) -> tuple[list[DeferredToolCall], str]:
         handoffs = agent_handoffs(agent)
-        own = function_tools(agent)
         next_agent = agent.name
         handoff_taken = False
         deferred: list[DeferredToolCall] = []
@@ -392,7 +391,7 @@ class OpenAIAgentsRunner:
                 # The session routes built-in calls to their own Steps, read and unapproved.
                 policy = turn.resolve_tool_policy(name, ToolEffect.READ)
             elif call_id in result.interrupted_call_ids:
-                tool = own.get(name) or await _find_tool(agent, name, context)
+                tool = await _find_tool(agent, name, context)
                 policy = await _policy(turn, name, tool, arguments, call_id, context)
             elif name in handoffs:
                 output, target = await self._handoff_outcome(

@@ -17,6 +17,8 @@ from __future__ import annotations
 import copy
 import inspect
 import json
+from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, Final
 
 from agents import (
@@ -35,6 +37,7 @@ from agents.tool import (
     set_function_tool_failure_error_function,
 )
 from agents.tool_context import ToolContext
+from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from dex_agents import (
     DeferredToolExecution,
     ToolExecutionError,
@@ -144,30 +147,32 @@ def _with_dex_failures(tool: FunctionTool) -> FunctionTool:
 async def _input_guardrail_rejection(
     tool: FunctionTool, agent: Agent[Any], context: ToolContext[Any]
 ) -> str | None:
-    for guardrail in tool.tool_input_guardrails or ():
-        verdict = await guardrail.run(ToolInputGuardrailData(context=context, agent=agent))
-        behavior = verdict.behavior
-        if behavior["type"] == "raise_exception":
-            raise ToolExecutionError(
-                f"tool input guardrail {guardrail.get_name()} stopped the call of {tool.name}"
-            )
-        if behavior["type"] == "reject_content":
-            return str(behavior["message"])
-    return None
+    data = ToolInputGuardrailData(context=context, agent=agent)
+    checks = [(g.get_name(), partial(g.run, data)) for g in tool.tool_input_guardrails or ()]
+    return await _first_rejection(checks, f"the call of {tool.name}")
 
 
 async def _output_guardrail_result(
     tool: FunctionTool, agent: Agent[Any], context: ToolContext[Any], output: Any
 ) -> Any:
-    for guardrail in tool.tool_output_guardrails or ():
-        verdict = await guardrail.run(
-            ToolOutputGuardrailData(context=context, agent=agent, output=output)
-        )
-        behavior = verdict.behavior
+    data = ToolOutputGuardrailData(context=context, agent=agent, output=output)
+    checks = [(g.get_name(), partial(g.run, data)) for g in tool.tool_output_guardrails or ()]
+    rejection = await _first_rejection(checks, f"the result of {tool.name}")
+    return output if rejection is None else rejection
+
+
+async def _first_rejection(
+    checks: Sequence[tuple[str, Callable[[], Awaitable[ToolGuardrailFunctionOutput]]]],
+    subject: str,
+) -> str | None:
+    """Run the guardrails in order; the first rejection's message, or ``None`` when all allow.
+
+    A guardrail that raises stops the call with a failed result, where the SDK would fail its run.
+    """
+    for name, check in checks:
+        behavior = (await check()).behavior
         if behavior["type"] == "raise_exception":
-            raise ToolExecutionError(
-                f"tool output guardrail {guardrail.get_name()} stopped the result of {tool.name}"
-            )
+            raise ToolExecutionError(f"tool guardrail {name} stopped {subject}")
         if behavior["type"] == "reject_content":
             return str(behavior["message"])
-    return output
+    return None
