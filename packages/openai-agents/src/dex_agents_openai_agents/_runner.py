@@ -179,7 +179,7 @@ class OpenAIAgentsRunner:
             MaxTurnsExceeded: When the turn already made ``max_turns`` model calls.
             GuardrailTripwireError: When an input or output guardrail tripped.
             ConfigurationError: When the active agent is unknown here or a tool name clashes.
-            Exception: Whatever the SDK raises: a model error, a guardrail tripwire.
+            Exception: Whatever else the SDK or the model raises.
         """
         run_state = TurnRunState.decode(turn.framework_run_state)
         transcript = read_transcript(turn.messages, turn.turn_id)
