@@ -27,10 +27,12 @@ from agents import (
 from agents.items import TResponseOutputItem
 from dex_agents import (
     AgentEventWriter,
+    AgentFrameworkRunner,
     AgentMessage,
     AgentToolCallStatus,
     ConfigurationError,
     ConfigurationTypeError,
+    ContextCompactionRunner,
     DeferredToolExecution,
     MessageRole,
     NoDeferredToolExecutionError,
@@ -38,7 +40,10 @@ from dex_agents import (
     ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
+    ToolTaskCanceller,
+    ToolTaskPoller,
     TurnCompleted,
+    UnfinishedTurnMessageBuilder,
     estimate_stored_input_tokens,
     select_turn_boundary_cutoff,
 )
@@ -390,3 +395,16 @@ async def test_tool_guardrails_run_around_the_tool_in_its_step() -> None:
         await execute("b")
     assert (await execute("c")).output == "alice: ok"
     assert ran == ["leaky", "alice"]  # the rejected call never ran
+
+
+def test_the_runner_offers_every_optional_capability_of_the_contract() -> None:
+    runner = OpenAIAgentsRunner(Agent(name="a"))
+    for capability in (
+        AgentFrameworkRunner,
+        UnfinishedTurnMessageBuilder,
+        ContextCompactionRunner,
+        ToolTaskPoller,
+        ToolTaskCanceller,
+    ):
+        assert isinstance(runner, capability), capability.__name__
+    assert runner.supports_plan_mode is True

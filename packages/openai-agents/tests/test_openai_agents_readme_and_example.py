@@ -9,7 +9,12 @@ import re
 import sys
 from pathlib import Path
 
-from dex_agents.testing import EngineLogs, EngineProcess
+from dex_agents.testing import (
+    EXECUTE_COMPLETED_EVENT,
+    EngineLogs,
+    EngineProcess,
+    read_step_history,
+)
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
@@ -53,6 +58,7 @@ async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
         script = tmp_path / "agent.py"
         script.write_text(source.replace(README_ADDRESS, engine.server_address))
         output = await _run(script, tmp_path)
+        history = await read_step_history(engine.server_address, "session-42")
     finally:
         await engine.stop()
 
@@ -62,6 +68,16 @@ async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
     assert output.rstrip().endswith(
         "assistant Done: refunded order 7 (idempotency key session-42/turn-1/call_refund)"
     )
+    executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
+    named = ["RunModel", "CallTool", "AwaitToolApproval", "CallSingleAttemptTool"]
+    assert [step for step in executed if step in named] == [
+        "RunModel",
+        "CallTool",
+        "RunModel",
+        "AwaitToolApproval",
+        "CallSingleAttemptTool",
+        "RunModel",
+    ]
 
 
 async def test_the_example_script_prints_the_turns_events_and_messages(tmp_path: Path) -> None:
