@@ -24,6 +24,7 @@ from agents.items import TResponseOutputItem
 from agents.testing import ScriptedModel
 from agents.tool_context import ToolContext
 from dex_agents import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
     TURN_FAILURE_NOTE_HEADER,
     AgentSessionFlow,
     AgentSessionOptions,
@@ -327,3 +328,55 @@ async def test_tool_use_behavior_ends_the_turn_with_the_tool_result(
     assert snapshot.messages[-1].tool_output == "x found"
     assert assistant_texts(snapshot) == []  # no second model call
     assert snapshot.usage.model_calls == 1
+
+
+async def test_a_tool_exception_follows_the_calls_effect_not_the_sdk_default_message(
+    tmp_path: Path,
+) -> None:
+    reads: list[str] = []
+    writes: list[str] = []
+
+    @function_tool
+    def flaky_read(topic: str) -> str:
+        """A read that fails on its first attempt."""
+        reads.append(topic)
+        if len(reads) == 1:
+            raise ConnectionError("index timed out")
+        return f"{topic} found"
+
+    @function_tool
+    def send_email(to: str) -> str:
+        """A write that may have sent before it failed."""
+        writes.append(to)
+        raise ConnectionError("mail server hung up")
+
+    @function_tool(failure_error_function=lambda context, error: f"handled: {error}")
+    def own_policy(topic: str) -> str:
+        """A tool with its own failure message."""
+        raise ValueError("bad topic")
+
+    model = _call_then_answer(
+        ("flaky_read", '{"topic":"x"}'),
+        ("send_email", '{"to":"a@example.com"}'),
+        ("own_policy", '{"topic":"y"}'),
+    )
+    flow = _flow(
+        Agent(name="mixed", model=model, tools=[flaky_read, send_email, own_policy]),
+        AgentSessionOptions(
+            tool_policies={
+                "flaky_read": ToolPolicy(ToolEffect.READ),
+                "send_email": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
+                "own_policy": ToolPolicy(ToolEffect.READ),
+            }
+        ),
+    )
+    async with durable_worker(tmp_path, [flow]) as dex:
+        await dex.sessions(flow).start_session("mixed", "do it all")
+        snapshot = await wait_for_turns(dex, flow, "mixed", 1)
+
+    outputs = {m.tool_name: m.tool_output for m in tool_messages(snapshot)}
+    assert outputs["flaky_read"] == "x found"  # CallTool retried the read
+    assert reads == ["x", "x"]
+    assert outputs["send_email"] == OUTCOME_UNKNOWN_TOOL_RESULT  # never sent a second time
+    assert writes == ["a@example.com"]
+    assert outputs["own_policy"] == "handled: bad topic"

@@ -1,15 +1,21 @@
 """One deferred ``FunctionTool`` call inside its tool Step, the way the SDK would run it.
 
 The tool's input guardrails run first, then the tool through the SDK's ``invoke_function_tool``
-(its timeout and failure policy included), then its output guardrails; the output becomes the text
-of the SDK's ``function_call_output``. A tool may also return ``ToolInputRequested`` or
-``ToolTaskStarted``, which go to the session unchanged.
+(its timeout included), then its output guardrails; the output becomes the text of the SDK's
+``function_call_output``. A tool may also return ``ToolInputRequested`` or ``ToolTaskStarted``,
+which go to the session unchanged.
 
-Two failures always reach the session as ``ToolExecutionError`` (recorded ``failed``), whatever the
-tool's ``failure_error_function`` says: a ``ToolExecutionError`` the tool raised, and arguments
-that are not valid for the tool's schema. Any other exception follows the tool's own policy: the
-default turns it into a model-visible message, ``failure_error_function=None`` lets it fail the
-Step, so ``CallTool`` retries a read.
+Failures follow the session's rules, not the SDK's default message ("An error occurred while
+running the tool. Please try again."), which would invite the model to repeat a write that may
+have taken effect:
+
+- a ``ToolExecutionError`` the tool raised, and arguments that are not valid for the tool's schema,
+  are recorded ``failed`` with their message, which the model sees;
+- any other exception fails the Step, so the call's effect decides: ``CallTool`` retries a read
+  or an idempotent write, and a call that still fails records ``failed`` (a read) or
+  ``outcome_unknown`` (a write), as does a single-attempt call at once;
+- a ``failure_error_function`` the tool sets itself is the application's choice and is honored:
+  its message becomes the call's result.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from agents import (
     ToolOutputGuardrailData,
 )
 from agents.tool import (
+    default_tool_error_function,
     invoke_function_tool,
     resolve_function_tool_failure_error_function,
     set_function_tool_failure_error_function,
@@ -124,7 +131,7 @@ def _check_arguments(tool_name: str, arguments: str) -> None:
 
 
 def _with_dex_failures(tool: FunctionTool) -> FunctionTool:
-    """A copy of ``tool`` whose failure policy lets the two session failures through."""
+    """A copy of ``tool`` whose failure policy follows the session's rules (module docstring)."""
     original = resolve_function_tool_failure_error_function(tool)
 
     async def on_failure(context: RunContextWrapper[Any], error: Exception) -> str:
@@ -134,7 +141,7 @@ def _with_dex_failures(tool: FunctionTool) -> FunctionTool:
             _SDK_INVALID_ARGUMENTS_PREFIX
         ):
             raise invalid_arguments_error(tool.name, str(error)) from error
-        if original is None:
+        if original is None or original is default_tool_error_function:
             raise error
         message = original(context, error)
         return str(await message) if inspect.isawaitable(message) else str(message)
