@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dex_agents import (
+    AgentEvent,
     AgentEventWriter,
     AgentInterrupt,
     AgentMessage,
@@ -103,6 +104,7 @@ class TurnDriver:
     run_state: str | None = None
     records: dict[str, AgentToolCall] = field(default_factory=dict)
     enabled_built_in_tools: frozenset[str] = frozenset()
+    events: list[AgentEvent] = field(default_factory=list)
 
     @property
     def turn_id(self) -> str:
@@ -122,7 +124,9 @@ class TurnDriver:
             messages=tuple(self.messages),
             framework_run_state=self.run_state,
             tool_calls=dict(self.records),
-            events=AgentEventWriter.discarding(turn_id=self.turn_id),
+            events=AgentEventWriter(
+                self.events.append, turn_id=self.turn_id, step_execution_id=None, attempt=1
+            ),
             enabled_built_in_tools=self.enabled_built_in_tools,
         )
 

@@ -46,11 +46,14 @@ def lookup_order(order_id: str) -> str:
     return f"order {order_id} shipped"
 
 
+ANSWER = "Your order 7 has shipped. " + "It left the warehouse on Monday and arrives soon. " * 3
+
+
 def _reply(request: ProviderRequest) -> ProviderReply:
     """Asks for the tool until the input holds its result, then answers with that result."""
     body = json.dumps(request.body)
     if "order 7 shipped" in body:
-        return ProviderReply(text="Your order 7 has shipped.")
+        return ProviderReply(text=ANSWER)
     return ProviderReply(tool_calls=(("call_lookup_1", "lookup_order", '{"order_id":"7"}'),))
 
 
@@ -116,7 +119,13 @@ async def test_each_model_step_is_one_streamed_request_and_the_tool_waits_for_it
     completed = await driver.model_step()
 
     assert isinstance(completed, TurnCompleted)
-    assert completed.new_messages[-1].text == "Your order 7 has shipped."
+    assert completed.new_messages[-1].text == ANSWER
+    # The streamed text reached the session's events; the Chat Completions stream sends it in
+    # 4-character chunks, which the runner batches instead of writing one event per chunk.
+    deltas = [json.loads(e.payload)["text"] for e in driver.events if e.type == "text_delta"]
+    assert "".join(deltas) == ANSWER
+    if kind == "chat":
+        assert len(deltas) < len(ANSWER) // 4
     assert len(server.requests) == 2
     assert _sent_tool_results(kind, server.requests[1]) == ["order 7 shipped"]
     assert LOOKUPS == []  # the recorded result, never a second run of the tool
@@ -147,7 +156,7 @@ async def test_a_durable_turn_with_the_real_openai_model(
         snapshot = await wait_for_turns(dex, flow, "order-7", 1)
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    assert assistant_texts(snapshot) == ["Your order 7 has shipped."]
+    assert assistant_texts(snapshot) == [ANSWER]
     (result,) = tool_messages(snapshot)
     assert (result.tool_name, result.tool_output) == ("lookup_order", "order 7 shipped")
     assert LOOKUPS == ["7"]  # the tool ran once, in its own Step

@@ -9,6 +9,7 @@ SDK raises ``MaxTurnsExceeded`` with the run's items, which carry everything thi
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
@@ -40,6 +41,8 @@ _REASONING_DELTAS = frozenset(
     {"response.reasoning_summary_text.delta", "response.reasoning_text.delta"}
 )
 _COMPLETED = "response.completed"
+_BATCH_CHARS = 64
+_BATCH_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -90,11 +93,14 @@ async def run_one_model_call(
         run_config=run_config,
     )
     completed: Response | None = None
+    deltas = _DeltaBatcher(events)
     try:
         async for event in streamed.stream_events():
             if isinstance(event, RawResponsesStreamEvent):
-                completed = _forward(event, events) or completed
+                completed = deltas.forward(event) or completed
+        deltas.flush()
     except MaxTurnsExceeded as stopped:
+        deltas.flush()
         # The SDK went on after this call (a handoff, an inline MCP tool) and stopped at the turn
         # limit, before a second model call; its run data holds what this call produced.
         data = stopped.run_data
@@ -104,17 +110,54 @@ async def run_one_model_call(
     return _result(streamed.raw_responses, streamed.new_items, streamed.interruptions, completed)
 
 
-def _forward(event: RawResponsesStreamEvent, events: AgentEventWriter) -> Response | None:
-    data = event.data
-    kind = getattr(data, "type", None)
-    if kind == _TEXT_DELTA:
-        events.write_text_delta(str(getattr(data, "delta", "")))
-    elif kind in _REASONING_DELTAS:
-        events.write_reasoning_delta(str(getattr(data, "delta", "")))
-    elif kind == _COMPLETED:
-        response = getattr(data, "response", None)
-        return response if isinstance(response, Response) else None
-    return None
+class _DeltaBatcher:
+    """Forwards the stream's text and reasoning deltas to the session's events in batches.
+
+    A provider streams a delta per token; each event is one Stream message, so deltas are joined
+    until ``_BATCH_CHARS`` characters or ``_BATCH_SECONDS`` since the last write, and written at
+    once when the kind changes or the stream ends.
+    """
+
+    def __init__(self, events: AgentEventWriter) -> None:
+        self._events = events
+        self._kind: str | None = None
+        self._parts: list[str] = []
+        self._size = 0
+        self._last_write = time.monotonic()
+
+    def forward(self, event: RawResponsesStreamEvent) -> Response | None:
+        """Take one raw stream event; returns the final ``Response`` when this is it."""
+        data = event.data
+        kind = getattr(data, "type", None)
+        if kind == _TEXT_DELTA or kind in _REASONING_DELTAS:
+            self._add(
+                _TEXT_DELTA if kind == _TEXT_DELTA else "reasoning", getattr(data, "delta", "")
+            )
+            return None
+        if kind == _COMPLETED:
+            response = getattr(data, "response", None)
+            return response if isinstance(response, Response) else None
+        return None
+
+    def flush(self) -> None:
+        """Write what is buffered."""
+        if self._parts:
+            text = "".join(self._parts)
+            if self._kind == _TEXT_DELTA:
+                self._events.write_text_delta(text)
+            else:
+                self._events.write_reasoning_delta(text)
+        self._parts, self._size, self._last_write = [], 0, time.monotonic()
+
+    def _add(self, kind: str, delta: object) -> None:
+        if kind != self._kind:
+            self.flush()
+            self._kind = kind
+        text = str(delta)
+        self._parts.append(text)
+        self._size += len(text)
+        if self._size >= _BATCH_CHARS or time.monotonic() - self._last_write >= _BATCH_SECONDS:
+            self.flush()
 
 
 def _result(

@@ -193,7 +193,9 @@ class OpenAIAgentsRunner:
         model_calls = run_state.model_calls if run_state is not None else 0
         if self._max_turns is not None and model_calls >= self._max_turns:
             raise MaxTurnsExceeded(f"Max turns ({self._max_turns}) exceeded")
-        run_config = self._turn_run_config(turn.session_settings, resuming=run_state is not None)
+        run_config = self._turn_run_config(
+            turn.flow_id, turn.session_settings, resuming=run_state is not None
+        )
         prepared = prepare_agent(
             agent,
             enabled_built_in_tools=turn.enabled_built_in_tools,
@@ -260,7 +262,11 @@ class OpenAIAgentsRunner:
         if tool is None:
             raise ToolExecutionError(f"unknown tool {record.tool_name} of agent {agent.name}")
         outcome = await run_function_tool(
-            tool, agent, call, context=context, run_config=self._turn_run_config({}, resuming=True)
+            tool,
+            agent,
+            call,
+            context=context,
+            run_config=self._turn_run_config(call.flow_id, {}, resuming=True),
         )
         if isinstance(outcome, ToolTaskStarted) and record.tool_name not in self._pollers:
             raise ToolExecutionError(
@@ -324,7 +330,7 @@ class OpenAIAgentsRunner:
             model_settings=settings,
         )
         run_config = dataclasses.replace(
-            self._turn_run_config(request.session_settings, resuming=True),
+            self._turn_run_config(request.flow_id, request.session_settings, resuming=True),
             output_guardrails=None,
         )
         prompt = build_context_summary_prompt(request, reserved_tokens=settings.max_tokens or 0)
@@ -354,7 +360,9 @@ class OpenAIAgentsRunner:
     def _context(self, flow_id: str, turn_id: str) -> object:
         return None if self._context_factory is None else self._context_factory(flow_id, turn_id)
 
-    def _turn_run_config(self, settings: Mapping[str, object], *, resuming: bool) -> RunConfig:
+    def _turn_run_config(
+        self, flow_id: str, settings: Mapping[str, object], *, resuming: bool
+    ) -> RunConfig:
         configured = self._run_config
         run_config = configured(settings) if callable(configured) else configured or RunConfig()
         if not isinstance(run_config, RunConfig):
@@ -364,6 +372,8 @@ class OpenAIAgentsRunner:
         check_run_config(run_config)
         # A tool the model made up becomes a failed tool result instead of failing the turn.
         changes: dict[str, Any] = {"tool_not_found_behavior": "return_error_to_model"}
+        if run_config.group_id is None:
+            changes["group_id"] = flow_id  # every model call is one SDK trace; group the session
         if resuming:
             changes["input_guardrails"] = None  # they ran on the turn's first model call
         return dataclasses.replace(run_config, **changes)
