@@ -3,24 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-import inspect
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, TypeAlias, cast
+from typing import Any, TypeAlias, cast
 
 from agents import (
     Agent,
-    FunctionTool,
-    FunctionToolResult,
-    Handoff,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
     RunConfig,
-    RunContextWrapper,
     RunHooks,
     Runner,
-    ToolsToFinalOutputResult,
 )
 from agents.run import DEFAULT_MAX_TURNS
 from dex_agents import (
@@ -32,14 +25,11 @@ from dex_agents import (
     ConfigurationTypeError,
     ContextSummaryRequest,
     ContextSummaryResult,
-    DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
     FrameworkMessage,
     JsonObject,
-    ResolvedToolPolicy,
     ToolCallsRequested,
-    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolTaskCancellation,
@@ -51,22 +41,21 @@ from dex_agents import (
     build_context_summary_prompt,
     estimate_stored_input_tokens,
     select_turn_boundary_cutoff,
-    tool_effect_from_mcp_tool_annotations,
 )
 
-from dex_agents_openai_agents._agent_graph import AgentGraph, agent_handoffs, check_run_config
+from dex_agents_openai_agents._agent_graph import AgentGraph, check_run_config
 from dex_agents_openai_agents._call_reference import CallReference
 from dex_agents_openai_agents._compaction_cutoff import keep_active_agent_named
+from dex_agents_openai_agents._deferred_calls import defer_calls, find_tool
 from dex_agents_openai_agents._errors import GuardrailTripwireError
-from dex_agents_openai_agents._model_call import ModelCallResult, run_one_model_call
+from dex_agents_openai_agents._model_call import run_one_model_call
 from dex_agents_openai_agents._model_input import (
-    PendingResult,
     fixed_input_tokens,
     model_input,
     pending_results,
 )
 from dex_agents_openai_agents._model_report import agent_usage, model_call_metadata, model_of
-from dex_agents_openai_agents._prepared_agent import function_tools, prepare_agent
+from dex_agents_openai_agents._prepared_agent import prepare_agent
 from dex_agents_openai_agents._stored_items import (
     FUNCTION_CALL,
     read_transcript,
@@ -74,6 +63,7 @@ from dex_agents_openai_agents._stored_items import (
     user_message_item,
 )
 from dex_agents_openai_agents._tool_execution import run_function_tool
+from dex_agents_openai_agents._tool_use_behavior import tool_results_end_turn
 from dex_agents_openai_agents._turn_run_state import TurnRunState
 
 __all__ = ["ContextFactory", "OpenAIAgentsRunner", "RunConfigFactory"]
@@ -82,11 +72,6 @@ ContextFactory: TypeAlias = Callable[[str, str], object]
 """Builds the SDK run context (``RunContextWrapper.context``) from the session ID and turn ID."""
 RunConfigFactory: TypeAlias = Callable[[Mapping[str, object]], RunConfig]
 """Builds the ``RunConfig`` of a turn from its session settings, such as its model."""
-
-# A call the SDK already answered inside RunModel: its tool Step only records that answer.
-_RECORD_ONLY_POLICY: Final = ResolvedToolPolicy(ToolEffect.READ, requires_approval=False)
-# The SDK's own text for every handoff of a response after the first, which it ignores.
-_IGNORED_HANDOFF_OUTPUT: Final = "Multiple handoffs detected, ignoring this one."
 
 
 class OpenAIAgentsRunner:
@@ -188,7 +173,7 @@ class OpenAIAgentsRunner:
         pending = pending_results(turn, transcript)
         stored_results = [result.message(agent_name) for result in pending]
         context = self._context(turn.flow_id, turn.turn_id)
-        if run_state is not None and await _tool_results_end_turn(agent, pending, context):
+        if run_state is not None and await tool_results_end_turn(agent, pending, context):
             return TurnCompleted(new_messages=stored_results, usage=AgentUsage(model_calls=0))
         model_calls = run_state.model_calls if run_state is not None else 0
         if self._max_turns is not None and model_calls >= self._max_turns:
@@ -225,7 +210,7 @@ class OpenAIAgentsRunner:
             return TurnCompleted(
                 new_messages=new_messages, usage=usage, model_call_metadata=metadata
             )
-        deferred, next_agent = await self._deferred_calls(turn, agent, calls, result, context)
+        deferred, next_agent = await defer_calls(self._graph, turn, agent, calls, result, context)
         return ToolCallsRequested(
             framework_run_state=TurnRunState(next_agent, model_calls + 1).encode(),
             tool_calls=deferred,
@@ -258,7 +243,7 @@ class OpenAIAgentsRunner:
             return ToolExecutionResult(reference.inline_output)
         agent = self._graph.agent(reference.agent)
         context = self._context(call.flow_id, call.turn_id)
-        tool = await _find_tool(agent, record.tool_name, context)
+        tool = await find_tool(agent, record.tool_name, context)
         if tool is None:
             raise ToolExecutionError(f"unknown tool {record.tool_name} of agent {agent.name}")
         outcome = await run_function_tool(
@@ -378,77 +363,6 @@ class OpenAIAgentsRunner:
             changes["input_guardrails"] = None  # they ran on the turn's first model call
         return dataclasses.replace(run_config, **changes)
 
-    async def _deferred_calls(
-        self,
-        turn: AgentTurnContext,
-        agent: Agent[Any],
-        calls: list[JsonObject],
-        result: ModelCallResult,
-        context: object,
-    ) -> tuple[list[DeferredToolCall], str]:
-        handoffs = agent_handoffs(agent)
-        next_agent = agent.name
-        handoff_taken = False
-        deferred: list[DeferredToolCall] = []
-        for item in calls:
-            call_id, name, arguments = (
-                str(item.get("call_id")),
-                str(item.get("name")),
-                str(item.get("arguments") or ""),
-            )
-            reference = CallReference(agent.name)
-            if name in turn.enabled_built_in_tools:
-                # The session routes built-in calls to their own Steps, read and unapproved.
-                policy = turn.resolve_tool_policy(name, ToolEffect.READ)
-            elif call_id in result.interrupted_call_ids:
-                tool = await _find_tool(agent, name, context)
-                policy = await _policy(turn, name, tool, arguments, call_id, context)
-            elif name in handoffs:
-                output, target = await self._handoff_outcome(
-                    handoffs[name], call_id, arguments, result, context, handoff_taken
-                )
-                reference = CallReference(agent.name, inline_output=output, handoff_to=target)
-                policy = _RECORD_ONLY_POLICY
-                if target is not None:
-                    next_agent, handoff_taken = target, True
-            elif call_id in result.inline_outputs and call_id not in result.calls_without_origin:
-                # A tool of the agent's MCP servers, which the SDK ran inside RunModel.
-                reference = CallReference(agent.name, inline_output=result.inline_outputs[call_id])
-                policy = _RECORD_ONLY_POLICY
-            else:
-                error = result.inline_outputs.get(call_id) or f"Tool '{name}' not found."
-                reference = CallReference(agent.name, unknown_tool_error=error)
-                policy = _RECORD_ONLY_POLICY
-            deferred.append(DeferredToolCall(call_id, name, arguments, policy, reference.encode()))
-        return deferred, next_agent
-
-    async def _handoff_outcome(
-        self,
-        handoff: Handoff[Any, Any],
-        call_id: str,
-        arguments: str,
-        result: ModelCallResult,
-        context: object,
-        handoff_taken: bool,
-    ) -> tuple[str, str | None]:
-        """The output of one handoff call, and the agent it hands off to when it takes effect.
-
-        The SDK runs a handoff inline; when the response also asked for function tools, it leaves
-        the handoff for after them, and this runner invokes it the same way. Only the first handoff
-        of a response takes effect, as in the SDK.
-
-        Raises:
-            ConfigurationError: When the target agent is unknown to this runner.
-        """
-        if call_id == result.handoff_call_id and result.handoff_target is not None:
-            target = self._graph.agent(result.handoff_target).name
-            return result.inline_outputs[call_id], target
-        if call_id in result.inline_outputs or handoff_taken:
-            return result.inline_outputs.get(call_id, _IGNORED_HANDOFF_OUTPUT), None
-        next_agent = await handoff.on_invoke_handoff(RunContextWrapper(context), arguments)
-        target = self._graph.agent(next_agent.name).name
-        return handoff.get_transfer_message(next_agent), target
-
 
 def _tripwire_error(
     tripped: InputGuardrailTripwireTriggered | OutputGuardrailTripwireTriggered, agent: str
@@ -459,85 +373,3 @@ def _tripwire_error(
         f"{kind} guardrail {result.guardrail.get_name()} of agent {agent} triggered its tripwire "
         f"(output_info: {result.output.output_info!r}); the turn ends without an answer"
     )
-
-
-async def _find_tool(agent: Agent[Any], name: str, context: object) -> FunctionTool | None:
-    """The agent's function tool, else a tool of its MCP servers, named ``name``."""
-    tool = function_tools(agent).get(name)
-    if tool is not None or not agent.mcp_servers:
-        return tool
-    for listed in await agent.get_mcp_tools(RunContextWrapper(context)):
-        if isinstance(listed, FunctionTool) and listed.name == name:
-            return listed
-    return None
-
-
-async def _policy(
-    turn: AgentTurnContext,
-    name: str,
-    tool: FunctionTool | None,
-    arguments: str,
-    call_id: str,
-    context: object,
-) -> ResolvedToolPolicy:
-    """The session policy of a deferred call: an explicit policy wins, then MCP annotations for
-    the effect; the tool's own ``needs_approval`` decides approval unless a policy names it."""
-    if tool is None:
-        return turn.resolve_tool_policy(name)
-    annotations = tool.mcp_annotations
-    effect = tool_effect_from_mcp_tool_annotations(annotations) if annotations is not None else None
-    policy = turn.resolve_tool_policy(name, effect)
-    if name in turn.tool_policies:
-        return policy
-    approval = await _needs_approval(tool, arguments, call_id, context)
-    return policy if approval is None else ResolvedToolPolicy(policy.effect, approval)
-
-
-async def _needs_approval(
-    tool: FunctionTool, arguments: str, call_id: str, context: object
-) -> bool | None:
-    """The tool's own approval setting for this call; ``None`` when it leaves it to the session."""
-    setting = tool.needs_approval
-    if isinstance(setting, bool):
-        return True if setting else None
-    try:
-        parameters = json.loads(arguments) if arguments else {}
-    except ValueError:
-        return True  # the SDK asks for approval of arguments it cannot inspect
-    if not isinstance(parameters, dict):
-        return True
-    return bool(await setting(RunContextWrapper(context), parameters, call_id))
-
-
-async def _tool_results_end_turn(
-    agent: Agent[Any], pending: list[PendingResult], context: object
-) -> bool:
-    """Whether the agent's ``tool_use_behavior`` makes these tool results the turn's final output.
-
-    Only results of the agent's own function tools count, as in the SDK: after a handoff the new
-    agent runs.
-    """
-    behavior = agent.tool_use_behavior
-    if behavior == "run_llm_again":
-        return False
-    own = function_tools(agent)
-    results = [r for r in pending if r.call.tool_name in own and r.call.agent == agent.name]
-    if not results:
-        return False
-    if behavior == "stop_on_first_tool":
-        return True
-    if isinstance(behavior, dict):
-        stop_names = set(behavior.get("stop_at_tool_names", ()))
-        return any(result.call.tool_name in stop_names for result in results)
-    if callable(behavior):
-        verdict = behavior(
-            RunContextWrapper(context),
-            [
-                FunctionToolResult(tool=own[r.call.tool_name], output=r.output, run_item=None)
-                for r in results
-            ],
-        )
-        if inspect.isawaitable(verdict):
-            verdict = await verdict
-        return isinstance(verdict, ToolsToFinalOutputResult) and verdict.is_final_output
-    return False
