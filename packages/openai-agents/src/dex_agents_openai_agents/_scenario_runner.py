@@ -39,9 +39,9 @@ from dex_agents.testing.scenarios import (
     poll_report_task,
     run_confirm_tool,
     run_scenario_tool,
+    scenario_input_requested,
     scripted_reply,
     start_report_task,
-    tool_input_requested,
 )
 
 from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
@@ -128,7 +128,7 @@ def _confirm_tool(spec: ScenarioAgentSpec) -> FunctionTool:
         call = get_current_deferred_tool_execution()
         answers = [answer.answer for answer in call.input_answers]
         result = run_confirm_tool(spec, answers, call.idempotency_key)
-        return tool_input_requested(result) if isinstance(result, ScenarioQuestion) else result
+        return scenario_input_requested(result) if isinstance(result, ScenarioQuestion) else result
 
     return function_tool(
         confirm,

@@ -58,10 +58,10 @@ from dex_agents.testing.scenarios.scenario_questions import (
     report_deliveries,
     report_job_ids,
     run_confirm_tool,
+    scenario_input_requested,
     start_report,
     start_report_task,
     stop_at_report_gate,
-    tool_input_requested,
 )
 from dex_agents.testing.scenarios.scenario_runner import (
     SCENARIO_RUNNERS_ENTRY_POINT_GROUP,
@@ -122,10 +122,10 @@ __all__ = [
     "run_confirm_tool",
     "run_scenario_tool",
     "scenario_agent_specs",
+    "scenario_input_requested",
     "scenario_runner_names",
     "scripted_reply",
     "start_report",
     "start_report_task",
     "stop_at_report_gate",
-    "tool_input_requested",
 ]

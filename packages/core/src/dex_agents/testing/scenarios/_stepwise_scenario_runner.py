@@ -53,8 +53,8 @@ from dex_agents.testing.scenarios.scenario_questions import (
     ScenarioQuestion,
     poll_report_task,
     run_confirm_tool,
+    scenario_input_requested,
     start_report_task,
-    tool_input_requested,
 )
 from dex_agents.testing.scenarios.scenario_runner import ScenarioFeature, ScenarioRunner
 from dex_agents.tool_policy import ToolEffect
@@ -126,7 +126,7 @@ def _stepwise_confirm_tool(spec: ScenarioAgentSpec) -> Any:
         answers = [answer.answer for answer in context.input_answers]
         result = run_confirm_tool(spec, answers, context.idempotency_key)
         if isinstance(result, ScenarioQuestion):
-            return tool_input_requested(result)
+            return scenario_input_requested(result)
         return result
 
     return function_tool(

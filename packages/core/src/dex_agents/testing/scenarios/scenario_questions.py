@@ -4,9 +4,7 @@
 ``report`` starts a remote job (a JSON file in the state directory, so it outlives a killed
 Worker), and each poll reads it: first still running, then a question ``Include drafts?``, then,
 once the answer reached the job, the finished report. A runner maps ``ScenarioQuestion`` to its
-``ToolInputRequested`` and ``ScenarioTaskStep`` values to ``ToolTaskStarted``/``ToolTaskPending``;
-:func:`tool_input_requested`, :func:`start_report_task` and :func:`poll_report_task` do that
-mapping once for every runner.
+``ToolInputRequested`` and ``ScenarioTaskStep`` values to ``ToolTaskStarted``/``ToolTaskPending``.
 """
 
 from __future__ import annotations
@@ -120,7 +118,7 @@ def poll_report(
     return ScenarioQuestion(REPORT_QUESTION, continuation=REPORT_QUESTION_ID)
 
 
-def tool_input_requested(question: ScenarioQuestion) -> ToolInputRequested:
+def scenario_input_requested(question: ScenarioQuestion) -> ToolInputRequested:
     """The runner contract's ``ToolInputRequested`` for a scenario question."""
     return ToolInputRequested(
         question.question,
@@ -144,7 +142,8 @@ async def start_report_task(
 
 
 def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-    """A runner's ``poll_tool_task`` for the ``report`` tool: poll the job once."""
+    """A runner's ``poll_tool_task`` of the ``report`` job: :func:`poll_report` with the poll's
+    task, continuation and pending answer, mapped to the runner contract's outcomes."""
     assert poll.tool_call.task_id is not None
     pending = poll.pending_answer
     outcome = poll_report(
@@ -155,7 +154,7 @@ def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPol
         answer_is_pending=pending is not None,
     )
     if isinstance(outcome, ScenarioQuestion):
-        return tool_input_requested(outcome)
+        return scenario_input_requested(outcome)
     if isinstance(outcome, ScenarioTaskRunning):
         return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
     return ToolExecutionResult(outcome)
