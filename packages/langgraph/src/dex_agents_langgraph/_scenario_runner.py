@@ -329,7 +329,9 @@ SCENARIO_RUNNER = ScenarioRunner(
     "langgraph",
     build_flow=build_langgraph_scenario_flow,
     # Every feature but MCP tools, which this runner joins through its MCP wrapper path later.
-    features=frozenset(ScenarioFeature) - {ScenarioFeature.MCP_TOOLS},
+    features=frozenset(
+        {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
+    ),
     build_context_window_flow=build_langgraph_context_window_flow,
 )
 """LangGraph under the shared suite: every optional feature, and the context window scenario."""

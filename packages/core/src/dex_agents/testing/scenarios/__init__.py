@@ -73,6 +73,7 @@ from dex_agents.testing.scenarios.scenario_questions import (
     run_confirm_tool,
     scenario_input_requested,
     start_report,
+    start_report_task,
     stop_at_report_gate,
 )
 from dex_agents.testing.scenarios.scenario_runner import (
@@ -149,5 +150,6 @@ __all__ = [
     "scenario_runner_names",
     "scripted_reply",
     "start_report",
+    "start_report_task",
     "stop_at_report_gate",
 ]

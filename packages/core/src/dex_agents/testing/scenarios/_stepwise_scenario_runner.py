@@ -55,14 +55,12 @@ from dex_agents.testing.scenarios.scenario_mcp_server import (
 )
 from dex_agents.testing.scenarios.scenario_questions import (
     CONFIRM_TOOL,
-    REPORT_POLL_INTERVAL_SECONDS,
     REPORT_TOOL,
     ScenarioQuestion,
     poll_report_task,
     run_confirm_tool,
     scenario_input_requested,
-    start_report,
-    stop_at_report_gate,
+    start_report_task,
 )
 from dex_agents.testing.scenarios.scenario_runner import ScenarioFeature, ScenarioRunner
 from dex_agents.tool_policy import ToolEffect
@@ -183,13 +181,8 @@ class StepwiseReportSource:
         return DeferredToolCall(tool_call_id, listed_tool.name, arguments, policy)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolTaskStarted:
-        if call.heartbeat_checkpoint is not None:
-            return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
-        job_id = start_report(self._spec, call.idempotency_key)
-        await call.save_heartbeat_checkpoint(job_id)
         arguments = json.loads(call.tool_call.arguments or "{}")
-        await stop_at_report_gate(self._spec, str(arguments.get("gate") or ""))
-        return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
+        return await start_report_task(self._spec, call, str(arguments.get("gate") or ""))
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         return poll_report_task(self._spec, poll)
