@@ -41,6 +41,8 @@ DEADLINE_FLOW_TYPE = "ScenarioDeadlineAgent"
 """Flow type of the scenario agent whose approvals and questions expire after ``APPROVAL_DEADLINE``."""
 PLAN_FLOW_TYPE = "ScenarioPlanAgent"
 """Flow type of the plan-mode scenario agent (``write_todos``, plan mode on)."""
+MCP_FLOW_TYPE = "ScenarioMcpAgent"
+"""The agent that offers the scenario MCP server's tools (``ScenarioFeature.MCP_TOOLS``)."""
 QUESTION_BUILT_IN_TOOLS = frozenset({"ask_user", "durable_wait"})
 """Built-in tools of the main and deadline agents; session features, so every runner has them."""
 APPROVAL_DEADLINE = timedelta(seconds=2)
@@ -90,6 +92,8 @@ class ScenarioAgentSpec:
     instructions: str = INSTRUCTIONS
     built_in_tools: frozenset[str] = frozenset()
     plan_mode_enabled: bool = False
+    #: Offer the tools of the scenario MCP server (``scenario_mcp_server``) too.
+    mcp_tools: bool = False
 
     @property
     def model_spend_limit(self) -> ScenarioSpendLimit:
@@ -117,6 +121,7 @@ def scenario_agent_specs(state_dir: Path) -> list[ScenarioAgentSpec]:
             built_in_tools=frozenset({"write_todos"}),
             plan_mode_enabled=True,
         ),
+        ScenarioAgentSpec(MCP_FLOW_TYPE, state_dir, mcp_tools=True),
     ]
 
 
