@@ -23,6 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import dex_agents
+
+# Before the module walk imports dex_agents.litellm: LiteLLM must not reach the network.
+import litellm_test_support  # noqa: F401
 import pytest
 from dex_agents import (
     AgentEventWriter,

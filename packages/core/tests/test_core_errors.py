@@ -13,6 +13,9 @@ import inspect
 from pathlib import Path
 
 import dex_agents
+
+# Before the module walk imports dex_agents.litellm: LiteLLM must not reach the network.
+import litellm_test_support  # noqa: F401
 import pytest
 from dex_agents import (
     AgentSessionFlow,
@@ -45,6 +48,9 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents.testing.scenarios._scenario_runner.UnknownScenarioRunnerError": LookupError,
     "dex_agents.testing.scenarios._scenario_agent.ScenarioToolError": Exception,
     "dex_agents._demo.DemoError": Exception,
+    "dex_agents.mcp._errors.McpToolCallInterruptedError": ConnectionError,
+    "dex_agents.mcp._errors.McpServerUnreachableError": ConnectionError,
+    "dex_agents.mcp._errors.McpTaskError": RuntimeError,
     "dex_agents.ui_stream._invalid_resume_token_error.InvalidAgentEventResumeTokenError": (
         ValueError
     ),

@@ -1,10 +1,10 @@
 """The public names of the core, pinned: the frozen adapter API, and a docstring on every one.
 
 Adapters pin ``dex-agents==0.3.0`` and import only these names, so a rename or a removal breaks
-six distributions at once. The root list is the frozen public API, by area; the other four
-packages' lists (``stepwise``, ``ui_stream``, ``testing``, ``testing.scenarios``) are
-frozen the same way. Every public name has a docstring at its definition
-(a class or function docstring, or the string literal after a constant or type alias).
+every adapter distribution at once. The root list is the frozen public API, by area; the other
+packages' lists (``stepwise``, ``ui_stream``, ``testing``, ``testing.scenarios``, and the extras'
+``litellm`` and ``mcp``) are frozen the same way. Every public name has a docstring at its
+definition (a class or function docstring, or the string literal after a constant or type alias).
 """
 
 from __future__ import annotations
@@ -18,6 +18,9 @@ from pathlib import Path
 from types import ModuleType
 
 import dex_agents
+
+# Before the module walk imports dex_agents.litellm: LiteLLM must not reach the network.
+import litellm_test_support  # noqa: F401
 import pytest
 
 #: The root's public API, by area, as frozen for the adapters.
@@ -311,6 +314,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "INSTRUCTIONS",
             "KILL_WORKER_GATE",
             "MAIN_FLOW_TYPE",
+            "MCP_FLOW_TYPE",
             "MODEL_FAILURE",
             "MODEL_INVOCATION",
             "PLAN_FLOW_TYPE",
@@ -320,6 +324,11 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "REPORT_QUESTION",
             "REPORT_QUESTION_ID",
             "REPORT_TOOL",
+            "SCENARIO_MCP_READ_TOOL",
+            "SCENARIO_MCP_SERVER_NAME",
+            "SCENARIO_MCP_SOURCE_NAME",
+            "SCENARIO_MCP_TOOL_POLICIES",
+            "SCENARIO_MCP_WRITE_TOOL",
             "SCENARIO_RUNNERS_ENTRY_POINT_GROUP",
             "SCENARIO_RUNNERS_ENV",
             "SCENARIO_TOOLS",
@@ -328,6 +337,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "ScenarioCall",
             "ScenarioCommand",
             "ScenarioFeature",
+            "ScenarioMcpServer",
             "ScenarioQuestion",
             "ScenarioReply",
             "ScenarioRunner",
@@ -340,6 +350,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "build_scenario_flows",
             "invocation_log",
             "load_scenario_runner",
+            "mcp_extra_installed",
             "model_gate_name",
             "poll_report",
             "poll_report_task",
@@ -350,10 +361,52 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "run_scenario_tool",
             "scenario_agent_specs",
             "scenario_input_requested",
+            "scenario_mcp_server",
+            "scenario_mcp_server_config",
+            "scenario_mcp_tool_source",
             "scenario_runner_names",
             "scripted_reply",
             "start_report",
+            "start_report_task",
             "stop_at_report_gate",
+        }
+    ),
+    "dex_agents.litellm": frozenset(
+        {
+            "ApiKeyProvider",
+            "CHAT_COMPLETIONS_API",
+            "LiteLLMApi",
+            "LiteLLMModelClient",
+            "RESPONSES_API",
+        }
+    ),
+    "dex_agents.mcp": frozenset(
+        {
+            "ANSWER_SETTLE_SECONDS",
+            "DEFAULT_CONNECTION_ATTEMPTS",
+            "DEFAULT_CONNECTION_TIMEOUT",
+            "DEFAULT_LISTING_FAILURE_BACKOFF",
+            "DEFAULT_LISTING_TTL",
+            "DEFAULT_REQUEST_TIMEOUT",
+            "DEFAULT_SOURCE_NAME",
+            "DEFAULT_TASK_WAIT_TIMEOUT",
+            "IDEMPOTENCY_KEY_META_KEY",
+            "INPUT_REQUEST_ERROR_PREFIX",
+            "MAX_TOOL_NAME_LENGTH",
+            "MCP_GET_PROMPT_TOOL_NAME",
+            "MCP_LIST_RESOURCES_AND_PROMPTS_TOOL_NAME",
+            "MCP_READ_RESOURCE_TOOL_NAME",
+            "MCP_TASK_STATUS_EVENT",
+            "MCP_TOOL_PROGRESS_EVENT",
+            "McpServerConfig",
+            "McpStdioServerConfig",
+            "McpStreamableHttpServerConfig",
+            "McpTaskError",
+            "McpTool",
+            "McpToolCallInterruptedError",
+            "McpToolSource",
+            "TASKS_EXTENSION",
+            "agent_tool_name",
         }
     ),
 }
