@@ -87,7 +87,11 @@ from dex_agents_google_adk._model_call_plugin import (
     built_in_adk_tools,
 )
 from dex_agents_google_adk._model_call_report import model_call_metadata, model_call_usage
-from dex_agents_google_adk._tool_activation import AdkActivation, open_activation
+from dex_agents_google_adk._tool_activation import (
+    AdkActivation,
+    open_activation,
+    plugin_errors_unwrapped,
+)
 from dex_agents_google_adk._tool_tasks import AdkTaskToolCanceller, task_tool
 
 __all__ = ["DEFAULT_USER_ID", "GoogleAdkRunner", "ModelResolver"]
@@ -341,20 +345,21 @@ class GoogleAdkRunner:
         runner = Runner(app=app, session_service=session_service)
         stream = _TextStream(turn)
         events: list[Event] = []
-        async with aclosing(
-            runner.run_async(
-                user_id=self._user_id,
-                session_id=turn.flow_id,
-                new_message=activation.new_message,
-                run_config=self._run_config,
-            )
-        ) as adk_events:
-            async for event in adk_events:
-                if event.partial:
-                    stream.write_partial(event)
-                    continue
-                stream.write_final(event)
-                events.append(event)
+        with plugin_errors_unwrapped():
+            async with aclosing(
+                runner.run_async(
+                    user_id=self._user_id,
+                    session_id=turn.flow_id,
+                    new_message=activation.new_message,
+                    run_config=self._run_config,
+                )
+            ) as adk_events:
+                async for event in adk_events:
+                    if event.partial:
+                        stream.write_partial(event)
+                        continue
+                    stream.write_final(event)
+                    events.append(event)
         _raise_on_error(events)
         return events
 

@@ -10,9 +10,11 @@ not kept.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 
+from dex_agents import DexAgentsError
 from google.adk.agents.invocation_context import InvocationContext, new_invocation_context_id
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.agents.readonly_context import ReadonlyContext
@@ -26,7 +28,19 @@ from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
-__all__ = ["AdkActivation", "open_activation"]
+__all__ = ["AdkActivation", "open_activation", "plugin_errors_unwrapped"]
+
+
+@contextmanager
+def plugin_errors_unwrapped() -> Iterator[None]:
+    """Re-raise a dex-agents error that ADK's plugin manager wrapped in a ``RuntimeError``, so a
+    callback's ``ToolExecutionError`` or ``ConfigurationError`` keeps its meaning."""
+    try:
+        yield
+    except RuntimeError as error:
+        if isinstance(error.__cause__, DexAgentsError):
+            raise error.__cause__ from None
+        raise
 
 
 @dataclass(frozen=True)
@@ -42,9 +56,10 @@ class AdkActivation:
         """Run one call through ADK's tool pipeline; ``None`` when a long-running tool answered
         nothing."""
         confirmations = {call.id: confirmation} if confirmation is not None and call.id else None
-        return await handle_function_call_list_async(
-            self.context, [call], self.tools, tool_confirmation_dict=confirmations
-        )
+        with plugin_errors_unwrapped():
+            return await handle_function_call_list_async(
+                self.context, [call], self.tools, tool_confirmation_dict=confirmations
+            )
 
 
 async def open_activation(
