@@ -32,7 +32,7 @@ from google_adk_test_support import TurnBuilder, running_session
 
 # LiteLLM fetches a model price list over the network unless told to use its bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-from google.adk.models.lite_llm import LiteLlm  # noqa: E402
+from google.adk.models.lite_llm import LiteLlm
 
 RESPONSE_MODEL = "fake-gpt-2026-01"
 ANSWER = ("Order 7 ", "was delivered.")
