@@ -174,7 +174,9 @@ def _agent(server: ChatCompletionsServer) -> LlmAgent:
     )
 
 
-async def test_a_streamed_turn_through_litellm(server: ChatCompletionsServer, tmp_path: Path) -> None:
+async def test_a_streamed_turn_through_litellm(
+    server: ChatCompletionsServer, tmp_path: Path
+) -> None:
     LOOKUPS.clear()
     flow = AgentSessionFlow(
         GoogleAdkRunner(_agent(server)),
