@@ -22,35 +22,28 @@ from dex_agents import (
     BuiltInTool,
     ToolEffect,
     ToolExecutionError,
-    ToolExecutionResult,
-    ToolInputRequested,
     ToolPolicy,
-    ToolTaskPending,
     ToolTaskPoll,
     ToolTaskPollOutcome,
-    ToolTaskStarted,
     estimate_text_tokens,
     require_deferred_tool_execution,
 )
 from dex_agents.testing import ContextWindowModel
 from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
-    REPORT_POLL_INTERVAL_SECONDS,
     REPORT_TOOL,
     ScenarioAgentSpec,
     ScenarioFeature,
     ScenarioQuestion,
     ScenarioReply,
     ScenarioRunner,
-    ScenarioTaskRunning,
     ScenarioTool,
     ScenarioToolError,
-    poll_report,
+    poll_report_task,
     run_confirm_tool,
     run_scenario_tool,
     scripted_reply,
-    start_report,
-    stop_at_report_gate,
+    start_report_task,
 )
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.models.base_llm import BaseLlm
@@ -204,35 +197,12 @@ class ScenarioReportTool(BaseTool):
         )
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
+        # The tool reads its tool Step's call (the saved checkpoint, the key) from the context.
         execution = require_deferred_tool_execution()
-        if execution.heartbeat_checkpoint is not None:
-            return ToolTaskStarted(execution.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
-        job_id = start_report(self._spec, idempotency_key_for_tool_call(tool_context))
-        await execution.save_heartbeat_checkpoint(job_id)
-        await stop_at_report_gate(self._spec, str(args.get("gate") or ""))
-        return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
+        return await start_report_task(self._spec, execution, str(args.get("gate") or ""))
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        if poll.tool_call.task_id is None:
-            raise LookupError(f"tool call {poll.tool_call.tool_call_id} has no task to poll")
-        pending = poll.pending_answer
-        outcome = poll_report(
-            self._spec,
-            poll.tool_call.task_id,
-            continuation=poll.tool_call.input_continuation,
-            pending_answer=pending.answer if pending is not None else None,
-            answer_is_pending=pending is not None,
-        )
-        if isinstance(outcome, ScenarioQuestion):
-            return ToolInputRequested(
-                outcome.question,
-                choices=outcome.choices,
-                allows_free_text=outcome.allows_free_text,
-                continuation=outcome.continuation,
-            )
-        if isinstance(outcome, ScenarioTaskRunning):
-            return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
-        return ToolExecutionResult(outcome)
+        return poll_report_task(self._spec, poll)
 
 
 def build_google_adk_context_window_flow(
