@@ -118,6 +118,49 @@ def poll_report(
     return ScenarioQuestion(REPORT_QUESTION, continuation=REPORT_QUESTION_ID)
 
 
+def scenario_input_requested(question: ScenarioQuestion) -> ToolInputRequested:
+    """The runner contract's ``ToolInputRequested`` for a scenario question."""
+    return ToolInputRequested(
+        question.question,
+        choices=question.choices,
+        allows_free_text=question.allows_free_text,
+        continuation=question.continuation,
+    )
+
+
+def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+    """A runner's ``poll_tool_task`` of the ``report`` job: :func:`poll_report` with the poll's
+    task, continuation and pending answer, mapped to the runner contract's outcomes."""
+    assert poll.tool_call.task_id is not None
+    pending = poll.pending_answer
+    outcome = poll_report(
+        spec,
+        poll.tool_call.task_id,
+        continuation=poll.tool_call.input_continuation,
+        pending_answer=pending.answer if pending is not None else None,
+        answer_is_pending=pending is not None,
+    )
+    if isinstance(outcome, ScenarioQuestion):
+        return scenario_input_requested(outcome)
+    if isinstance(outcome, ScenarioTaskRunning):
+        return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
+    return ToolExecutionResult(outcome)
+
+
+async def start_report_task(
+    spec: ScenarioAgentSpec, call: DeferredToolExecution, gate: str
+) -> ToolTaskStarted:
+    """A runner's ``report`` tool in its tool Step: a retried attempt resumes the job its earlier
+    attempt saved as the heartbeat checkpoint; otherwise :func:`start_report` with the call's key,
+    save the job's handle, and stop at ``gate`` (when not empty)."""
+    if call.heartbeat_checkpoint is not None:
+        return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
+    job_id = start_report(spec, call.idempotency_key)
+    await call.save_heartbeat_checkpoint(job_id)
+    await stop_at_report_gate(spec, gate)
+    return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
+
+
 def report_deliveries(state_dir: Path, job_id: str) -> int:
     """How many times an answer changed the job: once, however often a poll repeated."""
     delivered: int = json.loads(_job_path(state_dir, job_id).read_text())["deliveries"]
@@ -137,51 +180,3 @@ def _write_job(path: Path, job: dict[str, object]) -> None:
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(job))
     temporary.replace(path)
-
-
-def scenario_input_requested(question: ScenarioQuestion) -> ToolInputRequested:
-    """A scenario question as the runner's ``ToolInputRequested``."""
-    return ToolInputRequested(
-        question.question,
-        choices=question.choices,
-        allows_free_text=question.allows_free_text,
-        continuation=question.continuation,
-    )
-
-
-async def start_report_task(
-    spec: ScenarioAgentSpec, call: DeferredToolExecution, gate: str
-) -> ToolTaskStarted:
-    """The ``report`` tool's body in a tool Step, for every runner: a retried attempt resumes the
-    job its earlier attempt saved as the heartbeat checkpoint; otherwise start the job, save its
-    handle, and stop at ``gate``."""
-    if call.heartbeat_checkpoint is not None:
-        return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
-    job_id = start_report(spec, call.idempotency_key)
-    await call.save_heartbeat_checkpoint(job_id)
-    await stop_at_report_gate(spec, gate)
-    return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
-
-
-def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-    """One ``poll_tool_task`` of a ``report`` job, for every runner.
-
-    Raises:
-        LookupError: The record has no task ID.
-    """
-    task_id = poll.tool_call.task_id
-    if task_id is None:
-        raise LookupError(f"tool call {poll.tool_call.tool_call_id} has no task to poll")
-    pending = poll.pending_answer
-    outcome = poll_report(
-        spec,
-        task_id,
-        continuation=poll.tool_call.input_continuation,
-        pending_answer=pending.answer if pending is not None else None,
-        answer_is_pending=pending is not None,
-    )
-    if isinstance(outcome, ScenarioQuestion):
-        return scenario_input_requested(outcome)
-    if isinstance(outcome, ScenarioTaskRunning):
-        return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
-    return ToolExecutionResult(outcome)
