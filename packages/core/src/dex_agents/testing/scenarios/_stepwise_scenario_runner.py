@@ -49,7 +49,6 @@ from dex_agents.testing.scenarios.scenario_agent import (
 )
 from dex_agents.testing.scenarios.scenario_questions import (
     CONFIRM_TOOL,
-    REPORT_POLL_INTERVAL_SECONDS,
     REPORT_TOOL,
     ScenarioQuestion,
     poll_report_task,
