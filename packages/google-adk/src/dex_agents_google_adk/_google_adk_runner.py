@@ -70,6 +70,7 @@ from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
 from dex_agents_google_adk._adk_transcript import (
+    USER_AUTHOR,
     Transcript,
     event_messages,
     function_call_arguments,
@@ -242,7 +243,9 @@ class GoogleAdkRunner:
             id=record.tool_call_id, name=record.tool_name, args=_call_arguments(record)
         )
         activation = await self._open_tool_activation(call.flow_id)
-        event = await activation.run_tool_call(function_call, _confirmation(call))
+        event = await activation.run_tool_call(
+            function_call, _answered_confirmation(call), approved=record.requires_approval
+        )
         return _tool_outcome(record, event, call.supports_tool_tasks)
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
@@ -463,28 +466,32 @@ class GoogleAdkRunner:
 
 
 class _TextStream:
-    """Writes the model's text to the turn's events as it arrives, or whole when not streamed."""
+    """Writes the model's text and thoughts to the turn's events as they arrive, or whole when the
+    model did not stream."""
 
     def __init__(self, turn: AgentTurnContext) -> None:
         self._turn = turn
         self._streamed = False
 
     def write_partial(self, event: Event) -> None:
-        for part in _parts(event):
-            if part.text:
-                self._streamed = True
-                if part.thought:
-                    self._turn.events.write_reasoning_delta(part.text)
-                else:
-                    self._turn.events.write_text_delta(part.text)
+        self._streamed = self._write(event) or self._streamed
 
     def write_final(self, event: Event) -> None:
-        if self._streamed or event.author == "user":
-            self._streamed = False
-            return
+        if not self._streamed and event.author != USER_AUTHOR:
+            self._write(event)
+        self._streamed = False
+
+    def _write(self, event: Event) -> bool:
+        wrote = False
         for part in _parts(event):
-            if part.text and not part.thought and part.function_response is None:
+            if not part.text or part.function_response is not None:
+                continue
+            wrote = True
+            if part.thought:
+                self._turn.events.write_reasoning_delta(part.text)
+            else:
                 self._turn.events.write_text_delta(part.text)
+        return wrote
 
 
 def _parts(response: LlmResponse) -> Sequence[types.Part]:
@@ -534,21 +541,16 @@ def _call_arguments(record: AgentToolCall) -> dict[str, Any]:
     return arguments
 
 
-def _confirmation(call: DeferredToolExecution) -> ToolConfirmation | None:
-    """The ADK confirmation a rerun of the call carries: the user's last answer to the tool's
-    question, else the session's approval when the call waited for one."""
-    record = call.tool_call
-    if call.input_answers:
-        answer = call.input_answers[-1].answer
-        requested = _requested_confirmation(record.input_continuation)
-        return ToolConfirmation(
-            hint=requested.hint,
-            payload=requested.payload,
-            confirmed=answer == _CONFIRMED_ANSWER,
-        )
-    if record.requires_approval:
-        return ToolConfirmation(confirmed=True)
-    return None
+def _answered_confirmation(call: DeferredToolExecution) -> ToolConfirmation | None:
+    """The ADK confirmation a rerun of the call carries: the user's last answer to the question
+    the tool asked with ``request_confirmation``, with the hint and payload it asked with."""
+    if not call.input_answers:
+        return None
+    answer = call.input_answers[-1].answer
+    requested = _requested_confirmation(call.tool_call.input_continuation)
+    return ToolConfirmation(
+        hint=requested.hint, payload=requested.payload, confirmed=answer == _CONFIRMED_ANSWER
+    )
 
 
 def _requested_confirmation(continuation: str | None) -> ToolConfirmation:

@@ -26,6 +26,7 @@ from google.adk.plugins.plugin_manager import PluginManager
 from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
+from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 
 __all__ = ["AdkActivation", "open_activation", "plugin_errors_unwrapped"]
@@ -51,15 +52,29 @@ class AdkActivation:
     tools: dict[str, BaseTool]
 
     async def run_tool_call(
-        self, call: types.FunctionCall, confirmation: ToolConfirmation | None
+        self, call: types.FunctionCall, confirmation: ToolConfirmation | None, *, approved: bool
     ) -> Event | None:
         """Run one call through ADK's tool pipeline; ``None`` when a long-running tool answered
-        nothing."""
+        nothing.
+
+        ``confirmation`` answers the tool's own ``request_confirmation``; without one, a call the
+        session's approval let through counts as confirmed for a tool whose
+        ``require_confirmation`` holds these arguments, so ADK's gate does not ask again.
+        """
+        if confirmation is None and approved and await self._requires_confirmation(call):
+            confirmation = ToolConfirmation(confirmed=True)
         confirmations = {call.id: confirmation} if confirmation is not None and call.id else None
         with plugin_errors_unwrapped():
             return await handle_function_call_list_async(
                 self.context, [call], self.tools, tool_confirmation_dict=confirmations
             )
+
+    async def _requires_confirmation(self, call: types.FunctionCall) -> bool:
+        tool = self.tools.get(call.name or "")
+        if tool is None:
+            return False
+        context = ToolContext(invocation_context=self.context, function_call_id=call.id)
+        return await tool.check_require_confirmation(dict(call.args or {}), context) is True
 
 
 async def open_activation(
