@@ -24,6 +24,7 @@ from dex_agents_google_adk import GoogleAdkRunner
 from fastapi.openapi.models import APIKey, APIKeyIn
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.auth.auth_tool import AuthConfig
+from google.adk.tools.agent_tool import AgentTool
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.long_running_tool import LongRunningFunctionTool
 from google.adk.tools.tool_context import ToolContext
@@ -180,3 +181,23 @@ async def test_a_task_tool_and_what_a_tool_step_cannot_do() -> None:
         await runner.execute_deferred_tool_call(_execution("ship_order", "{not json"))
     with pytest.raises(ToolExecutionError, match="JSON object"):
         await runner.execute_deferred_tool_call(_execution("ship_order", "[1]"))
+
+
+async def test_an_agent_tool_runs_its_sub_agent_inside_one_tool_step() -> None:
+    helper_model = ScriptedLlm(model="helper", script=[text_reply("The teapot shipped on Monday.")])
+    helper = LlmAgent(name="shipping_expert", model=helper_model, description="Knows shipments.")
+    runner = GoogleAdkRunner(
+        LlmAgent(
+            name="front_desk",
+            model=ScriptedLlm(model="m", script=[text_reply("unused")]),
+            tools=[AgentTool(helper)],
+        )
+    )
+
+    result = await runner.execute_deferred_tool_call(
+        _execution("shipping_expert", '{"request":"When did order 7 ship?"}')
+    )
+
+    assert result == ToolExecutionResult("The teapot shipped on Monday.")
+    (request,) = helper_model.requests
+    assert "When did order 7 ship?" in str(request.contents)
