@@ -345,6 +345,10 @@ def test_agents_that_cannot_run_one_model_call_per_step_are_refused() -> None:
         )
     with pytest.raises(ConfigurationTypeError, match="LlmAgent"):
         GoogleAdkRunner("not an agent")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="summary_max_output_tokens"):
+        GoogleAdkRunner(LlmAgent(name="a", model=model), summary_max_output_tokens=0)
+    with pytest.raises(ConfigurationError, match="user_id"):
+        GoogleAdkRunner(LlmAgent(name="a", model=model), user_id=" ")
 
 
 async def test_a_tool_context_key_outside_a_tool_step_is_refused() -> None:

@@ -139,7 +139,8 @@ class GoogleAdkRunner:
 
     Raises:
         ConfigurationTypeError: When ``agent`` is not an ``LlmAgent`` or an ``App`` of one.
-        ConfigurationError: When the agent cannot run one model call per Step: it has
+        ConfigurationError: When ``user_id`` is blank or ``summary_max_output_tokens`` is not a
+            positive int, or when the agent cannot run one model call per Step: it has
             ``sub_agents`` (a transfer runs the other agent inside the model loop), a code
             executor other than ADK's built-in one, a ``mode`` other than chat, or the ``App``
             has ADK's own events compaction or resumability; or when ``run_config`` streams
@@ -165,10 +166,18 @@ class GoogleAdkRunner:
         trust_mcp_tool_annotations: bool = True,
         summary_max_output_tokens: int | None = None,
     ) -> None:
-        self._app = _require_app(agent, app_name)
-        root = self._app.root_agent
-        assert isinstance(root, LlmAgent)
-        self._agent: LlmAgent = root
+        self._app, self._agent = _require_app(agent, app_name)
+        if not isinstance(user_id, str) or not user_id.strip():
+            raise ConfigurationError(f"user_id must be a non-blank string, got {user_id!r}")
+        if summary_max_output_tokens is not None and (
+            isinstance(summary_max_output_tokens, bool)
+            or not isinstance(summary_max_output_tokens, int)
+            or summary_max_output_tokens < 1
+        ):
+            raise ConfigurationError(
+                "summary_max_output_tokens must be a positive int or None, got "
+                f"{summary_max_output_tokens!r}"
+            )
         self._resolve_model = resolve_model
         self._run_config = _require_run_config(run_config)
         self._user_id = user_id
@@ -622,7 +631,7 @@ def _static_declarations(agent: LlmAgent) -> list[types.FunctionDeclaration | No
     return declarations
 
 
-def _require_app(agent: object, app_name: str | None) -> App:
+def _require_app(agent: object, app_name: str | None) -> tuple[App, LlmAgent]:
     if isinstance(agent, App):
         app = agent if app_name is None else agent.model_copy(update={"name": app_name})
         root = app.root_agent
@@ -649,7 +658,7 @@ def _require_app(agent: object, app_name: str | None) -> App:
             "the App is resumable; Dex keeps the session durable, so leave resumability_config "
             "unset"
         )
-    return app
+    return app, root
 
 
 def _require_single_call_agent(agent: LlmAgent) -> None:

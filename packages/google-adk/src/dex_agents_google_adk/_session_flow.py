@@ -25,9 +25,11 @@ def google_adk_session_flow(
     run_config: RunConfig | None = None,
     app_name: str | None = None,
     user_id: str = DEFAULT_USER_ID,
+    trust_mcp_tool_annotations: bool = True,
+    summary_max_output_tokens: int | None = None,
 ) -> AgentSessionFlow:
     """The durable session Flow of an ADK ``LlmAgent`` (or ``App``): a :class:`GoogleAdkRunner`
-    with ``options``.
+    (its arguments are the runner's) with ``options``.
 
     ADK tools carry no side-effect metadata, so classify them with
     ``AgentSessionOptions.tool_policies`` (an unclassified tool runs once, after approval).
@@ -50,5 +52,7 @@ def google_adk_session_flow(
         run_config=run_config,
         app_name=app_name,
         user_id=user_id,
+        trust_mcp_tool_annotations=trust_mcp_tool_annotations,
+        summary_max_output_tokens=summary_max_output_tokens,
     )
     return AgentSessionFlow(runner, flow_type=flow_type, options=options)
