@@ -357,3 +357,19 @@ async def test_a_tool_context_key_outside_a_tool_step_is_refused() -> None:
 
     with pytest.raises(NoDeferredToolExecutionError):
         idempotency_key_for_tool_call(ToolContext.__new__(ToolContext))
+
+
+async def test_a_callback_that_answers_before_the_model_makes_no_model_call() -> None:
+    def closed_on_sundays(callback_context: Any) -> types.Content:
+        return types.Content(role="model", parts=[types.Part(text="We are closed today.")])
+
+    model = ScriptedLlm(model="m", script=[text_reply("never")])
+    runner = GoogleAdkRunner(_agent(model, before_agent_callback=closed_on_sundays))
+    turns = TurnBuilder()
+    turns.store([runner.build_user_message("hi")])
+
+    outcome = await runner.run_model_step(turns.turn())
+
+    assert isinstance(outcome, TurnCompleted)
+    assert [m.text for m in outcome.new_messages] == ["We are closed today."]
+    assert outcome.usage.model_calls == 0 and model.requests == []

@@ -216,7 +216,7 @@ class GoogleAdkRunner:
         new_messages = [*activation.stored_results]
         for event in kept:
             new_messages.extend(event_messages(event))
-        usage = model_call_usage(kept)
+        usage = model_call_usage(kept, model_calls=plugin.model_calls)
         metadata = model_call_metadata(agent.canonical_model, kept)
         deferred = [
             self._deferred_call(turn, call, plugin.deferred[call.id])

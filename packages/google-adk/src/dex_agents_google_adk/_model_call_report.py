@@ -21,16 +21,18 @@ __all__ = ["model_call_metadata", "model_call_usage", "provider_name"]
 _PROVIDERS_BY_CLASS = {"Gemini": "gcp.gemini", "AnthropicLlm": "anthropic"}
 
 
-def model_call_usage(events: Sequence[LlmResponse]) -> AgentUsage:
-    """The usage of the one model call whose events these are (the last report counts)."""
+def model_call_usage(events: Sequence[LlmResponse], *, model_calls: int = 1) -> AgentUsage:
+    """The usage of the one model call whose events these are (the last report counts);
+    ``model_calls`` is 0 when a callback answered before the model was asked."""
     usage = next((event.usage_metadata for event in reversed(events) if event.usage_metadata), None)
     if usage is None:
-        return AgentUsage()
+        return AgentUsage(model_calls=model_calls)
     return AgentUsage(
         input_tokens=usage.prompt_token_count or 0,
         output_tokens=usage.candidates_token_count or 0,
         cached_input_tokens=usage.cached_content_token_count or 0,
         reasoning_tokens=usage.thoughts_token_count or 0,
+        model_calls=model_calls,
     )
 
 
