@@ -320,6 +320,7 @@ async def test_a_second_model_call_in_one_step_is_refused() -> None:
         await plugin.before_model_callback(callback_context=None, llm_request=request)  # type: ignore[arg-type]
 
 
+@pytest.mark.filterwarnings("ignore:.*EventsCompactionConfig.*:UserWarning")
 def test_agents_that_cannot_run_one_model_call_per_step_are_refused() -> None:
     model = ScriptedLlm(model="m", script=[text_reply("x")])
     helper = LlmAgent(name="helper", model=model)

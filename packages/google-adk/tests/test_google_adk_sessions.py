@@ -12,7 +12,9 @@ from dex_agents import (
     AgentSessionOptions,
     MessageRole,
     ToolEffect,
+    ToolInputRequested,
     ToolPolicy,
+    require_deferred_tool_execution,
 )
 from dex_agents.testing import wait_for_agent_snapshot
 from dex_agents_google_adk import GoogleAdkRunner, idempotency_key_for_tool_call
@@ -271,3 +273,42 @@ async def test_adk_confirmation_waits_for_the_sessions_approval(tmp_path: Path) 
     assert REFUNDS == [True]  # ran once, after the approval, with ADK's confirmation
     assert "refunded 7" in (approved_end.messages[-1].text or "")
     assert "The user rejected this tool call. Reason: no" in (rejected_end.messages[-1].text or "")
+
+
+def pick_slot(day: str) -> ToolInputRequested | str:
+    """Asks which slot with the session's own question, then books it."""
+    answers = require_deferred_tool_execution().input_answers
+    if not answers:
+        return ToolInputRequested(f"Which slot on {day}?", choices=("9:00", "14:00"))
+    return f"booked {day} {answers[-1].answer}"
+
+
+async def test_a_tool_asks_the_user_with_tool_input_requested(tmp_path: Path) -> None:
+    model = ScriptedLlm(
+        model="m", script=[call_reply(("pick_slot", {"day": "Monday"})), _echo_results]
+    )
+    flow = AgentSessionFlow(
+        GoogleAdkRunner(LlmAgent(name="booking", model=model, tools=[pick_slot])),
+        flow_type="BookingAgent",
+        options=AgentSessionOptions(
+            tool_policies={"pick_slot": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)}
+        ),
+    )
+    async with running_session(tmp_path, [flow]) as stack:
+        sessions = stack.sessions(flow)
+        await sessions.start_session("book-1", "Book me on Monday")
+        question = await wait_for_agent_snapshot(
+            sessions,
+            "book-1",
+            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            description="the tool's question",
+        )
+        assert (question.question, question.choices) == ("Which slot on Monday?", ("9:00", "14:00"))
+        assert await sessions.answer_question("book-1", question.interrupt_id, "14:00")
+        snapshot = await wait_for_agent_snapshot(
+            sessions, "book-1", turn_ended(), description="the turn to end"
+        )
+        history = await stack.executed_step_types("book-1")
+
+    assert snapshot.messages[-1].text == "results: {'result': 'booked Monday 14:00'}"
+    assert history.count("CallTool") == 2  # asked, then ran with the answer
