@@ -128,6 +128,19 @@ def scenario_input_requested(question: ScenarioQuestion) -> ToolInputRequested:
     )
 
 
+async def start_report_task(
+    spec: ScenarioAgentSpec, call: DeferredToolExecution, gate: str
+) -> ToolTaskStarted:
+    """The body of the ``report`` tool in a tool Step: start the job once, saving its handle as the
+    heartbeat checkpoint, so a retried attempt resumes the saved job instead of starting another."""
+    if call.heartbeat_checkpoint is not None:
+        return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
+    job_id = start_report(spec, call.idempotency_key)
+    await call.save_heartbeat_checkpoint(job_id)
+    await stop_at_report_gate(spec, gate)
+    return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
+
+
 def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
     """A runner's ``poll_tool_task`` of the ``report`` job: :func:`poll_report` with the poll's
     task, continuation and pending answer, mapped to the runner contract's outcomes."""
@@ -145,20 +158,6 @@ def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPol
     if isinstance(outcome, ScenarioTaskRunning):
         return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
     return ToolExecutionResult(outcome)
-
-
-async def start_report_task(
-    spec: ScenarioAgentSpec, call: DeferredToolExecution, gate: str
-) -> ToolTaskStarted:
-    """A runner's ``report`` tool in its tool Step: a retried attempt resumes the job its earlier
-    attempt saved as the heartbeat checkpoint; otherwise :func:`start_report` with the call's key,
-    save the job's handle, and stop at ``gate`` (when not empty)."""
-    if call.heartbeat_checkpoint is not None:
-        return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
-    job_id = start_report(spec, call.idempotency_key)
-    await call.save_heartbeat_checkpoint(job_id)
-    await stop_at_report_gate(spec, gate)
-    return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
 
 
 def report_deliveries(state_dir: Path, job_id: str) -> int:
