@@ -10,6 +10,11 @@ Example:
 """
 
 from dex_agents_google_adk._google_adk_runner import DEFAULT_USER_ID, GoogleAdkRunner, ModelResolver
+from dex_agents_google_adk._mcp_tool_source_toolset import (
+    McpSourceTool,
+    McpToolSourceLike,
+    McpToolSourceToolset,
+)
 from dex_agents_google_adk._session_flow import google_adk_session_flow
 from dex_agents_google_adk._tool_call_key import idempotency_key_for_tool_call
 from dex_agents_google_adk._tool_tasks import AdkTaskTool, AdkTaskToolCanceller
@@ -19,6 +24,9 @@ __all__ = [
     "AdkTaskTool",
     "AdkTaskToolCanceller",
     "GoogleAdkRunner",
+    "McpSourceTool",
+    "McpToolSourceLike",
+    "McpToolSourceToolset",
     "ModelResolver",
     "google_adk_session_flow",
     "idempotency_key_for_tool_call",

@@ -81,6 +81,7 @@ from dex_agents_google_adk._adk_transcript import (
     user_event,
     user_message,
 )
+from dex_agents_google_adk._mcp_tool_source_toolset import McpSourceTool
 from dex_agents_google_adk._model_call_plugin import (
     BuiltInAdkTool,
     DeferredAdkCall,
@@ -444,6 +445,9 @@ class GoogleAdkRunner:
         return policy
 
     def _framework_effect(self, tool: BaseTool) -> ToolEffect | None:
+        if isinstance(tool, McpSourceTool):
+            # McpToolSource already applied its server's trust in the annotations.
+            return tool.framework_effect
         if not self._trust_mcp_tool_annotations:
             return None
         annotations = getattr(getattr(tool, "raw_mcp_tool", None), "annotations", None)

@@ -32,6 +32,7 @@ from dex_agents.testing import ContextWindowModel
 from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
     REPORT_TOOL,
+    SCENARIO_MCP_TOOL_POLICIES,
     ScenarioAgentSpec,
     ScenarioFeature,
     ScenarioQuestion,
@@ -39,9 +40,11 @@ from dex_agents.testing.scenarios import (
     ScenarioRunner,
     ScenarioTool,
     ScenarioToolError,
+    mcp_extra_installed,
     poll_report_task,
     run_confirm_tool,
     run_scenario_tool,
+    scenario_mcp_tool_source,
     scripted_reply,
     start_report_task,
 )
@@ -57,6 +60,7 @@ from pydantic import Field
 
 from dex_agents_google_adk._adk_transcript import function_response_text
 from dex_agents_google_adk._google_adk_runner import GoogleAdkRunner
+from dex_agents_google_adk._mcp_tool_source_toolset import McpToolSourceToolset
 from dex_agents_google_adk._tool_call_key import idempotency_key_for_tool_call
 
 __all__ = ["SCENARIO_RUNNER", "build_google_adk_context_window_flow", "build_google_adk_flow"]
@@ -77,11 +81,14 @@ def build_google_adk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
             *(FunctionTool(_scenario_function(spec, tool)) for tool in spec.tools),
             FunctionTool(_confirm_function(spec)),
             ScenarioReportTool(spec),
+            # Only the MCP agent lists the MCP server, so no other scenario waits for it.
+            *([McpToolSourceToolset(scenario_mcp_tool_source(spec))] if spec.mcp_tools else []),
         ],
     )
     policies = {tool.name: ToolPolicy(tool.effect, tool.requires_approval) for tool in spec.tools}
     policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
+    policies.update(SCENARIO_MCP_TOOL_POLICIES)
     options = AgentSessionOptions(
         tool_policies=policies,
         interrupt_deadline=spec.interrupt_deadline,
@@ -301,7 +308,12 @@ def _function_response_texts(contents: Sequence[types.Content]) -> list[str]:
 SCENARIO_RUNNER = ScenarioRunner(
     "google-adk",
     build_flow=build_google_adk_flow,
-    features=frozenset(ScenarioFeature),
+    # Every feature; MCP tools (through McpToolSourceToolset) need the mcp extra.
+    features=frozenset(
+        feature
+        for feature in ScenarioFeature
+        if feature is not ScenarioFeature.MCP_TOOLS or mcp_extra_installed()
+    ),
     build_context_window_flow=build_google_adk_context_window_flow,
 )
 """Google ADK under the shared suite: every optional feature, and the context window scenario."""
