@@ -308,11 +308,10 @@ def _function_response_texts(contents: Sequence[types.Content]) -> list[str]:
 SCENARIO_RUNNER = ScenarioRunner(
     "google-adk",
     build_flow=build_google_adk_flow,
-    # Every feature; MCP tools (through McpToolSourceToolset) need the mcp extra.
+    # MCP tools (through McpToolSourceToolset) need the mcp extra.
     features=frozenset(
-        feature
-        for feature in ScenarioFeature
-        if feature is not ScenarioFeature.MCP_TOOLS or mcp_extra_installed()
+        {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
+        | ({ScenarioFeature.MCP_TOOLS} if mcp_extra_installed() else set())
     ),
     build_context_window_flow=build_google_adk_context_window_flow,
 )
