@@ -60,6 +60,9 @@ from dex_agents.testing.scenarios.scenario_questions import (
     start_report,
     stop_at_report_gate,
 )
+from dex_agents.testing.scenarios._stepwise_scenario_runner import (
+    StepwiseReportSource as ScenarioReportSource,
+)
 from dex_agents.testing.scenarios.scenario_runner import (
     SCENARIO_RUNNERS_ENTRY_POINT_GROUP,
     SCENARIO_RUNNERS_ENV,
@@ -100,6 +103,7 @@ __all__ = [
     "ScenarioFeature",
     "ScenarioQuestion",
     "ScenarioReply",
+    "ScenarioReportSource",
     "ScenarioRunner",
     "ScenarioSpendLimit",
     "ScenarioTaskRunning",
