@@ -81,6 +81,10 @@ class ScenarioRunner:
         features: The optional scenario features the runner supports.
         build_context_window_flow: For a runner that implements ``ContextCompactionRunner``,
             builds the Flow of ``ContextWindowSessionScenario``; ``None`` skips that scenario.
+        reads_run_in_model_step: ``True`` for a whole-turn harness that runs read tools inside
+            ``RunModel`` instead of deferring them (the seed's exception for a framework that
+            cannot defer them, such as the Claude Agent SDK): those reads run at least once, and
+            the scenarios check that contract where they would check a ``CallTool`` per read.
 
     Example:
         >>> SCENARIO_RUNNER = ScenarioRunner(
@@ -94,6 +98,7 @@ class ScenarioRunner:
     build_flow: Callable[[ScenarioAgentSpec], Flow[Any]]
     features: frozenset[ScenarioFeature] = field(default_factory=frozenset)
     build_context_window_flow: ContextWindowRunnerFactory | None = None
+    reads_run_in_model_step: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.strip():
