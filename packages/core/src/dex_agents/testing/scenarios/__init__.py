@@ -14,6 +14,9 @@ Example:
     >>> SCENARIO_RUNNER = ScenarioRunner("my-framework", build_flow=build_my_flow)
 """
 
+from dex_agents.testing.scenarios._stepwise_scenario_runner import (
+    StepwiseReportSource as ScenarioReportSource,
+)
 from dex_agents.testing.scenarios.scenario_agent import (
     APPROVAL_DEADLINE,
     BROKEN_TOOL_ERROR,
@@ -59,9 +62,6 @@ from dex_agents.testing.scenarios.scenario_questions import (
     run_confirm_tool,
     start_report,
     stop_at_report_gate,
-)
-from dex_agents.testing.scenarios._stepwise_scenario_runner import (
-    StepwiseReportSource as ScenarioReportSource,
 )
 from dex_agents.testing.scenarios.scenario_runner import (
     SCENARIO_RUNNERS_ENTRY_POINT_GROUP,
