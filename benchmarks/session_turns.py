@@ -223,7 +223,7 @@ def build_flow(latency_ms: float) -> AgentSessionFlow:
 
 
 @dataclass
-class _InProcessSession:
+class InProcessSession:
     """The session's bookkeeping in memory: stored messages and the turn's final tool records."""
 
     runner: StepwiseAgentRunner
@@ -311,7 +311,7 @@ class InProcessFigures:
 
 async def measure_in_process(latency_ms: float, turns: int, warmup: int) -> InProcessFigures:
     """Time ``turns`` in-process turns of one session, after ``warmup`` turns."""
-    session = _InProcessSession(StepwiseAgentRunner(build_definition(latency_ms)))
+    session = InProcessSession(StepwiseAgentRunner(build_definition(latency_ms)))
     durations: list[float] = []
     cpu_started = 0.0
     for index in range(warmup + turns):

@@ -1,0 +1,232 @@
+"""Benchmark: a durable turn of one runner's agent against the same agent run in process.
+
+``--framework`` names the runner (``stepwise``, ``openai-agents``, ``pydantic-ai``, ``langgraph``,
+``google-adk``, ``claude-agent-sdk``); its agent comes from ``adapter_agents/<runner>.py`` (see
+``adapter_agents/__init__.py``): one READ tool, a model that sleeps ``--model-latency-ms`` on every
+call, so a turn is two model calls and one tool call.
+
+It prints:
+
+1. the in-process turn: the framework runs the agent itself, no engine; median over ``--turns``
+   turns after ``--warmup``;
+2. the durable turn: a ``dex-local-engine serve`` process and a Worker child process, timed from
+   ``send_user_message`` until the session's AgentEvents Stream shows ``turn_completed`` and the
+   snapshot confirms it; median over the same counts, all turns in one session;
+3. the durable overhead per turn and the ratio durable / in process.
+
+Run from the repository root::
+
+    uv run python benchmarks/adapter_turns.py --framework langgraph
+    uv run python benchmarks/adapter_turns.py --framework stepwise --turns 30 --model-latency-ms 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import os
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Final
+
+from adapter_agents import FINAL_PREFIX, USER_TEXT, BenchmarkAgent
+from dex import AsyncClient, LongPollTimeoutError
+from dex_agents import AgentEventType, AgentSessionClient, AgentStatus
+from dex_agents.testing import SERVER_ADDRESS_ENV, AgentTestStack, run_agent_worker
+
+_FRAMEWORK_ENV: Final = "DEX_AGENTS_BENCHMARK_FRAMEWORK"
+_MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
+_BENCHMARK_DIR: Final = Path(__file__).resolve().parent
+_SESSION_ID: Final = "adapter-turns"
+_READ_WAIT: Final = timedelta(seconds=5)
+_TURN_TIMEOUT_SECONDS: Final = 120.0
+
+
+def load_agent(framework: str, model_latency_ms: float) -> BenchmarkAgent:
+    """The benchmark agent of ``framework``, from ``adapter_agents/<framework>.py``.
+
+    Raises:
+        SystemExit: No such module, or its framework is not installed.
+    """
+    module_name = "adapter_agents." + framework.replace("-", "_")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as missing:
+        known = sorted(
+            path.stem
+            for path in (_BENCHMARK_DIR / "adapter_agents").glob("*.py")
+            if not path.stem.startswith("_")
+        )
+        raise SystemExit(
+            f"cannot load the benchmark agent of {framework!r} ({missing}); "
+            f"known frameworks: {', '.join(k.replace('_', '-') for k in known)}"
+        ) from missing
+    agent: BenchmarkAgent = module.build_benchmark_agent(model_latency_ms / 1000.0)
+    return agent
+
+
+@dataclass(frozen=True)
+class Options:
+    framework: str
+    turns: int
+    warmup: int
+    model_latency_ms: float
+
+
+async def measure_in_process(agent: BenchmarkAgent, options: Options) -> list[float]:
+    """Seconds of each measured in-process turn."""
+    durations: list[float] = []
+    for index in range(options.warmup + options.turns):
+        started = time.perf_counter()
+        answer = await agent.run_in_process(USER_TEXT)
+        elapsed = time.perf_counter() - started
+        if not answer.startswith(FINAL_PREFIX):
+            raise RuntimeError(f"the in-process turn answered {answer!r}")
+        if index >= options.warmup:
+            durations.append(elapsed)
+    return durations
+
+
+async def _read_until_turn_ended(
+    client: AsyncClient, sessions: AgentSessionClient, turn: int, token: str
+) -> str:
+    """Follow the AgentEvents Stream until turn ``turn`` ends; returns the next resume token."""
+    turn_id = f"turn-{turn}"
+    while True:
+        try:
+            message = await client.read_stream(
+                _SESSION_ID, sessions.flow.agent_events, token, _READ_WAIT
+            )
+        except LongPollTimeoutError:
+            continue
+        token = message.resume_token
+        event = message.value
+        if event.turn_id == turn_id and event.type in (
+            AgentEventType.TURN_COMPLETED,
+            AgentEventType.TURN_FAILED,
+        ):
+            return token
+
+
+async def _wait_for_snapshot(sessions: AgentSessionClient, turn: int) -> None:
+    """Poll the snapshot until it shows turn ``turn`` ended: its events are written while the
+    Step runs, so ``turn_completed`` can arrive just before the Step's commit."""
+    while True:
+        snapshot = await sessions.get_agent_snapshot(_SESSION_ID)
+        state = snapshot.state
+        if state is not None and state.turn_count >= turn and state.active_turn_id is None:
+            break
+        await asyncio.sleep(0.002)
+    answer = snapshot.messages[-1].text if snapshot.messages else None
+    if (
+        state.turn_count != turn
+        or state.status is not AgentStatus.WAITING_FOR_USER_MESSAGE
+        or state.last_turn_error
+        or not (answer or "").startswith(FINAL_PREFIX)
+    ):
+        raise RuntimeError(f"durable turn {turn} did not complete as expected: {state}, {answer!r}")
+
+
+async def measure_durable(agent: BenchmarkAgent, options: Options, state_dir: Path) -> list[float]:
+    """Seconds of each measured durable turn, against a fresh engine and Worker child."""
+    async with AgentTestStack(
+        state_dir,
+        [agent.flow],
+        "adapter_turns",
+        worker_cwd=_BENCHMARK_DIR,
+        worker_env={
+            _FRAMEWORK_ENV: options.framework,
+            _MODEL_LATENCY_ENV: repr(options.model_latency_ms),
+        },
+    ) as stack:
+        await stack.start_worker()
+        sessions = stack.sessions(agent.flow)
+        durations: list[float] = []
+        token = ""
+        for turn in range(1, options.warmup + options.turns + 1):
+            started = time.perf_counter()
+            if turn == 1:
+                await sessions.start_session(_SESSION_ID, USER_TEXT)
+            elif not await sessions.send_user_message(_SESSION_ID, USER_TEXT):
+                raise RuntimeError("the session refused the user message")
+            async with asyncio.timeout(_TURN_TIMEOUT_SECONDS):
+                token = await _read_until_turn_ended(stack.client, sessions, turn, token)
+                await _wait_for_snapshot(sessions, turn)
+            elapsed = time.perf_counter() - started
+            if turn > options.warmup:
+                durations.append(elapsed)
+            _progress(f"durable turn {turn}: {elapsed * 1000:.1f} ms")
+        return durations
+
+
+def _progress(text: str) -> None:
+    print(f"... {text}", file=sys.stderr, flush=True)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:.1f} ms"
+
+
+def print_report(options: Options, in_process: Sequence[float], durable: Sequence[float]) -> None:
+    local = statistics.median(in_process)
+    remote = statistics.median(durable)
+    print(
+        f"adapter_turns: framework={options.framework} model_latency={options.model_latency_ms:g}"
+        f" ms turns={options.turns} (+{options.warmup} warm-up), two model calls and one tool"
+        " call per turn"
+    )
+    print(f"{'in-process turn (median)':<34}{_ms(local):>12}")
+    print(f"{'durable turn (median)':<34}{_ms(remote):>12}")
+    print(f"{'durable overhead per turn':<34}{_ms(remote - local):>12}")
+    print(f"{'durable p90':<34}{_ms(statistics.quantiles(durable, n=10)[-1]):>12}")
+    print(f"RATIO durable/in-process: {remote / local:.3f}")
+
+
+async def run(options: Options) -> None:
+    agent = load_agent(options.framework, options.model_latency_ms)
+    _progress(f"{options.framework}: in-process turns")
+    in_process = await measure_in_process(agent, options)
+    with tempfile.TemporaryDirectory(prefix="adapter-turns-") as state_dir:
+        _progress(f"{options.framework}: durable turns (engine and Worker child)")
+        durable = await measure_durable(agent, options, Path(state_dir))
+    print_report(options, in_process, durable)
+
+
+def _parse(argv: Sequence[str] | None) -> Options:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--framework", default="stepwise", help="the runner (default stepwise)")
+    parser.add_argument("--turns", type=int, default=20, help="measured turns (default 20)")
+    parser.add_argument("--warmup", type=int, default=3, help="warm-up turns (default 3)")
+    parser.add_argument(
+        "--model-latency-ms", type=float, default=100.0, help="model sleep per call (default 100)"
+    )
+    arguments = parser.parse_args(argv)
+    if arguments.turns < 2 or arguments.warmup < 0 or arguments.model_latency_ms < 0:
+        parser.error("--turns must be at least 2, --warmup and --model-latency-ms not negative")
+    return Options(
+        arguments.framework, arguments.turns, arguments.warmup, arguments.model_latency_ms
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    asyncio.run(run(_parse(argv)))
+    return 0
+
+
+def _serve_worker() -> None:
+    agent = load_agent(os.environ[_FRAMEWORK_ENV], float(os.environ[_MODEL_LATENCY_ENV]))
+    run_agent_worker([agent.flow])
+
+
+if __name__ == "__main__":
+    if os.environ.get(SERVER_ADDRESS_ENV) and _FRAMEWORK_ENV in os.environ:
+        _serve_worker()
+    else:
+        sys.exit(main())

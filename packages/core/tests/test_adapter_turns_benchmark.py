@@ -1,0 +1,38 @@
+"""adapter_turns.py still runs end to end for Stepwise (tiny sizes; the figures are not checked)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "adapter_turns.py"
+
+
+def _run(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCHMARK), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def test_adapter_turns_times_durable_and_in_process_turns_of_stepwise() -> None:
+    # Each durable turn checks its snapshot's answer, or the script fails.
+    done = _run(
+        "--framework", "stepwise", "--turns", "2", "--warmup", "0", "--model-latency-ms", "5"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "framework=stepwise model_latency=5 ms turns=2" in done.stdout
+    ratio = re.search(r"RATIO durable/in-process: ([\d.]+)", done.stdout)
+    # A durable turn includes the same two model sleeps, so it cannot be faster than in process.
+    assert ratio is not None and float(ratio.group(1)) > 1.0
+
+
+def test_an_unknown_framework_names_the_known_ones() -> None:
+    done = _run("--framework", "no-such-framework")
+    assert done.returncode != 0
+    assert "cannot load the benchmark agent of 'no-such-framework'" in done.stderr
+    assert "stepwise" in done.stderr
