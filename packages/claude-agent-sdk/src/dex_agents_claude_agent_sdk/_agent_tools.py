@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-import jsonschema
+import jsonschema  # type: ignore[import-untyped]
 from claude_agent_sdk import SdkMcpTool
 from dex_agents import (
     BuiltInToolDefinition,

@@ -143,7 +143,7 @@ def _scenario_tool(spec: ScenarioAgentSpec, scenario_tool: ScenarioTool) -> SdkM
 
 
 def _confirm_tool(spec: ScenarioAgentSpec) -> SdkMcpTool[Any]:
-    async def confirm(arguments: dict[str, Any]) -> dict[str, Any] | ToolInputRequested:
+    async def confirm(arguments: dict[str, Any]) -> Any:  # content, or a question in its Step
         call = require_deferred_tool_execution()
         answers = [answer.answer for answer in call.input_answers]
         result = run_confirm_tool(spec, answers, call.idempotency_key)

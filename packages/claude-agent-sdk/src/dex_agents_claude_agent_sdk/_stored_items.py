@@ -187,7 +187,9 @@ def _pair_every_call(conversation: list[ApiMessage]) -> list[ApiMessage]:
             continue
         following = conversation[index + 1] if index + 1 < len(conversation) else None
         results = following is not None and _is_results(following)
-        answered = {b.get("tool_use_id") for b in following["content"]} if results else set()
+        answered = (
+            {b.get("tool_use_id") for b in following["content"]} if following and results else set()
+        )
         missing = [
             {
                 "type": "tool_result",
