@@ -1,21 +1,43 @@
 """The benchmark agent under the Claude Agent SDK: the real Claude Code CLI, a local fake API.
 
 Both sides run the same ``claude_agent_sdk.tool`` and the same scripted model behind a
-``FakeAnthropicServer`` that sleeps the model latency per call. The durable turn is one
-``RunModel`` (the agent loop, the read inside it); the in-process turn is ``claude_agent_sdk.query``
-with no Dex. Each side starts the CLI once per turn, so the ratio shows what Dex adds.
+``FakeAnthropicServer`` that sleeps the model latency per call, and both start and end the CLI
+the same way, so the ratio shows what Dex adds and not how the CLI is shut down:
+
+- the durable turn is one ``RunModel`` (the agent loop, the read inside it): the harness starts
+  the CLI through its orphan-guard launcher and SIGKILLs it once the final answer is in;
+- the in-process turn is a ``ClaudeSDKClient`` with the same CLI options (launcher, quiet
+  environment, private configuration directory, no built-in tools), talking to the fake API
+  directly (no relay, no tool hook, no rebuilt transcript, no engine), and SIGKILLed the same way
+  once its ``ResultMessage`` arrives. (Closing the client gracefully instead waits up to 5 s for
+  the CLI to exit, which would time the shutdown, not the turn.)
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import tempfile
+from pathlib import Path
 from typing import Any
 
-from claude_agent_sdk import ClaudeAgentOptions, ResultMessage, create_sdk_mcp_server, query, tool
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultMessage,
+    create_sdk_mcp_server,
+    tool,
+)
 from dex_agents import AgentSessionFlow
 from dex_agents_claude_agent_sdk import ClaudeAgentSdkRunner
+from dex_agents_claude_agent_sdk._cli_process import (
+    bundled_cli_path,
+    kill_cli,
+    launcher_environment,
+    launcher_path,
+)
+from dex_agents_claude_agent_sdk._harness import QUIET_CLI_ENVIRONMENT
 from dex_agents_claude_agent_sdk.testing import (
     FAKE_API_KEY_ENVIRONMENT,
     FakeAnthropicServer,
@@ -28,6 +50,7 @@ from mcp.types import ToolAnnotations
 from adapter_agents import USER_TEXT, BenchmarkAgent, final_answer, lookup_order_result
 
 INSTRUCTIONS = "You answer questions about orders."
+MODEL = "claude-benchmark"
 
 
 @tool(
@@ -39,6 +62,40 @@ INSTRUCTIONS = "You answer questions about orders."
 async def lookup_order(arguments: dict[str, Any]) -> dict[str, Any]:
     text = json.dumps(lookup_order_result(arguments["order_id"]))
     return {"content": [{"type": "text", "text": text}]}
+
+
+def _in_process_options(base_url: str, workdir: Path) -> ClaudeAgentOptions:
+    """The harness's CLI options minus Dex: the framework's own MCP server, no hook, no resume."""
+    cwd, config_dir = workdir / "work", workdir / "config"
+    cwd.mkdir()
+    config_dir.mkdir()
+    env = {
+        **QUIET_CLI_ENVIRONMENT,
+        **FAKE_API_KEY_ENVIRONMENT,
+        **launcher_environment(bundled_cli_path(), workdir / "cli.pid"),
+        "ANTHROPIC_BASE_URL": base_url,
+        "CLAUDE_CONFIG_DIR": str(config_dir),
+    }
+    return ClaudeAgentOptions(
+        tools=[],
+        mcp_servers={"dex": create_sdk_mcp_server("dex", tools=[lookup_order])},
+        strict_mcp_config=True,
+        allowed_tools=["mcp__dex__lookup_order"],
+        system_prompt=INSTRUCTIONS,
+        model=MODEL,
+        setting_sources=[],
+        cwd=str(cwd),
+        cli_path=launcher_path(),
+        env=env,
+        verbatim_prompts=True,
+    )
+
+
+async def _final_result(client: ClaudeSDKClient) -> ResultMessage:
+    async for message in client.receive_response():
+        if isinstance(message, ResultMessage):
+            return message
+    raise RuntimeError("the Claude Agent SDK turn ended without a result")
 
 
 def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
@@ -60,26 +117,22 @@ def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
         return servers[loop].route("benchmark", respond)
 
     async def run_in_process(text: str) -> str:
-        env = {**FAKE_API_KEY_ENVIRONMENT, "ANTHROPIC_BASE_URL": await base_url()}
-        options = ClaudeAgentOptions(
-            tools=[],
-            mcp_servers={"dex": create_sdk_mcp_server("dex", tools=[lookup_order])},
-            allowed_tools=["mcp__dex__lookup_order"],
-            system_prompt=INSTRUCTIONS,
-            model="claude-benchmark",
-            setting_sources=[],
-            cwd=tempfile.mkdtemp(prefix="claude-benchmark-"),
-            env={**env, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_TELEMETRY": "1"},
-        )
-        async for message in query(prompt=text or USER_TEXT, options=options):
-            if isinstance(message, ResultMessage):
-                return message.result or ""
-        raise RuntimeError("the Claude Agent SDK turn ended without a result")
+        workdir = Path(tempfile.mkdtemp(prefix="claude-benchmark-"))
+        try:
+            async with ClaudeSDKClient(_in_process_options(await base_url(), workdir)) as client:
+                try:
+                    await client.query(text or USER_TEXT)
+                    result = await _final_result(client)
+                finally:
+                    kill_cli(workdir / "cli.pid")  # as the harness ends its CLI
+            return result.result or ""
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
 
     runner = ClaudeAgentSdkRunner(
         instructions=INSTRUCTIONS,
         tools=[lookup_order],
-        model="claude-benchmark",
+        model=MODEL,
         upstream_base_url=base_url,
         env=FAKE_API_KEY_ENVIRONMENT,
     )
