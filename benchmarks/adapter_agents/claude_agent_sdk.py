@@ -64,7 +64,7 @@ async def lookup_order(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}]}
 
 
-def _in_process_options(base_url: str, workdir: Path) -> ClaudeAgentOptions:
+def _in_process_options(base_url: str, workdir: Path, stderr: list[str]) -> ClaudeAgentOptions:
     """The harness's CLI options minus Dex: the framework's own MCP server, no hook, no resume."""
     cwd, config_dir = workdir / "work", workdir / "config"
     cwd.mkdir()
@@ -88,14 +88,17 @@ def _in_process_options(base_url: str, workdir: Path) -> ClaudeAgentOptions:
         cli_path=launcher_path(),
         env=env,
         verbatim_prompts=True,
+        stderr=stderr.append,  # kept for the error, as the harness keeps it
     )
 
 
-async def _final_result(client: ClaudeSDKClient) -> ResultMessage:
+async def _final_result(client: ClaudeSDKClient, stderr: list[str]) -> ResultMessage:
     async for message in client.receive_response():
         if isinstance(message, ResultMessage):
             return message
-    raise RuntimeError("the Claude Agent SDK turn ended without a result")
+    raise RuntimeError(
+        f"the Claude Agent SDK turn ended without a result; CLI stderr: {' | '.join(stderr[-5:])}"
+    )
 
 
 def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
@@ -118,11 +121,13 @@ def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
 
     async def run_in_process(text: str) -> str:
         workdir = Path(tempfile.mkdtemp(prefix="claude-benchmark-"))
+        stderr: list[str] = []
+        options = _in_process_options(await base_url(), workdir, stderr)
         try:
-            async with ClaudeSDKClient(_in_process_options(await base_url(), workdir)) as client:
+            async with ClaudeSDKClient(options) as client:
                 try:
                     await client.query(text or USER_TEXT)
-                    result = await _final_result(client)
+                    result = await _final_result(client, stderr)
                 finally:
                     kill_cli(workdir / "cli.pid")  # as the harness ends its CLI
             return result.result or ""
