@@ -19,9 +19,7 @@ from dex_agents.agent_framework_runner import (
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
-    ToolExecutionResult,
     ToolInputRequested,
-    ToolTaskPending,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskStarted,
@@ -54,9 +52,9 @@ from dex_agents.testing.scenarios.scenario_questions import (
     REPORT_POLL_INTERVAL_SECONDS,
     REPORT_TOOL,
     ScenarioQuestion,
-    ScenarioTaskRunning,
-    poll_report,
+    poll_report_task,
     run_confirm_tool,
+    scenario_input_requested,
     start_report,
     stop_at_report_gate,
 )
@@ -130,7 +128,7 @@ def _stepwise_confirm_tool(spec: ScenarioAgentSpec) -> Any:
         answers = [answer.answer for answer in context.input_answers]
         result = run_confirm_tool(spec, answers, context.idempotency_key)
         if isinstance(result, ScenarioQuestion):
-            return _input_requested(result)
+            return scenario_input_requested(result)
         return result
 
     return function_tool(
@@ -139,15 +137,6 @@ def _stepwise_confirm_tool(spec: ScenarioAgentSpec) -> Any:
         name=CONFIRM_TOOL,
         description="Ask before shipping, then ship once.",
     )(confirm)
-
-
-def _input_requested(question: ScenarioQuestion) -> ToolInputRequested:
-    return ToolInputRequested(
-        question.question,
-        choices=question.choices,
-        allows_free_text=question.allows_free_text,
-        continuation=question.continuation,
-    )
 
 
 class StepwiseReportSource:
@@ -188,20 +177,7 @@ class StepwiseReportSource:
         return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        assert poll.tool_call.task_id is not None
-        pending = poll.pending_answer
-        outcome = poll_report(
-            self._spec,
-            poll.tool_call.task_id,
-            continuation=poll.tool_call.input_continuation,
-            pending_answer=pending.answer if pending is not None else None,
-            answer_is_pending=pending is not None,
-        )
-        if isinstance(outcome, ScenarioQuestion):
-            return _input_requested(outcome)
-        if isinstance(outcome, ScenarioTaskRunning):
-            return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
-        return ToolExecutionResult(outcome)
+        return poll_report_task(self._spec, poll)
 
 
 def _items_after_last_user_text(items: tuple[object, ...], user_text_type: type) -> list[object]:

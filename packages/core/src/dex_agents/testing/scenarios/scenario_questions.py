@@ -16,6 +16,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from dex_agents.agent_framework_runner import (
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskPending,
+    ToolTaskPoll,
+    ToolTaskPollOutcome,
+)
 from dex_agents.testing.file_gate import FileGate
 from dex_agents.testing.scenarios.scenario_agent import ScenarioAgentSpec
 
@@ -107,6 +114,35 @@ def poll_report(
     if job["polls"] == 1:
         return ScenarioTaskRunning()
     return ScenarioQuestion(REPORT_QUESTION, continuation=REPORT_QUESTION_ID)
+
+
+def scenario_input_requested(question: ScenarioQuestion) -> ToolInputRequested:
+    """The runner contract's ``ToolInputRequested`` for a scenario question."""
+    return ToolInputRequested(
+        question.question,
+        choices=question.choices,
+        allows_free_text=question.allows_free_text,
+        continuation=question.continuation,
+    )
+
+
+def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+    """A runner's ``poll_tool_task`` of the ``report`` job: :func:`poll_report` with the poll's
+    task, continuation and pending answer, mapped to the runner contract's outcomes."""
+    assert poll.tool_call.task_id is not None
+    pending = poll.pending_answer
+    outcome = poll_report(
+        spec,
+        poll.tool_call.task_id,
+        continuation=poll.tool_call.input_continuation,
+        pending_answer=pending.answer if pending is not None else None,
+        answer_is_pending=pending is not None,
+    )
+    if isinstance(outcome, ScenarioQuestion):
+        return scenario_input_requested(outcome)
+    if isinstance(outcome, ScenarioTaskRunning):
+        return ToolTaskPending(outcome.poll_interval_seconds, outcome.continuation)
+    return ToolExecutionResult(outcome)
 
 
 def report_deliveries(state_dir: Path, job_id: str) -> int:

@@ -1,0 +1,268 @@
+"""LangChain messages as stored session messages, and back.
+
+Each stored message's ``framework_item`` is one LangChain message as ``message_to_dict`` writes it
+(``{"type": "ai", "data": {...}}``), compact JSON, so the next ``RunModel`` rebuilds the graph's
+input with ``messages_from_dict`` from committed state only, byte for byte what the model returned
+(provider metadata, content blocks, and tool calls included).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from dex_agents import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentMessage,
+    AgentToolCall,
+    AgentToolCallStatus,
+    FrameworkMessage,
+    MessageRole,
+    describe_tool_call_outcome,
+    dump_json_text,
+)
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+    message_to_dict,
+    messages_from_dict,
+)
+
+__all__ = [
+    "PendingToolCall",
+    "framework_message",
+    "langchain_message",
+    "note_message",
+    "pending_tool_calls",
+    "recorded_tool_message",
+    "stored_message_id",
+    "system_message",
+    "tool_calls_of",
+    "unanswered_tool_calls",
+    "user_message",
+]
+
+_ROLES = {
+    "human": MessageRole.USER,
+    "ai": MessageRole.ASSISTANT,
+    "tool": MessageRole.TOOL,
+    "system": MessageRole.SYSTEM,
+}
+_INVALID_ARGUMENTS_RESULT = (
+    "The tool call was not run: its arguments are not valid JSON. Call the tool again with a JSON "
+    "object of arguments."
+)
+
+
+@dataclass(frozen=True)
+class PendingToolCall:
+    """One tool call of an AI message, valid or not (``invalid_tool_calls``).
+
+    Attributes:
+        tool_call_id: The model's call ID.
+        tool_name: The tool the model called.
+        arguments: The arguments as JSON text; for an invalid call, the model's raw text.
+        valid: Whether LangChain parsed the arguments into a JSON object.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    arguments: str
+    valid: bool
+
+
+def framework_message(message: BaseMessage) -> FrameworkMessage:
+    """Return ``message`` as the session stores it, with its plain projections.
+
+    Raises:
+        TypeError: When the message holds something JSON cannot represent.
+
+    Example:
+        >>> framework_message(HumanMessage("hi")).role
+        <MessageRole.USER: 'user'>
+    """
+    item = dump_json_text(message_to_dict(message))
+    role = _ROLES.get(message.type, MessageRole.ASSISTANT)
+    text = message.text or None
+    if isinstance(message, ToolMessage):
+        return FrameworkMessage(
+            role=role,
+            framework_item=item,
+            tool_call_id=message.tool_call_id,
+            tool_name=message.name,
+            tool_output=message.text,
+        )
+    calls = tool_calls_of(message)
+    if len(calls) == 1:
+        (call,) = calls
+        return FrameworkMessage(
+            role=role,
+            framework_item=item,
+            text=text,
+            tool_call_id=call.tool_call_id,
+            tool_name=call.tool_name,
+            tool_arguments=call.arguments,
+        )
+    if calls:
+        # One projection cannot name several calls; the arguments list them all.
+        return FrameworkMessage(
+            role=role,
+            framework_item=item,
+            text=text,
+            tool_name=", ".join(call.tool_name for call in calls),
+            tool_arguments=dump_json_text(
+                [
+                    {"id": call.tool_call_id, "name": call.tool_name, "arguments": call.arguments}
+                    for call in calls
+                ]
+            ),
+        )
+    return FrameworkMessage(role=role, framework_item=item, text=text)
+
+
+def stored_message_id(message: AgentMessage) -> str:
+    """The ID a stored message gets in the graph when LangChain gave it none, stable per sequence."""
+    return f"dex-message-{message.sequence}"
+
+
+def langchain_message(message: AgentMessage) -> BaseMessage:
+    """Return the LangChain message a stored message holds, with an ID.
+
+    Raises:
+        ValueError: When the stored item is not a LangChain message, such as one another runner
+            stored; the message names its sequence.
+    """
+    try:
+        (restored,) = messages_from_dict([json.loads(message.framework_item)])
+    except (ValueError, KeyError, TypeError) as error:
+        raise ValueError(
+            f"stored message {message.sequence} is not a LangChain message "
+            f"({type(error).__name__}: {error}); was the session started by another runner?"
+        ) from error
+    if not restored.id:
+        restored.id = stored_message_id(message)
+    return restored
+
+
+def tool_calls_of(message: BaseMessage) -> tuple[PendingToolCall, ...]:
+    """Every tool call of an AI message in model order: parsed ones, then invalid ones."""
+    if not isinstance(message, AIMessage):
+        return ()
+    calls = [
+        PendingToolCall(call["id"] or "", call["name"], dump_json_text(call["args"]), True)
+        for call in message.tool_calls
+    ]
+    calls.extend(
+        PendingToolCall(call["id"] or "", call["name"] or "", call["args"] or "", False)
+        for call in message.invalid_tool_calls
+    )
+    return tuple(calls)
+
+
+def _open_calls(messages: Sequence[BaseMessage]) -> list[tuple[int, PendingToolCall]]:
+    """Each unanswered tool call with the position of its AI message, in order.
+
+    A ``ToolMessage`` answers the latest open call of its ID: models may reuse call IDs across
+    turns, so an ID alone does not say which call a result answers.
+    """
+    open_calls: list[tuple[int, PendingToolCall]] = []
+    for position, message in enumerate(messages):
+        if isinstance(message, ToolMessage):
+            answered = next(
+                (
+                    index
+                    for index in range(len(open_calls) - 1, -1, -1)
+                    if open_calls[index][1].tool_call_id == message.tool_call_id
+                ),
+                None,
+            )
+            if answered is not None:
+                del open_calls[answered]
+            continue
+        open_calls.extend((position, call) for call in tool_calls_of(message))
+    return open_calls
+
+
+def unanswered_tool_calls(messages: Sequence[BaseMessage]) -> list[PendingToolCall]:
+    """The tool calls of ``messages`` that no later ``ToolMessage`` answers, in order."""
+    return [call for _, call in _open_calls(messages)]
+
+
+def pending_tool_calls(
+    messages: Sequence[BaseMessage], turn_start: int
+) -> tuple[list[BaseMessage], list[PendingToolCall]]:
+    """Split the unanswered calls: the running turn's, and every earlier one paired in place.
+
+    A call of the running turn (its AI message is at ``turn_start`` or later) has a final record,
+    which gives its result after the stored messages. Any earlier unanswered call, such as one a
+    graph ended on without running it, gets a result right after its AI message, so an orphaned
+    call never reaches a provider.
+
+    Returns:
+        The messages with the orphans paired, and the running turn's calls still to answer.
+    """
+    orphans: dict[int, list[PendingToolCall]] = {}
+    pending: list[PendingToolCall] = []
+    for position, call in _open_calls(messages):
+        if position >= turn_start:
+            pending.append(call)
+        else:
+            orphans.setdefault(position, []).append(call)
+    paired: list[BaseMessage] = []
+    for position, message in enumerate(messages):
+        paired.append(message)
+        paired.extend(_orphan_result(call, position) for call in orphans.get(position, ()))
+    return paired, pending
+
+
+def _orphan_result(call: PendingToolCall, position: int) -> ToolMessage:
+    # IDs are unique in the graph's state: add_messages replaces a message of the same ID.
+    content = OUTCOME_UNKNOWN_TOOL_RESULT if call.valid else _INVALID_ARGUMENTS_RESULT
+    return ToolMessage(
+        content=content,
+        tool_call_id=call.tool_call_id,
+        name=call.tool_name,
+        status="error",
+        id=f"dex-orphan-{position}-{call.tool_call_id}",
+    )
+
+
+def recorded_tool_message(
+    call: PendingToolCall, record: AgentToolCall | None, turn_id: str
+) -> ToolMessage:
+    """The ``ToolMessage`` the model sees for a deferred call, from its final record.
+
+    Its ID names the turn, because models reuse call IDs across turns and ``add_messages``
+    replaces a message of the same ID.
+    """
+    if record is None or not record.status.is_final:
+        content, failed = OUTCOME_UNKNOWN_TOOL_RESULT, True
+    else:
+        content = describe_tool_call_outcome(record)
+        failed = record.status is not AgentToolCallStatus.SUCCEEDED
+    return ToolMessage(
+        content=content,
+        tool_call_id=call.tool_call_id,
+        name=call.tool_name,
+        status="error" if failed else "success",
+        id=f"dex-result-{turn_id}-{call.tool_call_id}",
+    )
+
+
+def user_message(text: str) -> HumanMessage:
+    """The user's text as a LangChain message, with no ID: deterministic, as the contract needs."""
+    return HumanMessage(content=text)
+
+
+def note_message(text: str, note_id: str) -> HumanMessage:
+    """A note the runner puts into one model call's input only (never stored)."""
+    return HumanMessage(content=text, id=note_id)
+
+
+def system_message(text: str) -> SystemMessage:
+    """The system message of a summary call."""
+    return SystemMessage(content=text)

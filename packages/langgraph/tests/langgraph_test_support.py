@@ -1,0 +1,156 @@
+"""Shared pieces of the LangGraph adapter's tests: a scripted tool-calling chat model, a private
+engine with an in-process Worker, and waiting for a turn to end."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from dex import Flow
+from dex_agents import (
+    AgentEvent,
+    AgentEventWriter,
+    AgentInterrupt,
+    AgentMessage,
+    AgentSessionClient,
+    AgentSnapshot,
+    AgentStatus,
+    AgentTurnContext,
+    MessageRole,
+)
+from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker, wait_for_agent_snapshot
+from dex_agents_langgraph import LangGraphRunner, ScriptedChatModel
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.outputs import ChatResult
+from pydantic import Field
+
+Respond = Callable[[list[BaseMessage]], AIMessage]
+
+
+class ScriptedToolChatModel(ScriptedChatModel):
+    """The adapter's ``ScriptedChatModel``, recording every call with the tools it was offered."""
+
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    offered: list[list[str]] = Field(default_factory=list)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        self.calls.append(list(messages))
+        self.offered.append([tool["function"]["name"] for tool in kwargs.get("tools", [])])
+        return await super()._agenerate(messages, stop, run_manager, **kwargs)
+
+
+def turn_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The messages after the last ``HumanMessage``: this turn's model output and tool results."""
+    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    return list(messages[last + 1 :])
+
+
+def tool_results(messages: Sequence[BaseMessage]) -> list[str]:
+    """The text of this turn's ``ToolMessage`` results, in order."""
+    return [m.text for m in turn_messages(messages) if isinstance(m, ToolMessage)]
+
+
+def call_tools_then_answer(*calls: ToolCall, answer: str = "done") -> Respond:
+    """A script: the first model call of a turn asks for ``calls``, the next answers
+    ``<answer>: <results>``."""
+
+    def respond(messages: list[BaseMessage]) -> AIMessage:
+        if not any(isinstance(m, AIMessage) for m in turn_messages(messages)):
+            return AIMessage(content="", tool_calls=list(calls))
+        return AIMessage(content=f"{answer}: " + "; ".join(tool_results(messages)))
+
+    return respond
+
+
+def first_turn(
+    runner: LangGraphRunner, text: str, events: list[AgentEvent] | None = None
+) -> AgentTurnContext:
+    """The context of a turn's first model call after the user sent ``text``, as ``RunModel``
+    builds it, for calling ``run_model_step`` directly."""
+    user = AgentMessage.from_framework_message(
+        runner.build_user_message(text), sequence=1, turn_id="turn-1", created_at=None
+    )
+    sink = events.append if events is not None else (lambda event: None)
+    return AgentTurnContext(
+        flow_id="s1",
+        turn_id="turn-1",
+        attempt=1,
+        messages=(user,),
+        framework_run_state=None,
+        tool_calls={},
+        events=AgentEventWriter(sink, turn_id="turn-1", step_execution_id="run-model", attempt=1),
+    )
+
+
+@dataclass
+class LocalSessions:
+    """A private engine and an in-process Worker serving some Flows."""
+
+    engine: EngineProcess
+    clients: dict[str, AgentSessionClient]
+
+    def __getitem__(self, flow_type: str) -> AgentSessionClient:
+        return self.clients[flow_type]
+
+
+@asynccontextmanager
+async def local_sessions(
+    directory: Path, flows: Sequence[Flow[Any]]
+) -> AsyncIterator[LocalSessions]:
+    """Serve ``flows`` from a private engine and an in-process Worker while the block runs."""
+    engine = await EngineProcess.start_local(
+        directory / "engine.db", EngineLogs.in_directory(directory)
+    )
+    try:
+        async with in_process_worker(flows, engine.server_address, directory / "cache") as dex:
+            clients = {flow.get_flow_type(): dex.sessions(flow) for flow in flows}  # type: ignore[arg-type]
+            yield LocalSessions(engine, clients)
+    finally:
+        await engine.stop()
+
+
+async def wait_for_turns(
+    sessions: AgentSessionClient, session_id: str, turns: int = 1
+) -> AgentSnapshot:
+    """Wait until ``turns`` turns of the session ended and it waits for the next user message."""
+
+    def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        state = snapshot.state
+        done = (
+            state is not None
+            and state.turn_count >= turns
+            and state.active_turn_id is None
+            and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+        )
+        return snapshot if done else None
+
+    return await wait_for_agent_snapshot(
+        sessions, session_id, ended, description=f"turn {turns} to end"
+    )
+
+
+async def wait_for_interrupt(sessions: AgentSessionClient, session_id: str) -> AgentInterrupt:
+    """Wait for the session's first pending approval or question."""
+    return await wait_for_agent_snapshot(
+        sessions,
+        session_id,
+        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        description="a pending interrupt",
+    )
+
+
+def texts_of(snapshot: AgentSnapshot, role: MessageRole) -> list[str]:
+    """The non-empty text (or tool output) of the stored messages of one role."""
+    if role is MessageRole.TOOL:
+        return [m.tool_output or "" for m in snapshot.messages if m.role is role]
+    return [m.text or "" for m in snapshot.messages if m.role is role and m.text]

@@ -1,0 +1,56 @@
+"""The README's complete example and the example script run as written and print what they say."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+REPOSITORY_DIR = PACKAGE_DIR.parents[1]
+
+
+def _run(script: Path) -> str:
+    completed = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=script.parent,
+        check=False,
+    )
+    assert completed.returncode == 0, completed.stderr
+    return completed.stdout
+
+
+def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
+    readme = (PACKAGE_DIR / "README.md").read_text()
+    section = readme.split("## A complete example", 1)[1]
+    (code,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], flags=re.DOTALL)
+    script = tmp_path / "readme_example.py"
+    script.write_text(code)
+
+    output = _run(script).splitlines()
+
+    assert output == [
+        'waiting for approval of refund_order {"order_id":"7"}',
+        "Order 7 is refunded.",
+        "refund keys: ['session-1/turn-1/r1']",
+    ]
+
+
+def test_the_example_prints_the_turns_events_and_stored_messages() -> None:
+    output = _run(REPOSITORY_DIR / "examples" / "langgraph" / "order_agent.py")
+
+    events = re.findall(r"^  (\w+) \{", output, flags=re.MULTILINE)
+    assert events[0] == "turn_started" and events[-1] == "turn_completed"
+    assert events.index("tool_call_deferred") < events.index("tool_call_started")
+    assert events.index("tool_call_finished") < events.index("text_delta")
+    stored = output.split("Stored messages:\n", 1)[1].splitlines()
+    assert stored == [
+        "  1 user: Where is order 7?",
+        "  2 assistant: calls lookup_order",
+        "  3 tool: Order 7: 2 items, shipped yesterday.",
+        "  4 assistant: Order 7 has 2 items and shipped yesterday.",
+    ]

@@ -1,0 +1,201 @@
+"""PydanticAIRunner: a Pydantic AI agent as a durable agent session, one Step per call."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic
+
+from dex_agents import (
+    MISSING_TOOL_TASK_POLLER,
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    ContextSummaryRequest,
+    ContextSummaryResult,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    FrameworkMessage,
+    ToolExecutionError,
+    ToolTaskCancellation,
+    ToolTaskPoll,
+    ToolTaskPoller,
+    ToolTaskPollOutcome,
+    ToolTaskStarted,
+)
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+from pydantic_ai.tools import AgentDepsT
+from pydantic_ai.usage import UsageLimits
+
+from dex_agents_pydantic_ai import _compaction
+from dex_agents_pydantic_ai._model_step import StepObservation, run_model_step
+from dex_agents_pydantic_ai._run_state import recorded_tool_return
+from dex_agents_pydantic_ai._runner_config import DepsRequest, ModelResolver, RunnerConfig
+from dex_agents_pydantic_ai._stored_messages import decode_history, encode_messages, user_message
+from dex_agents_pydantic_ai._tool_step import run_tool_step
+
+__all__ = ["PydanticAIRunner", "pydantic_ai_session_flow"]
+
+
+class PydanticAIRunner(Generic[AgentDepsT]):
+    """Runs a ``pydantic_ai.Agent`` in a durable agent session.
+
+    Each ``RunModel`` Step drives the agent's graph (``agent.iter``) through exactly one
+    ``ModelRequestNode``, from the stored Pydantic AI messages. Every tool call the model makes,
+    reads included, and the calls of the agent's MCP toolsets, is deferred to its own tool Step,
+    which runs it through the agent's own ``CallToolsNode``; the next ``RunModel`` hands the
+    results back as ``DeferredToolResults``. Structured output (``output_type``) is processed by the
+    agent as usual. Messages are stored as Pydantic AI's own ``ModelMessage`` JSON, one part each.
+
+    Args:
+        agent: The agent, unchanged: tools, toolsets (MCP included), instructions, system prompts,
+            output type, output validators and capabilities all apply.
+        resolve_model: Maps a turn's session settings to the model of its calls; without it the
+            agent's own model serves every call.
+        deps_factory: Builds the agent's ``deps`` in the Worker for each Step, given a
+            :class:`DepsRequest` (the tool Step's ``DeferredToolExecution`` included), sync or async.
+            Without it ``deps`` is ``None``.
+        usage_limits: Pydantic AI's ``UsageLimits``, counted over the whole turn (the run state
+            carries the turn's ``RunUsage``); Pydantic AI's default allows 50 requests.
+        stream: Stream each model response into ``text_delta``/``reasoning_delta`` events (the
+            model must support streamed requests, as ``FunctionModel`` with a ``stream_function``
+            does); ``False`` writes the response's text once it arrived.
+        tool_task_poller: Polls the remote work a tool started by returning ``ToolTaskStarted``;
+            its ``cancel_tool_task``, if any, cancels it.
+        summary_max_output_tokens: ``max_tokens`` of a summary call, kept free of the prompt.
+
+    Raises:
+        ConfigurationError: When ``agent`` is not a ``pydantic_ai.Agent``, it has no model and no
+            ``resolve_model`` is given, or a callable argument is not callable.
+
+    Example:
+        >>> agent = Agent("openai:gpt-5-mini", instructions="You help with orders.", tools=[lookup])
+        >>> flow = AgentSessionFlow(PydanticAIRunner(agent), flow_type="OrdersAgent")
+    """
+
+    supports_plan_mode = True
+    """A planning turn offers only ``write_todos`` (and the output tools) and sees the plan note."""
+
+    def __init__(
+        self,
+        agent: Agent[AgentDepsT, Any],
+        *,
+        resolve_model: ModelResolver | None = None,
+        deps_factory: Callable[[DepsRequest], AgentDepsT | Awaitable[AgentDepsT]] | None = None,
+        usage_limits: UsageLimits | None = None,
+        stream: bool = True,
+        tool_task_poller: ToolTaskPoller | None = None,
+        summary_max_output_tokens: int | None = None,
+    ) -> None:
+        self._config = RunnerConfig(agent, resolve_model, deps_factory, usage_limits, stream)
+        self._tool_task_poller = tool_task_poller
+        self._summary_max_output_tokens = summary_max_output_tokens
+        # The last model request's instructions and tools, for the synchronous estimate only.
+        self._observation = StepObservation()
+
+    @property
+    def agent(self) -> Agent[AgentDepsT, Any]:
+        """The agent this runner runs."""
+        return self._config.agent
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        """A ``ModelRequest`` with one ``UserPromptPart``."""
+        return user_message(text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        """Make the turn's next model call; see the class documentation.
+
+        Raises:
+            ModelOutputRetryError: When the answer fails the agent's output validation.
+            Exception: Whatever Pydantic AI or the model raises.
+        """
+        return await run_model_step(self._config, turn, self._observation)
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
+        """Run one tool call through the agent's ``CallToolsNode``.
+
+        Raises:
+            ToolExecutionError: For a failure the model should see.
+            Exception: Whatever else the tool raises.
+        """
+        outcome = await run_tool_step(self._config, call)
+        if isinstance(outcome, ToolTaskStarted) and self._tool_task_poller is None:
+            raise ToolExecutionError(MISSING_TOOL_TASK_POLLER)
+        return outcome
+
+    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
+        """Poll a tool's task with the ``tool_task_poller``.
+
+        Raises:
+            ToolExecutionError: Without a poller, or when the poller reports a failed task.
+        """
+        if self._tool_task_poller is None:
+            raise ToolExecutionError(MISSING_TOOL_TASK_POLLER)
+        return await self._tool_task_poller.poll_tool_task(poll)
+
+    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
+        """Cancel a task with the poller's ``cancel_tool_task``, when it has one; best effort."""
+        cancel = getattr(self._tool_task_poller, "cancel_tool_task", None)
+        if callable(cancel):
+            await cancel(cancellation)
+
+    def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
+        """The results of the turn's stored tool calls that have none stored yet, from records."""
+        turn_messages = [message for message in turn.messages if message.turn_id == turn.turn_id]
+        answered: set[str] = set()
+        calls: list[ToolCallPart] = []
+        for message in decode_history(turn_messages):
+            if isinstance(message, ModelResponse):
+                calls.extend(message.tool_calls)
+            elif isinstance(message, ModelRequest):
+                answered.update(
+                    part.tool_call_id for part in message.parts if isinstance(part, ToolReturnPart)
+                )
+        returns = [
+            ModelRequest(
+                parts=[recorded_tool_return(call, turn.recorded_tool_call(call.tool_call_id))]
+            )
+            for call in calls
+            if call.tool_call_id not in answered
+        ]
+        return encode_messages(returns)
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        """The stored messages plus this runner's last request's instructions and tools."""
+        return _compaction.estimate_input_tokens(turn, self._observation.fixed_input_tokens)
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        """Cut only between turns (``select_turn_boundary_cutoff``)."""
+        return _compaction.select_compaction_cutoff(turn, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        """One summary request to the turn's model, no tools."""
+        return await _compaction.summarize_context(
+            self._config, request, self._summary_max_output_tokens
+        )
+
+
+def pydantic_ai_session_flow(
+    agent: Agent[Any, Any],
+    flow_type: str,
+    options: AgentSessionOptions | None = None,
+    **runner_options: Any,
+) -> AgentSessionFlow:
+    """The session Flow of ``agent``: a :class:`PydanticAIRunner` with ``runner_options``.
+
+    Raises:
+        ConfigurationError: From :class:`PydanticAIRunner`.
+        ValueError: From ``AgentSessionFlow`` for an invalid ``flow_type`` or options.
+
+    Example:
+        >>> flow = pydantic_ai_session_flow(agent, "OrdersAgent",
+        ...     AgentSessionOptions(built_in_tools=frozenset({BuiltInTool.ASK_USER})))
+    """
+    return AgentSessionFlow(
+        PydanticAIRunner(agent, **runner_options),
+        flow_type=flow_type,
+        options=options if options is not None else AgentSessionOptions(),
+    )

@@ -1,0 +1,347 @@
+"""Pydantic AI specifics in real sessions: structured output, deps, approvals, bad input, failures,
+system prompts and the schema-only (MCP wrapper) tool path, against the local engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dex_agents import (
+    TURN_FAILURE_NOTE_HEADER,
+    AgentSessionFlow,
+    AgentSessionOptions,
+    MessageRole,
+    ToolEffect,
+)
+from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents_pydantic_ai import (
+    APPROVE_CHOICE,
+    DepsRequest,
+    PydanticAIRunner,
+    deferred_tool_idempotency_key,
+    dex_tool_metadata,
+)
+from pydantic import BaseModel
+from pydantic_ai import Agent, ApprovalRequired, RunContext, Tool
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai_test_support import served, turn_tool_results, wait_for_turn
+
+
+@dataclass
+class Deps:
+    """The deps a factory builds in the Worker: a prefix and who asked for them."""
+
+    prefix: str
+    request: DepsRequest
+
+
+class Order(BaseModel):
+    order_id: str
+    status: str
+
+
+@dataclass
+class Script:
+    """A FunctionModel script: first the tool calls, then ``final`` (given this turn's results)."""
+
+    calls: list[ToolCallPart]
+    final: Any
+    seen: list[list[ModelMessage]] = field(default_factory=list)
+
+    def __call__(self, messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        self.seen.append(messages)
+        results = turn_tool_results(messages)
+        if not results and self.calls:
+            return ModelResponse(parts=list(self.calls))
+        answer = self.final(results, info)
+        return (
+            answer if isinstance(answer, ModelResponse) else ModelResponse(parts=[TextPart(answer)])
+        )
+
+
+def _flow(agent: Agent[Any, Any], flow_type: str, **runner: Any) -> AgentSessionFlow:
+    runner.setdefault("stream", False)
+    return AgentSessionFlow(PydanticAIRunner(agent, **runner), flow_type=flow_type)
+
+
+async def test_structured_output_and_deps_reach_the_tool_step(tmp_path: Path) -> None:
+    def final(results: list[Any], info: AgentInfo) -> ModelResponse:
+        (output_tool,) = info.output_tools
+        return ModelResponse(
+            parts=[ToolCallPart(output_tool.name, {"order_id": "7", "status": results[0].content})]
+        )
+
+    script = Script([ToolCallPart("lookup", {"order_id": "7"}, tool_call_id="c1")], final)
+    agent: Agent[Deps, Order] = Agent(FunctionModel(script), deps_type=Deps, output_type=Order)
+    requests: list[DepsRequest] = []
+
+    @agent.tool(metadata=dex_tool_metadata(ToolEffect.READ))
+    async def lookup(ctx: RunContext[Deps], order_id: str) -> str:
+        assert ctx.deps.request.tool_call is not None
+        return f"{ctx.deps.prefix}-{order_id}-{ctx.deps.request.tool_call.idempotency_key}"
+
+    def deps_factory(request: DepsRequest) -> Deps:
+        requests.append(request)
+        return Deps("shipped", request)
+
+    flow = _flow(agent, "StructuredAgent", deps_factory=deps_factory)
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("s1", "where is order 7?", session_settings={"tier": "gold"})
+        snapshot = await wait_for_turn(sessions, "s1")
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    answer = [m for m in snapshot.messages if m.role is MessageRole.ASSISTANT][-1]
+    assert Order.model_validate_json(answer.text or "") == Order(
+        order_id="7", status="shipped-7-s1/turn-1/c1"
+    )
+    tool_requests = [r for r in requests if r.tool_call is not None]
+    assert [r.tool_call.tool_call.tool_call_id for r in tool_requests if r.tool_call] == ["c1"]
+    assert tool_requests[0].session_settings == {}
+    model_requests = [r for r in requests if r.tool_call is None]
+    assert len(model_requests) == 2
+    assert all(r.session_settings == {"tier": "gold"} for r in model_requests)
+
+
+async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(tmp_path: Path) -> None:
+    calls = [
+        ToolCallPart("lookup", {"order": 7}, tool_call_id="bad-args"),
+        ToolCallPart("no_such_tool", {}, tool_call_id="unknown"),
+    ]
+    script = Script(
+        calls, lambda results, info: " | ".join(r.model_response_str() for r in results)
+    )
+    agent: Agent[None, str] = Agent(FunctionModel(script))
+    ran: list[str] = []
+
+    @agent.tool_plain(metadata=dex_tool_metadata(ToolEffect.READ))
+    def lookup(order_id: str) -> str:
+        ran.append(order_id)
+        return "never"
+
+    flow = _flow(agent, "BadInputAgent")
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("s1", "look it up")
+        snapshot = await wait_for_turn(sessions, "s1")
+
+    assert ran == []
+    by_call = {
+        m.tool_call_id: m.tool_output or "" for m in snapshot.messages if m.role is MessageRole.TOOL
+    }
+    assert "order_id" in by_call["bad-args"] and "missing" in by_call["bad-args"]
+    assert "Unknown tool name: 'no_such_tool'" in by_call["unknown"]
+    final = snapshot.messages[-1]
+    assert final.role is MessageRole.ASSISTANT
+    assert "Unknown tool name" in (final.text or "") and "order_id" in (final.text or "")
+
+
+async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(
+    tmp_path: Path,
+) -> None:
+    failing = {"on": True}
+
+    def final(results: list[Any], info: AgentInfo) -> str:
+        if failing["on"]:
+            raise RuntimeError("the provider broke")
+        return "recovered"
+
+    script = Script([ToolCallPart("write", {"value": "x"}, tool_call_id="w1")], final)
+    agent: Agent[None, str] = Agent(FunctionModel(script))
+    writes: list[str] = []
+
+    @agent.tool_plain(metadata=dex_tool_metadata(ToolEffect.IDEMPOTENT_WRITE))
+    def write(value: str) -> str:
+        writes.append(value)
+        return "written"
+
+    flow = _flow(agent, "FailingAgent")
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("s1", "write x")
+        snapshot = await wait_for_turn(sessions, "s1")
+        assert snapshot.state is not None
+        assert "the provider broke" in (snapshot.state.last_turn_error or "")
+        note = [m for m in snapshot.messages if m.role is MessageRole.USER][-1]
+        assert (note.text or "").startswith(TURN_FAILURE_NOTE_HEADER)
+        # The stored call got its result before the note, so the next turn's history is valid.
+        assert [m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL] == [
+            "written"
+        ]
+
+        failing["on"] = False
+        script.calls = []
+        await sessions.send_user_message("s1", "try again")
+        snapshot = await wait_for_turn(sessions, "s1", turns=2)
+
+    assert writes == ["x"]
+    assert snapshot.messages[-1].text == "recovered"
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+
+
+async def test_output_that_fails_validation_fails_the_attempt_not_a_second_request(
+    tmp_path: Path,
+) -> None:
+    script = Script([], lambda results, info: "not an order")
+    agent: Agent[None, Order] = Agent(FunctionModel(script), output_type=Order)
+    flow = _flow(agent, "InvalidOutputAgent")
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("s1", "give me an order")
+        snapshot = await wait_for_turn(sessions, "s1")
+
+    assert snapshot.state is not None
+    assert "output validation" in (snapshot.state.last_turn_error or "")
+    # One model request per RunModel attempt, three attempts: never a retry prompt in between.
+    assert len(script.seen) == 3
+    assert all(not isinstance(messages[-1], ModelResponse) for messages in script.seen)
+
+
+async def test_a_pydantic_ai_approval_is_a_session_approval(tmp_path: Path) -> None:
+    script = Script(
+        [ToolCallPart("refund", {"order_id": "7"}, tool_call_id="r1")],
+        lambda results, info: results[0].model_response_str(),
+    )
+    agent: Agent[None, str] = Agent(FunctionModel(script))
+    approvals: list[bool] = []
+
+    @agent.tool(requires_approval=True, metadata=dex_tool_metadata(ToolEffect.IDEMPOTENT_WRITE))
+    def refund(ctx: RunContext[None], order_id: str) -> str:
+        approvals.append(ctx.tool_call_approved)
+        return f"refunded {order_id}"
+
+    flow = _flow(agent, "ApprovalAgent")
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("s1", "refund order 7")
+        interrupt = await wait_for_agent_snapshot(
+            sessions, "s1", lambda s: next(iter(s.pending_interrupts), None), "the approval"
+        )
+        assert interrupt.tool_name == "refund" and approvals == []
+        assert await sessions.resolve_interrupt("s1", interrupt.interrupt_id, approved=True)
+        snapshot = await wait_for_turn(sessions, "s1")
+
+    assert approvals == [True]
+    assert snapshot.messages[-1].text == "refunded 7"
+
+
+async def test_approval_required_inside_a_tool_becomes_a_question(tmp_path: Path) -> None:
+    script = Script(
+        [ToolCallPart("delete", {"path": ".env"}, tool_call_id="d1")],
+        lambda results, info: results[0].model_response_str(),
+    )
+    agent: Agent[None, str] = Agent(FunctionModel(script))
+    deleted: list[str] = []
+
+    @agent.tool(metadata=dex_tool_metadata(ToolEffect.IDEMPOTENT_WRITE))
+    def delete(ctx: RunContext[None], path: str) -> str:
+        if path.startswith(".") and not ctx.tool_call_approved:
+            raise ApprovalRequired
+        deleted.append(path)
+        return f"deleted {path}"
+
+    flow = _flow(agent, "QuestionAgent")
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("s1", "delete .env")
+        question = await wait_for_agent_snapshot(
+            sessions, "s1", lambda s: next(iter(s.pending_interrupts), None), "the question"
+        )
+        assert deleted == [] and APPROVE_CHOICE in question.choices
+        assert await sessions.answer_question("s1", question.interrupt_id, APPROVE_CHOICE)
+        snapshot = await wait_for_turn(sessions, "s1")
+
+    assert deleted == [".env"]
+    assert snapshot.messages[-1].text == "deleted .env"
+
+
+async def test_the_system_prompt_reaches_every_call_without_being_stored(tmp_path: Path) -> None:
+    script = Script([], lambda results, info: "hi")
+    agent: Agent[None, str] = Agent(FunctionModel(script), system_prompt="You are terse.")
+    flow = _flow(agent, "SystemPromptAgent")
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("s1", "one")
+        await wait_for_turn(sessions, "s1")
+        await sessions.send_user_message("s1", "two")
+        snapshot = await wait_for_turn(sessions, "s1", turns=2)
+
+    assert len(script.seen) == 2
+    for messages in script.seen:
+        first = messages[0]
+        assert isinstance(first, ModelRequest)
+        assert isinstance(first.parts[0], SystemPromptPart)
+        assert first.parts[0].content == "You are terse."
+    assert all(m.role is not MessageRole.SYSTEM for m in snapshot.messages)
+
+
+async def test_a_schema_only_tool_reads_its_key_inside_the_tool_step(tmp_path: Path) -> None:
+    """The MCP wrapper path: ``Tool.from_schema`` whose function sends the call on with the key."""
+    sent: list[tuple[str, dict[str, Any], str]] = []
+
+    async def call_remote(ctx: RunContext[None], **arguments: Any) -> str:
+        sent.append(("create_ticket", arguments, deferred_tool_idempotency_key(ctx)))
+        return "ticket 42"
+
+    def sync_read(ctx: RunContext[None], **arguments: Any) -> str:
+        # A sync tool runs in a worker thread; the key still comes from the tool Step.
+        sent.append(("read_ticket", arguments, deferred_tool_idempotency_key(ctx)))
+        return "open"
+
+    schema = {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}
+    tools = [
+        Tool.from_schema(call_remote, "create_ticket", "Create a ticket.", schema, takes_ctx=True),
+        Tool.from_schema(sync_read, "read_ticket", "Read a ticket.", schema, takes_ctx=True),
+    ]
+    script = Script(
+        [
+            ToolCallPart("create_ticket", {"title": "printer"}, tool_call_id="t1"),
+            ToolCallPart("read_ticket", {"title": "printer"}, tool_call_id="t2"),
+        ],
+        lambda results, info: "; ".join(r.model_response_str() for r in results),
+    )
+    agent: Agent[None, str] = Agent(FunctionModel(script), tools=tools)
+    options = AgentSessionOptions(default_tool_effect=ToolEffect.IDEMPOTENT_WRITE)
+    flow = AgentSessionFlow(
+        PydanticAIRunner(agent, stream=False), flow_type="Wrapper", options=options
+    )
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("w1", "file a ticket")
+        snapshot = await wait_for_turn(sessions, "w1")
+
+    assert sorted(sent) == [
+        ("create_ticket", {"title": "printer"}, "w1/turn-1/t1"),
+        ("read_ticket", {"title": "printer"}, "w1/turn-1/t2"),
+    ]
+    assert snapshot.messages[-1].text == "ticket 42; open"
+
+
+async def test_the_key_function_refuses_outside_a_tool_step() -> None:
+    from dex_agents import NoDeferredToolExecutionError
+
+    agent: Agent[None, str] = Agent(
+        FunctionModel(Script([ToolCallPart("peek", {}, tool_call_id="p")], lambda r, i: "x"))
+    )
+    errors: list[Exception] = []
+
+    @agent.tool
+    def peek(ctx: RunContext[None]) -> str:
+        try:
+            deferred_tool_idempotency_key(ctx)
+        except NoDeferredToolExecutionError as error:
+            errors.append(error)
+        return "peeked"
+
+    # A plain Pydantic AI run, no session: the tool runs inline and has no tool Step.
+    assert (await agent.run("peek")).output == "x"
+    assert len(errors) == 1 and "no deferred tool call is running here" in str(errors[0])

@@ -1,0 +1,80 @@
+"""How Pydantic AI messages are stored: one part per message, joined back on load."""
+
+from __future__ import annotations
+
+import pytest
+from dex_agents import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents_pydantic_ai._stored_messages import decode_history, encode_messages, user_message
+from pydantic_ai.messages import (
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.usage import RequestUsage
+
+
+def _stored(messages: list[FrameworkMessage], first: int = 1) -> list[AgentMessage]:
+    return [
+        AgentMessage.from_framework_message(
+            m, sequence=first + i, turn_id="turn-1", created_at=None
+        )
+        for i, m in enumerate(messages)
+    ]
+
+
+def test_a_response_is_stored_one_part_per_message_and_joined_on_load() -> None:
+    response = ModelResponse(
+        parts=[
+            TextPart("Let me look."),
+            ToolCallPart("lookup", {"order_id": "7"}, tool_call_id="c1"),
+            ToolCallPart("refund", {"order_id": "7"}, tool_call_id="c2"),
+        ],
+        usage=RequestUsage(input_tokens=10, output_tokens=4),
+        model_name="gpt-local",
+        provider_response_id="resp-1",
+        metadata={"mine": 1},
+    )
+    results = ModelRequest(
+        parts=[
+            ToolReturnPart("lookup", "shipped", tool_call_id="c1"),
+            ToolReturnPart("refund", "boom", tool_call_id="c2", outcome="failed"),
+        ]
+    )
+    stored = encode_messages([response, results])
+
+    assert [(m.role, m.text, m.tool_call_id, m.tool_output) for m in stored] == [
+        (MessageRole.ASSISTANT, "Let me look.", None, None),
+        (MessageRole.ASSISTANT, None, "c1", None),
+        (MessageRole.ASSISTANT, None, "c2", None),
+        (MessageRole.TOOL, None, "c1", "shipped"),
+        (MessageRole.TOOL, None, "c2", '{"error":"boom"}'),
+    ]
+    assert stored[1].tool_arguments == '{"order_id":"7"}'
+    loaded = decode_history(_stored(stored))
+    assert loaded == [response, results]
+    assert isinstance(loaded[0], ModelResponse) and loaded[0].usage.input_tokens == 10
+
+
+def test_a_fragment_whose_start_was_deleted_loads_on_its_own() -> None:
+    response = ModelResponse(parts=[TextPart("a"), TextPart("b"), TextPart("c")])
+    stored = encode_messages([response])
+    (loaded,) = decode_history(_stored(stored[1:], first=2))
+    assert isinstance(loaded, ModelResponse)
+    assert [part.content for part in loaded.parts if isinstance(part, TextPart)] == ["b", "c"]
+
+
+def test_the_user_message_is_deterministic_and_loads_as_a_request() -> None:
+    assert user_message("hello") == user_message("hello")
+    (loaded,) = decode_history(_stored([user_message("hello")]))
+    assert isinstance(loaded, ModelRequest)
+    (part,) = loaded.parts
+    assert isinstance(part, UserPromptPart) and part.content == "hello"
+
+
+def test_an_item_of_another_runner_names_its_sequence() -> None:
+    foreign = FrameworkMessage(role=MessageRole.USER, framework_item='{"type":"message"}', text="x")
+    with pytest.raises(ValueError, match="stored message 7 is not Pydantic AI message JSON"):
+        decode_history(_stored([foreign], first=7))
