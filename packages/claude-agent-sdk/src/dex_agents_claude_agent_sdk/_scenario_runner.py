@@ -24,7 +24,6 @@ from dex_agents import (
     CompactionPolicy,
     ToolEffect,
     ToolExecutionError,
-    ToolInputRequested,
     ToolPolicy,
     current_deferred_tool_execution,
     require_deferred_tool_execution,
@@ -44,6 +43,7 @@ from dex_agents.testing.scenarios import (
     ScenarioToolError,
     run_confirm_tool,
     run_scenario_tool,
+    scenario_input_requested,
     scripted_reply,
 )
 
@@ -148,12 +148,7 @@ def _confirm_tool(spec: ScenarioAgentSpec) -> SdkMcpTool[Any]:
         answers = [answer.answer for answer in call.input_answers]
         result = run_confirm_tool(spec, answers, call.idempotency_key)
         if isinstance(result, ScenarioQuestion):
-            return ToolInputRequested(
-                result.question,
-                choices=result.choices,
-                allows_free_text=result.allows_free_text,
-                continuation=result.continuation,
-            )
+            return scenario_input_requested(result)
         return {"content": [{"type": "text", "text": result}]}
 
     return tool(CONFIRM_TOOL, "Ask before shipping, then ship once.", _GATE_SCHEMA)(confirm)
