@@ -1,13 +1,14 @@
 """The runner with the real Claude Code CLI against a local Messages API, in one process.
 
-The MCP-wrapper path (a schema-only tool reading its call inside a real tool Step), bad input from
-the model, and a model that fails mid-turn.
+The MCP-wrapper path (a schema-only tool reading its call inside a real tool Step), parallel reads
+that finish out of call order, bad input from the model, and a model that fails mid-turn.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,7 @@ class Harness:
     engine: EngineProcess
     directory: Path
     keys: list[str | None]
+    second_peeked: asyncio.Event = field(default_factory=asyncio.Event)
 
     def flow(self, respond: FakeModelResponder, **options: Any) -> AgentSessionFlow:
         @tool(
@@ -70,7 +72,12 @@ class Harness:
         @tool("peek", "Read a note.", {"name": str}, ToolAnnotations(readOnlyHint=True))
         async def peek(arguments: dict[str, Any]) -> dict[str, Any]:
             self.keys.append(None if current_deferred_tool_execution() is None else "in a Step")
-            return {"content": [{"type": "text", "text": f"note {arguments['name']} is empty"}]}
+            name = arguments["name"]
+            if name == "first":  # ends after "second": parallel reads finish out of call order
+                await asyncio.wait_for(self.second_peeked.wait(), 30)
+            if name == "second":
+                self.second_peeked.set()
+            return {"content": [{"type": "text", "text": f"note {name} is empty"}]}
 
         runner = ClaudeAgentSdkRunner(
             instructions="You keep notes.",
@@ -138,6 +145,28 @@ async def test_a_schema_only_tool_reads_its_call_inside_a_real_tool_step(harness
     assert snapshot.usage is not None and snapshot.usage.model_calls == 3
     steps = [e.step_type for e in await read_step_history(harness.engine.server_address, "s")]
     assert "CallTool" in steps and "AwaitToolApproval" not in steps
+
+
+async def test_parallel_reads_reach_the_model_in_call_order(harness: Harness) -> None:
+    seen: list[list[str]] = []
+
+    def respond(request: FakeModelRequest) -> FakeModelReply:
+        if request.model_call_index == 1:
+            calls = [FakeToolCall("peek", {"name": n}) for n in ("first", "second")]
+            return FakeModelReply(tool_calls=calls)
+        seen.append(request.tool_outputs)
+        return FakeModelReply(text="; ".join(request.tool_outputs))
+
+    snapshot = await _one_turn(harness, harness.flow(respond), "peek at both")
+
+    # "second" finished first; the model still saw the results in call order, as stored, so a
+    # transcript rebuilt from the stored messages is the request the model saw.
+    in_call_order = ["note first is empty", "note second is empty"]
+    assert seen == [in_call_order]
+    assert [m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL] == (
+        in_call_order
+    )
+    assert harness.keys == [None, None]
 
 
 async def test_bad_input_from_the_model_ends_in_failed_results(harness: Harness) -> None:

@@ -10,7 +10,10 @@ does three things the CLI cannot be asked for:
   response through, and reads it, so the session stores each response exactly as the provider sent
   it, with its usage, model and stop reason;
 - it tells the harness when a response is complete, so a tool call is decided only once every tool
-  call of its response is known.
+  call of its response is known;
+- it puts the tool results of each request in the order of their calls: the CLI lists the results
+  of parallel inline reads in the order they finished, while the stored messages (and so every
+  rebuilt transcript) keep call order, so the model sees the same request live and after a resume.
 
 One relay serves every ``RunModel`` of an event loop; it is started lazily and never leaves the
 loopback interface.
@@ -19,6 +22,7 @@ loopback interface.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import weakref
 from collections.abc import Callable, Sequence
@@ -166,7 +170,10 @@ class ModelRelay:
             exchange.response = run.recorded_responses[index]
             run._notify()
             return
-        await self._forward_stream(run, exchange, path, request, responder)
+        content = request.body
+        if _order_tool_results(body.get("messages") or []):
+            content = json.dumps(body).encode()
+        await self._forward_stream(run, exchange, path, request, content, responder)
 
     async def _forward_stream(
         self,
@@ -174,6 +181,7 @@ class ModelRelay:
         exchange: RelayedExchange,
         path: str,
         request: HttpRequest,
+        content: bytes,
         responder: HttpResponder,
     ) -> None:
         reader, parser = AnthropicStreamReader(), SseEventParser()
@@ -181,7 +189,7 @@ class ModelRelay:
             request.method,
             _upstream_url(run, path),
             headers=_forwarded_headers(request),
-            content=request.body,
+            content=content,
         )
         try:
             response = await self._client.send(upstream, stream=True)
@@ -233,6 +241,38 @@ class ModelRelay:
 def _is_model_request(path: str, body: JsonDict) -> bool:
     route = path.split("?", 1)[0].rstrip("/")
     return route.endswith("/v1/messages") and body.get("stream") is True
+
+
+def _order_tool_results(messages: Sequence[JsonDict]) -> bool:
+    """Sort each user message's ``tool_result`` blocks (in place, other blocks where they stand)
+    by the order of the calls in the assistant message before it; ``True`` when one moved."""
+    calls: dict[str, int] = {}
+    moved = False
+    previous_role = None
+    for message in messages:
+        role, content = message.get("role"), message.get("content")
+        if role == "assistant":
+            if previous_role != "assistant":  # one response may come as several messages
+                calls = {}
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    calls.setdefault(str(block.get("id")), len(calls))
+        elif role == "user" and isinstance(content, list):
+            slots = [i for i, b in enumerate(content) if _is_tool_result(b)]
+            results = [content[i] for i in slots]
+            ordered = sorted(
+                results, key=lambda b: calls.get(str(b.get("tool_use_id")), len(calls))
+            )
+            if ordered != results:
+                for slot, block in zip(slots, ordered, strict=True):
+                    content[slot] = block
+                moved = True
+        previous_role = role
+    return moved
+
+
+def _is_tool_result(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") == "tool_result"
 
 
 def _upstream_url(run: RelayRun, path: str) -> str:
