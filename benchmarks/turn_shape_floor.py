@@ -66,6 +66,7 @@ _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 _TURN_END: Final = "turn-end"
 EVENTS_PER_TURN: Final = 8
 _READ_WAIT: Final = timedelta(seconds=5)
+_QUERY_DEADLINE_SECONDS: Final = 10.0
 _SEQUENTIAL_FLOW: Final = "floor-session"
 
 
@@ -204,16 +205,28 @@ async def measure_floor_turns(
             raise RuntimeError(f"turn {number + 1}: the send RPC refused the message")
         token, reads = await _read_until_turn_end(client, flow, token)
         ended = time.perf_counter()
-        reply: str = await client.invoke_rpc(flow.peek, _SEQUENTIAL_FLOW)
-        state = json.loads(reply)
+        state = await _query_until_done(client, flow)
         queried = time.perf_counter()
         if state["state"] != "done" or reads != EVENTS_PER_TURN:
             raise RuntimeError(f"turn {number + 1}: state {state!r}, {reads} events read")
         if number >= warmup:
             timings.until_last_event.append(ended - started)
             timings.until_query.append(queried - started)
-            timings.model_sleeps.append(float(state["slept"]))
+            timings.model_sleeps.append(float(str(state["slept"])))
     return timings
+
+
+async def _query_until_done(client: dex.AsyncClient, flow: TurnShapeFlow) -> dict[str, object]:
+    """Query until the state shows the turn done: a Step writes its events while it runs, so the
+    turn's last event can be read just before that Step's commit (as a session's snapshot can
+    still show its turn running right after ``turn_completed``)."""
+    deadline = time.monotonic() + _QUERY_DEADLINE_SECONDS
+    while True:
+        reply: str = await client.invoke_rpc(flow.peek, _SEQUENTIAL_FLOW)
+        state: dict[str, object] = json.loads(reply)
+        if state["state"] == "done" or time.monotonic() >= deadline:
+            return state
+        await asyncio.sleep(0.001)
 
 
 async def _read_until_turn_end(

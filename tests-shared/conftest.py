@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from dex_agents.testing import AgentTestStack
-from dex_agents.testing.scenarios import DEADLINE_FLOW_TYPE, MAIN_FLOW_TYPE
+from dex_agents.testing.scenarios import DEADLINE_FLOW_TYPE, MAIN_FLOW_TYPE, MCP_FLOW_TYPE
 from scenario_support.harness import Scenario
 from scenario_support.runners import RUNNER_NAMES, build_scenario_flows
 from scenario_support.worker import RUNNER_ENV, STATE_DIR_ENV
@@ -41,4 +41,7 @@ async def scenario(runner_name: str, tmp_path: Path) -> AsyncIterator[Scenario]:
             sessions=stack.sessions(by_type[MAIN_FLOW_TYPE]),
             deadline_sessions=stack.sessions(by_type[DEADLINE_FLOW_TYPE]),
             worker=worker,
+            mcp_sessions=stack.sessions(by_type[MCP_FLOW_TYPE])
+            if MCP_FLOW_TYPE in by_type
+            else None,
         )

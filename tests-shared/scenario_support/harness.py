@@ -36,6 +36,8 @@ class Scenario:
     sessions: AgentSessionClient
     deadline_sessions: AgentSessionClient
     worker: WorkerProcess
+    #: The MCP agent's sessions, for a runner that declares ScenarioFeature.MCP_TOOLS.
+    mcp_sessions: AgentSessionClient | None = None
 
     @property
     def log(self) -> InvocationLog:
@@ -45,11 +47,22 @@ class Scenario:
         return FileGate(self.state_dir, name)
 
     async def start(
-        self, session_id: str, command: ScenarioCommand | str, *, deadline_agent: bool = False
+        self,
+        session_id: str,
+        command: ScenarioCommand | str,
+        *,
+        deadline_agent: bool = False,
+        mcp_agent: bool = False,
     ) -> None:
-        sessions = self.deadline_sessions if deadline_agent else self.sessions
+        sessions = self._agent(deadline_agent, mcp_agent)
         message = command if isinstance(command, str) else command.to_message()
         await sessions.start_session(session_id, message)
+
+    def _agent(self, deadline_agent: bool, mcp_agent: bool) -> AgentSessionClient:
+        if mcp_agent:
+            assert self.mcp_sessions is not None, f"runner {self.runner} builds no MCP agent"
+            return self.mcp_sessions
+        return self.deadline_sessions if deadline_agent else self.sessions
 
     async def replace_worker(self) -> WorkerProcess:
         """SIGKILL the current Worker and start a replacement."""
@@ -65,9 +78,14 @@ class Scenario:
         return self.worker
 
     async def wait_for_turn_end(
-        self, session_id: str, *, turns: int = 1, deadline_agent: bool = False
+        self,
+        session_id: str,
+        *,
+        turns: int = 1,
+        deadline_agent: bool = False,
+        mcp_agent: bool = False,
     ) -> AgentSnapshot:
-        sessions = self.deadline_sessions if deadline_agent else self.sessions
+        sessions = self._agent(deadline_agent, mcp_agent)
         return await wait_for_agent_snapshot(
             sessions,
             session_id,

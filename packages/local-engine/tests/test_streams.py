@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from pathlib import Path
@@ -143,6 +145,34 @@ async def test_token_of_another_flow_or_garbage_is_rejected(
     with pytest.raises(DexServiceError) as raised:
         await client.read_stream("f4", TINY, token_of_f4)
     assert raised.value.code is grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_a_hand_made_token_is_rejected_even_for_the_right_stream(
+    store_and_client: tuple[StreamStore, AsyncClient],
+) -> None:
+    _, client = store_and_client
+    for value in ("a", "b", "c"):
+        await client.write_stream("f7", PROGRESS, "ui", value)
+    issued = (await client.read_stream("f7", PROGRESS)).resume_token
+    payload, mac = issued.split(".")
+    scope = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    assert scope["f"] == "f7"
+    # The same scope at a position nobody was given: without the engine's MAC it is refused.
+    forged_scope = {**scope, "i": "1-0"}
+    forged_payload = base64.urlsafe_b64encode(json.dumps(forged_scope).encode()).decode()
+    restarted = StreamStore()
+    for token in (
+        payload,
+        f"{forged_payload.rstrip('=')}.{mac}",
+        f"{payload}.{mac[:-2]}AA",
+        restarted._encode_token(("ChatFlow", "f7", "Progress"), (1, 0)),
+    ):
+        with pytest.raises(DexServiceError) as raised:
+            await client.read_stream("f7", PROGRESS, token)
+        assert raised.value.code is grpc.StatusCode.INVALID_ARGUMENT
+        assert "not a token this engine issued" in raised.value.detail
+    second = await client.read_stream("f7", PROGRESS, issued)
+    assert second.value == "b"
 
 
 async def test_list_pages_newest_first_and_ends_with_empty_token(

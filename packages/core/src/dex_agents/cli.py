@@ -18,7 +18,7 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
     demo = commands.add_parser(
         "demo",
-        help="run a support agent with a scripted model on the embedded engine",
+        help="run a support agent (a scripted model, or --model) on the embedded engine",
         description=(
             "Start the embedded engine on a database in --directory, a Worker, and a support "
             "agent with a scripted model (no API key), and stream one turn: an order lookup "
@@ -41,6 +41,18 @@ def _parser() -> argparse.ArgumentParser:
         help="where the engine database and logs live (default: ./.dex-agents)",
     )
     demo.add_argument("--message", help="the first user message of a new session")
+    demo.add_argument(
+        "--model",
+        metavar="LITELLM_MODEL",
+        help=(
+            "run the agent on a real model through LiteLLM, such as openai/gpt-5-mini, with the "
+            'API key from the environment (needs pip install "dex-agents[litellm]"); '
+            "default: the scripted model, no key"
+        ),
+    )
+    demo.add_argument(
+        "--api-base", metavar="URL", help="the provider endpoint for --model, such as a proxy"
+    )
     return parser
 
 
@@ -51,6 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         dex-agents demo
         dex-agents demo --session demo-1a2b3c4d --approve
+        dex-agents demo --model openai/gpt-5-mini
     """
     arguments = _parser().parse_args(argv)
     # Imported here so `dex-agents --help` answers without loading the SDK.
@@ -63,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         run_demo,
     )
 
+    if arguments.api_base and not arguments.model:
+        print("dex-agents demo: --api-base needs --model", file=sys.stderr)
+        return 2
     if arguments.session and arguments.message:
         print(
             "dex-agents demo: --message starts a new session; drop it or --session", file=sys.stderr
@@ -80,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         approval=approval,
         directory=arguments.directory or DEFAULT_DEMO_DIRECTORY,
         message=arguments.message or DEFAULT_DEMO_MESSAGE,
+        model=arguments.model,
+        api_base=arguments.api_base,
     )
     try:
         return asyncio.run(run_demo(options))

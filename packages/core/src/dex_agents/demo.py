@@ -54,6 +54,7 @@ from dex_agents.agent_session_values import (
 )
 from dex_agents.stepwise import (
     AgentDefinition,
+    ModelClient,
     ModelRequest,
     ScriptedModelClient,
     ScriptedModelReply,
@@ -104,12 +105,17 @@ class DemoOptions:
         approval: Ask at the keyboard (stdin), or approve or reject without asking.
         directory: Where the engine database, logs and blob cache live.
         message: The first user message of a new session.
+        model: A LiteLLM model name, such as ``openai/gpt-5-mini``, to run the agent on a real
+            provider with the key from the environment; ``None`` keeps the scripted model.
+        api_base: The provider endpoint for ``model``, such as a proxy; ``None`` for the default.
     """
 
     session_id: str | None = None
     approval: ApprovalMode = ApprovalMode.ASK
     directory: Path = DEFAULT_DEMO_DIRECTORY
     message: str = DEFAULT_DEMO_MESSAGE
+    model: str | None = None
+    api_base: str | None = None
 
 
 class DemoError(Exception):
@@ -155,15 +161,54 @@ def demo_model_reply(request: ModelRequest) -> ScriptedModelReply:
     return ScriptedModelReply(text=f"Done. {results[-1].output}")
 
 
-def build_demo_flow() -> Flow[Any]:
-    """The demo's Stepwise support agent Flow."""
+_REAL_MODEL_INSTRUCTIONS = (
+    "You help customers with their orders. Look an order up with lookup_order before you act on "
+    "it, and refund it with refund_order only when the customer asks for a refund."
+)
+
+
+def build_demo_flow(model: str | None = None, api_base: str | None = None) -> Flow[Any]:
+    """The demo's Stepwise support agent Flow: the scripted model, or a LiteLLM ``model``.
+
+    Raises:
+        DemoError: ``model`` is given but LiteLLM is not installed, cannot route the model, or
+            finds no API key for it in the environment.
+    """
+    if model is None:
+        client: ModelClient = ScriptedModelClient(demo_model_reply)
+        instructions = "You help customers with their orders."
+    else:
+        client = _litellm_client(model, api_base)
+        instructions = _REAL_MODEL_INSTRUCTIONS
     agent = AgentDefinition(
         name="support",
-        instructions="You help customers with their orders.",
-        model=ScriptedModelClient(demo_model_reply),
+        instructions=instructions,
+        model=client,
         tools=[lookup_order, refund_order],
     )
     return stepwise_agent_session_flow(agent, flow_type=DEMO_FLOW_TYPE)
+
+
+def _litellm_client(model: str, api_base: str | None) -> ModelClient:
+    try:
+        import litellm
+
+        from dex_agents.litellm import LiteLLMModelClient
+    except ImportError as error:
+        raise DemoError(
+            f'--model needs LiteLLM: install it with pip install "dex-agents[litellm]" ({error})'
+        ) from error
+    try:
+        client = LiteLLMModelClient(model, api_base=api_base)
+    except ValueError as error:
+        raise DemoError(str(error)) from error
+    missing = litellm.validate_environment(model=model, api_base=api_base).get("missing_keys")
+    if missing:
+        raise DemoError(
+            f"model {model} needs {', '.join(missing)} in the environment; set it, or run the "
+            "demo without --model to use the scripted model"
+        )
+    return client
 
 
 async def run_demo(options: DemoOptions, output: TextIO = sys.stdout) -> int:
@@ -179,12 +224,13 @@ async def run_demo(options: DemoOptions, output: TextIO = sys.stdout) -> int:
 
 
 async def _run_in_directory(options: DemoOptions, terminal: _Terminal) -> int:
+    # Built first: a model that cannot run fails before any process starts.
+    flow = build_demo_flow(options.model, options.api_base)
     terminal.progress(f"starting engine on {options.directory / 'engine.db'}...")
     engine = await _start_engine(options.directory)
     cache = open_blob_cache(
         BlobCacheConfig(str(options.directory / "blob-cache"), _BLOB_CACHE_BYTES)
     )
-    flow = build_demo_flow()
     registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
     client = AsyncClient(
         registry,

@@ -328,7 +328,10 @@ def build_langgraph_context_window_flow(
 SCENARIO_RUNNER = ScenarioRunner(
     "langgraph",
     build_flow=build_langgraph_scenario_flow,
-    features=frozenset(ScenarioFeature),
+    # Every feature but MCP tools, which this runner joins through its MCP wrapper path later.
+    features=frozenset(
+        {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
+    ),
     build_context_window_flow=build_langgraph_context_window_flow,
 )
 """LangGraph under the shared suite: every optional feature, and the context window scenario."""

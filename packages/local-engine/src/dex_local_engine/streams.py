@@ -10,7 +10,9 @@ limited to 100 KiB.
 Reads are resumable. A resume token is opaque to clients; it names the Flow type, Flow ID, Stream
 name and message it came from, and a token of another Flow, Flow type or Stream, or one this
 engine never issued, is rejected with INVALID_ARGUMENT (SDK: ``DexServiceError`` with
-``code == grpc.StatusCode.INVALID_ARGUMENT``). An empty token, or a token older than the retained
+``code == grpc.StatusCode.INVALID_ARGUMENT``). Tokens carry a MAC under a key of this engine
+process, so a token written by hand, or one issued before a restart (whose messages the restart
+lost anyway), is refused rather than read from a position nobody was given. An empty token, or a token older than the retained
 head, reads from the oldest retained message. When no message follows the token, ``ReadStream``
 long-polls until one is written or the wait ends with ``LongPollTimeoutError``
 (DEADLINE_EXCEEDED + LONG_POLL_TIME_OUT).
@@ -35,8 +37,11 @@ import asyncio
 import base64
 import binascii
 import bisect
+import hashlib
+import hmac
 import json
 import logging
+import secrets
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -66,6 +71,7 @@ _MESSAGE_OVERHEAD_BYTES = 64
 _TRIM_TRIGGER_PERCENT = 90
 _TRIM_TARGET_PERCENT = 80
 _TOKEN_VERSION = 1
+_TOKEN_MAC_BYTES = 16
 
 _log = logging.getLogger(__name__)
 
@@ -130,6 +136,7 @@ class StreamStore:
         self._scopes: dict[tuple[str, str], _Scope] = {}
         self._instances: dict[tuple[str, str, str], _Instance] = {}
         self._last_id: _MessageId = (0, 0)
+        self._token_key = secrets.token_bytes(32)
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -363,8 +370,7 @@ class StreamStore:
             source=message.source,
         )
 
-    @staticmethod
-    def _encode_token(key: tuple[str, str, str], message_id: _MessageId) -> str:
+    def _encode_token(self, key: tuple[str, str, str], message_id: _MessageId) -> str:
         flow_type, flow_id, stream_name = key
         payload = json.dumps(
             {
@@ -375,23 +381,32 @@ class StreamStore:
                 "i": f"{message_id[0]}-{message_id[1]}",
             },
             separators=(",", ":"),
-        )
-        return base64.urlsafe_b64encode(payload.encode()).rstrip(b"=").decode()
+        ).encode()
+        return f"{_b64(payload)}.{_b64(self._token_mac(payload))}"
 
-    @staticmethod
-    def _decode_token(token: str, flow_type: str, flow_id: str, stream_name: str) -> _MessageId:
+    def _token_mac(self, payload: bytes) -> bytes:
+        return hmac.digest(self._token_key, payload, hashlib.sha256)[:_TOKEN_MAC_BYTES]
+
+    def _decode_token(
+        self, token: str, flow_type: str, flow_id: str, stream_name: str
+    ) -> _MessageId:
         if not token:
             return (-1, -1)
         try:
-            padded = token + "=" * (-len(token) % 4)
-            fields = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+            encoded_payload, encoded_mac = token.split(".")
+            payload = _unb64(encoded_payload)
+            if not hmac.compare_digest(_unb64(encoded_mac), self._token_mac(payload)):
+                raise ValueError("the token's MAC does not match")
+            fields = json.loads(payload)
             if not isinstance(fields, dict) or fields.get("v") != _TOKEN_VERSION:
                 raise ValueError("unknown token version")
             milliseconds, sequence = (int(part) for part in str(fields["i"]).split("-"))
             scope = (fields["t"], fields["f"], fields["s"])
         except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error):
             raise invalid_argument(
-                "invalid Stream resume token: it is not a token this engine issued"
+                "invalid Stream resume token: it is not a token this engine issued (tokens "
+                "issued before an engine restart are refused too); read from the Stream's head "
+                "with an empty token instead"
             ) from None
         if scope != (flow_type, flow_id, stream_name):
             raise invalid_argument(
@@ -400,6 +415,14 @@ class StreamStore:
                 f"{flow_type!r}, flow {flow_id!r}, stream {stream_name!r}"
             )
         return (milliseconds, sequence)
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode((text + "=" * (-len(text) % 4)).encode("ascii"))
 
 
 def _require_scope_fields(flow_id: str, flow_type: str, stream_name: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import timedelta
 from typing import Annotated, Any
 
 from dex import Flow
@@ -47,16 +48,19 @@ from dex_agents.testing.scenarios.scenario_agent import (
     run_scenario_tool,
     scripted_reply,
 )
+from dex_agents.testing.scenarios.scenario_mcp_server import (
+    SCENARIO_MCP_TOOL_POLICIES,
+    mcp_extra_installed,
+    scenario_mcp_tool_source,
+)
 from dex_agents.testing.scenarios.scenario_questions import (
     CONFIRM_TOOL,
-    REPORT_POLL_INTERVAL_SECONDS,
     REPORT_TOOL,
     ScenarioQuestion,
     poll_report_task,
     run_confirm_tool,
     scenario_input_requested,
-    start_report,
-    stop_at_report_gate,
+    start_report_task,
 )
 from dex_agents.testing.scenarios.scenario_runner import ScenarioFeature, ScenarioRunner
 from dex_agents.tool_policy import ToolEffect
@@ -95,7 +99,16 @@ def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
         # The turn's session settings reach the scripted model, as a real resolve_model would.
         resolve_model=model_for,
         tools=[*(_stepwise_tool(spec, tool) for tool in spec.tools), _stepwise_confirm_tool(spec)],
-        tool_sources=[StepwiseReportSource(spec)],
+        tool_sources=[
+            StepwiseReportSource(spec),
+            # Only the MCP agent lists the MCP server (it needs the mcp extra), so the other
+            # scenarios never wait for a stdio server to start.
+            *([scenario_mcp_tool_source(spec)] if spec.mcp_tools else []),
+        ],
+        tool_policies=SCENARIO_MCP_TOOL_POLICIES,
+        # Starting the stdio MCP server can take seconds on a loaded machine; the scenarios need
+        # its tools in the first model call.
+        tool_source_listing_timeout=timedelta(seconds=60),
         interrupt_deadline=spec.interrupt_deadline,
         built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
         plan_mode_enabled=spec.plan_mode_enabled,
@@ -168,13 +181,8 @@ class StepwiseReportSource:
         return DeferredToolCall(tool_call_id, listed_tool.name, arguments, policy)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolTaskStarted:
-        if call.heartbeat_checkpoint is not None:
-            return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
-        job_id = start_report(self._spec, call.idempotency_key)
-        await call.save_heartbeat_checkpoint(job_id)
         arguments = json.loads(call.tool_call.arguments or "{}")
-        await stop_at_report_gate(self._spec, str(arguments.get("gate") or ""))
-        return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
+        return await start_report_task(self._spec, call, str(arguments.get("gate") or ""))
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         return poll_report_task(self._spec, poll)
@@ -202,7 +210,10 @@ def _count_runs(items: list[object], item_type: type) -> int:
 STEPWISE_SCENARIO_RUNNER = ScenarioRunner(
     "stepwise",
     build_flow=build_stepwise_flow,
-    features=frozenset(ScenarioFeature),
+    features=frozenset(ScenarioFeature)
+    if mcp_extra_installed()
+    else frozenset(ScenarioFeature) - {ScenarioFeature.MCP_TOOLS},
     build_context_window_flow=build_stepwise_context_window_flow,
 )
-"""Stepwise under the shared suite: every optional feature, and the context window scenario."""
+"""Stepwise under the shared suite: every optional feature (MCP tools with the mcp extra), and the
+context window scenario."""

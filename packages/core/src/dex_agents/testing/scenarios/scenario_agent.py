@@ -33,6 +33,8 @@ from dex_agents.tool_policy import ToolEffect
 MAIN_FLOW_TYPE = "ScenarioAgent"
 DEADLINE_FLOW_TYPE = "ScenarioDeadlineAgent"
 PLAN_FLOW_TYPE = "ScenarioPlanAgent"
+#: The agent that offers the scenario MCP server's tools (``ScenarioFeature.MCP_TOOLS``).
+MCP_FLOW_TYPE = "ScenarioMcpAgent"
 #: Built-in tools of the main and deadline agents; session features, so every runner has them.
 QUESTION_BUILT_IN_TOOLS = frozenset({"ask_user", "durable_wait"})
 APPROVAL_DEADLINE = timedelta(seconds=2)
@@ -76,6 +78,8 @@ class ScenarioAgentSpec:
     instructions: str = INSTRUCTIONS
     built_in_tools: frozenset[str] = frozenset()
     plan_mode_enabled: bool = False
+    #: Offer the tools of the scenario MCP server (``scenario_mcp_server``) too.
+    mcp_tools: bool = False
 
     @property
     def model_spend_limit(self) -> ScenarioSpendLimit:
@@ -103,6 +107,7 @@ def scenario_agent_specs(state_dir: Path) -> list[ScenarioAgentSpec]:
             built_in_tools=frozenset({"write_todos"}),
             plan_mode_enabled=True,
         ),
+        ScenarioAgentSpec(MCP_FLOW_TYPE, state_dir, mcp_tools=True),
     ]
 
 

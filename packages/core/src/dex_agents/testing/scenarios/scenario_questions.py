@@ -17,11 +17,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dex_agents.agent_framework_runner import (
+    DeferredToolExecution,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskPending,
     ToolTaskPoll,
     ToolTaskPollOutcome,
+    ToolTaskStarted,
 )
 from dex_agents.testing.file_gate import FileGate
 from dex_agents.testing.scenarios.scenario_agent import ScenarioAgentSpec
@@ -124,6 +126,19 @@ def scenario_input_requested(question: ScenarioQuestion) -> ToolInputRequested:
         allows_free_text=question.allows_free_text,
         continuation=question.continuation,
     )
+
+
+async def start_report_task(
+    spec: ScenarioAgentSpec, call: DeferredToolExecution, gate: str
+) -> ToolTaskStarted:
+    """The body of the ``report`` tool in a tool Step: start the job once, saving its handle as the
+    heartbeat checkpoint, so a retried attempt resumes the saved job instead of starting another."""
+    if call.heartbeat_checkpoint is not None:
+        return ToolTaskStarted(call.heartbeat_checkpoint, REPORT_POLL_INTERVAL_SECONDS)
+    job_id = start_report(spec, call.idempotency_key)
+    await call.save_heartbeat_checkpoint(job_id)
+    await stop_at_report_gate(spec, gate)
+    return ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS)
 
 
 def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPollOutcome:

@@ -59,11 +59,15 @@ class ScenarioFeature(StrEnum):
     - ``tool_tasks``: the ``report`` tool returns ``ToolTaskStarted`` and the runner's
       ``poll_tool_task`` polls it.
     - ``plan_mode``: the runner is a ``PlanModeRunner``; only then is ``ScenarioPlanAgent`` built.
+    - ``mcp_tools``: the runner builds ``ScenarioMcpAgent`` (``spec.mcp_tools``), which also
+      offers the tools of the scenario MCP server (``scenario_mcp_server``) through the runner's
+      MCP path, with ``SCENARIO_MCP_TOOL_POLICIES``; it needs the mcp extra.
     """
 
     TOOL_QUESTIONS = "tool_questions"
     TOOL_TASKS = "tool_tasks"
     PLAN_MODE = "plan_mode"
+    MCP_TOOLS = "mcp_tools"
 
 
 class UnknownScenarioRunnerError(ConfigurationError, LookupError):
@@ -138,7 +142,8 @@ class ScenarioRunner:
         return [
             self.build_flow(spec)
             for spec in scenario_agent_specs(state_dir)
-            if not spec.plan_mode_enabled or self.supports(ScenarioFeature.PLAN_MODE)
+            if (not spec.plan_mode_enabled or self.supports(ScenarioFeature.PLAN_MODE))
+            and (not spec.mcp_tools or self.supports(ScenarioFeature.MCP_TOOLS))
         ]
 
 

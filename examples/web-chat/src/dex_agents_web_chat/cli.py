@@ -1,0 +1,127 @@
+"""``dex-agents-web-chat``: the chat on the embedded local engine, with a Worker in this process.
+
+It starts ``dex-local-engine`` on a database in ``--directory``, serves the support agent with a
+pull Worker in this process, serves the page with uvicorn, and prints the login link (the page's
+token). Stop it with Ctrl+C; the sessions stay in the database for the next start.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import sys
+from collections.abc import Sequence
+from datetime import timedelta
+from pathlib import Path
+from typing import Final
+
+import uvicorn
+from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
+
+from dex_agents_web_chat._agent import DEFAULT_WORD_DELAY, build_web_chat_flow
+from dex_agents_web_chat._app import create_web_chat_app
+from dex_agents_web_chat._authorization import TokenAuthorization
+
+__all__ = ["READY_LINE_PREFIX", "TOKEN_ENV", "main", "serve"]
+
+TOKEN_ENV: Final = "DEX_WEB_CHAT_TOKEN"
+"""Environment variable with the login token; a random one is made when it is unset."""
+READY_LINE_PREFIX: Final = "dex-agents web chat ready on "
+"""Start of the line printed once the page is served: the address, then the login link."""
+
+_DEFAULT_DIRECTORY: Final = Path(".dex-agents") / "web-chat"
+_STARTUP_POLL_SECONDS: Final = 0.05
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Parse the options and serve until interrupted."""
+    parser = argparse.ArgumentParser(
+        prog="dex-agents-web-chat",
+        description="A browser chat with a durable support agent on the embedded Dex engine.",
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on")
+    parser.add_argument("--port", type=int, default=8000, help="port to listen on (0: any free)")
+    parser.add_argument(
+        "--directory",
+        type=Path,
+        default=_DEFAULT_DIRECTORY,
+        help="where the engine database, its logs and the blob cache live",
+    )
+    parser.add_argument(
+        "--word-delay-ms",
+        type=int,
+        default=int(DEFAULT_WORD_DELAY.total_seconds() * 1000),
+        help="pause between two streamed words of the scripted model",
+    )
+    options = parser.parse_args(argv)
+    try:
+        asyncio.run(
+            serve(
+                options.host,
+                options.port,
+                options.directory,
+                token=os.environ.get(TOKEN_ENV) or None,
+                word_delay=timedelta(milliseconds=options.word_delay_ms),
+            )
+        )
+    except KeyboardInterrupt:
+        return 130
+    except ValueError as problem:
+        print(f"dex-agents-web-chat: {problem}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def serve(
+    host: str,
+    port: int,
+    directory: Path,
+    *,
+    token: str | None = None,
+    word_delay: timedelta = DEFAULT_WORD_DELAY,
+) -> None:
+    """Run the engine, the Worker and the web server until cancelled.
+
+    Raises:
+        ValueError: When ``token`` is shorter than 16 characters.
+        EngineStartError: When the engine does not start.
+        OSError: When ``host:port`` cannot be bound.
+    """
+    authorization = TokenAuthorization(token)
+    directory.mkdir(parents=True, exist_ok=True)
+    listener = socket.create_server((host, port))
+    engine = await EngineProcess.start_local(
+        directory / "engine.db", EngineLogs.in_directory(directory)
+    )
+    try:
+        flow = build_web_chat_flow(word_delay=word_delay)
+        async with in_process_worker(
+            [flow], engine.server_address, directory / "blob-cache"
+        ) as dex:
+            app = create_web_chat_app(
+                dex.client, flow, authorization.authorize, routes=[authorization.login_route()]
+            )
+            server = uvicorn.Server(
+                uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2)
+            )
+            serving = asyncio.create_task(server.serve(sockets=[listener]))
+            while not server.started and not serving.done():
+                await asyncio.sleep(_STARTUP_POLL_SECONDS)
+            if server.started:
+                bound_host, bound_port = listener.getsockname()[:2]
+                address = f"http://{bound_host}:{bound_port}"
+                print(
+                    f"{READY_LINE_PREFIX}{address}/ (log in: {address}/login?token="
+                    f"{authorization.token})",
+                    flush=True,
+                )
+            await serving
+    finally:
+        listener.close()
+        await engine.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,236 @@
+"""The chat page in headless Chromium: it clicks, types and reads the page of a real session.
+
+The module shares one engine, Worker child and Chromium; each test serves its own app and opens
+its own session. A ``slow:<gate>`` message holds its first model call after the first streamed
+word until the test releases the gate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip(
+    "playwright.async_api", reason="Playwright is not installed: uv sync --all-packages"
+)
+
+from playwright.async_api import expect
+from web_chat_page import ChatPage
+from web_chat_test_support import ChatStack, RunningChat, serving_chat
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+
+SCREENSHOT_ENV = "DEX_WEB_CHAT_SCREENSHOT"
+"""Where the approval test saves its screenshot of the page (the README's image)."""
+
+_ORDER_7 = "Order 7 is a ceramic teapot, delivered."
+_AT_LEAST_2 = re.compile(r"^([2-9]|\d{2,})$")
+
+
+async def test_a_turn_streams_live_text_then_shows_the_stored_reply(
+    browser: Any, stack: ChatStack, chat: RunningChat
+) -> None:
+    page = await ChatPage.open(browser, chat)
+    await page.send("slow:live where is order 7?")
+    await stack.gate("live").wait_until_reached()
+    # The model call is held after its first word: the page shows it as live text.
+    await expect(page.live_text()).to_have_text(["Let "])
+    await expect(page.live_text()).to_have_attribute("data-attempt", "1")
+    await expect(page.page.locator("#stop")).to_be_enabled()
+    stack.gate("live").release()
+
+    await page.wait_for_turn_end()
+    await expect(page.stored_replies()).to_have_text(["Let me look up order 7.", _ORDER_7])
+    await expect(page.tool_call("lookup_order")).to_have_attribute("data-status", "done")
+    await expect(page.tool_call("lookup_order")).to_contain_text('"item": "a ceramic teapot"')
+    await expect(page.user_messages()).to_have_text(["slow:live where is order 7?"])
+    assert page.errors == []
+
+
+async def test_approve_and_reject_in_the_page(
+    browser: Any, chat: RunningChat, tmp_path: Path
+) -> None:
+    page = await ChatPage.open(browser, chat)
+    await page.send("Please refund order 7")
+    approval = page.prompt("approval")
+    await expect(approval).to_contain_text("Approve refund_order?")
+    await expect(approval.locator(".arguments")).to_have_text(
+        '{"amount_cents":2599,"order_id":"7"}'
+    )
+    await expect(page.tool_call("refund_order")).to_have_attribute(
+        "data-status", "awaiting_approval"
+    )
+    await page.page.screenshot(path=os.environ.get(SCREENSHOT_ENV) or tmp_path / "approval.png")
+    await approval.locator("button.approve").click()
+    await page.wait_for_turn_end()
+    await expect(approval).to_have_count(0)
+    await expect(page.stored_replies().last).to_contain_text(
+        "Refund result: Refunded 25.99 USD on order 7"
+    )
+
+    await page.send("Please refund order 8")
+    approval = page.prompt("approval")
+    await expect(approval.locator(".arguments")).to_contain_text('"order_id":"8"')
+    await approval.locator("input.reason").fill("it is still in transit")
+    await approval.locator("button.reject").click()
+    await page.wait_for_turn_end()
+    await expect(page.stored_replies().last).to_have_text(
+        "Refund result: The user rejected this tool call. Reason: it is still in transit"
+    )
+    await expect(page.actions("approve", accepted=True)).to_have_count(1)
+    await expect(page.actions("reject", accepted=True)).to_have_count(1)
+    assert page.errors == []
+
+
+async def test_answer_a_question_in_the_page(browser: Any, chat: RunningChat) -> None:
+    page = await ChatPage.open(browser, chat)
+    await page.send("Help me choose a gift")
+    question = page.prompt("question")
+    await expect(question.locator("h2")).to_have_text("Which gift would you like?")
+    await expect(question.locator("button.choice")).to_have_text(["teapot", "espresso cups"])
+    await question.locator("button.choice", has_text="espresso cups").click()
+    await page.wait_for_turn_end()
+    await expect(question).to_have_count(0)
+    await expect(page.stored_replies().last).to_have_text("Noted. You chose: espresso cups.")
+
+    # An answer in the user's own words.
+    await page.send("Another gift, please")
+    question = page.prompt("question")
+    await question.locator("input.answer-text").fill("a tea towel")
+    await question.locator("button.answer").click()
+    await page.wait_for_turn_end()
+    await expect(page.stored_replies().last).to_have_text("Noted. You chose: a tea towel.")
+    assert page.errors == []
+
+
+async def test_stop_pressed_twice_stops_the_turn_and_both_presses_succeed(
+    browser: Any, stack: ChatStack, chat: RunningChat
+) -> None:
+    page = await ChatPage.open(browser, chat)
+    await page.send("slow:stop tell me everything about order 7")
+    await stack.gate("stop").wait_until_reached()
+    await expect(page.live_text()).to_have_text(["Let "])
+    # A double click: two presses before the page hears back from the first.
+    await page.page.dblclick("#stop")
+    await expect(page.actions("stop")).to_have_count(2)
+    await expect(page.actions("stop", accepted=True)).to_have_count(2)
+    await page.wait_for_turn_end()
+    stack.gate("stop").release()
+
+    snapshot = await stack.idle_snapshot(page.session_id, turns=1)
+    assert [message.role for message in snapshot.messages] == ["user"]
+    await expect(page.stored_replies()).to_have_count(0)
+    await expect(page.page.locator("#stop")).to_be_disabled()
+    # The session goes on with the next message.
+    await page.send("where is order 7?")
+    await page.wait_for_turn_end()
+    await expect(page.stored_replies().last).to_have_text(_ORDER_7)
+    assert page.errors == []
+
+
+async def test_steer_while_a_turn_runs(browser: Any, stack: ChatStack, chat: RunningChat) -> None:
+    page = await ChatPage.open(browser, chat)
+    await page.send("slow:steer where is order 7?")
+    await stack.gate("steer").wait_until_reached()
+    await page.steer("Actually, where is order 8?")
+    # Steering waits for the running model call; the page shows the steered message.
+    await expect(page.page.locator("#transcript .message.queued")).to_contain_text(
+        "Actually, where is order 8?"
+    )
+    stack.gate("steer").release()
+
+    await expect(page.stored_replies().last).to_have_text(
+        "Order 8 is two espresso cups, in transit."
+    )
+    await page.wait_for_turn_end()
+    await expect(page.user_messages()).to_have_text(
+        ["slow:steer where is order 7?", "Actually, where is order 8?"]
+    )
+    snapshot = await stack.idle_snapshot(page.session_id, turns=2)
+    assert not any((message.text or "").startswith("Order 7") for message in snapshot.messages)
+    assert page.errors == []
+
+
+async def test_reload_after_the_turn_ended_shows_the_same_conversation(
+    browser: Any, chat: RunningChat
+) -> None:
+    page = await ChatPage.open(browser, chat)
+    await page.send("where is order 7?")
+    await page.wait_for_turn_end()
+    await expect(page.stored_replies()).to_have_text(["Let me look up order 7.", _ORDER_7])
+    before = await page.transcript()
+    session_id = page.session_id
+
+    await page.page.reload()
+    await page.wait_until_live()
+    assert page.session_id == session_id
+    await expect(page.stored_replies()).to_have_text(["Let me look up order 7.", _ORDER_7])
+    assert await page.transcript() == before
+
+    # A second tab on the same session sees it too, and the next turn reaches both.
+    other = await ChatPage.open(browser, chat, session_id)
+    await expect(other.stored_replies()).to_have_text(["Let me look up order 7.", _ORDER_7])
+    await page.send("and order 8?")
+    for tab in (page, other):
+        await expect(tab.stored_replies().last).to_have_text(
+            "Order 8 is two espresso cups, in transit."
+        )
+    assert page.errors == [] and other.errors == []
+
+
+async def test_the_page_reconnects_with_last_event_id_after_the_server_drops_the_stream(
+    browser: Any, stack: ChatStack
+) -> None:
+    async with serving_chat(stack, max_event_stream_duration=timedelta(seconds=2)) as chat:
+        page = await ChatPage.open(browser, chat)
+        await page.send("slow:drop where is order 7?")
+        await stack.gate("drop").wait_until_reached()
+        await expect(page.live_text()).to_have_text(["Let "])
+        # The server ends each event response after 2 s; the EventSource comes back by itself.
+        await expect(page.page.locator("body")).to_have_attribute("data-reconnects", _AT_LEAST_2)
+        # No event came twice: the held call's text is still its one word.
+        await expect(page.live_text()).to_have_text(["Let "])
+        stack.gate("drop").release()
+
+        await page.wait_for_turn_end()
+        await expect(page.stored_replies()).to_have_text(["Let me look up order 7.", _ORDER_7])
+        # Each reconnect named the last event the page had, a token of this session's Stream.
+        resumed = [
+            headers["last-event-id"]
+            for headers in chat.event_stream_requests
+            if headers.get("last-event-id")
+        ]
+        assert len(resumed) >= 2, chat.event_stream_requests
+        page_of_events = await stack.stack.client.list_stream_messages(
+            page.session_id, stack.flow.agent_events, 1000
+        )
+        assert set(resumed) <= {message.resume_token for message in page_of_events.messages}
+        assert page.errors == []
+
+
+async def test_a_worker_killed_while_the_page_is_open_is_replaced_and_the_turn_completes(
+    browser: Any, stack: ChatStack, chat: RunningChat
+) -> None:
+    page = await ChatPage.open(browser, chat)
+    await page.send("slow:crash where is order 7?")
+    gate = stack.gate("crash")
+    await gate.wait_until_reached()
+    await expect(page.live_text()).to_have_attribute("data-attempt", "1")
+
+    stack.workers[-1].kill()
+    await stack.start_worker()
+    await gate.wait_until_reached(count=2)
+    # The retried model call's text replaces the first attempt's, never adds to it.
+    await expect(page.live_text()).to_have_attribute("data-attempt", "2")
+    await expect(page.live_text()).to_have_text(["Let "])
+    await expect(page.page.locator("body")).to_have_attribute("data-connection", "live")
+    gate.release()
+
+    await page.wait_for_turn_end()
+    await expect(page.stored_replies()).to_have_text(["Let me look up order 7.", _ORDER_7])
+    assert page.errors == []

@@ -1,0 +1,59 @@
+"""The scenario agent's stdio MCP server (see ``scenario_mcp_server``); needs the mcp extra.
+
+Kept apart, without postponed annotations, because the MCP SDK reads each tool's signature.
+"""
+
+import argparse
+import asyncio
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp_types import ToolAnnotations
+
+from dex_agents.testing import FileGate, InvocationLog
+
+_IDEMPOTENCY_KEY_META_KEY: Final = "io.superdurable.dex/idempotencyKey"
+
+
+async def _record_and_gate(
+    state_dir: Path, parent_pid: int, tool: str, gate: str, meta: Mapping[str, Any] | None
+) -> str:
+    InvocationLog(state_dir / "invocations.jsonl").record(
+        tool, key=str((meta or {}).get(_IDEMPOTENCY_KEY_META_KEY, ""))
+    )
+    if gate:
+        file_gate = FileGate(state_dir, gate)
+        file_gate.mark_reached()
+        while not file_gate.is_released:
+            if os.getppid() != parent_pid:
+                os._exit(4)  # the Worker died mid-call: never finish the call behind its back
+            await asyncio.sleep(0.01)
+    return f"{tool} {gate or 'ungated'} ok"
+
+
+def _serve(state_dir: Path) -> None:
+    parent_pid = os.getppid()
+    server = MCPServer("scenario")
+
+    @server.tool(annotations=ToolAnnotations(read_only_hint=True))
+    async def lookup_stock(ctx: Context, gate: str = "") -> str:
+        """Read something."""
+        meta = ctx.request_context.meta
+        return await _record_and_gate(state_dir, parent_pid, "lookup_stock", gate, meta)
+
+    @server.tool(annotations=ToolAnnotations(destructive_hint=True))
+    async def send_note(ctx: Context, gate: str = "") -> str:
+        """A write that must never repeat."""
+        meta = ctx.request_context.meta
+        return await _record_and_gate(state_dir, parent_pid, "send_note", gate, meta)
+
+    server.run()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description="The scenario agent's stdio MCP server.")
+    parser.add_argument("--state-dir", required=True)
+    _serve(Path(parser.parse_args().state_dir))

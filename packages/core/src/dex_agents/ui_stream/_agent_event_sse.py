@@ -1,0 +1,226 @@
+"""Server-Sent Event frames of a session's ``AgentEvents`` Stream, for a browser ``EventSource``.
+
+Each frame's ``id`` is the event's Dex resume token and its ``data`` the ``AgentEvent`` wire
+JSON. A reconnecting ``EventSource`` sends the last ``id`` as ``Last-Event-ID``; passed back as
+``resume_token``, the stream continues with the next event. The generators never end by
+themselves while Dex answers: after each empty long poll they yield :data:`KEEP_ALIVE_FRAME`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncGenerator, Generator, Mapping
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any, Final
+
+import grpc
+from dex import AsyncClient, Client, DexServiceError, Flow, LongPollTimeoutError, StreamMessage
+
+from dex_agents import AgentEvent
+from dex_agents.ui_stream._agent_event_json import agent_event_json_text
+from dex_agents.ui_stream._agent_event_stream_snapshot import require_agent_session_flow
+from dex_agents.ui_stream._invalid_resume_token_error import InvalidAgentEventResumeTokenError
+
+__all__ = [
+    "AGENT_EVENT_STREAM_HEADERS",
+    "DEFAULT_POLL_TIMEOUT",
+    "KEEP_ALIVE_FRAME",
+    "TOKEN_CHECK_TIMEOUT",
+    "agent_event_frame",
+    "stream_agent_event_frames",
+    "stream_agent_event_frames_sync",
+]
+
+_logger: Final = logging.getLogger("dex_agents.ui_stream")
+
+KEEP_ALIVE_FRAME: Final = ": keep-alive\n\n"
+"""An SSE comment, yielded after each empty long poll so proxies keep the response open."""
+
+AGENT_EVENT_STREAM_HEADERS: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "Content-Type": "text/event-stream; charset=utf-8",
+        "Cache-Control": "no-cache, no-transform",
+        # Tells nginx-style proxies to pass each frame on at once.
+        "X-Accel-Buffering": "no",
+    }
+)
+"""Headers of the event response. No hop-by-hop header such as ``Connection``: WSGI servers
+refuse them, and HTTP/2 forbids them."""
+
+DEFAULT_POLL_TIMEOUT: Final = timedelta(seconds=15)
+"""How long one Dex long poll waits before a keep-alive comment."""
+
+TOKEN_CHECK_TIMEOUT: Final = timedelta(seconds=1)
+"""How long the first read, which checks the token, waits; Dex waits in whole seconds."""
+
+_FORBIDDEN_ID_CHARACTERS: Final = ("\n", "\r", "\0")
+
+
+def agent_event_frame(message: StreamMessage[AgentEvent]) -> str:
+    """One SSE frame: ``id`` the message's resume token, ``data`` the event's wire JSON.
+
+    Raises:
+        ValueError: When the token holds a line break or NUL, which an SSE ``id`` cannot carry.
+
+    Example:
+        >>> agent_event_frame(message)
+        'id: eyJ2Ijox...\\ndata: {"attempt":1,...,"type":"turn_started"}\\n\\n'
+    """
+    token = message.resume_token
+    if any(character in token for character in _FORBIDDEN_ID_CHARACTERS):
+        raise ValueError("Dex returned a resume token that an SSE id cannot carry")
+    return f"id: {token}\ndata: {agent_event_json_text(message.value)}\n\n"
+
+
+async def stream_agent_event_frames(
+    client: AsyncClient,
+    flow: Flow[Any],
+    session_id: str,
+    *,
+    resume_token: str = "",
+    poll_timeout: timedelta = DEFAULT_POLL_TIMEOUT,
+) -> AsyncGenerator[str, None]:
+    """Check ``resume_token`` with one short read, then return the session's SSE frames.
+
+    Call it before the response starts, so a refused token can still become a 400. The
+    generator yields one frame per event after the token, and :data:`KEEP_ALIVE_FRAME` after
+    each ``poll_timeout`` without one; it stops when the web framework cancels it, or, when Dex
+    refuses a later read, after logging it (the browser reconnects with ``Last-Event-ID``).
+    Dex Streams need no Flow, so an ID that names no session yields only keep-alives: authorize
+    and check the session first.
+
+    Args:
+        client: An ``AsyncClient`` whose Registry holds ``flow``.
+        flow: The session's ``AgentSessionFlow``.
+        session_id: The session (Flow) ID; authorize the caller for it first.
+        resume_token: ``Last-Event-ID``, or the snapshot's ``resume_token``; empty reads from
+            the oldest retained event.
+        poll_timeout: How long each Dex long poll waits, in whole seconds.
+
+    Raises:
+        InvalidAgentEventResumeTokenError: When Dex refuses the token, such as one of another
+            session or a forged one; nothing was read.
+        ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
+        ValueError: When ``poll_timeout`` is not a positive whole number of seconds.
+        DexServiceError: When Dex fails the first read otherwise.
+
+    Example:
+        >>> try:
+        ...     frames = await stream_agent_event_frames(client, flow, "s", resume_token=token)
+        ... except InvalidAgentEventResumeTokenError:
+        ...     return Response(status_code=400)
+        >>> return StreamingResponse(frames, headers=dict(AGENT_EVENT_STREAM_HEADERS))
+    """
+    events = require_agent_session_flow(flow).agent_events
+    _require_poll_timeout(poll_timeout)
+    reader = _FrameReader(session_id, resume_token)
+    try:
+        first = await client.read_stream(session_id, events, resume_token, TOKEN_CHECK_TIMEOUT)
+    except LongPollTimeoutError:
+        first = None
+    except DexServiceError as error:
+        reader.raise_if_token_refused(error)
+        raise
+
+    async def frames() -> AsyncGenerator[str, None]:
+        if first is not None:
+            yield reader.frame(first)
+        while True:
+            try:
+                message = await client.read_stream(session_id, events, reader.token, poll_timeout)
+            except LongPollTimeoutError:
+                yield KEEP_ALIVE_FRAME
+                continue
+            except DexServiceError as error:
+                reader.log_end(error)
+                return
+            yield reader.frame(message)
+
+    return frames()
+
+
+def stream_agent_event_frames_sync(
+    client: Client,
+    flow: Flow[Any],
+    session_id: str,
+    *,
+    resume_token: str = "",
+    poll_timeout: timedelta = DEFAULT_POLL_TIMEOUT,
+) -> Generator[str, None, None]:
+    """:func:`stream_agent_event_frames` with a synchronous ``Client`` (WSGI servers).
+
+    Each open stream holds one server thread. Closing the generator takes effect after its
+    current long poll, up to ``poll_timeout``.
+
+    Raises:
+        InvalidAgentEventResumeTokenError: When Dex refuses the token; nothing was read.
+        ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
+        ValueError: When ``poll_timeout`` is not a positive whole number of seconds.
+        DexServiceError: When Dex fails the first read otherwise.
+
+    Example:
+        >>> frames = stream_agent_event_frames_sync(sync_client, flow, "s", resume_token=token)
+        >>> return Response(frames, headers=dict(AGENT_EVENT_STREAM_HEADERS))
+    """
+    events = require_agent_session_flow(flow).agent_events
+    _require_poll_timeout(poll_timeout)
+    reader = _FrameReader(session_id, resume_token)
+    try:
+        first = client.read_stream(session_id, events, resume_token, TOKEN_CHECK_TIMEOUT)
+    except LongPollTimeoutError:
+        first = None
+    except DexServiceError as error:
+        reader.raise_if_token_refused(error)
+        raise
+
+    def frames() -> Generator[str, None, None]:
+        if first is not None:
+            yield reader.frame(first)
+        while True:
+            try:
+                message = client.read_stream(session_id, events, reader.token, poll_timeout)
+            except LongPollTimeoutError:
+                yield KEEP_ALIVE_FRAME
+                continue
+            except DexServiceError as error:
+                reader.log_end(error)
+                return
+            yield reader.frame(message)
+
+    return frames()
+
+
+class _FrameReader:
+    """What both generators share: the position read so far and the handling of each answer."""
+
+    def __init__(self, session_id: str, resume_token: str) -> None:
+        self.session_id = session_id
+        self.token = resume_token
+
+    def frame(self, message: StreamMessage[AgentEvent]) -> str:
+        frame = agent_event_frame(message)
+        self.token = message.resume_token
+        return frame
+
+    def raise_if_token_refused(self, error: DexServiceError) -> None:
+        if error.code is grpc.StatusCode.INVALID_ARGUMENT:
+            raise InvalidAgentEventResumeTokenError(self.session_id, error.detail) from error
+
+    def log_end(self, error: DexServiceError) -> None:
+        # Raising would only make the framework log a traceback mid-response; ending lets the
+        # browser reconnect with Last-Event-ID, where a refused token becomes a 400.
+        _logger.warning(
+            "ended the event stream of session %s: Dex refused a read (%s: %s)",
+            self.session_id,
+            error.code.name,
+            error.detail,
+        )
+
+
+def _require_poll_timeout(poll_timeout: timedelta) -> None:
+    seconds = poll_timeout.total_seconds()
+    if seconds < 1 or not seconds.is_integer():
+        raise ValueError(
+            f"poll_timeout must be a positive whole number of seconds, got {poll_timeout!r}"
+        )

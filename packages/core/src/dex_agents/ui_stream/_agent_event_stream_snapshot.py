@@ -1,0 +1,132 @@
+"""The snapshot a browser renders first, with the resume token to open the event stream from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from dex import AsyncClient, Client, Flow
+
+from dex_agents import AgentSessionFlow, AgentSnapshot, ConfigurationTypeError, JsonObject
+from dex_agents.ui_stream._agent_event_json import browser_snapshot_json
+from dex_agents.ui_stream._agent_event_stream_positions import (
+    HEAD_OF_STREAM_TOKEN,
+    STREAM_LIST_PAGE_SIZE,
+    resume_token_before_open_turns,
+)
+
+__all__ = [
+    "AgentEventStreamSnapshot",
+    "read_agent_event_stream_snapshot",
+    "read_agent_event_stream_snapshot_sync",
+    "require_agent_session_flow",
+]
+
+
+@dataclass(frozen=True)
+class AgentEventStreamSnapshot:
+    """A session's snapshot and the Dex resume token to open its event stream from.
+
+    Attributes:
+        snapshot: The ``get_agent_snapshot`` result, complete, for the server's own use.
+        resume_token: Where the browser opens the stream: while a turn is active, the stream
+            replays that turn's events; otherwise it continues with the next event (or replays
+            a turn that started but that the snapshot does not show yet). Empty reads from the
+            oldest retained event.
+
+    Example:
+        >>> value = await read_agent_event_stream_snapshot(client, flow, "session-42")
+        >>> value.to_json()["resume_token"] == value.resume_token
+        True
+    """
+
+    snapshot: AgentSnapshot
+    resume_token: str
+
+    def to_json(self) -> JsonObject:
+        """``{"snapshot": ..., "resume_token": ...}`` in the wire format, for the browser.
+
+        The snapshot leaves out the fields only the session's Steps use (``framework_item`` on
+        messages; ``tool_source_reference``, ``trace_context``, ``input_continuation``,
+        ``input_answers`` and ``task_answer_pending`` on tool calls) and keeps
+        ``session_settings`` as stored.
+
+        Example:
+            >>> return JSONResponse(value.to_json())
+        """
+        return {"snapshot": browser_snapshot_json(self.snapshot), "resume_token": self.resume_token}
+
+
+async def read_agent_event_stream_snapshot(
+    client: AsyncClient, flow: Flow[Any], session_id: str
+) -> AgentEventStreamSnapshot:
+    """Read session ``session_id``'s snapshot and the resume token of its event stream.
+
+    Lists ``AgentEvents`` first and reads the snapshot second, so no event written meanwhile is
+    lost to the browser (one may be replayed). Authorize the caller for ``session_id`` first.
+
+    Args:
+        client: An ``AsyncClient`` whose Registry holds ``flow``.
+        flow: The session's ``AgentSessionFlow``.
+        session_id: The session (Flow) ID.
+
+    Raises:
+        ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
+        FlowNotActiveOrNotFoundError: When no session has this ID.
+        DexServiceError: When Dex refuses a read.
+
+    Example:
+        >>> value = await read_agent_event_stream_snapshot(client, flow, "session-42")
+        >>> return JSONResponse(value.to_json())
+    """
+    session_flow = require_agent_session_flow(flow)
+    events = session_flow.agent_events
+    page = await client.list_stream_messages(session_id, events, STREAM_LIST_PAGE_SIZE)
+    snapshot = await client.invoke_rpc(session_flow.get_agent_snapshot, session_id)
+    token = resume_token_before_open_turns(page.messages, snapshot.state)
+    while token is None and page.next_page_token:
+        page = await client.list_stream_messages(
+            session_id, events, STREAM_LIST_PAGE_SIZE, page.next_page_token
+        )
+        token = resume_token_before_open_turns(page.messages, snapshot.state)
+    return AgentEventStreamSnapshot(snapshot, HEAD_OF_STREAM_TOKEN if token is None else token)
+
+
+def read_agent_event_stream_snapshot_sync(
+    client: Client, flow: Flow[Any], session_id: str
+) -> AgentEventStreamSnapshot:
+    """:func:`read_agent_event_stream_snapshot` with a synchronous ``Client`` (WSGI servers).
+
+    Raises:
+        ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
+        FlowNotActiveOrNotFoundError: When no session has this ID.
+        DexServiceError: When Dex refuses a read.
+
+    Example:
+        >>> return read_agent_event_stream_snapshot_sync(sync_client, flow, "s").to_json()
+    """
+    session_flow = require_agent_session_flow(flow)
+    events = session_flow.agent_events
+    page = client.list_stream_messages(session_id, events, STREAM_LIST_PAGE_SIZE)
+    snapshot = client.invoke_rpc(session_flow.get_agent_snapshot, session_id)
+    token = resume_token_before_open_turns(page.messages, snapshot.state)
+    while token is None and page.next_page_token:
+        page = client.list_stream_messages(
+            session_id, events, STREAM_LIST_PAGE_SIZE, page.next_page_token
+        )
+        token = resume_token_before_open_turns(page.messages, snapshot.state)
+    return AgentEventStreamSnapshot(snapshot, HEAD_OF_STREAM_TOKEN if token is None else token)
+
+
+def require_agent_session_flow(flow: Flow[Any]) -> AgentSessionFlow:
+    """``flow`` itself, checked to be an ``AgentSessionFlow``.
+
+    Raises:
+        ConfigurationTypeError: When it is another Flow.
+    """
+    if not isinstance(flow, AgentSessionFlow):
+        raise ConfigurationTypeError(
+            f"flow must be an AgentSessionFlow, got {type(flow).__name__}: pass the session Flow "
+            "registered with the client"
+        )
+    return flow

@@ -1,0 +1,209 @@
+"""Test support: an SDK ``Model`` whose replies come from a function, for tests and examples.
+
+``ReplyFunctionModel`` implements the SDK's ``agents.Model`` interface, so the SDK's real run loop
+drives it exactly as it drives ``OpenAIResponsesModel``. Each call asks the reply function for the
+response's output items, then lets the SDK's own ``agents.testing.ScriptedModel`` turn them into
+the response and its stream events (text deltas included).
+
+Example:
+    >>> async def reply(call: ModelCallInput) -> list[TResponseOutputItem]:
+    ...     return [assistant_message(f"Echo: {call.last_user_text()}")]
+    >>> agent = Agent(name="echo", model=ReplyFunctionModel(reply))
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from agents import (
+    AgentOutputSchemaBase,
+    Handoff,
+    Model,
+    ModelResponse,
+    ModelSettings,
+    ModelTracing,
+    Tool,
+    TResponseInputItem,
+    Usage,
+)
+from agents.items import TResponseOutputItem, TResponseStreamEvent
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from dex_agents import JsonObject, dump_json_text, estimate_text_tokens
+from openai.types.responses.response_prompt_param import ResponsePromptParam
+
+__all__ = [
+    "ModelCallInput",
+    "ReplyFunction",
+    "ReplyFunctionModel",
+    "assistant_message",
+    "function_call",
+]
+
+
+@dataclass(frozen=True)
+class ModelCallInput:
+    """What one model call received, as the SDK passed it to the ``Model``.
+
+    Attributes:
+        system_instructions: The agent's instructions for this call.
+        items: The input items (Responses format).
+        tool_names: The names of the offered tools and handoffs.
+    """
+
+    system_instructions: str | None
+    items: tuple[JsonObject, ...]
+    tool_names: tuple[str, ...]
+
+    def last_user_index(self) -> int:
+        """Index of the last user message, ``-1`` when there is none."""
+        return max(
+            (index for index, item in enumerate(self.items) if item.get("role") == "user"),
+            default=-1,
+        )
+
+    def last_user_text(self) -> str:
+        """The text of the last user message, ``""`` when there is none."""
+        index = self.last_user_index()
+        if index < 0:
+            return ""
+        content = self.items[index].get("content")
+        if isinstance(content, str):
+            return content
+        parts = content if isinstance(content, list) else []
+        return "".join(str(part.get("text", "")) for part in parts if isinstance(part, dict))
+
+    def tool_outputs_since_user(self) -> list[str]:
+        """The outputs of ``function_call_output`` items after the last user message, in order."""
+        return [
+            str(item.get("output"))
+            for item in self.items[self.last_user_index() + 1 :]
+            if item.get("type") == "function_call_output"
+        ]
+
+    def responses_since_user(self) -> int:
+        """How many model responses the input holds after the last user message."""
+        runs, previous = 0, False
+        for item in self.items[self.last_user_index() + 1 :]:
+            output = item.get("role") == "assistant" or item.get("type") in (
+                "function_call",
+                "reasoning",
+            )
+            runs += output and not previous
+            previous = output
+        return runs
+
+    def estimated_tokens(self) -> int:
+        """Three UTF-8 bytes per token over the instructions, the items and the tool names."""
+        text = dump_json_text([self.system_instructions, list(self.items), list(self.tool_names)])
+        return estimate_text_tokens(text)
+
+
+ReplyFunction = Callable[[ModelCallInput], Awaitable[Sequence[TResponseOutputItem]]]
+"""Answers one model call with the response's output items."""
+
+
+class ReplyFunctionModel(Model):
+    """An ``agents.Model`` that answers each call with ``reply(call)``.
+
+    Usage reports the estimated input tokens of the call and one output token per three bytes of
+    the output, so usage and spend figures move with the conversation.
+
+    Args:
+        reply: The function that answers each call.
+        model: The model name the call reports, such as in ``ModelCallMetadata.request_model``.
+    """
+
+    def __init__(self, reply: ReplyFunction, *, model: str = "reply-function") -> None:
+        self._reply = reply
+        self.model = model
+
+    async def get_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> ModelResponse:
+        """Answers through ``ScriptedModel.get_response``."""
+        step = await self._step(system_instructions, input, tools, handoffs)
+        return await ScriptedModel([step]).get_response(
+            system_instructions,
+            input,
+            model_settings,
+            tools,
+            output_schema,
+            handoffs,
+            tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        )
+
+    async def stream_response(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        model_settings: ModelSettings,
+        tools: list[Tool],
+        output_schema: AgentOutputSchemaBase | None,
+        handoffs: list[Handoff],
+        tracing: ModelTracing,
+        *,
+        previous_response_id: str | None,
+        conversation_id: str | None,
+        prompt: ResponsePromptParam | None,
+    ) -> AsyncIterator[TResponseStreamEvent]:
+        """Streams through ``ScriptedModel.stream_response``."""
+        step = await self._step(system_instructions, input, tools, handoffs)
+        async for event in ScriptedModel([step]).stream_response(
+            system_instructions,
+            input,
+            model_settings,
+            tools,
+            output_schema,
+            handoffs,
+            tracing,
+            previous_response_id=previous_response_id,
+            conversation_id=conversation_id,
+            prompt=prompt,
+        ):
+            yield event
+
+    async def _step(
+        self,
+        system_instructions: str | None,
+        input: str | list[TResponseInputItem],
+        tools: list[Tool],
+        handoffs: list[Handoff[Any, Any]],
+    ) -> ModelStep:
+        items: tuple[JsonObject, ...] = (
+            ({"role": "user", "content": input},)
+            if isinstance(input, str)
+            else tuple(cast(JsonObject, item) for item in input)
+        )
+        call = ModelCallInput(
+            system_instructions,
+            items,
+            (*(tool.name for tool in tools), *(handoff.tool_name for handoff in handoffs)),
+        )
+        output = list(await self._reply(call))
+        output_tokens = estimate_text_tokens(
+            dump_json_text([item.model_dump(mode="json") for item in output])
+        )
+        input_tokens = call.estimated_tokens()
+        usage = Usage(
+            requests=1,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+        )
+        return ModelStep(output=output, usage=usage, response_id=f"resp-{self.model}")

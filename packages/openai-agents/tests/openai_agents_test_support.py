@@ -1,0 +1,173 @@
+"""Shared pieces of this package's tests: a private engine with an in-process Worker, turn
+probes, and a driver that calls the runner's methods the way the session's Steps do."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from dex_agents import (
+    AgentEvent,
+    AgentEventWriter,
+    AgentInterrupt,
+    AgentMessage,
+    AgentSessionFlow,
+    AgentSnapshot,
+    AgentToolCall,
+    AgentToolCallStatus,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    FrameworkMessage,
+    MessageRole,
+    ToolCallsRequested,
+)
+from dex_agents.testing import (
+    EngineLogs,
+    EngineProcess,
+    InProcessWorker,
+    in_process_worker,
+    wait_for_agent_snapshot,
+)
+from dex_agents_openai_agents import OpenAIAgentsRunner
+
+__all__ = [
+    "TurnDriver",
+    "assistant_texts",
+    "durable_worker",
+    "tool_messages",
+    "wait_for_interrupt",
+    "wait_for_turns",
+]
+
+
+@asynccontextmanager
+async def durable_worker(
+    tmp_path: Path, flows: Sequence[AgentSessionFlow]
+) -> AsyncIterator[InProcessWorker]:
+    """A private local engine and an in-process Worker serving ``flows``."""
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    try:
+        async with in_process_worker(flows, engine.server_address, tmp_path / "cache") as dex:
+            yield dex
+    finally:
+        await engine.stop()
+
+
+async def wait_for_turns(
+    dex: InProcessWorker, flow: AgentSessionFlow, session_id: str, turns: int
+) -> AgentSnapshot:
+    """The snapshot once ``turns`` turns ended and the session waits for the user."""
+
+    def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        state = snapshot.state
+        done = state is not None and state.turn_count >= turns and state.active_turn_id is None
+        return snapshot if done else None
+
+    return await wait_for_agent_snapshot(
+        dex.sessions(flow), session_id, ended, description=f"turn {turns} to end"
+    )
+
+
+async def wait_for_interrupt(
+    dex: InProcessWorker, flow: AgentSessionFlow, session_id: str
+) -> AgentInterrupt:
+    """The session's first pending interrupt, once there is one."""
+    return await wait_for_agent_snapshot(
+        dex.sessions(flow),
+        session_id,
+        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        description=f"a pending interrupt of {session_id}",
+    )
+
+
+def assistant_texts(snapshot: AgentSnapshot) -> list[str]:
+    return [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
+
+
+def tool_messages(snapshot: AgentSnapshot) -> list[AgentMessage]:
+    return [m for m in snapshot.messages if m.role is MessageRole.TOOL]
+
+
+@dataclass
+class TurnDriver:
+    """Calls ``run_model_step`` like ``RunModel`` does, with committed state only: stored
+    messages, the run state, and final records that a test fills in."""
+
+    runner: OpenAIAgentsRunner
+    flow_id: str = "session-1"
+    turn_number: int = 0
+    messages: list[AgentMessage] = field(default_factory=list)
+    run_state: str | None = None
+    records: dict[str, AgentToolCall] = field(default_factory=dict)
+    enabled_built_in_tools: frozenset[str] = frozenset()
+    events: list[AgentEvent] = field(default_factory=list)
+
+    @property
+    def turn_id(self) -> str:
+        return f"turn-{self.turn_number}"
+
+    def start_turn(self, text: str) -> None:
+        self.turn_number += 1
+        self.run_state = None
+        self.records = {}
+        self._store([self.runner.build_user_message(text)])
+
+    def context(self) -> AgentTurnContext:
+        return AgentTurnContext(
+            flow_id=self.flow_id,
+            turn_id=self.turn_id,
+            attempt=1,
+            messages=tuple(self.messages),
+            framework_run_state=self.run_state,
+            tool_calls=dict(self.records),
+            events=AgentEventWriter(
+                self.events.append, turn_id=self.turn_id, step_execution_id=None, attempt=1
+            ),
+            enabled_built_in_tools=self.enabled_built_in_tools,
+        )
+
+    async def model_step(self) -> AgentTurnOutcome:
+        """One ``run_model_step``; stores its messages as the session would."""
+        outcome = await self.runner.run_model_step(self.context())
+        self._store(outcome.new_messages)
+        if isinstance(outcome, ToolCallsRequested):
+            self.run_state = outcome.framework_run_state
+        return outcome
+
+    def record(
+        self,
+        outcome: ToolCallsRequested,
+        result: Callable[[str], tuple[AgentToolCallStatus, str]],
+    ) -> None:
+        """Final records for every call of ``outcome``: ``result(tool_name)`` gives the status and
+        the output (or error)."""
+        for order, call in enumerate(outcome.tool_calls):
+            status, text = result(call.tool_name)
+            self.records[call.tool_call_id] = AgentToolCall(
+                call.tool_call_id,
+                call.tool_name,
+                call.arguments,
+                call.policy.effect,
+                call.policy.requires_approval,
+                status,
+                self.turn_id,
+                order,
+                output=text if status is AgentToolCallStatus.SUCCEEDED else None,
+                error=text if status is not AgentToolCallStatus.SUCCEEDED else None,
+                tool_source_reference=call.tool_source_reference,
+            )
+
+    def _store(self, messages: Sequence[FrameworkMessage]) -> None:
+        for message in messages:
+            self.messages.append(
+                AgentMessage.from_framework_message(
+                    message,
+                    sequence=len(self.messages) + 1,
+                    turn_id=self.turn_id,
+                    created_at=None,
+                )
+            )
