@@ -14,6 +14,9 @@ Example:
     >>> SCENARIO_RUNNER = ScenarioRunner("my-framework", build_flow=build_my_flow)
 """
 
+from dex_agents.testing.scenarios._stepwise_scenario_runner import (
+    StepwiseReportSource as ScenarioReportSource,
+)
 from dex_agents.testing.scenarios.scenario_agent import (
     APPROVAL_DEADLINE,
     BROKEN_TOOL_ERROR,
@@ -126,6 +129,7 @@ __all__ = [
     "ScenarioMcpTools",
     "ScenarioQuestion",
     "ScenarioReply",
+    "ScenarioReportSource",
     "ScenarioRunner",
     "ScenarioSpendLimit",
     "ScenarioTaskRunning",
