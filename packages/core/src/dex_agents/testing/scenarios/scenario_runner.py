@@ -61,7 +61,9 @@ class ScenarioFeature(StrEnum):
     - ``plan_mode``: the runner is a ``PlanModeRunner``; only then is ``ScenarioPlanAgent`` built.
     - ``mcp_tools``: the runner builds ``ScenarioMcpAgent`` (``spec.mcp_tools``), which also
       offers the tools of the scenario MCP server (``scenario_mcp_server``) through the runner's
-      MCP path, with ``SCENARIO_MCP_TOOL_POLICIES``; it needs the mcp extra.
+      MCP path, with ``SCENARIO_MCP_TOOL_POLICIES``; it needs the mcp extra. Only the MCP
+      scenarios build that agent, so its ``build_flow`` may list the server
+      (``list_scenario_mcp_tools``).
     """
 
     TOOL_QUESTIONS = "tool_questions"
@@ -137,13 +139,19 @@ class ScenarioRunner:
         """Whether the runner declares ``feature``."""
         return ScenarioFeature(feature) in self.features
 
-    def build_flows(self, state_dir: Path) -> list[Flow[Any]]:
-        """Every scenario agent's Flow under this runner, in the order every process uses."""
+    def build_flows(self, state_dir: Path, *, mcp_agent: bool = False) -> list[Flow[Any]]:
+        """Every scenario agent's Flow under this runner, in the order every process uses.
+
+        The MCP agent is built only with ``mcp_agent=True`` (the MCP scenarios), and only for a
+        runner that declares ``ScenarioFeature.MCP_TOOLS``: a framework that fixes its tools when
+        the agent is built lists the MCP server in ``build_flow``, which no other scenario should
+        wait for.
+        """
         return [
             self.build_flow(spec)
             for spec in scenario_agent_specs(state_dir)
             if (not spec.plan_mode_enabled or self.supports(ScenarioFeature.PLAN_MODE))
-            and (not spec.mcp_tools or self.supports(ScenarioFeature.MCP_TOOLS))
+            and (not spec.mcp_tools or (mcp_agent and self.supports(ScenarioFeature.MCP_TOOLS)))
         ]
 
 
@@ -197,10 +205,11 @@ def load_scenario_runner(name: str) -> ScenarioRunner:
     return runner
 
 
-def build_scenario_flows(name: str, state_dir: Path) -> list[Flow[Any]]:
-    """Every scenario agent's Flow under the runner ``name``, in a fixed order.
+def build_scenario_flows(name: str, state_dir: Path, *, mcp_agent: bool = False) -> list[Flow[Any]]:
+    """Every scenario agent's Flow under the runner ``name``, in a fixed order; the MCP agent
+    too with ``mcp_agent=True`` when the runner supports it (see ``ScenarioRunner.build_flows``).
 
     Raises:
         UnknownScenarioRunnerError: No installed package provides ``name``.
     """
-    return load_scenario_runner(name).build_flows(state_dir)
+    return load_scenario_runner(name).build_flows(state_dir, mcp_agent=mcp_agent)
