@@ -51,6 +51,8 @@ from dex_agents.testing.scenarios._scenario_mcp_server import (
     SCENARIO_MCP_TOOL_POLICIES,
     SCENARIO_MCP_WRITE_TOOL,
     ScenarioMcpServer,
+    ScenarioMcpTools,
+    list_scenario_mcp_tools,
     mcp_extra_installed,
     scenario_mcp_server,
     scenario_mcp_server_config,
@@ -87,6 +89,9 @@ from dex_agents.testing.scenarios._scenario_runner import (
     load_scenario_runner,
     scenario_runner_names,
 )
+from dex_agents.testing.scenarios._stepwise_scenario_runner import (
+    ScenarioReportSource,
+)
 
 __all__ = [
     "APPROVAL_DEADLINE",
@@ -122,8 +127,10 @@ __all__ = [
     "ScenarioCommand",
     "ScenarioFeature",
     "ScenarioMcpServer",
+    "ScenarioMcpTools",
     "ScenarioQuestion",
     "ScenarioReply",
+    "ScenarioReportSource",
     "ScenarioRunner",
     "ScenarioSpendLimit",
     "ScenarioTaskRunning",
@@ -133,6 +140,7 @@ __all__ = [
     "UnknownScenarioRunnerError",
     "build_scenario_flows",
     "invocation_log",
+    "list_scenario_mcp_tools",
     "load_scenario_runner",
     "mcp_extra_installed",
     "model_gate_name",

@@ -100,7 +100,7 @@ def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
         resolve_model=model_for,
         tools=[*(_stepwise_tool(spec, tool) for tool in spec.tools), _stepwise_confirm_tool(spec)],
         tool_sources=[
-            StepwiseReportSource(spec),
+            ScenarioReportSource(spec),
             # Only the MCP agent lists the MCP server (it needs the mcp extra), so the other
             # scenarios never wait for a stdio server to start.
             *([scenario_mcp_tool_source(spec)] if spec.mcp_tools else []),
@@ -152,7 +152,7 @@ def _stepwise_confirm_tool(spec: ScenarioAgentSpec) -> Any:
     )(confirm)
 
 
-class StepwiseReportSource:
+class ScenarioReportSource:
     """A Stepwise tool source offering ``report``, whose job the session polls as a task."""
 
     source_name = "scenario-report"
