@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import tool
+from claude_agent_sdk_test_support import wait_for_turn_end
 from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSnapshot,
-    AgentStatus,
     MessageRole,
     RunModelLimit,
 )
@@ -111,17 +111,7 @@ async def _one_turn(harness: Harness, flow: AgentSessionFlow, text: str) -> Agen
     ) as dex:
         sessions: AgentSessionClient = dex.sessions(flow)
         await sessions.start_session("s", text)
-        return await wait_for_agent_snapshot(
-            sessions,
-            "s",
-            lambda s: (
-                s
-                if s.state
-                and s.state.turn_count == 1
-                and s.state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-                else None
-            ),
-        )
+        return await wait_for_turn_end(sessions, "s")
 
 
 async def test_a_schema_only_tool_reads_its_call_inside_a_real_tool_step(harness: Harness) -> None:

@@ -5,6 +5,7 @@ CLI) inside one ``RunModel`` Step of a ``dex_agents.AgentSessionFlow``. Read too
 loop (at least once); every other tool call is deferred to its own tool Step, where approvals,
 questions, tasks and the crash rules of its effect apply. A tool that runs in a tool Step reads
 its call, with the idempotency key, from :func:`current_deferred_tool_execution`.
+:func:`mcp_sdk_tools` offers the tools of a ``dex_agents.mcp.McpToolSource`` the same way.
 
 Example:
     >>> runner = ClaudeAgentSdkRunner(instructions="You help with orders.", tools=[lookup_order])
@@ -13,11 +14,14 @@ Example:
 
 from dex_agents import current_deferred_tool_execution, require_deferred_tool_execution
 
+from dex_agents_claude_agent_sdk._mcp_sdk_tools import mcp_sdk_tool, mcp_sdk_tools
 from dex_agents_claude_agent_sdk._runner import DEFAULT_UPSTREAM_BASE_URL, ClaudeAgentSdkRunner
 
 __all__ = [
     "DEFAULT_UPSTREAM_BASE_URL",
     "ClaudeAgentSdkRunner",
     "current_deferred_tool_execution",
+    "mcp_sdk_tool",
+    "mcp_sdk_tools",
     "require_deferred_tool_execution",
 ]

@@ -13,7 +13,7 @@ The harness starts the real Claude Code CLI (through ``ClaudeSDKClient``) with:
   * a replayed response's calls get their recorded results (from the stored tool messages, or from
     the final records of the calls the last ``RunModel`` deferred) and nothing runs again;
   * a new response whose calls are all inline reads runs them inside the CLI (at least once: a
-    ``RunModel`` retry runs them again);
+    ``RunModel`` retry runs them again), each with its call set in ``_inline_reads``;
   * any other new response ends the run before any of its tools runs: its calls go to their own
     tool Steps.
 
@@ -40,7 +40,13 @@ from claude_agent_sdk import (
     ResultMessage,
     project_key_for_directory,
 )
-from dex_agents import AgentEventWriter, AgentToolCallStatus, ToolEffect, ToolExecutionError
+from dex_agents import (
+    AgentEventWriter,
+    AgentToolCallStatus,
+    ToolEffect,
+    ToolExecutionError,
+    tool_call_idempotency_key,
+)
 
 from dex_agents_claude_agent_sdk._agent_tools import (
     MCP_SERVER_NAME,
@@ -57,6 +63,7 @@ from dex_agents_claude_agent_sdk._cli_process import (
     launcher_environment,
     launcher_path,
 )
+from dex_agents_claude_agent_sdk._inline_reads import InlineReadCall, running_inline_read
 from dex_agents_claude_agent_sdk._model_relay import RelayedExchange, RelayRun, model_relay
 from dex_agents_claude_agent_sdk._stored_items import (
     ApiMessage,
@@ -110,6 +117,8 @@ class HarnessRequest:
     """What one run starts from, all read from committed state.
 
     Attributes:
+        flow_id: The session ID (for the keys of inline reads).
+        turn_id: The running turn.
         history: The conversation before this turn's prompt (Messages API messages).
         prompt: This turn's user texts.
         recorded_responses: This turn's stored model responses, replayed in order.
@@ -119,6 +128,8 @@ class HarnessRequest:
         events: The turn's event writer.
     """
 
+    flow_id: str
+    turn_id: str
     history: Sequence[ApiMessage]
     prompt: Sequence[str]
     recorded_responses: Sequence[JsonDict]
@@ -213,8 +224,11 @@ class _ToolGate:
         assert tool.function is not None
         events, call_id = self._request.events, tool_use_id or name
         events.write_tool_call_started(call_id, name)
+        key = tool_call_idempotency_key(self._request.flow_id, self._request.turn_id, call_id)
         try:
-            result = handler_result_content(name, await run_function_tool(tool.function, arguments))
+            with running_inline_read(InlineReadCall(key, call_id, events)):
+                output = await run_function_tool(tool.function, arguments)
+            result = handler_result_content(name, output)
         except ToolExecutionError as error:
             result = error_content(str(error))
         except Exception as error:  # an inline read's failure is a result the model sees

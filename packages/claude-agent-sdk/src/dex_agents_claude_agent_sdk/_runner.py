@@ -186,6 +186,8 @@ class ClaudeAgentSdkRunner:
         )
         view = _TurnView(turn)
         request = HarnessRequest(
+            flow_id=turn.flow_id,
+            turn_id=turn.turn_id,
             history=view.history(),
             prompt=view.prompt(turn),
             recorded_responses=view.responses,
@@ -276,6 +278,8 @@ class ClaudeAgentSdkRunner:
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One model call through the CLI, no tools, with the shared summary prompt."""
         harness = HarnessRequest(
+            flow_id=request.flow_id,
+            turn_id=request.turn_id,
             history=(),
             prompt=(build_context_summary_prompt(request),),
             recorded_responses=(),

@@ -1,7 +1,9 @@
 """The Claude Agent SDK runner of the shared scenario suite.
 
 The scenario agent's tools are ``claude_agent_sdk.tool`` functions, ``report`` comes from a tool
-source, and the scripted model answers through a :class:`FakeAnthropicServer` that the real
+source, the MCP agent lists the scenario MCP server when it is built and offers its tools as
+``mcp_sdk_tool``s (its read runs inside the harness, its write in a tool Step), and the scripted
+model answers through a :class:`FakeAnthropicServer` that the real
 Claude Code CLI reaches through the relay, so the real agent loop runs. One fake server serves
 every scenario agent of a Worker process (one route each), started on the first model call.
 """
@@ -41,12 +43,14 @@ from dex_agents.testing.scenarios import (
     ScenarioRunner,
     ScenarioTool,
     ScenarioToolError,
+    list_scenario_mcp_tools,
     run_confirm_tool,
     run_scenario_tool,
     scenario_input_requested,
     scripted_reply,
 )
 
+from dex_agents_claude_agent_sdk._mcp_sdk_tools import mcp_sdk_tool
 from dex_agents_claude_agent_sdk._runner import ClaudeAgentSdkRunner
 from dex_agents_claude_agent_sdk.testing import (
     FAKE_API_KEY_ENVIRONMENT,
@@ -102,9 +106,12 @@ def build_claude_agent_sdk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
         calls = [FakeToolCall(call.tool, call.arguments) for call in reply.tool_calls]
         return FakeModelReply(text=reply.text, tool_calls=calls)
 
+    # Only the MCP agent lists the MCP server, so no other scenario waits for it.
+    mcp = list_scenario_mcp_tools(spec) if spec.mcp_tools else None
+    mcp_tools = [mcp_sdk_tool(mcp.source, listed) for listed in mcp.tools] if mcp else []
     runner = ClaudeAgentSdkRunner(
         instructions=spec.instructions,
-        tools=[*(_scenario_tool(spec, t) for t in spec.tools), _confirm_tool(spec)],
+        tools=[*(_scenario_tool(spec, t) for t in spec.tools), _confirm_tool(spec), *mcp_tools],
         tool_sources=[ScenarioReportSource(spec)],
         model=SCENARIO_MODEL,
         resolve_model=_model_setting,
@@ -113,6 +120,8 @@ def build_claude_agent_sdk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
     )
     policies = {t.name: ToolPolicy(t.effect, t.requires_approval) for t in spec.tools}
     policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+    if mcp is not None:
+        policies.update(mcp.tool_policies)
     options = AgentSessionOptions(
         tool_policies=policies,
         interrupt_deadline=spec.interrupt_deadline,
@@ -191,10 +200,15 @@ def build_claude_agent_sdk_context_window_flow(
 SCENARIO_RUNNER = ScenarioRunner(
     "claude-agent-sdk",
     build_flow=build_claude_agent_sdk_flow,
-    # Listed one by one (a feature added later is not claimed). MCP tools join later through
-    # the MCP path: a source in tool_sources, so its read runs in a CallTool Step with a key.
+    # Listed one by one (a feature added later is not claimed). The MCP SDK is a dependency of
+    # this package (claude-agent-sdk's own), so the MCP scenarios always run.
     features=frozenset(
-        {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
+        {
+            ScenarioFeature.TOOL_QUESTIONS,
+            ScenarioFeature.TOOL_TASKS,
+            ScenarioFeature.PLAN_MODE,
+            ScenarioFeature.MCP_TOOLS,
+        }
     ),
     build_context_window_flow=build_claude_agent_sdk_context_window_flow,
     reads_run_in_model_step=True,
@@ -205,5 +219,5 @@ SCENARIO_RUNNER = ScenarioRunner(
     # (DEX_AGENTS_LONG_TESTS=1) runs in full.
     context_window_guard_turns=100,
 )
-"""The Claude Agent SDK under the shared suite: tool questions, tool tasks, plan mode, and the long
-session."""
+"""The Claude Agent SDK under the shared suite: tool questions, tool tasks, plan mode, MCP tools,
+and the long session."""

@@ -1,0 +1,127 @@
+"""The tools of a ``dex_agents.mcp.McpToolSource`` as schema-only ``claude_agent_sdk.tool``s.
+
+Each tool is ``claude_agent_sdk.tool(name, description, schema)`` with the MCP tool's agent name,
+description and input JSON Schema, and MCP annotations that carry the effect of the listing (so the
+runner classifies it even without the source's policies). Its handler calls
+``source.call_tool(name, arguments, idempotency_key=...)``:
+
+- a write (``idempotent_write``, ``non_idempotent_write``, ``unclassified``) runs in its own tool
+  Step, with the key of ``current_deferred_tool_execution()``;
+- a read runs inside the harness (at least once, as every read of this runner), with the key its
+  call would have in a tool Step, ``<flow>/<turn>/<tool_use id>``, and its progress notifications
+  as ``mcp.tool_progress`` events of that call. A read that the harness defers with a write of the
+  same model response runs in its tool Step like the write.
+
+An MCP error answer raises ``ToolExecutionError``: a failed result the model sees. A call whose
+outcome is unknown (``McpToolCallInterruptedError``) fails its tool Step, so the call's effect
+decides; inside the harness it is a failed result.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from claude_agent_sdk import SdkMcpTool, tool
+from dex_agents import (
+    ConfigurationTypeError,
+    ListedTool,
+    ToolEffect,
+    require_deferred_tool_execution,
+)
+from mcp.types import ToolAnnotations
+
+from dex_agents_claude_agent_sdk._inline_reads import current_inline_read
+
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpToolSource
+
+__all__ = ["mcp_sdk_tool", "mcp_sdk_tools"]
+
+
+def mcp_sdk_tool(source: McpToolSource, listed: ListedTool) -> SdkMcpTool[Any]:
+    """One listed tool of ``source`` as a ``claude_agent_sdk.tool`` for ``ClaudeAgentSdkRunner``.
+
+    Its handler runs only under the runner: in the call's tool Step (a write) or inside the harness
+    (a read); anywhere else it raises ``NoDeferredToolExecutionError``.
+
+    Raises:
+        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``listed`` is not a
+            tool it listed (a ``ListedTool``).
+
+    Example:
+        >>> await files.list_tools()
+        >>> tools = [mcp_sdk_tool(files, listed) for listed in files.cached_tools()]
+        >>> runner = ClaudeAgentSdkRunner(instructions="You manage reports.", tools=tools)
+    """
+    _check_source(source)
+    if not isinstance(listed, ListedTool):
+        raise ConfigurationTypeError(
+            f"mcp_sdk_tool needs a tool that McpToolSource.list_tools() returned, got "
+            f"{type(listed).__name__}"
+        )
+    name = listed.name
+
+    async def call(arguments: dict[str, Any]) -> dict[str, Any]:
+        inline = current_inline_read()
+        if inline is None:
+            key = require_deferred_tool_execution().idempotency_key
+            output = await source.call_tool(name, arguments, idempotency_key=key)
+        else:
+            output = await source.call_tool(
+                name,
+                arguments,
+                idempotency_key=inline.idempotency_key,
+                events=inline.events,
+                tool_call_id=inline.tool_call_id,
+            )
+        return {"content": [{"type": "text", "text": output}]}
+
+    schema = _object_schema(listed)
+    return tool(name, listed.description, schema, _annotations(listed.framework_effect))(call)
+
+
+async def mcp_sdk_tools(source: McpToolSource, *, refresh: bool = False) -> list[SdkMcpTool[Any]]:
+    """List ``source`` and return each of its tools as a ``claude_agent_sdk.tool``.
+
+    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
+    policies. ``refresh=True`` lists every server again now.
+
+    Raises:
+        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
+
+    Example:
+        >>> files = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
+        >>> runner = ClaudeAgentSdkRunner(
+        ...     instructions="You manage reports.", tools=[*my_tools, *await mcp_sdk_tools(files)]
+        ... )
+        >>> options = AgentSessionOptions(tool_policies={**files.tool_policies(), **my_policies})
+    """
+    _check_source(source)
+    return [mcp_sdk_tool(source, listed) for listed in await source.list_tools(refresh=refresh)]
+
+
+def _object_schema(listed: ListedTool) -> dict[str, Any]:
+    # claude_agent_sdk.tool reads a dict without "properties" as {name: python type}; an MCP
+    # schema of a tool without arguments may leave it out.
+    schema: dict[str, Any] = copy.deepcopy(dict(listed.parameters))
+    schema.setdefault("type", "object")
+    schema.setdefault("properties", {})
+    return schema
+
+
+def _annotations(effect: ToolEffect | None) -> ToolAnnotations | None:
+    if effect is ToolEffect.READ:
+        return ToolAnnotations(read_only_hint=True)
+    if effect is ToolEffect.IDEMPOTENT_WRITE:
+        return ToolAnnotations(read_only_hint=False, idempotent_hint=True)
+    return None
+
+
+def _check_source(source: object) -> None:
+    from dex_agents.mcp import McpToolSource
+
+    if not isinstance(source, McpToolSource):
+        raise ConfigurationTypeError(
+            f"expected a dex_agents.mcp.McpToolSource, got {type(source).__name__}"
+        )

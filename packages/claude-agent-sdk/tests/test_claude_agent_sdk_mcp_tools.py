@@ -1,0 +1,163 @@
+"""MCP tools under the Claude Agent SDK runner: ``mcp_sdk_tools`` (an ``McpToolSource``'s tools as
+``claude_agent_sdk.tool``s) against the scenario kit's real stdio MCP server, with the real Claude
+Code CLI and a local Messages API. A read runs inside the harness with its call's key; a write, and
+a read that shares its model response, run in their own tool Steps with the session's key."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from claude_agent_sdk_test_support import wait_for_turn_end
+from dex_agents import (
+    AgentInterrupt,
+    AgentSessionFlow,
+    AgentSessionOptions,
+    ConfigurationTypeError,
+    ListedTool,
+    MessageRole,
+    NoDeferredToolExecutionError,
+    ToolEffect,
+)
+from dex_agents.testing import (
+    EngineLogs,
+    EngineProcess,
+    in_process_worker,
+    read_step_history,
+    wait_for_agent_snapshot,
+)
+from dex_agents.testing.scenarios import (
+    SCENARIO_MCP_READ_TOOL,
+    SCENARIO_MCP_WRITE_TOOL,
+    ScenarioAgentSpec,
+    invocation_log,
+    scenario_mcp_tool_source,
+)
+from dex_agents_claude_agent_sdk import ClaudeAgentSdkRunner, mcp_sdk_tool, mcp_sdk_tools
+from dex_agents_claude_agent_sdk.testing import (
+    FAKE_API_KEY_ENVIRONMENT,
+    FakeAnthropicServer,
+    FakeModelReply,
+    FakeModelRequest,
+    FakeToolCall,
+)
+
+
+@pytest.fixture
+async def model_api() -> AsyncIterator[FakeAnthropicServer]:
+    server = FakeAnthropicServer()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.close()
+
+
+def _tool_use_ids(request: FakeModelRequest) -> list[str]:
+    return [
+        str(block["id"])
+        for message in request.messages
+        if message["role"] == "assistant"
+        for block in message["content"]
+        if block.get("type") == "tool_use"
+    ]
+
+
+async def test_an_mcp_read_runs_in_the_harness_and_a_write_in_its_tool_step_each_with_its_key(
+    tmp_path: Path, model_api: FakeAnthropicServer
+) -> None:
+    state_dir = tmp_path / "state"
+    source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
+
+    def respond(request: FakeModelRequest) -> FakeModelReply:
+        if request.model_call_index == 1:
+            return FakeModelReply(tool_calls=[FakeToolCall(SCENARIO_MCP_READ_TOOL, {"gate": ""})])
+        if request.model_call_index == 2:
+            calls = [
+                FakeToolCall(SCENARIO_MCP_WRITE_TOOL, {}),
+                # The server's schema wants a string: a failed result, in the read's own Step.
+                FakeToolCall(SCENARIO_MCP_READ_TOOL, {"gate": 7}),
+            ]
+            return FakeModelReply(tool_calls=calls)
+        return FakeModelReply(text=" | ".join(request.tool_outputs))
+
+    runner = ClaudeAgentSdkRunner(
+        instructions="You check stock and send notes.",
+        tools=await mcp_sdk_tools(source),
+        model="claude-test",
+        upstream_base_url=model_api.route("mcp", respond),
+        env=FAKE_API_KEY_ENVIRONMENT,
+    )
+    # The read's readOnlyHint makes it a read; the write has no hints, so it waits for approval.
+    options = AgentSessionOptions(tool_policies=source.tool_policies())
+    flow = AgentSessionFlow(runner, flow_type="McpAgent", options=options)
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    try:
+        async with in_process_worker([flow], engine.server_address, tmp_path / "c") as dex:
+            sessions = dex.sessions(flow)
+            await sessions.start_session("s", "check the stock and send a note")
+            interrupt: AgentInterrupt = await wait_for_agent_snapshot(
+                sessions, "s", lambda s: next(iter(s.pending_interrupts), None), "the approval"
+            )
+            assert interrupt.tool_name == SCENARIO_MCP_WRITE_TOOL
+            assert invocation_log(state_dir).count("send_note") == 0
+            assert await sessions.resolve_interrupt("s", interrupt.interrupt_id, approved=True)
+            snapshot = await wait_for_turn_end(sessions, "s")
+        steps = [e.step_type for e in await read_step_history(engine.server_address, "s")]
+    finally:
+        await engine.stop()
+
+    last = model_api.requests[-1]
+    offered = {str(t["name"]): t["input_schema"] for t in last.body["tools"]}
+    for listed in source.cached_tools():  # the model sees the server's own schemas
+        assert offered[f"mcp__dex__{listed.name}"] == dict(listed.parameters)
+    read_id, write_id, _bad_read_id = _tool_use_ids(last)
+    log = invocation_log(state_dir)
+    # The inline read sent the key its call would have in a tool Step; the bad read never ran.
+    assert log.keys("lookup_stock") == [f"s/turn-1/{read_id}"]
+    assert log.keys("send_note") == [f"s/turn-1/{write_id}"]
+    (answer,) = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
+    outputs = (answer or "").split(" | ")
+    assert outputs[:2] == ["lookup_stock ungated ok", "send_note ungated ok"]
+    assert "invalid arguments for scenario__lookup_stock" in outputs[2]
+    # Only the calls of the second response ran in tool Steps: the bad read, then the write.
+    assert (steps.count("CallTool"), steps.count("CallSingleAttemptTool")) == (1, 1)
+    assert steps.count("RunModel") == 2
+
+
+async def test_only_an_mcp_tool_source_and_its_listed_tools_are_wrapped(tmp_path: Path) -> None:
+    state_dir = tmp_path / "state"
+    source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
+    listed = ListedTool("scenario__lookup_stock", "Look up stock.", {"type": "object"})
+
+    with pytest.raises(ConfigurationTypeError, match=r"McpToolSource, got dict"):
+        mcp_sdk_tool({}, listed)  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationTypeError, match=r"list_tools\(\) returned, got str"):
+        mcp_sdk_tool(source, "scenario__lookup_stock")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationTypeError, match=r"McpToolSource, got list"):
+        await mcp_sdk_tools([])  # type: ignore[arg-type]
+
+    tool = mcp_sdk_tool(source, listed)
+    # A schema without "properties" stays a JSON Schema (the SDK would read it as {name: type}).
+    assert (tool.name, tool.description, tool.input_schema) == (
+        "scenario__lookup_stock",
+        "Look up stock.",
+        {"type": "object", "properties": {}},
+    )
+    assert tool.annotations is None  # no effect listed: the session's policies decide
+    for effect, hints in [
+        (ToolEffect.READ, (True, None)),
+        (ToolEffect.IDEMPOTENT_WRITE, (False, True)),
+    ]:
+        annotations = mcp_sdk_tool(
+            source, ListedTool("t", "T", framework_effect=effect)
+        ).annotations
+        assert annotations is not None
+        assert (annotations.read_only_hint, annotations.idempotent_hint) == hints
+    # Outside the runner there is no key to send: the handler refuses before reaching a server.
+    with pytest.raises(NoDeferredToolExecutionError):
+        await tool.handler({"gate": ""})
+    assert invocation_log(state_dir).count("lookup_stock") == 0
