@@ -30,30 +30,34 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Final
 
-from adapter_agents import FINAL_PREFIX, USER_TEXT, BenchmarkAgent
+from adapter_agents import FINAL_PREFIX, USER_TEXT, BenchmarkAgent, TurnShape
 from dex import AsyncClient, LongPollTimeoutError
 from dex_agents import AgentEventType, AgentSessionClient, AgentStatus
 from dex_agents.testing import SERVER_ADDRESS_ENV, AgentTestStack, run_agent_worker
 
 _FRAMEWORK_ENV: Final = "DEX_AGENTS_BENCHMARK_FRAMEWORK"
 _MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
+_SHAPE_ENV: Final = "DEX_AGENTS_BENCHMARK_TURN_SHAPE"
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 _SESSION_ID: Final = "adapter-turns"
 _READ_WAIT: Final = timedelta(seconds=5)
 _TURN_TIMEOUT_SECONDS: Final = 120.0
 
 
-def load_agent(framework: str, model_latency_ms: float) -> BenchmarkAgent:
+def load_agent(
+    framework: str, model_latency_ms: float, shape: TurnShape = TurnShape.READ
+) -> BenchmarkAgent:
     """The benchmark agent of ``framework``, from ``adapter_agents/<framework>.py``.
 
     Raises:
-        SystemExit: No such module, or its framework is not installed.
+        SystemExit: No such module, its framework is not installed, or it has no agent of
+            ``shape``.
     """
     module_name = "adapter_agents." + framework.replace("-", "_")
     try:
@@ -68,7 +72,15 @@ def load_agent(framework: str, model_latency_ms: float) -> BenchmarkAgent:
             f"cannot load the benchmark agent of {framework!r} ({missing}); "
             f"known frameworks: {', '.join(k.replace('_', '-') for k in known)}"
         ) from missing
-    agent: BenchmarkAgent = module.build_benchmark_agent(model_latency_ms / 1000.0)
+    if shape is TurnShape.READ:
+        agent: BenchmarkAgent = module.build_benchmark_agent(model_latency_ms / 1000.0)
+        return agent
+    try:
+        agent = module.build_benchmark_agent(model_latency_ms / 1000.0, shape)
+    except TypeError as unsupported:
+        raise SystemExit(
+            f"the benchmark agent of {framework!r} has no {shape.value!r} turn ({unsupported})"
+        ) from unsupported
     return agent
 
 
@@ -78,20 +90,36 @@ class Options:
     turns: int
     warmup: int
     model_latency_ms: float
+    shape: TurnShape = TurnShape.READ
+
+
+async def time_turns(
+    run_turn: Callable[[str], Awaitable[str]], options: Options, label: str | None = None
+) -> list[float]:
+    """Seconds of each measured turn of ``run_turn`` (after the warm-up), each answer checked.
+
+    With a ``label``, prints a progress line after each turn.
+
+    Raises:
+        RuntimeError: A turn answered something other than the benchmark's final answer.
+    """
+    durations: list[float] = []
+    for index in range(options.warmup + options.turns):
+        started = time.perf_counter()
+        answer = await run_turn(USER_TEXT)
+        elapsed = time.perf_counter() - started
+        if not answer.startswith(FINAL_PREFIX):
+            raise RuntimeError(f"the {label or 'in-process'} turn answered {answer!r}")
+        if index >= options.warmup:
+            durations.append(elapsed)
+        if label:
+            _progress(f"{label} turn {index + 1}: {elapsed * 1000:.1f} ms")
+    return durations
 
 
 async def measure_in_process(agent: BenchmarkAgent, options: Options) -> list[float]:
     """Seconds of each measured in-process turn."""
-    durations: list[float] = []
-    for index in range(options.warmup + options.turns):
-        started = time.perf_counter()
-        answer = await agent.run_in_process(USER_TEXT)
-        elapsed = time.perf_counter() - started
-        if not answer.startswith(FINAL_PREFIX):
-            raise RuntimeError(f"the in-process turn answered {answer!r}")
-        if index >= options.warmup:
-            durations.append(elapsed)
-    return durations
+    return await time_turns(agent.run_in_process, options)
 
 
 async def _read_until_turn_ended(
@@ -144,6 +172,7 @@ async def measure_durable(agent: BenchmarkAgent, options: Options, state_dir: Pa
         worker_env={
             _FRAMEWORK_ENV: options.framework,
             _MODEL_LATENCY_ENV: repr(options.model_latency_ms),
+            _SHAPE_ENV: options.shape.value,
         },
     ) as stack:
         await stack.start_worker()
@@ -162,7 +191,7 @@ async def measure_durable(agent: BenchmarkAgent, options: Options, state_dir: Pa
             elapsed = time.perf_counter() - started
             if turn > options.warmup:
                 durations.append(elapsed)
-            _progress(f"durable turn {turn}: {elapsed * 1000:.1f} ms")
+            _progress(f"{options.framework}: durable turn {turn}: {elapsed * 1000:.1f} ms")
         return durations
 
 
@@ -221,7 +250,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve_worker() -> None:
-    agent = load_agent(os.environ[_FRAMEWORK_ENV], float(os.environ[_MODEL_LATENCY_ENV]))
+    agent = load_agent(
+        os.environ[_FRAMEWORK_ENV],
+        float(os.environ[_MODEL_LATENCY_ENV]),
+        TurnShape(os.environ.get(_SHAPE_ENV, TurnShape.READ.value)),
+    )
     run_agent_worker([agent.flow])
 
 
