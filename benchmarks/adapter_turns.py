@@ -93,10 +93,46 @@ class Options:
     shape: TurnShape = TurnShape.READ
 
 
+@dataclass(frozen=True)
+class MeasuredTurns:
+    """The measured turns (after the warm-up) of one run.
+
+    Attributes:
+        durations: Wall seconds of each turn.
+        cpu_seconds: CPU seconds (user + system) that this process and every process under it
+            (engine, Worker, a peer's server) used over those turns: hardly changed by other work
+            sharing the machine, unlike the wall time.
+    """
+
+    durations: list[float]
+    cpu_seconds: float
+
+
+def process_tree_cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU seconds so far of ``pid`` (default: this process) and its descendants.
+
+    Reads ``/proc``; a process that ended meanwhile counts as 0 (its CPU is gone with it).
+    """
+    pid = os.getpid() if pid is None else pid
+    proc = Path("/proc") / str(pid)
+    try:
+        fields = (proc / "stat").read_text().rpartition(")")[2].split()
+        children = [
+            int(child)
+            for task in (proc / "task").iterdir()
+            for child in (task / "children").read_text().split()
+        ]
+    except OSError:
+        return 0.0
+    # utime and stime are fields 14 and 15 of stat(5); the split starts at field 3.
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(process_tree_cpu_seconds(child) for child in children)
+
+
 async def time_turns(
     run_turn: Callable[[str], Awaitable[str]], options: Options, label: str | None = None
-) -> list[float]:
-    """Seconds of each measured turn of ``run_turn`` (after the warm-up), each answer checked.
+) -> MeasuredTurns:
+    """Time each turn of ``run_turn``, each answer checked, and the CPU of the measured ones.
 
     With a ``label``, prints a progress line after each turn.
 
@@ -104,7 +140,10 @@ async def time_turns(
         RuntimeError: A turn answered something other than the benchmark's final answer.
     """
     durations: list[float] = []
+    cpu_started = process_tree_cpu_seconds()
     for index in range(options.warmup + options.turns):
+        if index == options.warmup:
+            cpu_started = process_tree_cpu_seconds()
         started = time.perf_counter()
         answer = await run_turn(USER_TEXT)
         elapsed = time.perf_counter() - started
@@ -114,11 +153,11 @@ async def time_turns(
             durations.append(elapsed)
         if label:
             _progress(f"{label} turn {index + 1}: {elapsed * 1000:.1f} ms")
-    return durations
+    return MeasuredTurns(durations, process_tree_cpu_seconds() - cpu_started)
 
 
-async def measure_in_process(agent: BenchmarkAgent, options: Options) -> list[float]:
-    """Seconds of each measured in-process turn."""
+async def measure_in_process(agent: BenchmarkAgent, options: Options) -> MeasuredTurns:
+    """The measured in-process turns."""
     return await time_turns(agent.run_in_process, options)
 
 
@@ -143,9 +182,15 @@ async def _read_until_turn_ended(
             return token
 
 
-async def _wait_for_snapshot(sessions: AgentSessionClient, turn: int) -> None:
-    """Poll the snapshot until it shows turn ``turn`` ended: its events are written while the
-    Step runs, so ``turn_completed`` can arrive just before the Step's commit."""
+async def _wait_for_snapshot(sessions: AgentSessionClient, turn: int) -> str:
+    """Poll the snapshot until it shows turn ``turn`` ended; the turn's answer.
+
+    Its events are written while the Step runs, so ``turn_completed`` can arrive just before the
+    Step's commit.
+
+    Raises:
+        RuntimeError: The turn did not end waiting for the next user message, or failed.
+    """
     while True:
         snapshot = await sessions.get_agent_snapshot(_SESSION_ID)
         state = snapshot.state
@@ -157,13 +202,15 @@ async def _wait_for_snapshot(sessions: AgentSessionClient, turn: int) -> None:
         state.turn_count != turn
         or state.status is not AgentStatus.WAITING_FOR_USER_MESSAGE
         or state.last_turn_error
-        or not (answer or "").startswith(FINAL_PREFIX)
     ):
         raise RuntimeError(f"durable turn {turn} did not complete as expected: {state}, {answer!r}")
+    return answer or ""
 
 
-async def measure_durable(agent: BenchmarkAgent, options: Options, state_dir: Path) -> list[float]:
-    """Seconds of each measured durable turn, against a fresh engine and Worker child."""
+async def measure_durable(
+    agent: BenchmarkAgent, options: Options, state_dir: Path
+) -> MeasuredTurns:
+    """The measured durable turns, against a fresh engine and Worker child, all in one session."""
     async with AgentTestStack(
         state_dir,
         [agent.flow],
@@ -177,22 +224,21 @@ async def measure_durable(agent: BenchmarkAgent, options: Options, state_dir: Pa
     ) as stack:
         await stack.start_worker()
         sessions = stack.sessions(agent.flow)
-        durations: list[float] = []
+        turn = 0
         token = ""
-        for turn in range(1, options.warmup + options.turns + 1):
-            started = time.perf_counter()
+
+        async def run_turn(text: str) -> str:
+            nonlocal turn, token
+            turn += 1
             if turn == 1:
-                await sessions.start_session(_SESSION_ID, USER_TEXT)
-            elif not await sessions.send_user_message(_SESSION_ID, USER_TEXT):
+                await sessions.start_session(_SESSION_ID, text)
+            elif not await sessions.send_user_message(_SESSION_ID, text):
                 raise RuntimeError("the session refused the user message")
             async with asyncio.timeout(_TURN_TIMEOUT_SECONDS):
                 token = await _read_until_turn_ended(stack.client, sessions, turn, token)
-                await _wait_for_snapshot(sessions, turn)
-            elapsed = time.perf_counter() - started
-            if turn > options.warmup:
-                durations.append(elapsed)
-            _progress(f"{options.framework}: durable turn {turn}: {elapsed * 1000:.1f} ms")
-        return durations
+                return await _wait_for_snapshot(sessions, turn)
+
+        return await time_turns(run_turn, options, f"{options.framework}: durable")
 
 
 def _progress(text: str) -> None:
@@ -203,9 +249,9 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def print_report(options: Options, in_process: Sequence[float], durable: Sequence[float]) -> None:
-    local = statistics.median(in_process)
-    remote = statistics.median(durable)
+def print_report(options: Options, in_process: MeasuredTurns, durable: MeasuredTurns) -> None:
+    local = statistics.median(in_process.durations)
+    remote = statistics.median(durable.durations)
     print(
         f"adapter_turns: framework={options.framework} model_latency={options.model_latency_ms:g}"
         f" ms turns={options.turns} (+{options.warmup} warm-up), two model calls and one tool"
@@ -214,7 +260,10 @@ def print_report(options: Options, in_process: Sequence[float], durable: Sequenc
     print(f"{'in-process turn (median)':<34}{_ms(local):>12}")
     print(f"{'durable turn (median)':<34}{_ms(remote):>12}")
     print(f"{'durable overhead per turn':<34}{_ms(remote - local):>12}")
-    print(f"{'durable p90':<34}{_ms(statistics.quantiles(durable, n=10)[-1]):>12}")
+    print(f"{'durable p90':<34}{_ms(statistics.quantiles(durable.durations, n=10)[-1]):>12}")
+    for name, measured in (("in-process", in_process), ("durable", durable)):
+        per_turn = measured.cpu_seconds / len(measured.durations)
+        print(f"{name + ' CPU per turn (all processes)':<34}{_ms(per_turn):>12}")
     print(f"RATIO durable/in-process: {remote / local:.3f}")
 
 

@@ -70,7 +70,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from adapter_agents import TurnShape
-from adapter_turns import Options, load_agent, measure_durable, time_turns
+from adapter_turns import MeasuredTurns, Options, load_agent, measure_durable, time_turns
 from langgraph.graph import MessagesState
 from pydantic_ai.messages import ModelMessage
 
@@ -117,14 +117,14 @@ class Contestant:
         framework_baseline: The contestant whose in-process run is this one's framework without
             durability (``None`` for the baselines themselves).
         ours: The dex-agents contestant of the same framework, for the same-framework ratio.
-        measure: Seconds of each measured turn.
+        measure: Its measured turns: wall seconds each, and CPU seconds of all its processes.
     """
 
     name: str
     description: str
     framework_baseline: str | None
     ours: str | None
-    measure: Callable[[PeerOptions, Path], Awaitable[list[float]]]
+    measure: Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]
 
 
 @dataclass
@@ -133,12 +133,17 @@ class Result:
 
     contestant: Contestant
     durations: list[float] = field(default_factory=list)
+    cpu_seconds: float = 0.0
     skipped: str | None = None
     notes: list[str] = field(default_factory=list)
 
     @property
     def median(self) -> float | None:
         return statistics.median(self.durations) if self.durations else None
+
+    @property
+    def cpu_per_turn(self) -> float | None:
+        return self.cpu_seconds / len(self.durations) if self.durations else None
 
 
 _NOTES: list[str] = []
@@ -160,8 +165,8 @@ def _import_peer(module: str) -> Any:
 # --- in process and dex-agents -----------------------------------------------------------------
 
 
-def _in_process(framework: str) -> Callable[[PeerOptions, Path], Awaitable[list[float]]]:
-    async def measure(options: PeerOptions, state_dir: Path) -> list[float]:
+def _in_process(framework: str) -> Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]:
+    async def measure(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
         turn_options = options.turn_options(framework)
         agent = load_agent(framework, options.model_latency_ms, _SHAPE)
         return await time_turns(agent.run_in_process, turn_options, f"{framework} in process:")
@@ -169,8 +174,8 @@ def _in_process(framework: str) -> Callable[[PeerOptions, Path], Awaitable[list[
     return measure
 
 
-def _dex_agents(framework: str) -> Callable[[PeerOptions, Path], Awaitable[list[float]]]:
-    async def measure(options: PeerOptions, state_dir: Path) -> list[float]:
+def _dex_agents(framework: str) -> Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]:
+    async def measure(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
         turn_options = options.turn_options(framework)
         agent = load_agent(framework, options.model_latency_ms, _SHAPE)
         return await measure_durable(agent, turn_options, state_dir)
@@ -194,7 +199,7 @@ def _sqlite_settings(path: Path) -> str:
     return f"journal_mode={journal}"
 
 
-async def _measure_dbos(options: PeerOptions, state_dir: Path) -> list[float]:
+async def _measure_dbos(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
     """The Pydantic AI agent with ``DBOSDurability``: one DBOS workflow per turn, on SQLite."""
     dbos = _import_peer("dbos")
     durability = _import_peer("pydantic_ai.durable_exec.dbos")
@@ -249,7 +254,7 @@ async def _measure_dbos(options: PeerOptions, state_dir: Path) -> list[float]:
             history[:] = messages
             return str(output)
 
-        durations = await time_turns(run_turn, options.turn_options("dbos"), "dbos:")
+        measured = await time_turns(run_turn, options.turn_options("dbos"), "dbos:")
         steps = await DBOS.list_workflow_steps_async(workflow_ids[-1])
         names = ", ".join(str(step["function_name"]) for step in steps)
         _NOTES.append(f"the last turn's workflow recorded {len(steps)} steps: {names}")
@@ -257,7 +262,7 @@ async def _measure_dbos(options: PeerOptions, state_dir: Path) -> list[float]:
             f"SQLite {_sqlite_settings(database)}, synchronous={sorted(set(synchronous))} "
             "(0 OFF, 1 NORMAL, 2 FULL)"
         )
-        return durations
+        return measured
     finally:
         DBOS.destroy(destroy_registry=True)
         sqlalchemy.event.remove(sqlalchemy.Engine, "connect", on_connect)
@@ -265,8 +270,8 @@ async def _measure_dbos(options: PeerOptions, state_dir: Path) -> list[float]:
 
 def _langgraph_sqlite(
     durability: Literal["sync", "async"],
-) -> Callable[[PeerOptions, Path], Awaitable[list[float]]]:
-    async def measure(options: PeerOptions, state_dir: Path) -> list[float]:
+) -> Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]:
+    async def measure(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
         """The LangGraph graph with ``AsyncSqliteSaver``: one thread keeps the conversation."""
         aio = _import_peer("langgraph.checkpoint.sqlite.aio")
         aiosqlite = _import_peer("aiosqlite")
@@ -292,7 +297,7 @@ def _langgraph_sqlite(
                 return str(state["messages"][-1].text)
 
             label = f"langgraph-sqlite ({durability}):"
-            durations = await time_turns(run_turn, options.turn_options("langgraph"), label)
+            measured = await time_turns(run_turn, options.turn_options("langgraph"), label)
             checkpoints = [checkpoint async for checkpoint in saver.alist(config)]
             turns = options.warmup + options.turns
             _NOTES.append(
@@ -300,7 +305,7 @@ def _langgraph_sqlite(
                 f"({len(checkpoints) / turns:g} per turn)"
             )
         _NOTES.append(f"SQLite {_sqlite_settings(database)}, synchronous={synchronous}")
-        return durations
+        return measured
 
     return measure
 
@@ -390,7 +395,7 @@ async def _restate_server(options: PeerOptions, state_dir: Path) -> AsyncIterato
         log.close()
 
 
-async def _measure_restate(options: PeerOptions, state_dir: Path) -> list[float]:
+async def _measure_restate(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
     """The Pydantic AI agent as a ``RestateAgent`` in a Virtual Object that keeps the history."""
     restate = _import_peer("restate")
     restate_pydantic = _import_peer("restate.ext.pydantic")
@@ -447,11 +452,11 @@ async def _measure_restate(options: PeerOptions, state_dir: Path) -> list[float]
                 response.raise_for_status()
                 return str(response.json())
 
-            durations = await time_turns(run_turn, options.turn_options("restate"), "restate:")
+            measured = await time_turns(run_turn, options.turn_options("restate"), "restate:")
             _NOTES.append(await _restate_journal_note(client, ports["admin"]))
             fsync = "off" if options.peer_sqlite is PeerSqlite.MATCHED else "on (as shipped)"
             _NOTES.append(f"restate-server {_restate_version(options)}, RocksDB WAL fsync {fsync}")
-            return durations
+            return measured
     finally:
         stop.set()
         await server
@@ -568,7 +573,8 @@ async def run_contestant(contestant: Contestant, options: PeerOptions) -> Result
     result = Result(contestant)
     with tempfile.TemporaryDirectory(prefix=f"peers-{contestant.name}-") as state_dir:
         try:
-            result.durations = await contestant.measure(options, Path(state_dir))
+            measured = await contestant.measure(options, Path(state_dir))
+            result.durations, result.cpu_seconds = measured.durations, measured.cpu_seconds
         except Skipped as skipped:
             result.skipped = str(skipped)
             _progress(f"{contestant.name}: skipped: {skipped}")
@@ -617,6 +623,7 @@ def report_rows(results: Mapping[str, Result]) -> list[list[str]]:
             [
                 name,
                 "skipped" if result.skipped else _ms(result.median),
+                _ms(result.cpu_per_turn),
                 _ms(above_baseline) if durable or name != _BASELINE else "-",
                 _ms(above_framework) if durable else "-",
                 _ratio(above_baseline, ours) if durable else "-",
@@ -629,6 +636,7 @@ def report_rows(results: Mapping[str, Result]) -> list[list[str]]:
 _HEADER: Final = [
     "contestant",
     "median turn ms",
+    "CPU ms/turn",
     "overhead ms (above baseline)",
     "overhead ms (above own framework)",
     "ratio to dex-agents' overhead",
@@ -660,7 +668,9 @@ def print_report(options: PeerOptions, results: Mapping[str, Result]) -> None:
     print(
         "overhead = median turn - median of the row named; ratio = that overhead / dex-agents' "
         "(Stepwise) overhead above the baseline, or, same framework, / our adapter's overhead "
-        "above that framework in process"
+        "above that framework in process; CPU = user + system CPU of this process and every "
+        "process under it (engine, Worker, restate-server) over the measured turns, per turn "
+        "(hardly changed by other load, unlike the wall times)"
     )
     print(
         f"command: {shlex.join(['python', *sys.argv])} | cores {os.cpu_count()}, load average "

@@ -35,9 +35,12 @@ def test_peers_times_the_baseline_and_dex_agents_read_write_turn() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     assert "3 model calls + 2 tool calls (read, write) per turn" in done.stdout
     baseline, ours = _row(done.stdout, "baseline"), _row(done.stdout, "dex-agents")
-    # The durable turn sleeps the same three model calls, so it has a positive overhead.
+    # Columns: name, median ms, CPU ms per turn, overhead above the baseline, above its own
+    # framework, ratio to ours, same-framework ratio. Three model sleeps of 5 ms each: > 15 ms.
     assert float(ours[1]) > float(baseline[1]) > 15.0
-    assert float(ours[2]) > 0 and ours[4] == "1.00"
+    # The engine and the Worker child work for the durable turn too: it costs more CPU.
+    assert float(ours[2]) > float(baseline[2]) > 0
+    assert float(ours[3]) > 0 and ours[5] == "1.00"
     assert "stepwise: durable turn 2:" in done.stderr
 
 
