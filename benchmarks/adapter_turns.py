@@ -12,7 +12,13 @@ It prints:
 2. the durable turn: a ``dex-local-engine serve`` process and a Worker child process, timed from
    ``send_user_message`` until the session's AgentEvents Stream shows ``turn_completed`` and the
    snapshot confirms it; median over the same counts, all turns in one session;
-3. the durable overhead per turn and the ratio durable / in process.
+3. the durable overhead per turn and the ratio durable / in process;
+4. CPU per turn of each side: user + system CPU of this process and every process under it (the
+   engine and the Worker child on the durable side), which other load on the machine hardly
+   changes.
+
+``time_turns`` and ``measure_durable`` also serve ``peers.py``, which runs a read-write turn
+(``TurnShape.READ_WRITE``) of the same agents.
 
 Run from the repository root::
 
