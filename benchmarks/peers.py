@@ -32,7 +32,8 @@ SQLite settings (``--peer-sqlite``): ``matched`` (default) gives the peers our e
 WAL and ``synchronous=OFF`` (every commit reaches the OS, no fsync: survives a killed process, not
 an OS crash), and Restate ``rocksdb-disable-wal-fsync``; ``shipped`` leaves each peer as it ships
 (DBOS: rollback journal, ``synchronous=FULL``; LangGraph: WAL, ``synchronous=FULL``; Restate: WAL
-fsync on).
+fsync on). Our engine stays at its default either way (``AgentTestStack`` starts it
+process-crash-safe), so only ``matched`` compares like with like.
 
 Every conversation keeps its history across turns, as a durable session does. It prints, for
 each contestant, the median turn, its overhead above the baseline and above its own framework in
