@@ -12,7 +12,13 @@ It prints:
 2. the durable turn: a ``dex-local-engine serve`` process and a Worker child process, timed from
    ``send_user_message`` until the session's AgentEvents Stream shows ``turn_completed`` and the
    snapshot confirms it; median over the same counts, all turns in one session;
-3. the durable overhead per turn and the ratio durable / in process.
+3. the durable overhead per turn and the ratio durable / in process;
+4. CPU per turn of each side: user + system CPU of this process and every process under it (the
+   engine and the Worker child on the durable side), which other load on the machine hardly
+   changes.
+
+``time_turns`` and ``measure_durable`` also serve ``peers.py``, which runs a read-write turn
+(``TurnShape.READ_WRITE``) of the same agents.
 
 Run from the repository root::
 
@@ -30,30 +36,34 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Final
 
-from adapter_agents import FINAL_PREFIX, USER_TEXT, BenchmarkAgent
+from adapter_agents import FINAL_PREFIX, USER_TEXT, BenchmarkAgent, TurnShape
 from dex import AsyncClient, LongPollTimeoutError
 from dex_agents import AgentEventType, AgentSessionClient, AgentStatus
 from dex_agents.testing import SERVER_ADDRESS_ENV, AgentTestStack, run_agent_worker
 
 _FRAMEWORK_ENV: Final = "DEX_AGENTS_BENCHMARK_FRAMEWORK"
 _MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
+_SHAPE_ENV: Final = "DEX_AGENTS_BENCHMARK_TURN_SHAPE"
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 _SESSION_ID: Final = "adapter-turns"
 _READ_WAIT: Final = timedelta(seconds=5)
 _TURN_TIMEOUT_SECONDS: Final = 120.0
 
 
-def load_agent(framework: str, model_latency_ms: float) -> BenchmarkAgent:
+def load_agent(
+    framework: str, model_latency_ms: float, shape: TurnShape = TurnShape.READ
+) -> BenchmarkAgent:
     """The benchmark agent of ``framework``, from ``adapter_agents/<framework>.py``.
 
     Raises:
-        SystemExit: No such module, or its framework is not installed.
+        SystemExit: No such module, its framework is not installed, or it has no agent of
+            ``shape``.
     """
     module_name = "adapter_agents." + framework.replace("-", "_")
     try:
@@ -68,7 +78,15 @@ def load_agent(framework: str, model_latency_ms: float) -> BenchmarkAgent:
             f"cannot load the benchmark agent of {framework!r} ({missing}); "
             f"known frameworks: {', '.join(k.replace('_', '-') for k in known)}"
         ) from missing
-    agent: BenchmarkAgent = module.build_benchmark_agent(model_latency_ms / 1000.0)
+    if shape is TurnShape.READ:
+        agent: BenchmarkAgent = module.build_benchmark_agent(model_latency_ms / 1000.0)
+        return agent
+    try:
+        agent = module.build_benchmark_agent(model_latency_ms / 1000.0, shape)
+    except TypeError as unsupported:
+        raise SystemExit(
+            f"the benchmark agent of {framework!r} has no {shape.value!r} turn ({unsupported})"
+        ) from unsupported
     return agent
 
 
@@ -78,20 +96,75 @@ class Options:
     turns: int
     warmup: int
     model_latency_ms: float
+    shape: TurnShape = TurnShape.READ
 
 
-async def measure_in_process(agent: BenchmarkAgent, options: Options) -> list[float]:
-    """Seconds of each measured in-process turn."""
+@dataclass(frozen=True)
+class MeasuredTurns:
+    """The measured turns (after the warm-up) of one run.
+
+    Attributes:
+        durations: Wall seconds of each turn.
+        cpu_seconds: CPU seconds (user + system) that this process and every process under it
+            (engine, Worker, a peer's server) used over those turns: hardly changed by other work
+            sharing the machine, unlike the wall time.
+    """
+
+    durations: list[float]
+    cpu_seconds: float
+
+
+def process_tree_cpu_seconds(pid: int | None = None) -> float:
+    """User + system CPU seconds so far of ``pid`` (default: this process) and its descendants.
+
+    Reads ``/proc``; a process that ended meanwhile counts as 0 (its CPU is gone with it).
+    """
+    pid = os.getpid() if pid is None else pid
+    proc = Path("/proc") / str(pid)
+    try:
+        fields = (proc / "stat").read_text().rpartition(")")[2].split()
+        children = [
+            int(child)
+            for task in (proc / "task").iterdir()
+            for child in (task / "children").read_text().split()
+        ]
+    except OSError:
+        return 0.0
+    # utime and stime are fields 14 and 15 of stat(5); the split starts at field 3.
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return own + sum(process_tree_cpu_seconds(child) for child in children)
+
+
+async def time_turns(
+    run_turn: Callable[[str], Awaitable[str]], options: Options, label: str | None = None
+) -> MeasuredTurns:
+    """Time each turn of ``run_turn``, each answer checked, and the CPU of the measured ones.
+
+    With a ``label``, prints a progress line after each turn.
+
+    Raises:
+        RuntimeError: A turn answered something other than the benchmark's final answer.
+    """
     durations: list[float] = []
+    cpu_started = process_tree_cpu_seconds()
     for index in range(options.warmup + options.turns):
+        if index == options.warmup:
+            cpu_started = process_tree_cpu_seconds()
         started = time.perf_counter()
-        answer = await agent.run_in_process(USER_TEXT)
+        answer = await run_turn(USER_TEXT)
         elapsed = time.perf_counter() - started
         if not answer.startswith(FINAL_PREFIX):
-            raise RuntimeError(f"the in-process turn answered {answer!r}")
+            raise RuntimeError(f"the {label or 'in-process'} turn answered {answer!r}")
         if index >= options.warmup:
             durations.append(elapsed)
-    return durations
+        if label:
+            _progress(f"{label} turn {index + 1}: {elapsed * 1000:.1f} ms")
+    return MeasuredTurns(durations, process_tree_cpu_seconds() - cpu_started)
+
+
+async def measure_in_process(agent: BenchmarkAgent, options: Options) -> MeasuredTurns:
+    """The measured in-process turns."""
+    return await time_turns(agent.run_in_process, options)
 
 
 async def _read_until_turn_ended(
@@ -115,9 +188,15 @@ async def _read_until_turn_ended(
             return token
 
 
-async def _wait_for_snapshot(sessions: AgentSessionClient, turn: int) -> None:
-    """Poll the snapshot until it shows turn ``turn`` ended: its events are written while the
-    Step runs, so ``turn_completed`` can arrive just before the Step's commit."""
+async def _wait_for_snapshot(sessions: AgentSessionClient, turn: int) -> str:
+    """Poll the snapshot until it shows turn ``turn`` ended; the turn's answer.
+
+    Its events are written while the Step runs, so ``turn_completed`` can arrive just before the
+    Step's commit.
+
+    Raises:
+        RuntimeError: The turn did not end waiting for the next user message, or failed.
+    """
     while True:
         snapshot = await sessions.get_agent_snapshot(_SESSION_ID)
         state = snapshot.state
@@ -129,13 +208,15 @@ async def _wait_for_snapshot(sessions: AgentSessionClient, turn: int) -> None:
         state.turn_count != turn
         or state.status is not AgentStatus.WAITING_FOR_USER_MESSAGE
         or state.last_turn_error
-        or not (answer or "").startswith(FINAL_PREFIX)
     ):
         raise RuntimeError(f"durable turn {turn} did not complete as expected: {state}, {answer!r}")
+    return answer or ""
 
 
-async def measure_durable(agent: BenchmarkAgent, options: Options, state_dir: Path) -> list[float]:
-    """Seconds of each measured durable turn, against a fresh engine and Worker child."""
+async def measure_durable(
+    agent: BenchmarkAgent, options: Options, state_dir: Path
+) -> MeasuredTurns:
+    """The measured durable turns, against a fresh engine and Worker child, all in one session."""
     async with AgentTestStack(
         state_dir,
         [agent.flow],
@@ -144,26 +225,26 @@ async def measure_durable(agent: BenchmarkAgent, options: Options, state_dir: Pa
         worker_env={
             _FRAMEWORK_ENV: options.framework,
             _MODEL_LATENCY_ENV: repr(options.model_latency_ms),
+            _SHAPE_ENV: options.shape.value,
         },
     ) as stack:
         await stack.start_worker()
         sessions = stack.sessions(agent.flow)
-        durations: list[float] = []
+        turn = 0
         token = ""
-        for turn in range(1, options.warmup + options.turns + 1):
-            started = time.perf_counter()
+
+        async def run_turn(text: str) -> str:
+            nonlocal turn, token
+            turn += 1
             if turn == 1:
-                await sessions.start_session(_SESSION_ID, USER_TEXT)
-            elif not await sessions.send_user_message(_SESSION_ID, USER_TEXT):
+                await sessions.start_session(_SESSION_ID, text)
+            elif not await sessions.send_user_message(_SESSION_ID, text):
                 raise RuntimeError("the session refused the user message")
             async with asyncio.timeout(_TURN_TIMEOUT_SECONDS):
                 token = await _read_until_turn_ended(stack.client, sessions, turn, token)
-                await _wait_for_snapshot(sessions, turn)
-            elapsed = time.perf_counter() - started
-            if turn > options.warmup:
-                durations.append(elapsed)
-            _progress(f"durable turn {turn}: {elapsed * 1000:.1f} ms")
-        return durations
+                return await _wait_for_snapshot(sessions, turn)
+
+        return await time_turns(run_turn, options, f"{options.framework}: durable")
 
 
 def _progress(text: str) -> None:
@@ -174,9 +255,9 @@ def _ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f} ms"
 
 
-def print_report(options: Options, in_process: Sequence[float], durable: Sequence[float]) -> None:
-    local = statistics.median(in_process)
-    remote = statistics.median(durable)
+def print_report(options: Options, in_process: MeasuredTurns, durable: MeasuredTurns) -> None:
+    local = statistics.median(in_process.durations)
+    remote = statistics.median(durable.durations)
     print(
         f"adapter_turns: framework={options.framework} model_latency={options.model_latency_ms:g}"
         f" ms turns={options.turns} (+{options.warmup} warm-up), two model calls and one tool"
@@ -185,7 +266,10 @@ def print_report(options: Options, in_process: Sequence[float], durable: Sequenc
     print(f"{'in-process turn (median)':<34}{_ms(local):>12}")
     print(f"{'durable turn (median)':<34}{_ms(remote):>12}")
     print(f"{'durable overhead per turn':<34}{_ms(remote - local):>12}")
-    print(f"{'durable p90':<34}{_ms(statistics.quantiles(durable, n=10)[-1]):>12}")
+    print(f"{'durable p90':<34}{_ms(statistics.quantiles(durable.durations, n=10)[-1]):>12}")
+    for name, measured in (("in-process", in_process), ("durable", durable)):
+        per_turn = measured.cpu_seconds / len(measured.durations)
+        print(f"{name + ' CPU per turn (all processes)':<34}{_ms(per_turn):>12}")
     print(f"RATIO durable/in-process: {remote / local:.3f}")
 
 
@@ -221,7 +305,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _serve_worker() -> None:
-    agent = load_agent(os.environ[_FRAMEWORK_ENV], float(os.environ[_MODEL_LATENCY_ENV]))
+    agent = load_agent(
+        os.environ[_FRAMEWORK_ENV],
+        float(os.environ[_MODEL_LATENCY_ENV]),
+        TurnShape(os.environ.get(_SHAPE_ENV, TurnShape.READ.value)),
+    )
     run_agent_worker([agent.flow])
 
 

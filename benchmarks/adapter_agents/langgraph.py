@@ -1,4 +1,8 @@
-"""The benchmark agent under LangGraph: a StateGraph with a model node and a ToolNode."""
+"""The benchmark agent under LangGraph: a StateGraph with a model node and a ToolNode.
+
+``build_graph`` gives the uncompiled graph too, so ``peers.py`` can compile the same graph with a
+SQLite checkpointer.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +10,20 @@ import asyncio
 
 from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
 from dex_agents_langgraph import ScriptedChatModel, langgraph_session_flow, model_tools
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.tools import BaseTool, tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
-from adapter_agents import BenchmarkAgent, final_answer, lookup_order_result
+from adapter_agents import (
+    LOOKUP_TOOL,
+    NOTE_TOOL,
+    BenchmarkAgent,
+    TurnShape,
+    add_order_note_result,
+    lookup_order_result,
+    next_model_action,
+)
 
 
 @tool
@@ -20,44 +32,72 @@ def lookup_order(order_id: str) -> dict[str, str]:
     return lookup_order_result(order_id)
 
 
-def benchmark_model(latency_seconds: float) -> ScriptedChatModel:
-    """Sleeps the model latency, then asks for the order once and answers with its result."""
+@tool
+def add_order_note(order_id: str, note: str) -> dict[str, str]:
+    """Add a note to an order."""
+    return add_order_note_result(order_id, note)
+
+
+def benchmark_model(latency_seconds: float, shape: TurnShape = TurnShape.READ) -> ScriptedChatModel:
+    """Sleeps the model latency, then asks for the turn's tools in order and answers."""
 
     async def respond(messages: list[BaseMessage]) -> AIMessage:
         await asyncio.sleep(latency_seconds)
         last_user = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
-        results = [m.text for m in messages[last_user + 1 :] if isinstance(m, ToolMessage)]
-        if results:
-            return AIMessage(content=final_answer(results[-1]))
-        call = {"name": "lookup_order", "args": {"order_id": "7"}, "id": "lookup_1"}
+        outputs = [m.text for m in messages[last_user + 1 :] if isinstance(m, ToolMessage)]
+        action = next_model_action(shape, outputs)
+        if isinstance(action, str):
+            return AIMessage(content=action)
+        call = {"name": action.name, "args": action.arguments, "id": action.call_id}
         return AIMessage(content="", tool_calls=[call])
 
     return ScriptedChatModel(respond=respond, model_name="dex-benchmark")
 
 
-def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
-    """The benchmark agent as a compiled LangGraph graph; the same graph runs both sides."""
-    model = benchmark_model(model_latency_seconds)
+def _tools(shape: TurnShape) -> list[BaseTool]:
+    return [lookup_order] if shape is TurnShape.READ else [lookup_order, add_order_note]
+
+
+def build_graph(
+    model_latency_seconds: float, shape: TurnShape = TurnShape.READ
+) -> StateGraph[MessagesState]:
+    """The benchmark agent's graph, not compiled: model node, ToolNode, and back."""
+    model = benchmark_model(model_latency_seconds, shape)
+    tools = _tools(shape)
+    bound = model.bind_tools(model_tools(tools))
 
     async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        bound = model.bind_tools(model_tools([lookup_order]))
         return {"messages": [await bound.ainvoke(state["messages"])]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("model", call_model)
-    builder.add_node("tools", ToolNode([lookup_order]))
+    builder.add_node("tools", ToolNode(tools))
     builder.add_edge(START, "model")
     builder.add_conditional_edges("model", tools_condition, ["tools", END])
     builder.add_edge("tools", "model")
-    graph = builder.compile()
+    return builder
+
+
+def build_benchmark_agent(
+    model_latency_seconds: float, shape: TurnShape = TurnShape.READ
+) -> BenchmarkAgent:
+    """The benchmark agent as a compiled LangGraph graph; the same graph runs both sides."""
+    graph = build_graph(model_latency_seconds, shape).compile()
+    # The durable session keeps the conversation, so the in-process run keeps it too.
+    history: list[AnyMessage] = []
 
     async def run_in_process(text: str) -> str:
-        state = await graph.ainvoke({"messages": [HumanMessage(content=text)]})
+        turn_input: MessagesState = {"messages": [*history, HumanMessage(content=text)]}
+        state = await graph.ainvoke(turn_input)
+        history[:] = state["messages"]
         return str(state["messages"][-1].text)
 
+    policies = {LOOKUP_TOOL: ToolPolicy(ToolEffect.READ)}
+    if shape is TurnShape.READ_WRITE:
+        policies[NOTE_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     flow = langgraph_session_flow(
         graph,
         flow_type="AdapterTurnsLangGraph",
-        options=AgentSessionOptions(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}),
+        options=AgentSessionOptions(tool_policies=policies),
     )
     return BenchmarkAgent(flow=flow, run_in_process=run_in_process)

@@ -17,7 +17,13 @@ from dex_agents.stepwise import (
 )
 from session_turns import InProcessSession
 
-from adapter_agents import BenchmarkAgent, final_answer, lookup_order_result
+from adapter_agents import (
+    BenchmarkAgent,
+    TurnShape,
+    add_order_note_result,
+    lookup_order_result,
+    next_model_action,
+)
 
 
 @function_tool(effect=ToolEffect.READ)
@@ -26,23 +32,31 @@ async def lookup_order(order_id: str) -> dict[str, str]:
     return lookup_order_result(order_id)
 
 
-def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
+@function_tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+async def add_order_note(order_id: str, note: str) -> dict[str, str]:
+    """Add a note to an order."""
+    return add_order_note_result(order_id, note)
+
+
+def build_benchmark_agent(
+    model_latency_seconds: float, shape: TurnShape = TurnShape.READ
+) -> BenchmarkAgent:
     """The benchmark agent as a Stepwise agent with a ScriptedModelClient."""
 
     async def respond(request: ModelRequest) -> ScriptedModelReply:
         await asyncio.sleep(model_latency_seconds)
-        results = ScriptedModelClient.tool_results(request)
-        if not results:
-            return ScriptedModelReply(
-                tool_calls=[ScriptedToolCall("lookup_order", {"order_id": "7"})]
-            )
-        return ScriptedModelReply(text=final_answer(results[-1].output))
+        outputs = [result.output for result in ScriptedModelClient.tool_results(request)]
+        action = next_model_action(shape, outputs)
+        if isinstance(action, str):
+            return ScriptedModelReply(text=action)
+        return ScriptedModelReply(tool_calls=[ScriptedToolCall(action.name, action.arguments)])
 
+    tools = [lookup_order] if shape is TurnShape.READ else [lookup_order, add_order_note]
     definition = AgentDefinition(
         name="benchmark-support",
         instructions="You answer questions about orders.",
         model=ScriptedModelClient(respond, max_recorded_requests=0),
-        tools=[lookup_order],
+        tools=tools,
     )
     session = InProcessSession(StepwiseAgentRunner(definition))
     return BenchmarkAgent(

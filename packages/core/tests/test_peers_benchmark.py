@@ -1,0 +1,61 @@
+"""peers.py still runs end to end without the peers group (tiny sizes; figures not checked)."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "peers.py"
+
+
+def _run(*arguments: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(BENCHMARK), *arguments],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+
+
+def _row(stdout: str, name: str) -> list[str]:
+    line = next(line for line in stdout.splitlines() if line.startswith(name + " "))
+    return re.split(r"\s{2,}", line.strip())
+
+
+def test_peers_times_the_baseline_and_dex_agents_read_write_turn() -> None:
+    # Every turn's answer is checked by the script; a durable turn that did not finish fails it.
+    done = _run(
+        "--only", "baseline,dex-agents", "--turns", "2", "--warmup", "0", "--model-latency-ms", "5"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "3 model calls + 2 tool calls (read, write) per turn" in done.stdout
+    baseline, ours = _row(done.stdout, "baseline"), _row(done.stdout, "dex-agents")
+    # Columns: name, median ms, CPU ms per turn, overhead above the baseline, above its own
+    # framework, ratio to ours, same-framework ratio. Three model sleeps of 5 ms each: > 15 ms.
+    assert float(ours[1]) > float(baseline[1]) > 15.0
+    # The engine and the Worker child work for the durable turn too: it costs more CPU.
+    assert float(ours[2]) > float(baseline[2]) > 0
+    assert float(ours[3]) > 0 and ours[5] == "1.00"
+    assert "stepwise: durable turn 2:" in done.stderr
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("dbos") is not None, reason="the peers group is installed here"
+)
+def test_a_peer_without_the_peers_group_is_skipped_with_the_install_command() -> None:
+    done = _run("--only", "dbos", "--turns", "2", "--warmup", "0", "--model-latency-ms", "1")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert _row(done.stdout, "dbos")[1] == "skipped"
+    assert "uv sync --all-packages --group peers" in done.stdout
+
+
+def test_an_unknown_contestant_names_the_known_ones() -> None:
+    done = _run("--only", "baseline,no-such-peer")
+    assert done.returncode != 0
+    assert "unknown contestant no-such-peer" in done.stderr
+    assert "langgraph-sqlite" in done.stderr
