@@ -1,6 +1,6 @@
 """One long session past a small context window, under every runner that compacts.
 
-The guard (retention limit 100) runs in the default suite: 800 turns, or the runner's
+The guard (retention limit 100) runs in the default suite: 300 turns, or the runner's
 ``ScenarioRunner.context_window_guard_turns`` when its turns are slow. The 2,000-turn session with
 the default retention limit runs for every runner, only with ``DEX_AGENTS_LONG_TESTS=1``.
 """

@@ -213,7 +213,7 @@ SCENARIO_RUNNER = ScenarioRunner(
     build_context_window_flow=build_claude_agent_sdk_context_window_flow,
     reads_run_in_model_step=True,
     # Every RunModel starts the CLI (over a second on a loaded machine), so the default suite's
-    # guard runs 100 turns, not 800: at about 2.4 messages a turn and a summary about every 10
+    # guard runs 100 turns, not 300: at about 2.4 messages a turn and a summary about every 10
     # turns, retention (limit 100) starts near turn 55 and deletes a chunk about every 13 turns,
     # so 100 turns still show 3+ deletions and state bounded across them. The 2,000-turn session
     # (DEX_AGENTS_LONG_TESTS=1) runs in full.

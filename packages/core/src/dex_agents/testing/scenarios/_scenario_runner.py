@@ -48,7 +48,7 @@ SCENARIO_RUNNERS_ENTRY_POINT_GROUP: Final = "dex_agents.scenario_runners"
 SCENARIO_RUNNERS_ENV: Final = "DEX_AGENTS_SCENARIO_RUNNERS"
 """Comma-separated runner names that narrow the shared suite; unset or empty runs every one."""
 
-_DEFAULT_CONTEXT_WINDOW_GUARD_TURNS: Final = 800
+_DEFAULT_CONTEXT_WINDOW_GUARD_TURNS: Final = 300
 """Turns of the default suite's context-window guard unless a runner sets fewer."""
 
 
@@ -96,7 +96,7 @@ class ScenarioRunner:
             cannot defer them, such as the Claude Agent SDK): those reads run at least once, and
             the scenarios check that contract where they would check a ``CallTool`` per read.
         context_window_guard_turns: Turns of the default suite's ``ContextWindowSessionScenario``
-            guard (retention limit 100). 800 unless a runner's turns are slow (a CLI start per
+            guard (retention limit 100). 300 unless a runner's turns are slow (a CLI start per
             ``RunModel``): then the smallest count at which the guard's report still checks what
             it checks (several summaries, retention deleting at several points, bounded state),
             which is about 100 turns. The 2,000-turn session behind ``DEX_AGENTS_LONG_TESTS=1``
@@ -109,7 +109,7 @@ class ScenarioRunner:
         ...     "my-framework",
         ...     build_flow=build_my_framework_flow,
         ...     features=frozenset({ScenarioFeature.TOOL_QUESTIONS}),
-        ...     context_window_guard_turns=800,
+        ...     context_window_guard_turns=300,
         ... )
     """
 
