@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import tempfile
 from pathlib import Path
 
 from dex_agents.testing import AgentTestStack, FileGate, wait_for_agent_snapshot, wait_until
@@ -26,6 +27,12 @@ def _children(pid: int) -> set[int]:
         text = (task / "children").read_text().split()
         children.update(int(child) for child in text)
     return children
+
+
+def _temp_directories_of(pid: int) -> list[Path]:
+    """The turn and launcher directories the harness made in process ``pid``."""
+    prefixes = (f"dex-agents-claude-{pid}-", f"dex-agents-cli-launcher-{pid}-")
+    return [p for p in Path(tempfile.gettempdir()).iterdir() if p.name.startswith(prefixes)]
 
 
 def _alive(pid: int) -> bool:
@@ -72,7 +79,10 @@ async def test_a_killed_worker_leaves_no_cli_and_the_turn_resumes(tmp_path: Path
             return True if not any(_alive(pid) for pid in cli) else None
 
         await wait_until("the killed Worker's CLI to exit", cli_gone)
+        killed_pid = worker.pid
         worker.kill()  # reap it
+        # Its cleanup never ran: the next Worker's first turn removes what it left.
+        assert _temp_directories_of(killed_pid), "the killed Worker's turn directory"
         await stack.start_worker()
         await gate.wait_until_reached(count=2)
         gate.release()
@@ -92,3 +102,4 @@ async def test_a_killed_worker_leaves_no_cli_and_the_turn_resumes(tmp_path: Path
     # the model only for the killed call again.
     assert log.count("upsert") == 1
     assert log.keys(MODEL_INVOCATION) == ["call-1", "call-2", "call-2"]
+    assert _temp_directories_of(killed_pid) == []

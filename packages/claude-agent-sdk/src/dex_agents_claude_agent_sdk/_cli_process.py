@@ -4,12 +4,18 @@ the Worker, and killed the moment the harness has what it needs.
 The launcher asks Linux to SIGKILL the CLI when the Worker process dies (``PR_SET_PDEATHSIG``),
 so a Worker killed mid-turn leaves no CLI behind, and writes the CLI's PID to a file, so the
 harness can end the CLI at once instead of waiting for it to wind down.
+
+A Worker SIGKILLed mid-turn never runs its cleanup, so the temporary directories of a turn and of
+the launcher carry their process's PID in their name, and each process removes, once, those whose
+process is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
+import shutil
 import signal
 import stat
 import sys
@@ -20,11 +26,22 @@ from typing import Final
 
 import claude_agent_sdk
 
-__all__ = ["bundled_cli_path", "kill_cli", "launcher_environment", "launcher_path"]
+__all__ = [
+    "bundled_cli_path",
+    "kill_cli",
+    "launcher_environment",
+    "launcher_path",
+    "owned_temp_directory",
+]
 
 PARENT_PID_ENV: Final = "DEX_AGENTS_CLI_PARENT_PID"
 CLI_PATH_ENV: Final = "DEX_AGENTS_CLI_PATH"
 PID_FILE_ENV: Final = "DEX_AGENTS_CLI_PID_FILE"
+TURN_DIRECTORY_PREFIX: Final = "dex-agents-claude-"
+_LAUNCHER_DIRECTORY_PREFIX: Final = "dex-agents-cli-launcher-"
+_OWNED_DIRECTORY = re.compile(
+    rf"^(?:{re.escape(TURN_DIRECTORY_PREFIX)}|{re.escape(_LAUNCHER_DIRECTORY_PREFIX)})(\d+)-"
+)
 
 _LAUNCHER_BODY: Final = f"""
 import ctypes, os, signal, sys
@@ -53,7 +70,7 @@ def bundled_cli_path() -> str:
 @cache
 def launcher_path() -> str:
     """An executable that runs the CLI named in the environment, orphan-guarded (one per process)."""
-    directory = Path(tempfile.mkdtemp(prefix="dex-agents-cli-launcher-"))
+    directory = owned_temp_directory(_LAUNCHER_DIRECTORY_PREFIX)
     path = directory / "claude"
     path.write_text(f"#!{sys.executable}\n{_LAUNCHER_BODY}")
     path.chmod(path.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
@@ -73,3 +90,27 @@ def kill_cli(pid_file: Path) -> None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
+
+
+def owned_temp_directory(prefix: str) -> Path:
+    """A new temporary directory named for this process, after removing dead processes' ones."""
+    _remove_orphaned_directories()
+    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
+
+
+@cache
+def _remove_orphaned_directories() -> None:
+    for entry in Path(tempfile.gettempdir()).iterdir():
+        match = _OWNED_DIRECTORY.match(entry.name)
+        if match is not None and not _process_alive(int(match.group(1))):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # another user's process: alive, and not ours to clean up after
+    return True

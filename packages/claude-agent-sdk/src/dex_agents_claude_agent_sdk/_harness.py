@@ -26,7 +26,6 @@ import asyncio
 import contextlib
 import json
 import shutil
-import tempfile
 import uuid
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -58,10 +57,12 @@ from dex_agents_claude_agent_sdk._agent_tools import (
     run_function_tool,
 )
 from dex_agents_claude_agent_sdk._cli_process import (
+    TURN_DIRECTORY_PREFIX,
     bundled_cli_path,
     kill_cli,
     launcher_environment,
     launcher_path,
+    owned_temp_directory,
 )
 from dex_agents_claude_agent_sdk._inline_reads import InlineReadCall, running_inline_read
 from dex_agents_claude_agent_sdk._model_relay import RelayedExchange, RelayRun, model_relay
@@ -171,7 +172,7 @@ async def run_harness(settings: HarnessSettings, request: HarnessRequest) -> Har
         on_text_delta=request.events.write_text_delta,
     )
     base_url = relay.open_run(run)
-    workdir = Path(tempfile.mkdtemp(prefix="dex-agents-claude-"))
+    workdir = owned_temp_directory(TURN_DIRECTORY_PREFIX)
     pid_file = workdir / "cli.pid"
     try:
         gate = _ToolGate(run, request)
