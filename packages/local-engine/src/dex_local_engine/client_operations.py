@@ -81,6 +81,7 @@ class ClientOperations:
         """Publish external Channel messages."""
         run = self._runs.get_running(request.flow_id, request.run_id)
         refuse_oversized(oversized_values(messages=request.messages))
+        self._blobs.intern(request)
         published = publish(run, request.messages)
         self._journal.event(
             run, channel_external_publish=pb.ChannelExternalPublishEvent(messages=published)
@@ -104,6 +105,7 @@ class ClientOperations:
         """Write Attributes from a client."""
         run = self._runs.get_running(request.flow_id, request.run_id)
         refuse_oversized(oversized_values(attributes=request.attributes))
+        self._blobs.intern(request)
         apply_attribute_writes(run, request.attributes)
         self._journal.event(
             run,
@@ -229,6 +231,7 @@ class ClientOperations:
         if transactional:
             # Checked before any write: a missing message fails the whole RPC, applying nothing.
             require_pending(run, outcome.delete_from_channel)
+        self._blobs.intern(outcome)
         apply_method_writes(
             run, outcome.upsert_attributes, outcome.publish_to_channel, outcome.delete_from_channel
         )

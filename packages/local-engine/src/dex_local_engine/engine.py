@@ -59,16 +59,16 @@ class Engine:
         default_worker_address: str = DEFAULT_WORKER_ADDRESS,
     ) -> None:
         self._store = store
-        self._journal = RunJournal(store)
-        self.runs = FlowRuns(store)
+        self.blobs = BlobStore(store)
+        """Large values, stored once and sent as blob references (answers LoadBlobs)."""
+        self._journal = RunJournal(store, self.blobs)
+        self.runs = FlowRuns(store, self.blobs)
         """The latest run of each Flow ID."""
-        self.blobs = BlobStore()
-        """Large values of tasks, sent to Workers as blob references (answers LoadBlobs)."""
         locks = AttributeLocks()
         tasks = TaskRunner(dispatchers, self.blobs, stream_writer, self._journal.commit)
         self._steps = StepScheduler(self._journal, locks, tasks, self.blobs)
         self._lifecycle = RunLifecycle(
-            self._journal, self.runs, self._steps, locks, default_worker_address
+            self._journal, self.runs, self._steps, locks, self.blobs, default_worker_address
         )
         self._steps.connect(self._lifecycle, SubFlows(self.runs, self._lifecycle))
         self._operations = ClientOperations(

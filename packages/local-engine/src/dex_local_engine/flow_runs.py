@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine import errors
+from dex_local_engine.blob_values import BlobStore
 from dex_local_engine.flow_state import FlowRun, load_run
 from dex_local_engine.search_query import FlowSearchRecord, IndexedValue, indexed_value_from_write
 from dex_local_engine.store import Store
@@ -27,14 +28,15 @@ class FlowRuns:
 
     Example::
 
-        runs = FlowRuns(store)
+        runs = FlowRuns(store, BlobStore(store))
         run = runs.get_running("order-7")
 
     Raises (from lookups): :class:`~dex_local_engine.errors.EngineError`.
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, blobs: BlobStore) -> None:
         self._store = store
+        self._blobs = blobs
         self._latest: dict[str, FlowRun] = {}
         stored_indexes = store.get_meta(_INDEX_META_KEY)
         self.attribute_index_types: dict[str, int] = (
@@ -95,7 +97,7 @@ class FlowRuns:
                     continue
                 config = pb.IndexConfig(enable=True, type=index_type)  # type: ignore[arg-type]
             found = indexed_value_from_write(
-                pb.AttributeWrite(key=key, value=value, index_config=config)
+                pb.AttributeWrite(key=key, value=self._blobs.resolve(value), index_config=config)
             )
             if found is not None and found[1] is not None:
                 indexed[found[0]] = found[1]

@@ -13,6 +13,7 @@ from typing import Any
 
 from dex.dexpb import dex_pb2 as pb
 
+from dex_local_engine.blob_values import BlobStore
 from dex_local_engine.flow_state import FlowRun, persist_run
 from dex_local_engine.run_waiters import RunWaiters
 from dex_local_engine.store import HistoryRow, InflightRow, Store
@@ -25,13 +26,14 @@ class RunJournal:
 
     Example::
 
-        journal = RunJournal(store)
+        journal = RunJournal(store, BlobStore(store))
         journal.event(run, flow_closed=pb.FlowClosedHistoryEvent(...))
         journal.commit(run)
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, blobs: BlobStore) -> None:
         self.store = store
+        self._blobs = blobs
         self.waiters = RunWaiters()
         """Long polls waiting for a run to change; woken by every commit."""
         self._pending_history: dict[str, list[HistoryRow]] = {}
@@ -42,10 +44,14 @@ class RunJournal:
         self._new_runs: set[str] = set()
 
     def event(self, run: FlowRun, **payload: Any) -> None:
-        """Record a history event of ``run`` (``payload``: one ``FlowHistoryEvent`` field)."""
+        """Record a history event of ``run`` (``payload``: one ``FlowHistoryEvent`` field).
+
+        Large values in the event are stored as blobs with the run's next commit.
+        """
         event = pb.FlowHistoryEvent(
             event_id=run.next_event_id, run_attempt=run.run_attempt, **payload
         )
+        self._blobs.intern(event)
         event.event_time.FromNanoseconds(time.time_ns())
         run.next_event_id += 1
         self._pending_history.setdefault(run.run_id, []).append(
@@ -76,13 +82,15 @@ class RunJournal:
             self.store.mark_inflight(marker)
 
     def commit(self, run: FlowRun) -> None:
-        """Write ``run``'s state with its pending events and markers, then wake its waiters."""
+        """Write ``run``'s state with its pending events, markers and blobs; wake its waiters."""
         history = self._pending_history.pop(run.run_id, [])
         finished = [(run.run_id, s) for s in self._finished_inflight.pop(run.run_id, [])]
         dispatching = self._dispatching.pop(run.run_id, [])
         is_new = run.run_id in self._new_runs
         self._new_runs.discard(run.run_id)
-        self.store.commit([persist_run(run, is_new=is_new)], history, finished, dispatching)
+        blobs = self._blobs.pending_rows()
+        self.store.commit([persist_run(run, is_new=is_new)], history, finished, dispatching, blobs)
+        self._blobs.mark_written(blobs)
         self._premarked.update(dispatching)
         self.waiters.notify(run.run_id)
 

@@ -17,6 +17,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine import errors
 from dex_local_engine.attribute_locks import AttributeLocks
+from dex_local_engine.blob_values import BlobStore
 from dex_local_engine.flow_runs import FlowRuns
 from dex_local_engine.flow_state import START_FROM, FlowRun, StepExecution
 from dex_local_engine.flow_writes import apply_attribute_writes
@@ -49,7 +50,7 @@ class RunLifecycle:
 
     Example::
 
-        lifecycle = RunLifecycle(journal, runs, steps, locks, DEFAULT_WORKER_ADDRESS)
+        lifecycle = RunLifecycle(journal, runs, steps, locks, blobs, DEFAULT_WORKER_ADDRESS)
         run_id = lifecycle.start_flow(request)
 
     Raises (from operations): :class:`~dex_local_engine.errors.EngineError`.
@@ -61,9 +62,11 @@ class RunLifecycle:
         runs: FlowRuns,
         steps: StepScheduler,
         locks: AttributeLocks,
+        blobs: BlobStore,
         default_worker_address: str = DEFAULT_WORKER_ADDRESS,
     ) -> None:
         self._journal = journal
+        self._blobs = blobs
         self._runs = runs
         self._steps = steps
         self._locks = locks
@@ -97,6 +100,7 @@ class RunLifecycle:
             reused = self._check_reuse(existing, request)
             if reused is not None:
                 return reused
+        self._blobs.intern(request)
         run, _ = self.create_run(request)
         self.begin_run(run)
         return run.run_id

@@ -371,6 +371,7 @@ class StepScheduler:
     def _wait_for_completed(
         self, run: FlowRun, step: StepExecution, response: pb.InvokeWaitForMethodResponse
     ) -> None:
+        self._blobs.intern(response)
         apply_method_writes(
             run,
             response.upsert_attributes,
@@ -414,6 +415,7 @@ class StepScheduler:
     def _execute_completed(
         self, run: FlowRun, step: StepExecution, response: pb.InvokeExecuteMethodResponse
     ) -> None:
+        self._blobs.intern(response)
         apply_method_writes(
             run,
             response.upsert_attributes,
@@ -462,7 +464,8 @@ class StepScheduler:
             self.closer.close(run, pb.FLOW_STATUS_COMPLETED, NO_ERROR, "")
             return []
         if kind == pb.CLOSE_DECISION_TYPE_FORCE_FAIL:
-            message = value_text(close.close_input) if close.HasField("close_input") else ""
+            close_input = self._blobs.resolve(close.close_input)
+            message = value_text(close_input) if close.HasField("close_input") else ""
             self.closer.close(
                 run,
                 pb.FLOW_STATUS_FAILED,

@@ -3,9 +3,12 @@
 Each Flow run is one row holding a snapshot of its control state (Step executions with their
 Timers and locals, counters, results), plus one row per Attribute and one per queued Channel
 message, so a Step's commit rewrites the small snapshot and only the values that changed, in the
-same transaction as the history events that changed them. A separate ``inflight`` table records Step method attempts that
-were handed to a dispatcher, so a restarted engine can tell an attempt that may have run (lost:
-retried per policy) from a Step that was only queued (dispatched again with the same attempt).
+same transaction as the history events that changed them. A value too large to keep inline is
+a row of ``blobs`` (its SHA-256, the serialized value) written in the same transaction as the
+first row or event that refers to it, so no committed reference ever names a missing blob. A
+separate ``inflight`` table records Step method attempts that were handed to a dispatcher, so a
+restarted engine can tell an attempt that may have run (lost: retried per policy) from a Step
+that was only queued (dispatched again with the same attempt).
 
 The database runs in WAL mode. ``process-crash-safe`` durability (the default) writes every commit
 to the database file before the engine acknowledges it but does not fsync, so a killed engine
@@ -66,11 +69,19 @@ CREATE TABLE IF NOT EXISTS channel_messages (
     message BLOB NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS blobs (
+    blob_id TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value BLOB NOT NULL
 );
 """
+
+
+_MAX_QUERY_PARAMETERS = 500
+"""Blob IDs per ``IN (...)`` query (SQLite allows at least 999 parameters)."""
 
 
 class StoreError(Exception):
@@ -252,6 +263,31 @@ class Store:
         """Store an engine-wide value."""
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
+    def put_blobs(self, blobs: Sequence[tuple[str, bytes]]) -> None:
+        """Store ``(blob_id, serialized Value)`` rows now (one transaction; known IDs are kept)."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany(
+                "INSERT OR IGNORE INTO blobs (blob_id, value) VALUES (?, ?)", list(blobs)
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def load_blobs(self, blob_ids: Sequence[str]) -> dict[str, bytes]:
+        """The serialized Values of those of ``blob_ids`` the database holds."""
+        found: dict[str, bytes] = {}
+        for start in range(0, len(blob_ids), _MAX_QUERY_PARAMETERS):
+            chunk = list(blob_ids[start : start + _MAX_QUERY_PARAMETERS])
+            marks = ", ".join("?" * len(chunk))
+            for blob_id, value in self._db.execute(
+                f"SELECT blob_id, value FROM blobs WHERE blob_id IN ({marks})", chunk
+            ):
+                found[blob_id] = bytes(value)
+        return found
+
     def mark_inflight(self, row: InflightRow) -> None:
         """Record that an attempt is being handed to a Worker (one small transaction)."""
         self._db.execute(
@@ -266,16 +302,22 @@ class Store:
         history: list[HistoryRow],
         finished: Sequence[tuple[str, str]] = (),
         dispatching: Sequence[InflightRow] = (),
+        blobs: Sequence[tuple[str, bytes]] = (),
     ) -> None:
         """Write Flow snapshots, append history and update in-flight markers atomically.
 
-        ``finished`` lists ``(run_id, step_execution_id)`` whose in-flight marker is removed;
+        ``blobs`` are ``(blob_id, serialized Value)`` rows the snapshots, value rows or events
+        refer to (written first, so a reference never outlives a failed commit). ``finished`` lists ``(run_id, step_execution_id)`` whose in-flight marker is removed;
         ``dispatching`` lists attempts about to be handed to Workers (marked after the removals),
         so a Step's whole hot path stays one transaction.
         """
         db = self._db
         db.execute("BEGIN")
         try:
+            if blobs:
+                db.executemany(
+                    "INSERT OR IGNORE INTO blobs (blob_id, value) VALUES (?, ?)", list(blobs)
+                )
             for flow in flows:
                 if flow.is_new:
                     db.execute(
