@@ -20,12 +20,14 @@ as blob references) is :mod:`dex_local_engine.task_requests`.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine.attribute_locks import AttributeLocks
 from dex_local_engine.blob_values import BlobStore
 from dex_local_engine.client_operations import ClientOperations
-from dex_local_engine.flow_runs import FlowRuns
+from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE, FlowRuns
 from dex_local_engine.flow_state import FlowRun, StepPhase
 from dex_local_engine.run_journal import RunJournal
 from dex_local_engine.run_lifecycle import DEFAULT_WORKER_ADDRESS, RunLifecycle
@@ -57,13 +59,14 @@ class Engine:
         dispatchers: DispatcherRouter,
         stream_writer: StreamWriter | None = None,
         default_worker_address: str = DEFAULT_WORKER_ADDRESS,
+        closed_run_cache: int = DEFAULT_CLOSED_RUN_CACHE,
     ) -> None:
         self._store = store
         self.blobs = BlobStore(store)
         """Large values, stored once and sent as blob references (answers LoadBlobs)."""
-        self._journal = RunJournal(store, self.blobs)
-        self.runs = FlowRuns(store, self.blobs)
-        """The latest run of each Flow ID."""
+        self.runs = FlowRuns(store, self.blobs, closed_run_cache)
+        """The latest run of each Flow ID (closed ones read from the store)."""
+        self._journal = RunJournal(store, self.blobs, self.runs)
         locks = AttributeLocks()
         tasks = TaskRunner(dispatchers, self.blobs, stream_writer, self._journal.commit)
         self._steps = StepScheduler(self._journal, locks, tasks, self.blobs)
@@ -104,9 +107,7 @@ class Engine:
         """
         self.runs.load()
         inflight = {(row.run_id, row.step_execution_id): row for row in self._store.load_inflight()}
-        for run in self.runs:
-            if not run.is_running:
-                continue
+        for run in self.runs.running():
             for step in list(run.steps.values()):
                 marker = inflight.get((run.run_id, step.step_execution_id))
                 if (
@@ -132,6 +133,6 @@ class Engine:
         """Committed history events of ``run`` from ``from_event_id`` on."""
         return self._journal.history(run, from_event_id, limit)
 
-    def search_record(self, run: FlowRun) -> FlowSearchRecord:
-        """What SearchFlows sees of ``run``: system keys, indexed Attributes, active Steps."""
-        return self.runs.search_record(run)
+    def search_records(self) -> Iterator[FlowSearchRecord]:
+        """What SearchFlows sees of every Flow ID's latest run."""
+        return self.runs.search_records()

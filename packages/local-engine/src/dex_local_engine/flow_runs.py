@@ -1,8 +1,17 @@
-"""The engine's Flow runs by Flow ID, their lookups, and what SearchFlows sees of them."""
+"""The engine's Flow runs by Flow ID, their lookups, and what SearchFlows sees of them.
+
+Running runs live in memory. A run leaves memory once its close is committed: the journal hands
+it to :meth:`FlowRuns.retire`, and from then on it is read from the database on demand
+(:meth:`FlowRuns.find`), so a long-lived engine holds only the runs that still run, plus a few
+recently read closed ones (``closed_run_cache``), however many runs it has served. A closed run's
+search record is written with its close, so SearchFlows lists closed runs without loading them.
+"""
 
 from __future__ import annotations
 
 import json
+import pickle
+from collections import OrderedDict
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
@@ -14,7 +23,10 @@ from dex_local_engine.flow_state import FlowRun, load_run
 from dex_local_engine.search_query import FlowSearchRecord, IndexedValue, indexed_value_from_write
 from dex_local_engine.store import Store
 
-__all__ = ["FlowRuns"]
+__all__ = ["DEFAULT_CLOSED_RUN_CACHE", "FlowRuns"]
+
+DEFAULT_CLOSED_RUN_CACHE = 64
+"""Closed runs kept in memory after they closed or were read (most recently used)."""
 
 _INDEX_META_KEY = "attribute_index_types"
 
@@ -34,42 +46,74 @@ class FlowRuns:
     Raises (from lookups): :class:`~dex_local_engine.errors.EngineError`.
     """
 
-    def __init__(self, store: Store, blobs: BlobStore) -> None:
+    def __init__(
+        self, store: Store, blobs: BlobStore, closed_run_cache: int = DEFAULT_CLOSED_RUN_CACHE
+    ) -> None:
         self._store = store
         self._blobs = blobs
-        self._latest: dict[str, FlowRun] = {}
+        self._running: dict[str, FlowRun] = {}
+        self._closed: OrderedDict[str, FlowRun] = OrderedDict()
+        self._closed_run_cache = max(0, closed_run_cache)
         stored_indexes = store.get_meta(_INDEX_META_KEY)
         self.attribute_index_types: dict[str, int] = (
             json.loads(stored_indexes) if stored_indexes else {}
         )
 
     def load(self) -> None:
-        """Load every stored run (the latest of each Flow ID wins)."""
-        for row in self._store.load_flows():
+        """Load the running runs from the store (closed ones stay there)."""
+        for row in self._store.load_flows(running_only=True):
             run = load_run(row)
-            if row.is_latest or run.flow_id not in self._latest:
-                self._latest[run.flow_id] = run
+            if run.is_running:
+                self._running[run.flow_id] = run
+            else:
+                # Written before closed runs left memory: mark it, once, and leave it there.
+                self._store.mark_closed(run.run_id, self.closed_record(run))
 
-    def __iter__(self) -> Iterator[FlowRun]:
-        return iter(list(self._latest.values()))
+    def running(self) -> list[FlowRun]:
+        """The runs that are running, in memory."""
+        return list(self._running.values())
+
+    @property
+    def in_memory(self) -> int:
+        """How many runs are held in memory (running ones and cached closed ones)."""
+        return len(self._running) + len(self._closed)
 
     def find(self, flow_id: str) -> FlowRun | None:
-        """The latest run of ``flow_id``, or None."""
-        return self._latest.get(flow_id)
+        """The latest run of ``flow_id`` (a closed one read from the store), or None."""
+        run = self._running.get(flow_id)
+        if run is not None:
+            return run
+        run = self._closed.get(flow_id)
+        if run is not None:
+            self._closed.move_to_end(flow_id)
+            return run
+        stored = self._store.load_latest(flow_id)
+        if stored is None:
+            return None
+        run = load_run(stored)
+        self._remember_closed(run)
+        return run
 
     def is_latest(self, run: FlowRun) -> bool:
-        """Whether ``run`` is still the latest run of its Flow ID."""
-        return self._latest.get(run.flow_id) is run
+        """Whether ``run`` is the running latest run of its Flow ID."""
+        return self._running.get(run.flow_id) is run
 
     def add(self, run: FlowRun) -> None:
-        """Make ``run`` the latest run of its Flow ID."""
-        self._latest[run.flow_id] = run
+        """Make the new ``run`` the latest run of its Flow ID."""
+        self._running[run.flow_id] = run
+        self._closed.pop(run.flow_id, None)
+
+    def retire(self, run: FlowRun) -> None:
+        """``run``'s close was committed: it leaves the running runs (cached for a while)."""
+        if self._running.get(run.flow_id) is run:
+            del self._running[run.flow_id]
+            self._remember_closed(run)
 
     def get_run(self, flow_id: str, run_id: str = "") -> FlowRun:
         """The Flow's latest run (or the named run if it is the latest)."""
         if not flow_id:
             raise errors.invalid_argument("flow_id is required")
-        run = self._latest.get(flow_id)
+        run = self.find(flow_id)
         if run is None or (run_id and run.run_id != run_id):
             raise errors.flow_not_found(flow_id)
         return run
@@ -85,6 +129,21 @@ class FlowRuns:
         """Remember the Attribute index keys Workers declared (kept across restarts)."""
         self.attribute_index_types.update(indexes)
         self._store.set_meta(_INDEX_META_KEY, json.dumps(self.attribute_index_types).encode())
+
+    def search_records(self) -> Iterator[FlowSearchRecord]:
+        """What SearchFlows sees of every Flow ID's latest run."""
+        running = self.running()
+        for run in running:
+            yield self.search_record(run)
+        running_ids = {run.flow_id for run in running}
+        for payload in self._store.closed_search_records():
+            record = pickle.loads(payload)
+            if isinstance(record, FlowSearchRecord) and record.flow_id not in running_ids:
+                yield record
+
+    def closed_record(self, run: FlowRun) -> bytes:
+        """The stored form of a closed run's search record."""
+        return pickle.dumps(self.search_record(run), protocol=pickle.HIGHEST_PROTOCOL)
 
     def search_record(self, run: FlowRun) -> FlowSearchRecord:
         """What SearchFlows sees of ``run``: system keys, indexed Attributes, active Steps."""
@@ -112,6 +171,14 @@ class FlowRuns:
             indexed_attributes=indexed,
             parent_flow_id=run.parent_flow_id,
         )
+
+    def _remember_closed(self, run: FlowRun) -> None:
+        if self._closed_run_cache == 0:
+            return
+        self._closed[run.flow_id] = run
+        self._closed.move_to_end(run.flow_id)
+        while len(self._closed) > self._closed_run_cache:
+            self._closed.popitem(last=False)
 
 
 def _active_step_types(run: FlowRun) -> tuple[str, ...]:

@@ -109,7 +109,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     async def SearchFlows(
         self, request: pb.SearchFlowsRequest, context: _Context
     ) -> pb.SearchFlowsResponse:
-        records = [self._engine.search_record(run) for run in self._engine.runs]
+        records = self._engine.search_records()
         known = {
             key: cast(pb.IndexType, value)
             for key, value in self._engine.attribute_index_types.items()

@@ -259,8 +259,10 @@ def dump_run(run: FlowRun) -> bytes:
     return buffer.getvalue()
 
 
-def persist_run(run: FlowRun, *, is_new: bool) -> FlowRow:
+def persist_run(run: FlowRun, *, is_new: bool, search_record: bytes | None = None) -> FlowRow:
     """What to write for ``run`` now: its snapshot and the value rows changed since the last call.
+
+    ``search_record``: for a closed run, what SearchFlows lists of it from now on.
 
     The caller must commit the row (or have :meth:`~dex_local_engine.store.Store.commit` roll
     back, which makes the next call rewrite every value row).
@@ -295,7 +297,14 @@ def persist_run(run: FlowRun, *, is_new: bool) -> FlowRow:
         run.written = None
 
     return FlowRow(
-        run.run_id, run.flow_id, is_new, dump_run(run), changes, on_rollback=forget_written
+        run.run_id,
+        run.flow_id,
+        is_new,
+        dump_run(run),
+        changes,
+        running=run.is_running,
+        search_record=search_record,
+        on_rollback=forget_written,
     )
 
 

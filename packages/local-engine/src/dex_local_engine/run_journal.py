@@ -14,6 +14,7 @@ from typing import Any
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine.blob_values import BlobStore
+from dex_local_engine.flow_runs import FlowRuns
 from dex_local_engine.flow_state import FlowRun, persist_run
 from dex_local_engine.run_waiters import RunWaiters
 from dex_local_engine.store import HistoryRow, InflightRow, Store
@@ -26,21 +27,23 @@ class RunJournal:
 
     Example::
 
-        journal = RunJournal(store, BlobStore(store))
+        journal = RunJournal(store, blobs, FlowRuns(store, blobs))
         journal.event(run, flow_closed=pb.FlowClosedHistoryEvent(...))
         journal.commit(run)
     """
 
-    def __init__(self, store: Store, blobs: BlobStore) -> None:
+    def __init__(self, store: Store, blobs: BlobStore, runs: FlowRuns) -> None:
         self.store = store
         self._blobs = blobs
+        self._runs = runs
         self.waiters = RunWaiters()
         """Long polls waiting for a run to change; woken by every commit."""
         self._pending_history: dict[str, list[HistoryRow]] = {}
         self._finished_inflight: dict[str, list[str]] = {}
         self._dispatching: dict[str, list[InflightRow]] = {}
-        self._premarked: set[InflightRow] = set()
-        """Attempts whose in-flight marker was written with the commit that made them runnable."""
+        self._premarked: dict[str, set[InflightRow]] = {}
+        """Per run, attempts whose in-flight marker was written with the commit that made them
+        runnable."""
         self._new_runs: set[str] = set()
 
     def event(self, run: FlowRun, **payload: Any) -> None:
@@ -76,22 +79,36 @@ class RunJournal:
 
     def mark_inflight(self, marker: InflightRow) -> None:
         """Write ``marker`` now, unless the commit that made its attempt runnable wrote it."""
-        if marker in self._premarked:
-            self._premarked.discard(marker)
+        premarked = self._premarked.get(marker.run_id)
+        if premarked is not None and marker in premarked:
+            premarked.discard(marker)
+            if not premarked:
+                del self._premarked[marker.run_id]
         else:
             self.store.mark_inflight(marker)
 
     def commit(self, run: FlowRun) -> None:
-        """Write ``run``'s state with its pending events, markers and blobs; wake its waiters."""
+        """Write ``run``'s state with its pending events, markers and blobs; wake its waiters.
+
+        A closed run is written with its search record and leaves memory.
+        """
         history = self._pending_history.pop(run.run_id, [])
         finished = [(run.run_id, s) for s in self._finished_inflight.pop(run.run_id, [])]
         dispatching = self._dispatching.pop(run.run_id, [])
         is_new = run.run_id in self._new_runs
         self._new_runs.discard(run.run_id)
         blobs = self._blobs.pending_rows()
-        self.store.commit([persist_run(run, is_new=is_new)], history, finished, dispatching, blobs)
+        closed = not run.is_running
+        record = self._runs.closed_record(run) if closed else None
+        flow = persist_run(run, is_new=is_new, search_record=record)
+        self.store.commit([flow], history, finished, dispatching, blobs)
         self._blobs.mark_written(blobs)
-        self._premarked.update(dispatching)
+        if closed:
+            # Committed: the run leaves memory and is read from the database from now on.
+            self._premarked.pop(run.run_id, None)
+            self._runs.retire(run)
+        elif dispatching:
+            self._premarked.setdefault(run.run_id, set()).update(dispatching)
         self.waiters.notify(run.run_id)
 
     def history(self, run: FlowRun, from_event_id: int, limit: int) -> list[pb.FlowHistoryEvent]:

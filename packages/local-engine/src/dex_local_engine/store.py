@@ -40,7 +40,9 @@ CREATE TABLE IF NOT EXISTS flows (
     run_id TEXT PRIMARY KEY,
     flow_id TEXT NOT NULL,
     is_latest INTEGER NOT NULL,
-    snapshot BLOB NOT NULL
+    snapshot BLOB NOT NULL,
+    running INTEGER NOT NULL DEFAULT 1,
+    search_record BLOB
 );
 CREATE INDEX IF NOT EXISTS flows_by_id ON flows (flow_id, is_latest);
 CREATE TABLE IF NOT EXISTS history (
@@ -79,6 +81,13 @@ CREATE TABLE IF NOT EXISTS meta (
 );
 """
 
+
+_ADDED_FLOW_COLUMNS = {
+    "running": "INTEGER NOT NULL DEFAULT 1",
+    "search_record": "BLOB",
+}
+"""Columns of ``flows`` newer than the table: a database written before them gets them added
+(its runs count as running until the engine loads them and finds them closed)."""
 
 _MAX_QUERY_PARAMETERS = 500
 """Blob IDs per ``IN (...)`` query (SQLite allows at least 999 parameters)."""
@@ -137,6 +146,9 @@ class FlowRow:
     """A new run: earlier runs of the Flow ID stop being the latest."""
     snapshot: bytes
     values: ValueChanges = ValueChanges()
+    running: bool = True
+    search_record: bytes | None = None
+    """For a closed run: what SearchFlows lists of it (it is no longer held in memory)."""
     on_rollback: Callable[[], None] | None = field(default=None, compare=False)
     """Called when the commit fails, so the writer forgets what it believed was written."""
 
@@ -203,6 +215,7 @@ class Store:
             connection.execute(f"PRAGMA synchronous={synchronous}")
             connection.execute("PRAGMA busy_timeout=2000")
             connection.executescript(_SCHEMA)
+            _add_missing_columns(connection)
         except sqlite3.Error as error:
             raise StoreError(f"cannot use database {str(path)!r}: {error}") from error
         return cls(connection)
@@ -211,28 +224,58 @@ class Store:
         """Close the connection; later calls fail."""
         self._db.close()
 
-    def load_flows(self) -> Iterator[StoredRun]:
-        """Every stored Flow run with its Attributes and Channel messages, oldest first."""
+    def load_flows(self, *, running_only: bool = False) -> Iterator[StoredRun]:
+        """Stored Flow runs with their Attributes and Channel messages, oldest first.
+
+        ``running_only``: only the latest run of each Flow ID that was running when written.
+        """
+        where = " WHERE is_latest = 1 AND running = 1" if running_only else ""
         runs = self._db.execute(
-            "SELECT run_id, flow_id, is_latest, snapshot FROM flows ORDER BY rowid"
+            f"SELECT run_id, flow_id, is_latest, snapshot FROM flows{where} ORDER BY rowid"
         ).fetchall()
         for run_id, flow_id, is_latest, snapshot in runs:
-            attributes = self._db.execute(
-                "SELECT key, value FROM attributes WHERE run_id = ?", (run_id,)
-            ).fetchall()
-            messages = self._db.execute(
-                "SELECT channel_name, seq, message FROM channel_messages WHERE run_id = ? "
-                "ORDER BY seq",
-                (run_id,),
-            ).fetchall()
-            yield StoredRun(
-                run_id,
-                flow_id,
-                bool(is_latest),
-                snapshot,
-                tuple((key, bytes(value)) for key, value in attributes),
-                tuple(StoredMessage(name, seq, bytes(message)) for name, seq, message in messages),
-            )
+            yield self._stored_run(run_id, flow_id, bool(is_latest), snapshot)
+
+    def load_latest(self, flow_id: str) -> StoredRun | None:
+        """The latest stored run of ``flow_id`` with its values, or None."""
+        row = self._db.execute(
+            "SELECT run_id, snapshot FROM flows WHERE flow_id = ? AND is_latest = 1",
+            (flow_id,),
+        ).fetchone()
+        return None if row is None else self._stored_run(row[0], flow_id, True, row[1])
+
+    def closed_search_records(self) -> Iterator[bytes]:
+        """The search records of the latest runs that are closed."""
+        for (record,) in self._db.execute(
+            "SELECT search_record FROM flows "
+            "WHERE is_latest = 1 AND running = 0 AND search_record IS NOT NULL"
+        ):
+            yield bytes(record)
+
+    def mark_closed(self, run_id: str, search_record: bytes) -> None:
+        """Record that a stored run is closed (for a database written before closed runs left
+        memory: its rows said nothing about it)."""
+        self._db.execute(
+            "UPDATE flows SET running = 0, search_record = ? WHERE run_id = ?",
+            (search_record, run_id),
+        )
+
+    def _stored_run(self, run_id: str, flow_id: str, is_latest: bool, snapshot: bytes) -> StoredRun:
+        attributes = self._db.execute(
+            "SELECT key, value FROM attributes WHERE run_id = ?", (run_id,)
+        ).fetchall()
+        messages = self._db.execute(
+            "SELECT channel_name, seq, message FROM channel_messages WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        ).fetchall()
+        return StoredRun(
+            run_id,
+            flow_id,
+            is_latest,
+            bytes(snapshot),
+            tuple((key, bytes(value)) for key, value in attributes),
+            tuple(StoredMessage(name, seq, bytes(message)) for name, seq, message in messages),
+        )
 
     def load_inflight(self) -> list[InflightRow]:
         """Attempts that were in flight when the engine last stopped."""
@@ -325,9 +368,16 @@ class Store:
                         (flow.flow_id, flow.run_id),
                     )
                 db.execute(
-                    "INSERT OR REPLACE INTO flows (run_id, flow_id, is_latest, snapshot) "
-                    "VALUES (?, ?, 1, ?)",
-                    (flow.run_id, flow.flow_id, flow.snapshot),
+                    "INSERT OR REPLACE INTO flows "
+                    "(run_id, flow_id, is_latest, snapshot, running, search_record) "
+                    "VALUES (?, ?, 1, ?, ?, ?)",
+                    (
+                        flow.run_id,
+                        flow.flow_id,
+                        flow.snapshot,
+                        int(flow.running),
+                        flow.search_record,
+                    ),
                 )
                 _write_values(db, flow.run_id, flow.values)
             db.executemany(
@@ -352,6 +402,13 @@ class Store:
                 if flow.on_rollback is not None:
                     flow.on_rollback()
             raise
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    present = {row[1] for row in db.execute("PRAGMA table_info(flows)")}
+    for name, declaration in _ADDED_FLOW_COLUMNS.items():
+        if name not in present:
+            db.execute(f"ALTER TABLE flows ADD COLUMN {name} {declaration}")
 
 
 def _write_values(db: sqlite3.Connection, run_id: str, changes: ValueChanges) -> None:
