@@ -47,8 +47,15 @@ def _parser() -> argparse.ArgumentParser:
         help="closed Flow runs kept in memory after they closed or were read; older ones are "
         f"read from the database on demand (default {DEFAULT_CLOSED_RUN_CACHE}; 0: none)",
     )
-    history_parser = commands.add_parser("history", help="print a Flow's history as JSON lines")
+    history_parser = commands.add_parser(
+        "history", help="print every event of a Flow's history as JSON lines"
+    )
     history_parser.add_argument("--address", required=True, help="HOST:PORT of a Dex server")
+    history_parser.add_argument(
+        "--steps-only",
+        action="store_true",
+        help="print only Step method events (completed or failed), one line per Step method",
+    )
     history_parser.add_argument("flow_id")
     return parser
 
@@ -109,7 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command == "serve":
         return _run_serve(arguments)
     history_cli = importlib.import_module("dex_local_engine.history_cli")
-    return int(history_cli.run_history(arguments.address, arguments.flow_id))
+    return int(
+        history_cli.run_history(
+            arguments.address, arguments.flow_id, steps_only=arguments.steps_only
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -504,29 +504,31 @@ class StepScheduler:
         within_attempts = policy.maximum_attempts <= 0 or step.attempt < policy.maximum_attempts
         within_time = now + interval - step.first_attempt_at <= total
         if within_attempts and within_time:
+            self._record_retry(run, step, failure.error)
             step.attempt += 1
             step.retry_at = now + interval
             self._journal.commit(run)
             return
         self._method_failed(run, step, failure.error)
 
+    def _record_retry(
+        self, run: FlowRun, step: StepExecution, error: pb.WorkerErrorResponse
+    ) -> None:
+        """Record the failed attempt of a method that will be retried, so history shows why."""
+        context = _event_context(step)
+        context.last_failure_info.CopyFrom(_method_failure(step, error))
+        pending = pb.StepMethodPendingEvent(
+            context=context, phase=pb.PENDING_STEP_METHOD_PHASE_SCHEDULED
+        )
+        if step.method is MethodKind.WAIT_FOR:
+            self._journal.event(run, step_wait_for_pending=pending)
+        else:
+            self._journal.event(run, step_execute_pending=pending)
+
     def _method_failed(
         self, run: FlowRun, step: StepExecution, error: pb.WorkerErrorResponse
     ) -> None:
-        failure = pb.StepMethodFailedOutput(
-            failure=pb.StepMethodFailure(
-                backend_error=error.detail,
-                attempt=step.attempt,
-                details=pb.ServiceErrorResponse(
-                    detail=error.detail,
-                    sub_status=pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
-                    original_worker_error_detail=error.detail,
-                    original_worker_error_type=error.error_type,
-                    original_worker_error_status=error.grpc_status,
-                    original_worker_error_stack_trace=error.stack_trace,
-                ),
-            )
-        )
+        failure = pb.StepMethodFailedOutput(failure=_method_failure(step, error))
         context = _event_context(step)
         context.last_failure_info.CopyFrom(failure.failure)
         progress = (
@@ -639,6 +641,22 @@ def _event_context(step: StepExecution) -> pb.StepMethodEventContext:
         context.started_time.FromNanoseconds(int(step.method_started_at * 1e9))
         context.duration.FromNanoseconds(int((time.time() - step.method_started_at) * 1e9))
     return context
+
+
+def _method_failure(step: StepExecution, error: pb.WorkerErrorResponse) -> pb.StepMethodFailure:
+    """The failure of the current attempt of ``step``, as history events carry it."""
+    return pb.StepMethodFailure(
+        backend_error=error.detail,
+        attempt=step.attempt,
+        details=pb.ServiceErrorResponse(
+            detail=error.detail,
+            sub_status=pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+            original_worker_error_detail=error.detail,
+            original_worker_error_type=error.error_type,
+            original_worker_error_status=error.grpc_status,
+            original_worker_error_stack_trace=error.stack_trace,
+        ),
+    )
 
 
 def _event_input(step: StepExecution) -> pb.StepMethodEventInput:
