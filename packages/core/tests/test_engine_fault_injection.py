@@ -3,14 +3,17 @@
 Sessions of the scenario agent (Stepwise) each run a few turns; every turn's model calls three
 tools at once: ``lookup`` (a read), ``upsert`` (an idempotent write) and ``send_once`` (a
 non-idempotent write). Meanwhile a fault task SIGKILLs, at random moments, the engine (and
-restarts it on the same database and address), the Worker child (and starts another), or both.
+restarts it on the same database and address), the Worker child (and starts another), or both;
+the sessions' starts are spread over the faults, so each fault lands among running sessions.
 Clients keep going through it: a send that failed because the engine was down is checked against
 the session before it is sent again, so a message is never sent twice on purpose.
 
 At the end, with no more faults, every session must show:
 
-- every turn completed: the user messages are exactly the turns' messages, in order, each once,
-  and each turn ends with the model's ``done: ...`` reply and no turn error;
+- the user messages are exactly the turns' messages, in order, each once;
+- every turn completed (the model's ``done: ...`` reply after all three tool results), or shows
+  the seed's outcome of a Step whose every attempt was lost to faults (its retry policy allows
+  three): the turn failed with that error and its failure note, and the next turn runs;
 - no committed message lost: every message any snapshot showed during the run is still there,
   unchanged;
 - ``lookup`` and ``upsert`` answered ``ok`` (a killed attempt repeats them);
@@ -18,7 +21,7 @@ At the end, with no more faults, every session must show:
   idempotency key), and either answered ``ok`` (then it ran exactly once) or carries the seed's
   outcome for an interrupted non-idempotent write, ``OUTCOME_UNKNOWN_TOOL_RESULT``.
 
-The default suite runs a short variant (40 sessions, 3 turns, 10 faults). ``DEX_AGENTS_LONG_TESTS=1``
+The default suite runs a short variant (40 sessions, 3 turns, 12 faults). ``DEX_AGENTS_LONG_TESTS=1``
 runs 100 sessions of 3 turns under 40 faults. ``DEX_AGENTS_FAULT_SEED`` repeats a run's fault
 schedule (its seed is in every failure message); the moments the faults hit still depend on timing.
 """
@@ -31,7 +34,7 @@ import os
 import random
 import time
 from collections import Counter
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -51,6 +54,7 @@ from dex import (
 )
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    TURN_FAILURE_NOTE_HEADER,
     AgentMessage,
     AgentSessionClient,
     AgentSnapshot,
@@ -74,6 +78,8 @@ LONG_TESTS = os.environ.get("DEX_AGENTS_LONG_TESTS") == "1"
 SEED_ENV = "DEX_AGENTS_FAULT_SEED"
 TOOLS = ("lookup", "upsert", "send_once")
 NON_IDEMPOTENT_TOOL = "send_once"
+LOST_ATTEMPT_ERRORS = ("the engine stopped while this attempt was in flight", "on Worker")
+"""What a turn's error says when faults took every attempt of one of its Steps."""
 _POLL_SECONDS = 0.25
 _TURN_TIMEOUT_SECONDS = 180.0
 _CLIENT_BLOB_CACHE_BYTES = 64 * 1024 * 1024
@@ -105,10 +111,10 @@ class FaultPlan:
 
 
 SHORT_PLAN = FaultPlan(
-    sessions=40, turns=3, concurrency=8, faults=10, fault_interval_seconds=(0.5, 1.5)
+    sessions=40, turns=3, concurrency=8, faults=12, fault_interval_seconds=(0.5, 1.5)
 )
 LONG_PLAN = FaultPlan(
-    sessions=100, turns=3, concurrency=12, faults=40, fault_interval_seconds=(0.5, 3.0)
+    sessions=100, turns=3, concurrency=10, faults=40, fault_interval_seconds=(0.3, 1.5)
 )
 
 
@@ -123,6 +129,7 @@ class _Cluster:
     worker: WorkerProcess | None = None
     generation: int = 0
     faults: list[Fault] = field(default_factory=list)
+    injected: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def start_engine(self) -> None:
         self.generation += 1
@@ -155,7 +162,14 @@ class _Cluster:
             await self.start_engine()
         if fault in (Fault.WORKER, Fault.BOTH):
             await self.start_worker()
-        self.faults.append(fault)
+        async with self.injected:
+            self.faults.append(fault)
+            self.injected.notify_all()
+
+    async def wait_for_faults(self, count: int) -> None:
+        """Until ``count`` faults have been injected."""
+        async with self.injected:
+            await self.injected.wait_for(lambda: len(self.faults) >= count)
 
     async def close(self) -> None:
         if self.worker is not None:
@@ -172,6 +186,8 @@ class _SessionRecord:
     texts: list[str] = field(default_factory=list)
     seen: dict[int, AgentMessage] = field(default_factory=dict)
     resends: int = 0
+    failed_turns: dict[int, str] = field(default_factory=dict)
+    """Turn number -> the turn's error, for turns that ended failed."""
 
     def observe(self, snapshot: AgentSnapshot) -> None:
         for message in snapshot.messages:
@@ -210,9 +226,21 @@ async def _through_faults(call: Callable[[], Awaitable[ValueT]], what: str) -> V
     return value
 
 
+def _is_failure_note(message: AgentMessage) -> bool:
+    return message.role is MessageRole.USER and (message.text or "").startswith(
+        TURN_FAILURE_NOTE_HEADER
+    )
+
+
+def _sent_texts(messages: Sequence[AgentMessage]) -> list[str]:
+    """The user messages the test sent (not the session's own turn-failure notes)."""
+    return [
+        m.text or "" for m in messages if m.role is MessageRole.USER and not _is_failure_note(m)
+    ]
+
+
 def _user_texts(snapshot: AgentSnapshot) -> list[str]:
-    stored = [m.text or "" for m in snapshot.messages if m.role is MessageRole.USER]
-    return stored + [queued.text for queued in snapshot.queued_messages]
+    return _sent_texts(snapshot.messages) + [queued.text for queued in snapshot.queued_messages]
 
 
 class _Driver:
@@ -257,23 +285,28 @@ class _Driver:
             await asyncio.sleep(_POLL_SECONDS)
 
     async def _wait_for_turn(self, record: _SessionRecord, turn: int) -> None:
-        async def done() -> AgentSnapshot | None:
+        """Until turn ``turn`` ended, completed or failed (recorded in ``failed_turns``)."""
+
+        async def ended() -> AgentSnapshot | None:
             snapshot = await self.snapshot(record)
             state = snapshot.state
-            last = snapshot.messages[-1] if snapshot.messages else None
             if (
                 state is not None
                 and state.turn_count >= turn
+                and state.active_turn_id is None
                 and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-                and last is not None
-                and last.role is MessageRole.ASSISTANT
-                and last.turn_id == f"turn-{turn}"
+                and not snapshot.queued_messages
             ):
                 return snapshot
             await asyncio.sleep(_POLL_SECONDS)
             return None
 
-        await wait_until(f"turn {turn} of {record.session_id} to end", done, _TURN_TIMEOUT_SECONDS)
+        snapshot = await wait_until(
+            f"turn {turn} of {record.session_id} to end", ended, _TURN_TIMEOUT_SECONDS
+        )
+        assert snapshot.state is not None
+        if snapshot.state.last_turn_error is not None:
+            record.failed_turns[turn] = snapshot.state.last_turn_error
 
 
 async def _inject_faults(
@@ -291,13 +324,19 @@ async def _timed(work: Awaitable[None], started: float) -> float:
 
 
 async def _drive_all(
-    sessions: AgentSessionClient, plan: FaultPlan, records: list[_SessionRecord]
+    sessions: AgentSessionClient, plan: FaultPlan, records: list[_SessionRecord], cluster: _Cluster
 ) -> None:
+    """Run every session, ``plan.concurrency`` at a time, their starts spread over the faults.
+
+    Session ``i`` starts once ``i * faults // sessions`` faults were injected, so the faults
+    land among running sessions however fast this machine runs them.
+    """
     driver = _Driver(sessions, plan)
-    pending = iter(records)
+    pending = iter(enumerate(records))
 
     async def lane() -> None:
-        for record in pending:
+        for number, record in pending:
+            await cluster.wait_for_faults(number * plan.faults // plan.sessions)
             await driver.run(record)
 
     await asyncio.gather(*(lane() for _ in range(plan.concurrency)))
@@ -313,30 +352,61 @@ def _check_session(
         assert by_sequence.get(sequence) == seen, (
             f"{context}: committed message {sequence} changed or was lost: {seen!r}"
         )
-    users = [m.text for m in messages if m.role is MessageRole.USER]
+    users = _sent_texts(messages)
     assert users == record.texts, f"{context}: user messages {users!r}"
     assert final.state is not None and final.state.turn_count == len(record.texts), context
-    assert final.state.last_turn_error is None, f"{context}: {final.state.last_turn_error}"
+    assert (final.state.last_turn_error is None) == (
+        len(record.texts) not in record.failed_turns
+    ), f"{context}: last turn error {final.state.last_turn_error!r}"
     for turn in range(1, len(record.texts) + 1):
-        turn_id = f"turn-{turn}"
-        of_turn = [m for m in messages if m.turn_id == turn_id]
+        _check_turn(
+            record,
+            turn,
+            [m for m in messages if m.turn_id == f"turn-{turn}"],
+            send_counts,
+            f"{context} turn-{turn}",
+        )
+
+
+def _check_turn(
+    record: _SessionRecord,
+    turn: int,
+    of_turn: list[AgentMessage],
+    send_counts: Counter[str],
+    context: str,
+) -> None:
+    """A completed turn: ``done: ...`` and all three tool results. A failed one (the seed's
+    outcome when faults took every attempt of a Step): its error names the lost attempt, and
+    whichever tool results it stored obey the same rules."""
+    tool_results = [m for m in of_turn if m.role is MessageRole.TOOL]
+    names = sorted(m.tool_name or "" for m in tool_results)
+    error = record.failed_turns.get(turn)
+    if error is None:
         replies = [m.text or "" for m in of_turn if m.role is MessageRole.ASSISTANT and m.text]
-        assert replies and replies[-1].startswith("done: "), f"{context} {turn_id}: {replies!r}"
-        tool_results = [m for m in of_turn if m.role is MessageRole.TOOL]
-        names = sorted(m.tool_name or "" for m in tool_results)
-        assert names == sorted(TOOLS), f"{context} {turn_id}: tool results {names}"
-        results = {m.tool_name: m for m in tool_results}
-        for tool in ("lookup", "upsert"):
-            assert results[tool].tool_output == f"{tool} ungated ok", f"{context} {turn_id}"
-        send = results[NON_IDEMPOTENT_TOOL]
-        assert send.tool_call_id is not None, context
-        runs = send_counts[tool_call_idempotency_key(record.session_id, turn_id, send.tool_call_id)]
-        output = send.tool_output or ""
-        if output == f"{NON_IDEMPOTENT_TOOL} ungated ok":
-            assert runs == 1, f"{context} {turn_id}: send_once answered ok after {runs} runs"
-        else:
-            assert OUTCOME_UNKNOWN_TOOL_RESULT in output, f"{context} {turn_id}: {output!r}"
-            assert runs <= 1, f"{context} {turn_id}: send_once ran {runs} times"
+        assert replies and replies[-1].startswith("done: "), f"{context}: {replies!r}"
+        assert names == sorted(TOOLS), f"{context}: tool results {names}"
+    else:
+        assert any(lost in error for lost in LOST_ATTEMPT_ERRORS), f"{context}: {error!r}"
+        assert len(names) == len(set(names)) <= len(TOOLS), f"{context}: tool results {names}"
+    for message in tool_results:
+        _check_tool_result(record, message, send_counts, context)
+
+
+def _check_tool_result(
+    record: _SessionRecord, message: AgentMessage, send_counts: Counter[str], context: str
+) -> None:
+    tool, output = message.tool_name, message.tool_output or ""
+    if tool != NON_IDEMPOTENT_TOOL:
+        assert output == f"{tool} ungated ok", f"{context}: {tool} answered {output!r}"
+        return
+    assert message.tool_call_id is not None and message.turn_id is not None, context
+    key = tool_call_idempotency_key(record.session_id, message.turn_id, message.tool_call_id)
+    runs = send_counts[key]
+    if output == f"{NON_IDEMPOTENT_TOOL} ungated ok":
+        assert runs == 1, f"{context}: send_once answered ok after {runs} runs"
+    else:
+        assert OUTCOME_UNKNOWN_TOOL_RESULT in output, f"{context}: send_once answered {output!r}"
+        assert runs <= 1, f"{context}: send_once ran {runs} times"
 
 
 async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
@@ -362,7 +432,7 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
             started = time.monotonic()
             faults_took, sessions_took = await asyncio.gather(
                 _timed(_inject_faults(cluster, plan, rng, schedule), started),
-                _timed(_drive_all(sessions, plan, records), started),
+                _timed(_drive_all(sessions, plan, records, cluster), started),
             )
             driver = _Driver(sessions, plan)
             finals = [await driver.snapshot(record) for record in records]
@@ -386,7 +456,8 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
     print(
         f"{context}: {plan.sessions} sessions x {plan.turns} turns; "
         f"{len(send_keys)} send_once runs, {unknown} outcome-unknown results, "
-        f"{sum(r.resends for r in records)} resent messages; the faults took {faults_took:.1f} s, "
+        f"{sum(r.resends for r in records)} resent messages, "
+        f"{sum(len(r.failed_turns) for r in records)} turns failed by lost attempts; the faults took {faults_took:.1f} s, "
         f"the sessions {sessions_took:.1f} s"
     )
 
