@@ -60,8 +60,8 @@ from dex import (
 from dex_agents.testing import SERVER_ADDRESS_ENV, AgentTestStack, run_agent_worker
 
 FLOW_TYPE: Final = "TurnShapeFloor"
-_MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
-_WORKER_MODULE: Final = "turn_shape_floor"
+MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
+WORKER_MODULE: Final = "turn_shape_floor"
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 _TURN_END: Final = "turn-end"
 EVENTS_PER_TURN: Final = 8
@@ -250,9 +250,9 @@ async def _measure(turns: int, warmup: int, model_latency_ms: float) -> None:
         async with AgentTestStack(
             Path(scratch),
             [flow],
-            _WORKER_MODULE,
+            WORKER_MODULE,
             worker_cwd=_BENCHMARK_DIR,
-            worker_env={_MODEL_LATENCY_ENV: repr(model_latency_ms)},
+            worker_env={MODEL_LATENCY_ENV: repr(model_latency_ms)},
         ) as stack:
             await stack.start_worker()
             timings = await measure_floor_turns(stack.client, flow, turns, warmup)
@@ -286,7 +286,7 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    if os.environ.get(SERVER_ADDRESS_ENV) and _MODEL_LATENCY_ENV in os.environ:
-        run_agent_worker([build_flow(float(os.environ[_MODEL_LATENCY_ENV]))])
+    if os.environ.get(SERVER_ADDRESS_ENV) and MODEL_LATENCY_ENV in os.environ:
+        run_agent_worker([build_flow(float(os.environ[MODEL_LATENCY_ENV]))])
     else:
         main(sys.argv[1:])

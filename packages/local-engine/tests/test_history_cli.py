@@ -20,9 +20,14 @@ from dex.dexpb import dex_pb2_grpc
 from dex.worker_options import WorkerTarget
 from dex_local_engine import errors
 from dex_local_engine.history_cli import run_history
-from engine_test_support import EngineProcess, WorkerLauncher, engine_command
+from engine_test_support import EngineProcess, GateBoard, WorkerLauncher, engine_command
 from grpc_status import rpc_status
-from history_sample_flows import RETRY_REGISTRY, retry_registry
+from history_sample_flows import (
+    RETRY_REGISTRY,
+    STUCK_FOURTH_ATTEMPT_GATE,
+    StuckFlow,
+    retry_registry,
+)
 
 
 def _context(step_type: str, number: int, attempt: int, source: str) -> pb.StepMethodEventContext:
@@ -98,7 +103,7 @@ def test_prints_one_json_line_per_step_method_event_across_pages(
 ) -> None:
     service, address = served
     out, err = io.StringIO(), io.StringIO()
-    assert run_history(address, "session-1", out=out, err=err) == 0
+    assert run_history(address, "session-1", steps_only=True, out=out, err=err) == 0
     lines = out.getvalue().splitlines()
     assert [json.loads(line) for line in lines] == [
         {
@@ -128,6 +133,27 @@ def test_prints_one_json_line_per_step_method_event_across_pages(
     ]
     assert lines[0].startswith('{"event_id": 2, "event_type": "step_wait_for_completed"')
     assert [request.next_page_token for request in service.requests] == [b"", b"1"]
+    assert err.getvalue() == ""
+
+
+def test_prints_every_event_with_what_it_says(served: tuple[_HistoryService, str]) -> None:
+    _, address = served
+    out, err = io.StringIO(), io.StringIO()
+    assert run_history(address, "session-1", out=out, err=err) == 0
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    assert [(line["event_id"], line["event_type"]) for line in lines] == [
+        (1, "flow_started_or_continued"),
+        (2, "step_wait_for_completed"),
+        (3, "step_execute_failed"),
+        (4, "step_execute_completed"),
+        (5, "flow_closed"),
+    ]
+    assert {key for line in lines for key in ("time", "run_attempt") if key in line} == {
+        "time",
+        "run_attempt",
+    }
+    assert lines[2]["step_execution_id"] == "RunModel-1" and lines[2]["attempt"] == 2
+    assert lines[4]["status"] == "UNSPECIFIED"
     assert err.getvalue() == ""
 
 
@@ -172,7 +198,7 @@ async def test_history_of_a_real_flow_shows_each_step_and_its_final_attempt(
         result = await client.wait_for_flow("hist-1", timedelta(seconds=30))
         assert result.single_output(str) == "h:done"
 
-    done = await _run_cli("--address", engine.address, "hist-1")
+    done = await _run_cli("--address", engine.address, "--steps-only", "hist-1")
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     event_ids = [event.pop("event_id") for event in events]
@@ -194,7 +220,62 @@ async def test_history_of_a_real_flow_shows_each_step_and_its_final_attempt(
         },
     ]
 
+    every = await _run_cli("--address", engine.address, "hist-1")
+    assert every.returncode == 0, every.stderr
+    lines = [json.loads(line) for line in every.stdout.splitlines()]
+    assert [line["event_id"] for line in lines] == list(range(1, len(lines) + 1))
+    summary = [
+        (line["event_type"], line.get("step_execution_id"), line.get("attempt")) for line in lines
+    ]
+    # The failed first attempt of Flaky-1 is there, with its error, before the one that worked.
+    assert summary == [
+        ("flow_started_or_continued", None, None),
+        ("step_execute_pending", "Flaky-1", 1),
+        ("step_execute_completed", "Flaky-1", 2),
+        ("step_execute_completed", "Finish-1", 1),
+        ("flow_closed", None, None),
+    ]
+    assert "h: first attempt fails" in lines[1]["error"]
+    assert lines[1]["error_type"] == "builtins.RuntimeError"
+    assert lines[2]["next_steps"] == ["Finish"]
+    assert lines[3]["close"] == "GRACEFUL_COMPLETE"
+    assert lines[4]["status"] == "COMPLETED"
+
     missing = await _run_cli("--address", engine.address, "no-such-flow")
     assert missing.returncode == 1
     assert missing.stdout == ""
     assert "flow 'no-such-flow' does not exist" in missing.stderr
+
+
+async def test_the_history_of_a_stuck_flow_shows_each_failed_attempt_and_why(
+    engine: EngineProcess, workers: WorkerLauncher, gates: GateBoard, tmp_path: Path
+) -> None:
+    gates.hold(STUCK_FOURTH_ATTEMPT_GATE)
+    await workers.start(RETRY_REGISTRY, engine.address)
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
+    options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
+    registry = retry_registry()
+    (stuck,) = (flow for flow in registry.flows if isinstance(flow, StuckFlow))
+    async with AsyncClient(registry, cache, options) as client:
+        await client.start_flow(stuck, "stuck-1", "s")
+        # The engine dispatches attempt 4 only after it recorded the failure of attempt 3.
+        await gates.wait_arrived(STUCK_FOURTH_ATTEMPT_GATE)
+        done = await _run_cli("--address", engine.address, "stuck-1")
+        steps_only = await _run_cli("--address", engine.address, "--steps-only", "stuck-1")
+        gates.release(STUCK_FOURTH_ATTEMPT_GATE)
+        await client.stop_flow("stuck-1")
+    assert done.returncode == 0, done.stderr
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [line["event_type"] for line in lines] == [
+        "flow_started_or_continued",
+        *["step_execute_pending"] * 3,
+    ]
+    retried = lines[1:]
+    assert [line["step_execution_id"] for line in retried] == ["Stuck-1"] * 3
+    assert [line["attempt"] for line in retried] == [1, 2, 3]
+    assert [line["error"] for line in retried] == [
+        f"s: the ledger is locked (attempt {attempt})" for attempt in (1, 2, 3)
+    ]
+    assert {line["error_type"] for line in retried} == {"builtins.RuntimeError"}
+    # A Step method that never finished is not among the Step method events.
+    assert steps_only.returncode == 0 and steps_only.stdout == ""

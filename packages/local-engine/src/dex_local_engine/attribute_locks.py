@@ -32,6 +32,8 @@ class AttributeLocks:
 
     async def acquire(self, run_id: str, keys: Sequence[str], holder: str) -> None:
         """Take ``keys`` for ``holder``, waiting while another holder has any of them."""
+        if not keys:
+            return
         while True:
             held = self._held.setdefault(run_id, {})
             if all(held.get(key, holder) == holder for key in keys):
@@ -42,6 +44,8 @@ class AttributeLocks:
 
     def try_acquire(self, run_id: str, keys: Sequence[str], holder: str) -> list[str]:
         """Take ``keys`` at once; or, when any is held, take none and return the held ones."""
+        if not keys:
+            return []
         held = self._held.setdefault(run_id, {})
         conflicts = [key for key in keys if key in held]
         if not conflicts:
@@ -57,6 +61,7 @@ class AttributeLocks:
         for key in keys:
             if held.get(key) == holder:
                 del held[key]
+        self._forget_if_empty(run_id, held)
         self._waiters.notify(run_id)
 
     def release_holder(self, run_id: str, holder: str) -> None:
@@ -65,7 +70,13 @@ class AttributeLocks:
         if held:
             for key in [k for k, h in held.items() if h == holder]:
                 del held[key]
+            self._forget_if_empty(run_id, held)
             self._waiters.notify(run_id)
+
+    def _forget_if_empty(self, run_id: str, held: dict[str, str]) -> None:
+        # Runs without held keys keep no entry, so the table does not grow with served runs.
+        if not held and self._held.get(run_id) is held:
+            del self._held[run_id]
 
     def forget_run(self, run_id: str) -> None:
         """Drop every lock of a closed run."""

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS
+from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE
 from dex_local_engine.server import AddressInUseError, ServerConfig, serve
 from dex_local_engine.store import Durability, StoreError
 
@@ -38,10 +39,35 @@ def _parser() -> argparse.ArgumentParser:
         help="HOST:PORT of the listening Worker for Flows started without a worker target"
         f" (default {DEFAULT_WORKER_ADDRESS}, the SDK's default Worker listener)",
     )
-    history_parser = commands.add_parser("history", help="print a Flow's history as JSON lines")
+    serve_parser.add_argument(
+        "--closed-run-cache",
+        type=_non_negative,
+        default=DEFAULT_CLOSED_RUN_CACHE,
+        metavar="N",
+        help="closed Flow runs kept in memory after they closed or were read; older ones are "
+        f"read from the database on demand (default {DEFAULT_CLOSED_RUN_CACHE}; 0: none)",
+    )
+    history_parser = commands.add_parser(
+        "history", help="print every event of a Flow's history as JSON lines"
+    )
     history_parser.add_argument("--address", required=True, help="HOST:PORT of a Dex server")
+    history_parser.add_argument(
+        "--steps-only",
+        action="store_true",
+        help="print only Step method events (completed or failed), one line per Step method",
+    )
     history_parser.add_argument("flow_id")
     return parser
+
+
+def _non_negative(text: str) -> int:
+    try:
+        number = int(text)
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 0 or more, got {text!r}")
+    return number
 
 
 def _address_problem(address: str) -> str | None:
@@ -62,7 +88,11 @@ def _run_serve(arguments: argparse.Namespace) -> int:
             print(f"dex-local-engine: {option} {value!r}: {problem}", file=sys.stderr)
             return 1
     config = ServerConfig(
-        address, arguments.database, Durability(arguments.durability), worker_address
+        address,
+        arguments.database,
+        Durability(arguments.durability),
+        worker_address,
+        arguments.closed_run_cache,
     )
     try:
         asyncio.run(serve(config))
@@ -86,7 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.command == "serve":
         return _run_serve(arguments)
     history_cli = importlib.import_module("dex_local_engine.history_cli")
-    return int(history_cli.run_history(arguments.address, arguments.flow_id))
+    return int(
+        history_cli.run_history(
+            arguments.address, arguments.flow_id, steps_only=arguments.steps_only
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -109,7 +109,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     async def SearchFlows(
         self, request: pb.SearchFlowsRequest, context: _Context
     ) -> pb.SearchFlowsResponse:
-        records = [self._engine.search_record(run) for run in self._engine.runs.values()]
+        records = self._engine.search_records()
         known = {
             key: cast(pb.IndexType, value)
             for key, value in self._engine.attribute_index_types.items()
@@ -190,7 +190,11 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         run = self._engine.get_run(request.flow_id, request.run_id)
         if not request.channel_name:
             raise errors.invalid_argument("GetChannelMessages: channel_name is required")
-        return pb.GetChannelMessagesResponse(messages=run.channels.get(request.channel_name, []))
+        response = pb.GetChannelMessagesResponse(
+            messages=run.channels.get(request.channel_name, [])
+        )
+        self._engine.blobs.hydrate(response)
+        return response
 
     @guard
     async def DeleteChannelMessage(
@@ -231,9 +235,11 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
             keys = list(run.attributes)
         else:
             keys = [key for key in request.keys if key in run.attributes]
-        return pb.GetAttributesResponse(
+        response = pb.GetAttributesResponse(
             attributes=[pb.KV(key=key, value=run.attributes[key]) for key in keys]
         )
+        self._engine.blobs.hydrate(response)
+        return response
 
     @guard
     async def SetAttributes(
@@ -251,17 +257,19 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         if not match.key:
             raise errors.invalid_argument("WaitForAttribute: match.key is required")
 
+        def current() -> pb.Value:
+            return self._engine.blobs.resolve(ensure_value(run.attributes.get(match.key)))
+
         def matched() -> bool:
-            return not run.is_running or _matches(run.attributes.get(match.key), match)
+            return not run.is_running or _matches(current(), match)
 
         timeout = _wait_seconds(request.request_timeout_seconds)
         if not await self._wait_for(run, matched, timeout):
             raise errors.long_poll_timeout(f"Attribute {match.key!r} to match")
-        if not _matches(run.attributes.get(match.key), match):
+        value = current()
+        if not _matches(value, match):
             raise errors.flow_not_active(request.flow_id)
-        return pb.WaitForAttributeResponse(
-            matched_value=ensure_value(run.attributes.get(match.key))
-        )
+        return pb.WaitForAttributeResponse(matched_value=value)
 
     @guard
     async def LoadBlobs(
@@ -353,6 +361,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
                 state.last_failure_info.attempt = step.attempt - 1
         for name, queue in run.channels.items():
             response.pending_channel_messages[name].messages.extend(queue)
+        self._engine.blobs.hydrate(response)
         return response
 
     # ------------------------------------------------------------------ history

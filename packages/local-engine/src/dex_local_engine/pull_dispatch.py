@@ -80,7 +80,7 @@ _EOF: object = grpc.aio.EOF  # type: ignore[attr-defined]  # missing from the gr
 _PROBE_SECONDS = 5.0
 
 
-class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):  # type: ignore[misc]
+class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
     """Serves pull Worker streams and dispatches tasks to them.
 
     Args:

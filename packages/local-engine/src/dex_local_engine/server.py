@@ -19,6 +19,7 @@ from dex.dexpb import dex_pb2_grpc
 from dex_local_engine.database_lock import DatabaseLock
 from dex_local_engine.dispatch import Dispatcher
 from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS, Engine
+from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE
 from dex_local_engine.flow_service import FlowService
 from dex_local_engine.flow_state import FlowRun
 from dex_local_engine.listening_dispatch import ListeningDispatcher
@@ -53,6 +54,8 @@ class ServerConfig:
     durability: Durability = Durability.PROCESS_CRASH_SAFE
     default_worker_address: str = DEFAULT_WORKER_ADDRESS
     """The listening Worker of Flows started without a worker target."""
+    closed_run_cache: int = DEFAULT_CLOSED_RUN_CACHE
+    """Closed runs kept in memory after they closed or were read (0: none)."""
 
 
 class _DispatcherRouter:
@@ -141,7 +144,9 @@ class EngineServer:
             streams.write_from_step(run.flow_type, run.flow_id, step_execution_id, frame)
 
         router = _DispatcherRouter(pull)
-        engine = Engine(store, router, write_stream, config.default_worker_address)
+        engine = Engine(
+            store, router, write_stream, config.default_worker_address, config.closed_run_cache
+        )
         await engine.recover()
         dex_pb2_grpc.add_FlowServiceServicer_to_server(  # type: ignore[no-untyped-call]
             FlowService(engine, streams), server

@@ -3,9 +3,12 @@
 Each Flow run is one row holding a snapshot of its control state (Step executions with their
 Timers and locals, counters, results), plus one row per Attribute and one per queued Channel
 message, so a Step's commit rewrites the small snapshot and only the values that changed, in the
-same transaction as the history events that changed them. A separate ``inflight`` table records Step method attempts that
-were handed to a dispatcher, so a restarted engine can tell an attempt that may have run (lost:
-retried per policy) from a Step that was only queued (dispatched again with the same attempt).
+same transaction as the history events that changed them. A value too large to keep inline is
+a row of ``blobs`` (its SHA-256, the serialized value) written in the same transaction as the
+first row or event that refers to it, so no committed reference ever names a missing blob. A
+separate ``inflight`` table records Step method attempts that were handed to a dispatcher, so a
+restarted engine can tell an attempt that may have run (lost: retried per policy) from a Step
+that was only queued (dispatched again with the same attempt).
 
 The database runs in WAL mode. ``process-crash-safe`` durability (the default) writes every commit
 to the database file before the engine acknowledges it but does not fsync, so a killed engine
@@ -37,7 +40,9 @@ CREATE TABLE IF NOT EXISTS flows (
     run_id TEXT PRIMARY KEY,
     flow_id TEXT NOT NULL,
     is_latest INTEGER NOT NULL,
-    snapshot BLOB NOT NULL
+    snapshot BLOB NOT NULL,
+    running INTEGER NOT NULL DEFAULT 1,
+    search_record BLOB
 );
 CREATE INDEX IF NOT EXISTS flows_by_id ON flows (flow_id, is_latest);
 CREATE TABLE IF NOT EXISTS history (
@@ -66,11 +71,26 @@ CREATE TABLE IF NOT EXISTS channel_messages (
     message BLOB NOT NULL,
     PRIMARY KEY (run_id, seq)
 );
+CREATE TABLE IF NOT EXISTS blobs (
+    blob_id TEXT PRIMARY KEY,
+    value BLOB NOT NULL
+);
 CREATE TABLE IF NOT EXISTS meta (
     key TEXT PRIMARY KEY,
     value BLOB NOT NULL
 );
 """
+
+
+_ADDED_FLOW_COLUMNS = {
+    "running": "INTEGER NOT NULL DEFAULT 1",
+    "search_record": "BLOB",
+}
+"""Columns of ``flows`` newer than the table: a database written before them gets them added
+(its runs count as running until the engine loads them and finds them closed)."""
+
+_MAX_QUERY_PARAMETERS = 500
+"""Blob IDs per ``IN (...)`` query (SQLite allows at least 999 parameters)."""
 
 
 class StoreError(Exception):
@@ -126,6 +146,9 @@ class FlowRow:
     """A new run: earlier runs of the Flow ID stop being the latest."""
     snapshot: bytes
     values: ValueChanges = ValueChanges()
+    running: bool = True
+    search_record: bytes | None = None
+    """For a closed run: what SearchFlows lists of it (it is no longer held in memory)."""
     on_rollback: Callable[[], None] | None = field(default=None, compare=False)
     """Called when the commit fails, so the writer forgets what it believed was written."""
 
@@ -192,6 +215,7 @@ class Store:
             connection.execute(f"PRAGMA synchronous={synchronous}")
             connection.execute("PRAGMA busy_timeout=2000")
             connection.executescript(_SCHEMA)
+            _add_missing_columns(connection)
         except sqlite3.Error as error:
             raise StoreError(f"cannot use database {str(path)!r}: {error}") from error
         return cls(connection)
@@ -200,28 +224,58 @@ class Store:
         """Close the connection; later calls fail."""
         self._db.close()
 
-    def load_flows(self) -> Iterator[StoredRun]:
-        """Every stored Flow run with its Attributes and Channel messages, oldest first."""
+    def load_flows(self, *, running_only: bool = False) -> Iterator[StoredRun]:
+        """Stored Flow runs with their Attributes and Channel messages, oldest first.
+
+        ``running_only``: only the latest run of each Flow ID that was running when written.
+        """
+        where = " WHERE is_latest = 1 AND running = 1" if running_only else ""
         runs = self._db.execute(
-            "SELECT run_id, flow_id, is_latest, snapshot FROM flows ORDER BY rowid"
+            f"SELECT run_id, flow_id, is_latest, snapshot FROM flows{where} ORDER BY rowid"
         ).fetchall()
         for run_id, flow_id, is_latest, snapshot in runs:
-            attributes = self._db.execute(
-                "SELECT key, value FROM attributes WHERE run_id = ?", (run_id,)
-            ).fetchall()
-            messages = self._db.execute(
-                "SELECT channel_name, seq, message FROM channel_messages WHERE run_id = ? "
-                "ORDER BY seq",
-                (run_id,),
-            ).fetchall()
-            yield StoredRun(
-                run_id,
-                flow_id,
-                bool(is_latest),
-                snapshot,
-                tuple((key, bytes(value)) for key, value in attributes),
-                tuple(StoredMessage(name, seq, bytes(message)) for name, seq, message in messages),
-            )
+            yield self._stored_run(run_id, flow_id, bool(is_latest), snapshot)
+
+    def load_latest(self, flow_id: str) -> StoredRun | None:
+        """The latest stored run of ``flow_id`` with its values, or None."""
+        row = self._db.execute(
+            "SELECT run_id, snapshot FROM flows WHERE flow_id = ? AND is_latest = 1",
+            (flow_id,),
+        ).fetchone()
+        return None if row is None else self._stored_run(row[0], flow_id, True, row[1])
+
+    def closed_search_records(self) -> Iterator[bytes]:
+        """The search records of the latest runs that are closed."""
+        for (record,) in self._db.execute(
+            "SELECT search_record FROM flows "
+            "WHERE is_latest = 1 AND running = 0 AND search_record IS NOT NULL"
+        ):
+            yield bytes(record)
+
+    def mark_closed(self, run_id: str, search_record: bytes) -> None:
+        """Record that a stored run is closed (for a database written before closed runs left
+        memory: its rows said nothing about it)."""
+        self._db.execute(
+            "UPDATE flows SET running = 0, search_record = ? WHERE run_id = ?",
+            (search_record, run_id),
+        )
+
+    def _stored_run(self, run_id: str, flow_id: str, is_latest: bool, snapshot: bytes) -> StoredRun:
+        attributes = self._db.execute(
+            "SELECT key, value FROM attributes WHERE run_id = ?", (run_id,)
+        ).fetchall()
+        messages = self._db.execute(
+            "SELECT channel_name, seq, message FROM channel_messages WHERE run_id = ? ORDER BY seq",
+            (run_id,),
+        ).fetchall()
+        return StoredRun(
+            run_id,
+            flow_id,
+            is_latest,
+            bytes(snapshot),
+            tuple((key, bytes(value)) for key, value in attributes),
+            tuple(StoredMessage(name, seq, bytes(message)) for name, seq, message in messages),
+        )
 
     def load_inflight(self) -> list[InflightRow]:
         """Attempts that were in flight when the engine last stopped."""
@@ -252,6 +306,31 @@ class Store:
         """Store an engine-wide value."""
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
+    def put_blobs(self, blobs: Sequence[tuple[str, bytes]]) -> None:
+        """Store ``(blob_id, serialized Value)`` rows now (one transaction; known IDs are kept)."""
+        db = self._db
+        db.execute("BEGIN")
+        try:
+            db.executemany(
+                "INSERT OR IGNORE INTO blobs (blob_id, value) VALUES (?, ?)", list(blobs)
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+
+    def load_blobs(self, blob_ids: Sequence[str]) -> dict[str, bytes]:
+        """The serialized Values of those of ``blob_ids`` the database holds."""
+        found: dict[str, bytes] = {}
+        for start in range(0, len(blob_ids), _MAX_QUERY_PARAMETERS):
+            chunk = list(blob_ids[start : start + _MAX_QUERY_PARAMETERS])
+            marks = ", ".join("?" * len(chunk))
+            for blob_id, value in self._db.execute(
+                f"SELECT blob_id, value FROM blobs WHERE blob_id IN ({marks})", chunk
+            ):
+                found[blob_id] = bytes(value)
+        return found
+
     def mark_inflight(self, row: InflightRow) -> None:
         """Record that an attempt is being handed to a Worker (one small transaction)."""
         self._db.execute(
@@ -266,16 +345,22 @@ class Store:
         history: list[HistoryRow],
         finished: Sequence[tuple[str, str]] = (),
         dispatching: Sequence[InflightRow] = (),
+        blobs: Sequence[tuple[str, bytes]] = (),
     ) -> None:
         """Write Flow snapshots, append history and update in-flight markers atomically.
 
-        ``finished`` lists ``(run_id, step_execution_id)`` whose in-flight marker is removed;
+        ``blobs`` are ``(blob_id, serialized Value)`` rows the snapshots, value rows or events
+        refer to (written first, so a reference never outlives a failed commit). ``finished`` lists ``(run_id, step_execution_id)`` whose in-flight marker is removed;
         ``dispatching`` lists attempts about to be handed to Workers (marked after the removals),
         so a Step's whole hot path stays one transaction.
         """
         db = self._db
         db.execute("BEGIN")
         try:
+            if blobs:
+                db.executemany(
+                    "INSERT OR IGNORE INTO blobs (blob_id, value) VALUES (?, ?)", list(blobs)
+                )
             for flow in flows:
                 if flow.is_new:
                     db.execute(
@@ -283,9 +368,16 @@ class Store:
                         (flow.flow_id, flow.run_id),
                     )
                 db.execute(
-                    "INSERT OR REPLACE INTO flows (run_id, flow_id, is_latest, snapshot) "
-                    "VALUES (?, ?, 1, ?)",
-                    (flow.run_id, flow.flow_id, flow.snapshot),
+                    "INSERT OR REPLACE INTO flows "
+                    "(run_id, flow_id, is_latest, snapshot, running, search_record) "
+                    "VALUES (?, ?, 1, ?, ?, ?)",
+                    (
+                        flow.run_id,
+                        flow.flow_id,
+                        flow.snapshot,
+                        int(flow.running),
+                        flow.search_record,
+                    ),
                 )
                 _write_values(db, flow.run_id, flow.values)
             db.executemany(
@@ -310,6 +402,13 @@ class Store:
                 if flow.on_rollback is not None:
                     flow.on_rollback()
             raise
+
+
+def _add_missing_columns(db: sqlite3.Connection) -> None:
+    present = {row[1] for row in db.execute("PRAGMA table_info(flows)")}
+    for name, declaration in _ADDED_FLOW_COLUMNS.items():
+        if name not in present:
+            db.execute(f"ALTER TABLE flows ADD COLUMN {name} {declaration}")
 
 
 def _write_values(db: sqlite3.Connection, run_id: str, changes: ValueChanges) -> None:

@@ -175,6 +175,7 @@ class TaskRunner:
                 step.reached_worker = True
                 if frame.heartbeat.HasField("value"):
                     # Persisted at once: the next attempt gets it even after an engine restart.
+                    self._blobs.intern(frame.heartbeat)
                     step.last_heartbeat = ensure_value(frame.heartbeat.value)
                     self._persist(run)
         elif kind == "stream_write" and self._stream_writer is not None and step is not None:

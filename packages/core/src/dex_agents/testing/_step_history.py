@@ -50,7 +50,7 @@ class StepHistoryEntry:
 async def read_step_history(server_address: str, flow_id: str) -> list[StepHistoryEntry]:
     """Read the Step method events of ``flow_id``, oldest first.
 
-    Uses ``dex-local-engine history``, which reads the history through the
+    Uses ``dex-local-engine history --steps-only``, which reads the history through the
     FlowService ``GetHistoryEvents`` RPC, so it works against any Dex server,
     the embedded engine or ``dexcli dev``.
 
@@ -73,7 +73,14 @@ async def read_step_history(server_address: str, flow_id: str) -> list[StepHisto
         >>> asyncio.run(completed_steps())
         ['StartAgentSession', 'RunModel']
     """
-    command = [*local_engine_command(), "history", "--address", server_address, flow_id]
+    command = [
+        *local_engine_command(),
+        "history",
+        "--address",
+        server_address,
+        "--steps-only",
+        flow_id,
+    ]
     try:
         result = await asyncio.to_thread(
             subprocess.run, command, capture_output=True, timeout=_HISTORY_TIMEOUT_SECONDS

@@ -1,0 +1,473 @@
+"""The engine SIGKILLed at random points under sessions with tool calls, Workers too: nothing lost.
+
+Sessions of the scenario agent (Stepwise) each run a few turns; every turn's model calls three
+tools at once: ``lookup`` (a read), ``upsert`` (an idempotent write) and ``send_once`` (a
+non-idempotent write). Meanwhile a fault task SIGKILLs, at random moments, the engine (and
+restarts it on the same database and address), the Worker child (and starts another), or both;
+the sessions' starts are spread over the faults, so each fault lands among running sessions.
+Clients keep going through it: a send that failed because the engine was down is checked against
+the session before it is sent again, so a message is never sent twice on purpose.
+
+At the end, with no more faults, every session must show:
+
+- the user messages are exactly the turns' messages, in order, each once;
+- every turn completed (the model's ``done: ...`` reply after all three tool results), or shows
+  the seed's outcome of a Step whose every attempt was lost to faults (its retry policy allows
+  three): the turn failed with that error and its failure note, and the next turn runs;
+- no committed message lost: every message any snapshot showed during the run is still there,
+  unchanged;
+- ``lookup`` and ``upsert`` answered ``ok`` (a killed attempt repeats them);
+- ``send_once`` ran at most once per call (``InvocationLog`` counts every real call by its
+  idempotency key), and either answered ``ok`` (then it ran exactly once) or carries the seed's
+  outcome for an interrupted non-idempotent write, ``OUTCOME_UNKNOWN_TOOL_RESULT``.
+
+The default suite runs a short variant (40 sessions, 3 turns, 12 faults). ``DEX_AGENTS_LONG_TESTS=1``
+runs 100 sessions of 3 turns under 40 faults. ``DEX_AGENTS_FAULT_SEED`` repeats a run's fault
+schedule (its seed is in every failure message); the moments the faults hit still depend on timing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import TypeVar
+
+import grpc
+import pytest
+from dex import (
+    AsyncClient,
+    BlobCacheConfig,
+    ClientOptions,
+    DexServiceError,
+    FlowAlreadyStartedError,
+    Registry,
+    WorkerTarget,
+    open_blob_cache,
+)
+from dex_agents import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    TURN_FAILURE_NOTE_HEADER,
+    AgentMessage,
+    AgentSessionClient,
+    AgentSnapshot,
+    AgentStatus,
+    MessageRole,
+    agent_codec_registry,
+    tool_call_idempotency_key,
+)
+from dex_agents.testing import (
+    EngineDurability,
+    EngineLogs,
+    EngineProcess,
+    WorkerProcess,
+    wait_until,
+)
+from dex_agents.testing.scenarios import ScenarioCall, ScenarioCommand, invocation_log
+from engine_fault_worker import STATE_DIR_ENV, build_fault_flow
+
+TESTS_DIR = Path(__file__).resolve().parent
+LONG_TESTS = os.environ.get("DEX_AGENTS_LONG_TESTS") == "1"
+SEED_ENV = "DEX_AGENTS_FAULT_SEED"
+TOOLS = ("lookup", "upsert", "send_once")
+NON_IDEMPOTENT_TOOL = "send_once"
+LOST_ATTEMPT_ERRORS = ("the engine stopped while this attempt was in flight", "on Worker")
+"""What a turn's error says when faults took every attempt of one of its Steps."""
+_POLL_SECONDS = 0.25
+_TURN_TIMEOUT_SECONDS = 180.0
+_CLIENT_BLOB_CACHE_BYTES = 64 * 1024 * 1024
+
+ValueT = TypeVar("ValueT")
+
+
+class Fault(StrEnum):
+    ENGINE = "engine"
+    WORKER = "worker"
+    BOTH = "engine and worker"
+
+
+@dataclass(frozen=True)
+class FaultPlan:
+    """How many sessions run how many turns, and how many faults hit them how often."""
+
+    sessions: int
+    turns: int
+    concurrency: int
+    faults: int
+    fault_interval_seconds: tuple[float, float]
+
+    def schedule(self, rng: random.Random) -> list[Fault]:
+        """Every kind of fault once, then random ones, in random order."""
+        kinds = [*Fault, *rng.choices(list(Fault), k=max(0, self.faults - len(Fault)))]
+        rng.shuffle(kinds)
+        return kinds
+
+
+SHORT_PLAN = FaultPlan(
+    sessions=40, turns=3, concurrency=8, faults=12, fault_interval_seconds=(0.5, 1.5)
+)
+LONG_PLAN = FaultPlan(
+    sessions=100, turns=3, concurrency=10, faults=40, fault_interval_seconds=(0.3, 1.5)
+)
+
+
+@dataclass
+class _Cluster:
+    """The engine and Worker processes of one test, replaced as faults kill them."""
+
+    tmp_path: Path
+    state_dir: Path
+    address: str = ""
+    engine: EngineProcess | None = None
+    worker: WorkerProcess | None = None
+    generation: int = 0
+    faults: list[Fault] = field(default_factory=list)
+    injected: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    async def start_engine(self) -> None:
+        self.generation += 1
+        self.engine = await EngineProcess.start_local(
+            self.tmp_path / "engine" / "engine.db",
+            EngineLogs.in_directory(self.tmp_path / "engine", f"engine-{self.generation}"),
+            durability=EngineDurability.PROCESS_CRASH_SAFE,
+            address=self.address or "127.0.0.1:0",
+        )
+        self.address = self.engine.server_address
+
+    async def start_worker(self) -> None:
+        self.generation += 1
+        self.worker = await WorkerProcess.start(
+            "engine_fault_worker",
+            server_address=self.address,
+            state_dir=self.tmp_path / "workers" / f"worker-{self.generation}",
+            cwd=TESTS_DIR,
+            env={STATE_DIR_ENV: str(self.state_dir)},
+        )
+
+    async def inject(self, fault: Fault) -> None:
+        """SIGKILL what ``fault`` names and start it again."""
+        if fault in (Fault.ENGINE, Fault.BOTH) and self.engine is not None:
+            self.engine.process.kill()
+            await asyncio.to_thread(self.engine.process.wait)
+        if fault in (Fault.WORKER, Fault.BOTH) and self.worker is not None:
+            self.worker.kill()
+        if fault in (Fault.ENGINE, Fault.BOTH):
+            await self.start_engine()
+        if fault in (Fault.WORKER, Fault.BOTH):
+            await self.start_worker()
+        async with self.injected:
+            self.faults.append(fault)
+            self.injected.notify_all()
+
+    async def wait_for_faults(self, count: int) -> None:
+        """Until ``count`` faults have been injected."""
+        async with self.injected:
+            await self.injected.wait_for(lambda: len(self.faults) >= count)
+
+    async def close(self) -> None:
+        if self.worker is not None:
+            self.worker.kill()
+        if self.engine is not None:
+            await self.engine.stop()
+
+
+@dataclass
+class _SessionRecord:
+    """What the test sent to one session and every message it saw there."""
+
+    session_id: str
+    texts: list[str] = field(default_factory=list)
+    seen: dict[int, AgentMessage] = field(default_factory=dict)
+    resends: int = 0
+    failed_turns: dict[int, str] = field(default_factory=dict)
+    """Turn number -> the turn's error, for turns that ended failed."""
+
+    def observe(self, snapshot: AgentSnapshot) -> None:
+        for message in snapshot.messages:
+            self.seen.setdefault(message.sequence, message)
+
+
+def _turn_text(session_id: str, turn: int) -> str:
+    """The turn's command for the scenario model, tagged with the session and turn."""
+    command = json.loads(
+        ScenarioCommand(calls=tuple(ScenarioCall(tool) for tool in TOOLS)).to_message()
+    )
+    command["tag"] = f"{session_id}/turn-{turn}"
+    return json.dumps(command)
+
+
+def _engine_down(error: Exception) -> bool:
+    """Whether ``error`` says the engine could not be reached (it was killed or restarting)."""
+    if isinstance(error, DexServiceError):
+        return error.code is grpc.StatusCode.UNAVAILABLE
+    return isinstance(error, grpc.RpcError) and error.code() is grpc.StatusCode.UNAVAILABLE
+
+
+async def _through_faults(call: Callable[[], Awaitable[ValueT]], what: str) -> ValueT:
+    """``call()``, repeated while the engine is down; other errors propagate."""
+
+    async def attempt() -> tuple[ValueT] | None:
+        try:
+            return (await call(),)
+        except (DexServiceError, grpc.RpcError) as error:
+            if _engine_down(error):
+                await asyncio.sleep(_POLL_SECONDS)
+                return None
+            raise
+
+    (value,) = await wait_until(what, attempt, _TURN_TIMEOUT_SECONDS)
+    return value
+
+
+def _is_failure_note(message: AgentMessage) -> bool:
+    return message.role is MessageRole.USER and (message.text or "").startswith(
+        TURN_FAILURE_NOTE_HEADER
+    )
+
+
+def _sent_texts(messages: Sequence[AgentMessage]) -> list[str]:
+    """The user messages the test sent (not the session's own turn-failure notes)."""
+    return [
+        m.text or "" for m in messages if m.role is MessageRole.USER and not _is_failure_note(m)
+    ]
+
+
+def _user_texts(snapshot: AgentSnapshot) -> list[str]:
+    return _sent_texts(snapshot.messages) + [queued.text for queued in snapshot.queued_messages]
+
+
+class _Driver:
+    """Runs one session's turns through engine restarts."""
+
+    def __init__(self, sessions: AgentSessionClient, plan: FaultPlan) -> None:
+        self._sessions = sessions
+        self._plan = plan
+
+    async def run(self, record: _SessionRecord) -> None:
+        for turn in range(1, self._plan.turns + 1):
+            text = _turn_text(record.session_id, turn)
+            record.texts.append(text)
+            await self._deliver(record, text, turn)
+            await self._wait_for_turn(record, turn)
+
+    async def snapshot(self, record: _SessionRecord) -> AgentSnapshot:
+        snapshot = await _through_faults(
+            lambda: self._sessions.get_agent_snapshot(record.session_id),
+            f"a snapshot of {record.session_id}",
+        )
+        record.observe(snapshot)
+        return snapshot
+
+    async def _deliver(self, record: _SessionRecord, text: str, turn: int) -> None:
+        while True:
+            try:
+                if turn == 1:
+                    await self._sessions.start_session(record.session_id, text)
+                else:
+                    assert await self._sessions.send_user_message(record.session_id, text)
+                return
+            except FlowAlreadyStartedError:
+                return  # the start committed before the engine went down
+            except (DexServiceError, grpc.RpcError) as error:
+                if not _engine_down(error):
+                    raise
+            # Unknown whether it committed: the session says, once the engine answers again.
+            if turn > 1 and text in _user_texts(await self.snapshot(record)):
+                return
+            record.resends += 1
+            await asyncio.sleep(_POLL_SECONDS)
+
+    async def _wait_for_turn(self, record: _SessionRecord, turn: int) -> None:
+        """Until turn ``turn`` ended, completed or failed (recorded in ``failed_turns``)."""
+
+        async def ended() -> AgentSnapshot | None:
+            snapshot = await self.snapshot(record)
+            state = snapshot.state
+            if (
+                state is not None
+                and state.turn_count >= turn
+                and state.active_turn_id is None
+                and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+                and not snapshot.queued_messages
+            ):
+                return snapshot
+            await asyncio.sleep(_POLL_SECONDS)
+            return None
+
+        snapshot = await wait_until(
+            f"turn {turn} of {record.session_id} to end", ended, _TURN_TIMEOUT_SECONDS
+        )
+        assert snapshot.state is not None
+        if snapshot.state.last_turn_error is not None:
+            record.failed_turns[turn] = snapshot.state.last_turn_error
+
+
+async def _inject_faults(
+    cluster: _Cluster, plan: FaultPlan, rng: random.Random, schedule: list[Fault]
+) -> None:
+    for fault in schedule:
+        await asyncio.sleep(rng.uniform(*plan.fault_interval_seconds))
+        await cluster.inject(fault)
+
+
+async def _timed(work: Awaitable[None], started: float) -> float:
+    """Await ``work``; how many seconds after ``started`` it ended."""
+    await work
+    return time.monotonic() - started
+
+
+async def _drive_all(
+    sessions: AgentSessionClient, plan: FaultPlan, records: list[_SessionRecord], cluster: _Cluster
+) -> None:
+    """Run every session, ``plan.concurrency`` at a time, their starts spread over the faults.
+
+    Session ``i`` starts once ``i * faults // sessions`` faults were injected, so the faults
+    land among running sessions however fast this machine runs them.
+    """
+    driver = _Driver(sessions, plan)
+    pending = iter(enumerate(records))
+
+    async def lane() -> None:
+        for number, record in pending:
+            await cluster.wait_for_faults(number * plan.faults // plan.sessions)
+            await driver.run(record)
+
+    await asyncio.gather(*(lane() for _ in range(plan.concurrency)))
+
+
+def _check_session(
+    record: _SessionRecord, final: AgentSnapshot, send_counts: Counter[str], context: str
+) -> None:
+    messages = list(final.messages)
+    assert messages and messages[0].sequence == 1, f"{context}: messages start at 1"
+    by_sequence = {message.sequence: message for message in messages}
+    for sequence, seen in record.seen.items():
+        assert by_sequence.get(sequence) == seen, (
+            f"{context}: committed message {sequence} changed or was lost: {seen!r}"
+        )
+    users = _sent_texts(messages)
+    assert users == record.texts, f"{context}: user messages {users!r}"
+    assert final.state is not None and final.state.turn_count == len(record.texts), context
+    assert (final.state.last_turn_error is None) == (
+        len(record.texts) not in record.failed_turns
+    ), f"{context}: last turn error {final.state.last_turn_error!r}"
+    for turn in range(1, len(record.texts) + 1):
+        _check_turn(
+            record,
+            turn,
+            [m for m in messages if m.turn_id == f"turn-{turn}"],
+            send_counts,
+            f"{context} turn-{turn}",
+        )
+
+
+def _check_turn(
+    record: _SessionRecord,
+    turn: int,
+    of_turn: list[AgentMessage],
+    send_counts: Counter[str],
+    context: str,
+) -> None:
+    """A completed turn: ``done: ...`` and all three tool results. A failed one (the seed's
+    outcome when faults took every attempt of a Step): its error names the lost attempt, and
+    whichever tool results it stored obey the same rules."""
+    tool_results = [m for m in of_turn if m.role is MessageRole.TOOL]
+    names = sorted(m.tool_name or "" for m in tool_results)
+    error = record.failed_turns.get(turn)
+    if error is None:
+        replies = [m.text or "" for m in of_turn if m.role is MessageRole.ASSISTANT and m.text]
+        assert replies and replies[-1].startswith("done: "), f"{context}: {replies!r}"
+        assert names == sorted(TOOLS), f"{context}: tool results {names}"
+    else:
+        assert any(lost in error for lost in LOST_ATTEMPT_ERRORS), f"{context}: {error!r}"
+        assert len(names) == len(set(names)) <= len(TOOLS), f"{context}: tool results {names}"
+    for message in tool_results:
+        _check_tool_result(record, message, send_counts, context)
+
+
+def _check_tool_result(
+    record: _SessionRecord, message: AgentMessage, send_counts: Counter[str], context: str
+) -> None:
+    tool, output = message.tool_name, message.tool_output or ""
+    if tool != NON_IDEMPOTENT_TOOL:
+        assert output == f"{tool} ungated ok", f"{context}: {tool} answered {output!r}"
+        return
+    assert message.tool_call_id is not None and message.turn_id is not None, context
+    key = tool_call_idempotency_key(record.session_id, message.turn_id, message.tool_call_id)
+    runs = send_counts[key]
+    if output == f"{NON_IDEMPOTENT_TOOL} ungated ok":
+        assert runs == 1, f"{context}: send_once answered ok after {runs} runs"
+    else:
+        assert OUTCOME_UNKNOWN_TOOL_RESULT in output, f"{context}: send_once answered {output!r}"
+        assert runs <= 1, f"{context}: send_once ran {runs} times"
+
+
+async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
+    seed = int(os.environ.get(SEED_ENV) or random.SystemRandom().randrange(1 << 32))
+    rng = random.Random(seed)
+    schedule = plan.schedule(rng)
+    state_dir = tmp_path / "state"
+    cluster = _Cluster(tmp_path, state_dir)
+    flow = build_fault_flow(state_dir)
+    records = [_SessionRecord(f"fault-{number:03d}") for number in range(plan.sessions)]
+    cache = open_blob_cache(
+        BlobCacheConfig(str(tmp_path / "client-blob-cache"), _CLIENT_BLOB_CACHE_BYTES)
+    )
+    try:
+        await cluster.start_engine()
+        await cluster.start_worker()
+        registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
+        options = ClientOptions(
+            server_address=cluster.address, worker_target=WorkerTarget(pull=True)
+        )
+        async with AsyncClient(registry, cache, options) as client:
+            sessions = AgentSessionClient(client, flow)
+            started = time.monotonic()
+            faults_took, sessions_took = await asyncio.gather(
+                _timed(_inject_faults(cluster, plan, rng, schedule), started),
+                _timed(_drive_all(sessions, plan, records, cluster), started),
+            )
+            driver = _Driver(sessions, plan)
+            finals = [await driver.snapshot(record) for record in records]
+    finally:
+        await cluster.close()
+        cache.close()
+    send_keys = invocation_log(state_dir).keys(NON_IDEMPOTENT_TOOL)
+    send_counts = Counter(send_keys)
+    context = f"seed {seed} ({SEED_ENV}), faults {[str(f) for f in cluster.faults]}"
+    assert cluster.faults == schedule, context
+    twice = {key: count for key, count in send_counts.items() if count > 1}
+    assert not twice, f"{context}: non-idempotent writes ran twice: {twice}"
+    for record, final in zip(records, finals, strict=True):
+        _check_session(record, final, send_counts, f"{context}, {record.session_id}")
+    unknown = sum(
+        OUTCOME_UNKNOWN_TOOL_RESULT in (m.tool_output or "")
+        for final in finals
+        for m in final.messages
+        if m.tool_name == NON_IDEMPOTENT_TOOL
+    )
+    print(
+        f"{context}: {plan.sessions} sessions x {plan.turns} turns; "
+        f"{len(send_keys)} send_once runs, {unknown} outcome-unknown results, "
+        f"{sum(r.resends for r in records)} resent messages, "
+        f"{sum(len(r.failed_turns) for r in records)} turns failed by lost attempts; the faults took {faults_took:.1f} s, "
+        f"the sessions {sessions_took:.1f} s"
+    )
+
+
+async def test_engine_and_worker_kills_lose_nothing_and_repeat_no_write(tmp_path: Path) -> None:
+    await _run_plan(tmp_path, SHORT_PLAN)
+
+
+@pytest.mark.skipif(not LONG_TESTS, reason="set DEX_AGENTS_LONG_TESTS=1 for 100 sessions")
+async def test_100_sessions_under_40_engine_and_worker_kills_lose_nothing(
+    tmp_path: Path,
+) -> None:
+    await _run_plan(tmp_path, LONG_PLAN)
