@@ -16,6 +16,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from dex_agents._tracing.conventions import INSTRUMENTATION_NAME, INSTRUMENTATION_VERSION
+from dex_agents.exceptions import ConfigurationTypeError
 
 __all__ = ["AttributeValue", "OtelSpans", "SpanHandle"]
 
@@ -54,7 +55,7 @@ class OtelSpans:
     def _tracer(self) -> trace.Tracer:
         provider = self._provider if self._provider is not None else trace.get_tracer_provider()
         if not isinstance(provider, trace.TracerProvider):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"AgentTracingOptions.tracer_provider must be an OpenTelemetry TracerProvider, "
                 f"got {type(provider).__name__}"
             )
