@@ -23,10 +23,13 @@ SRC_DIR = PACKAGE_DIR.parent
 #: Function-level imports that are allowed, by module: documented optional dependencies only.
 #: ``dex_agents.litellm`` needs the ``litellm`` extra and ``dex_agents.mcp`` the ``mcp`` extra, so
 #: the core imports them only where a caller asked for them (``dex-agents demo --model``, the
-#: scenario MCP server), where an ``ImportError`` or ``DemoError`` names the missing extra.
+#: scenario MCP server), where an ``ImportError`` or ``DemoError`` names the missing extra;
+#: tracing imports its OpenTelemetry module only when enabled, and is inactive without the API.
 ALLOWED_FUNCTION_IMPORTS: dict[str, frozenset[str]] = {
     "dex_agents._demo": frozenset({"dex_agents.litellm"}),
     "dex_agents.testing.scenarios._scenario_mcp_server": frozenset({"dex_agents.mcp"}),
+    # The only module that imports OpenTelemetry (the otel extra), once tracing is enabled.
+    "dex_agents._tracing.session_tracing": frozenset({"dex_agents._tracing.otel_spans"}),
 }
 
 

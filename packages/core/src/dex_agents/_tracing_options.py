@@ -1,9 +1,9 @@
 """Tracing options of an agent session Flow type: ``AgentTracingOptions``.
 
-The documented options are accepted and validated so that an application written for a release
-that emits OpenTelemetry spans runs unchanged. This release emits no spans and never imports
-OpenTelemetry, whatever the options say; ``AgentSessionOptions.tracing`` carries them for the
-release that does.
+Passed as ``AgentSessionOptions.tracing``, they change how the session emits its OpenTelemetry
+GenAI spans (one trace per activation; see the README's Tracing section). Spans need the
+``otel`` extra (``opentelemetry-api``) and an SDK the application configures; this module never
+imports OpenTelemetry.
 
 Example:
     >>> options = AgentTracingOptions(agent_name="Triage", should_capture_message_content=False)

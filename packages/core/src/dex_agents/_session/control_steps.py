@@ -98,7 +98,9 @@ class ApplyTurnControl(SessionStep[None]):
         mode = turn_interaction_mode(
             [plan_mode and runtime.options.plan_mode_enabled], AGENT_PLAN.get(context)
         )
-        return begin_turn(context, runtime, state, texts, interaction_mode=mode)
+        return begin_turn(
+            context, runtime, state, texts, step_type=type(self).__name__, interaction_mode=mode
+        )
 
 
 class FinishTurnCancellation(SessionStep[str]):

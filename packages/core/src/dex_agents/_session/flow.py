@@ -55,6 +55,7 @@ from dex_agents._session.turn_steps import (
     StartAgentSession,
 )
 from dex_agents._session.wait_steps import AwaitQuestionAnswer, AwaitTimer, AwaitToolApproval
+from dex_agents._tracing.session_tracing import SessionTracing
 from dex_agents._values import (
     AgentMessagesPage,
     AgentSessionStartInput,
@@ -151,6 +152,7 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             options=resolved,
             events=self._events,
             movements=SessionMovements(SESSION_STEP_CLASSES, resolved),
+            tracing=SessionTracing(resolved.tracing, flow_type),
             flow_type=flow_type,
         )
 

@@ -55,6 +55,13 @@ from dex_agents._session.spend import (
     report_model_spend,
 )
 from dex_agents._session.step_base import SessionStep
+from dex_agents._session.tracing import (
+    activation_root,
+    complete_model_call_span,
+    complete_summary_call_span,
+    model_call_span,
+    summary_call_span,
+)
 from dex_agents._session.transitions import (
     RequestedToolCall,
     complete_turn,
@@ -68,6 +75,7 @@ from dex_agents._session.turns import (
     store_messages,
 )
 from dex_agents._spend_limit import ModelCallKind
+from dex_agents._tracing.session_tracing import ModelCallSpan
 from dex_agents._values import AgentState, AgentStatus
 from dex_agents.exceptions import RunnerContractError
 
@@ -113,12 +121,13 @@ class RunModel(SessionStep[None]):
             runner_events.close()
             events = runtime.event_writer(context, state.active_turn_id)
             return fail_active_turn(context, runtime, state, refusal, events)
-        outcome = await runtime.runner.run_model_step(turn, heartbeat)
+        span = model_call_span(context, runtime, type(self).__name__, turn)
+        outcome = await runtime.runner.run_model_step(turn, heartbeat, span)
         events = runtime.event_writer(context, state.active_turn_id)
         await report_model_spend(runtime, spend_call, outcome.usage)
         if isinstance(outcome, TurnCompleted):
-            return self._complete(context, state, turn, outcome, events)
-        return self._defer_tool_calls(context, state, turn, outcome, events)
+            return self._complete(context, state, turn, outcome, events, span)
+        return self._defer_tool_calls(context, state, turn, outcome, events, span)
 
     def _complete(
         self,
@@ -127,14 +136,16 @@ class RunModel(SessionStep[None]):
         turn: AgentTurnContext,
         outcome: TurnCompleted,
         events: AgentEventWriter,
+        span: ModelCallSpan,
     ) -> StepDecision:
         record_usage(context, events, outcome.usage)
-        state, _ = store_messages(
+        state, stored = store_messages(
             context, self._runtime, state, outcome.new_messages, turn_id=turn.turn_id
         )
         clear_turn_records(context, turn.tool_calls)
         AGENT_STATE.set(context, complete_turn(state))
         write_event_payload(events, TurnCompletedPayload(message_count=state.last_message_sequence))
+        complete_model_call_span(span, outcome, stored)
         return go_to_many(self._runtime.movements.await_user_message())
 
     def _defer_tool_calls(
@@ -144,30 +155,37 @@ class RunModel(SessionStep[None]):
         turn: AgentTurnContext,
         outcome: ToolCallsRequested,
         events: AgentEventWriter,
+        span: ModelCallSpan,
     ) -> StepDecision:
         runtime = self._runtime
         record_usage(context, events, outcome.usage)
         problem = self._contract_problem(turn, outcome)
         if problem is not None:
             # A runner defect: retrying the same model call cannot fix it.
+            span.completed(outcome.usage, outcome.model_call_metadata)
             return fail_active_turn(context, runtime, state, problem, events)
         now = runtime.now()
-        state, _ = store_messages(
+        state, stored = store_messages(
             context, runtime, state, outcome.new_messages, turn_id=turn.turn_id, now=now
         )
         first_order = len(turn.tool_calls)
+        # Each record carries the activation's root, so its tool Steps join this trace.
+        root = activation_root(context)
         records = [
-            new_tool_call_record(
-                RequestedToolCall(
-                    call.tool_call_id,
-                    call.tool_name,
-                    call.arguments,
-                    call.policy,
-                    call.tool_source_reference,
+            replace(
+                new_tool_call_record(
+                    RequestedToolCall(
+                        call.tool_call_id,
+                        call.tool_name,
+                        call.arguments,
+                        call.policy,
+                        call.tool_source_reference,
+                    ),
+                    turn_id=turn.turn_id,
+                    deferral_order=first_order + index,
+                    now=now,
                 ),
-                turn_id=turn.turn_id,
-                deferral_order=first_order + index,
-                now=now,
+                trace_context=root,
             )
             for index, call in enumerate(outcome.tool_calls)
         ]
@@ -195,6 +213,7 @@ class RunModel(SessionStep[None]):
         PENDING_INTERRUPTS.set(context, interrupts)
         FRAMEWORK_RUN_STATE.set(context, outcome.framework_run_state)
         AGENT_STATE.set(context, replace(state, status=AgentStatus.RUNNING_TOOLS))
+        complete_model_call_span(span, outcome, stored)
         movements = runtime.movements
         return go_to_many(
             *(movements.for_record(record) for record in records if not record.is_final),
@@ -266,7 +285,8 @@ class CompactContext(SessionStep[CompactContextInput]):
         refusal = await refused_model_call_error(runtime, spend_call)
         if refusal is not None:
             return fail_active_turn(context, runtime, state, refusal, events)
-        result = await runtime.runner.summarize_context(request, Heartbeat(context))
+        span = summary_call_span(context, runtime, type(self).__name__, request)
+        result = await runtime.runner.summarize_context(request, Heartbeat(context), span)
         await report_model_spend(runtime, spend_call, result.usage)
         summary = next_context_summary(
             previous,
@@ -286,4 +306,5 @@ class CompactContext(SessionStep[CompactContextInput]):
                 generation=summary.generation, through_sequence=summary.last_sequence
             ),
         )
+        complete_summary_call_span(span, result)
         return go_to_many(runtime.movements.run_model(context))

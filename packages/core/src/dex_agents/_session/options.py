@@ -126,7 +126,7 @@ class AgentSessionOptions:
             ``write_todos`` and a runner with ``supports_plan_mode``.
         model_spend_limit: The application's ``ModelSpendLimit``, asked before each model call;
             a refusal ends the turn with ``last_turn_error``. ``None`` makes no checks.
-        tracing: ``AgentTracingOptions``; accepted and validated, but this release emits no spans.
+        tracing: ``AgentTracingOptions``: OpenTelemetry GenAI spans of the session's Steps.
 
     Raises:
         ConfigurationError: When the capacity is not positive, the deadline is not positive, a built-in
@@ -157,7 +157,7 @@ class AgentSessionOptions:
     compaction: CompactionPolicy | None = None
     # Spend limits (see model_spend_limit): asked before each model call, told what it used.
     model_spend_limit: ModelSpendLimit | None = None
-    # Accepted for applications written against releases that trace; this release emits no spans.
+    # OpenTelemetry spans (see dex_agents._tracing): on by default, with the global provider.
     tracing: AgentTracingOptions = field(default_factory=AgentTracingOptions)
 
     def __post_init__(self) -> None:

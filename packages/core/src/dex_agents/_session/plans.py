@@ -87,7 +87,12 @@ def take_plan_approval(context: AsyncContext) -> PlanApproval | None:
 
 
 def start_executing_turn(
-    context: AsyncContext, runtime: SessionRuntime, state: AgentState, approval: PlanApproval
+    context: AsyncContext,
+    runtime: SessionRuntime,
+    state: AgentState,
+    approval: PlanApproval,
+    *,
+    step_type: str,
 ) -> StepDecision:
     """Mark the approved plan active, write ``plan_execution_started``, and start the executing
     turn with ``[Dex] The user approved plan revision <n>. ...`` as its user message."""
@@ -100,6 +105,7 @@ def start_executing_turn(
         runtime,
         state,
         plan_execution_message(plan.revision),
+        step_type=step_type,
         interaction_mode=InteractionMode.EXECUTING,
     )
     turn_id = (AGENT_STATE.get(context) or state).active_turn_id

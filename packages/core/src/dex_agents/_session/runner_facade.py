@@ -6,7 +6,9 @@ protocols ``ToolTaskPoller``, ``ToolTaskCanceller``, ``ContextCompactionRunner``
 through one method here: it runs the call with the Step attempt's background heartbeat, sets the
 current deferred tool call where a tool runs, and checks what the runner returned against the
 contract, raising ``RunnerContractError`` for a value of the wrong type. Tracing hangs its spans
-on these methods.
+on these methods: each model call runs inside its ``chat`` span's ``running()`` (the activation
+root current, a failure recorded), and each tool call or task poll inside its ``execute_tool``
+span, the current span while the tool runs.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from dex_agents._runner_contract import (
 )
 from dex_agents._session.heartbeat import Heartbeat
 from dex_agents._session.options import AgentSessionOptions
+from dex_agents._tracing.session_tracing import ModelCallSpan, ToolCallSpan
 from dex_agents._values import FrameworkMessage, MessageRole
 from dex_agents.exceptions import ConfigurationTypeError, RunnerContractError
 
@@ -138,52 +141,60 @@ class RunnerFacade:
         return _require_role(self._runner.build_user_message(text), "build_user_message")
 
     async def run_model_step(
-        self, turn: AgentTurnContext, heartbeat: Heartbeat
+        self, turn: AgentTurnContext, heartbeat: Heartbeat, span: ModelCallSpan
     ) -> AgentTurnOutcome:
         """Make the turn's next model call; ``turn.events`` closes when it returns.
+
+        A failed call ends ``span`` with status ERROR; the Step ends a returned call's span.
 
         Raises:
             RunnerContractError: When the runner returns neither TurnCompleted nor
                 ToolCallsRequested.
         """
-        try:
-            async with heartbeat.in_background():
-                outcome: object = await self._runner.run_model_step(turn)
-        finally:
-            turn.events.close()
-        if not isinstance(outcome, TurnCompleted | ToolCallsRequested):
-            raise RunnerContractError(
-                "run_model_step must return TurnCompleted or ToolCallsRequested, "
-                f"got {type(outcome).__name__}"
-            )
+        with span.running():
+            try:
+                async with heartbeat.in_background():
+                    outcome: object = await self._runner.run_model_step(turn)
+            finally:
+                turn.events.close()
+            if not isinstance(outcome, TurnCompleted | ToolCallsRequested):
+                raise RunnerContractError(
+                    "run_model_step must return TurnCompleted or ToolCallsRequested, "
+                    f"got {type(outcome).__name__}"
+                )
         return outcome
 
     async def execute_deferred_tool_call(
-        self, execution: DeferredToolExecution, heartbeat: Heartbeat
+        self, execution: DeferredToolExecution, heartbeat: Heartbeat, span: ToolCallSpan
     ) -> DeferredToolOutcome:
-        """Run one tool call as the current deferred tool call; ``execution.events`` closes when
-        it returns.
+        """Run one tool call as the current deferred tool call, with ``span`` current;
+        ``execution.events`` closes when it returns.
+
+        A failure ends ``span`` with status ERROR; the Step ends a returned call's span.
 
         Raises:
             ToolExecutionError: As the runner raised it, for the model to see.
             RunnerContractError: When the runner returns anything but ToolExecutionResult,
                 ToolInputRequested, or ToolTaskStarted.
         """
-        try:
-            async with heartbeat.in_background():
-                with _deferred_tool_execution_scope(execution):
-                    outcome: object = await self._runner.execute_deferred_tool_call(execution)
-        finally:
-            execution.events.close()
-        if not isinstance(outcome, ToolExecutionResult | ToolInputRequested | ToolTaskStarted):
-            raise RunnerContractError(
-                "execute_deferred_tool_call must return ToolExecutionResult, ToolInputRequested, "
-                f"or ToolTaskStarted, got {type(outcome).__name__}"
-            )
+        with span.running():
+            try:
+                async with heartbeat.in_background():
+                    with _deferred_tool_execution_scope(execution):
+                        outcome: object = await self._runner.execute_deferred_tool_call(execution)
+            finally:
+                execution.events.close()
+            if not isinstance(outcome, ToolExecutionResult | ToolInputRequested | ToolTaskStarted):
+                raise RunnerContractError(
+                    "execute_deferred_tool_call must return ToolExecutionResult, "
+                    f"ToolInputRequested, or ToolTaskStarted, got {type(outcome).__name__}"
+                )
         return outcome
 
-    async def poll_tool_task(self, poll: ToolTaskPoll, heartbeat: Heartbeat) -> ToolTaskPollOutcome:
-        """Poll the call's task once.
+    async def poll_tool_task(
+        self, poll: ToolTaskPoll, heartbeat: Heartbeat, span: ToolCallSpan
+    ) -> ToolTaskPollOutcome:
+        """Poll the call's task once, with ``span`` current; a failure ends it with ERROR.
 
         Raises:
             ToolExecutionError: As the runner raised it, for the model to see.
@@ -196,13 +207,14 @@ class RunnerFacade:
                 f"tool call {poll.tool_call.tool_call_id} waits for a task, but runner "
                 f"{self.name} has no poll_tool_task method"
             )
-        async with heartbeat.in_background():
-            outcome: object = await runner.poll_tool_task(poll)
-        if not isinstance(outcome, ToolExecutionResult | ToolTaskPending | ToolInputRequested):
-            raise RunnerContractError(
-                "poll_tool_task must return ToolExecutionResult, ToolTaskPending, or "
-                f"ToolInputRequested, got {type(outcome).__name__}"
-            )
+        with span.running():
+            async with heartbeat.in_background():
+                outcome: object = await runner.poll_tool_task(poll)
+            if not isinstance(outcome, ToolExecutionResult | ToolTaskPending | ToolInputRequested):
+                raise RunnerContractError(
+                    "poll_tool_task must return ToolExecutionResult, ToolTaskPending, or "
+                    f"ToolInputRequested, got {type(outcome).__name__}"
+                )
         return outcome
 
     async def cancel_tool_task(
@@ -232,22 +244,23 @@ class RunnerFacade:
         return cutoff
 
     async def summarize_context(
-        self, request: ContextSummaryRequest, heartbeat: Heartbeat
+        self, request: ContextSummaryRequest, heartbeat: Heartbeat, span: ModelCallSpan
     ) -> ContextSummaryResult:
-        """Make the one summary call of a ``CompactContext`` attempt.
+        """Make the one summary call of a ``CompactContext`` attempt inside its ``chat`` span.
 
         Raises:
             RunnerContractError: When the runner is no ContextCompactionRunner, or returns
                 anything but a ContextSummaryResult with text.
         """
-        runner = self._compaction_runner()
-        async with heartbeat.in_background():
-            result: object = await runner.summarize_context(request)
-        if not isinstance(result, ContextSummaryResult) or not isinstance(result.text, str):
-            raise RunnerContractError(
-                "summarize_context must return a ContextSummaryResult with text, got "
-                f"{type(result).__name__}"
-            )
+        with span.running():
+            runner = self._compaction_runner()
+            async with heartbeat.in_background():
+                result: object = await runner.summarize_context(request)
+            if not isinstance(result, ContextSummaryResult) or not isinstance(result.text, str):
+                raise RunnerContractError(
+                    "summarize_context must return a ContextSummaryResult with text, got "
+                    f"{type(result).__name__}"
+                )
         return result
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:

@@ -13,19 +13,21 @@ from dex_agents._session.message_decode_cache import MessageDecodeCache
 from dex_agents._session.movements import SessionMovements
 from dex_agents._session.options import AgentSessionOptions
 from dex_agents._session.runner_facade import RunnerFacade
+from dex_agents._tracing.session_tracing import SessionTracing
 
 __all__ = ["SessionRuntime"]
 
 
 @dataclass(frozen=True)
 class SessionRuntime:
-    """The runner facade, options, AgentEvents Stream, and movements of one Flow type.
+    """The runner facade, options, AgentEvents Stream, movements, and tracing of one Flow type.
 
     Attributes:
         runner: Every call into the runner goes through it.
         options: The Flow type's session options.
         events: The Flow type's AgentEvents Stream.
         movements: Builds every movement to another Step.
+        tracing: The Flow type's spans (``AgentSessionOptions.tracing``).
         flow_type: The Dex Flow type, for the spend limit's call identity.
         message_cache: The decoded window messages of this Worker's recent sessions.
     """
@@ -34,6 +36,7 @@ class SessionRuntime:
     options: AgentSessionOptions
     events: Stream[AgentEvent]
     movements: SessionMovements
+    tracing: SessionTracing
     flow_type: str = ""
     message_cache: MessageDecodeCache = field(default_factory=MessageDecodeCache, compare=False)
 

@@ -31,7 +31,9 @@ from dex_agents._session.heartbeat import Heartbeat
 from dex_agents._session.persistence import AGENT_TOOL_CALLS
 from dex_agents._session.records import finish_tool_call, load_tool_call
 from dex_agents._session.step_base import SessionStep
+from dex_agents._session.tracing import tool_call_span
 from dex_agents._session.transitions import finalize_tool_call
+from dex_agents._tracing.session_tracing import ToolCallSpan
 from dex_agents._values import AgentToolCall, AgentToolCallStatus, CancellationReason
 from dex_agents.exceptions import ToolExecutionError
 
@@ -79,13 +81,14 @@ class PollToolTask(SessionStep[str]):
             ),
             send_heartbeat=heartbeat.beat,
         )
+        span = tool_call_span(context, self._runtime, type(self).__name__, record)
         try:
-            outcome = await self._runtime.runner.poll_tool_task(poll, heartbeat)
+            outcome = await self._runtime.runner.poll_tool_task(poll, heartbeat, span)
         except ToolExecutionError as error:
             failed = finalize_tool_call(record, AgentToolCallStatus.FAILED, error=str(error))
             finish_tool_call(context, events, failed)
             return dead_end()
-        return self._apply(context, events, record, outcome)
+        return self._apply(context, events, record, outcome, span)
 
     def _apply(
         self,
@@ -93,10 +96,12 @@ class PollToolTask(SessionStep[str]):
         events: AgentEventWriter,
         record: AgentToolCall,
         outcome: ToolTaskPollOutcome,
+        span: ToolCallSpan,
     ) -> StepDecision:
         if isinstance(outcome, ToolExecutionResult):
             final = finalize_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=outcome.output)
             finish_tool_call(context, events, final)
+            span.finished(final)
             return dead_end()
         if isinstance(outcome, ToolInputRequested):
             updated = record_tool_question(record, outcome)
@@ -110,6 +115,7 @@ class PollToolTask(SessionStep[str]):
                 task_answer_pending=False,
             )
         AGENT_TOOL_CALLS.set(context, updated.tool_call_id, updated)
+        span.finished(updated)
         return go_to_many(self._runtime.movements.for_record(updated))
 
 

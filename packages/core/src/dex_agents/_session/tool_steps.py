@@ -17,6 +17,7 @@ from dex_agents._events import ToolTaskStartedPayload
 from dex_agents._runner_contract import (
     MISSING_TOOL_TASK_POLLER,
     DeferredToolExecution,
+    DeferredToolOutcome,
     ToolExecutionResult,
     ToolInputRequested,
 )
@@ -26,6 +27,7 @@ from dex_agents._session.heartbeat import Heartbeat
 from dex_agents._session.persistence import AGENT_TOOL_CALLS
 from dex_agents._session.records import finish_tool_call, load_tool_call
 from dex_agents._session.step_base import SessionStep
+from dex_agents._session.tracing import tool_call_span
 from dex_agents._session.transitions import (
     ToolFailureRoute,
     finalize_tool_call,
@@ -90,15 +92,21 @@ class _RunToolStep(SessionStep[str]):
             send_heartbeat=heartbeat.beat,
             send_checkpoint=heartbeat.save_checkpoint,
         )
+        span = tool_call_span(context, self._runtime, type(self).__name__, record)
         try:
-            outcome = await runner.execute_deferred_tool_call(execution, heartbeat)
+            outcome = await runner.execute_deferred_tool_call(execution, heartbeat, span)
         except ToolExecutionError as error:
             return finalize_tool_call(record, AgentToolCallStatus.FAILED, error=str(error))
+        updated = self._record_outcome(record, outcome)
+        span.finished(updated)
+        return updated
+
+    def _record_outcome(self, record: AgentToolCall, outcome: DeferredToolOutcome) -> AgentToolCall:
         if isinstance(outcome, ToolExecutionResult):
             return finalize_tool_call(record, AgentToolCallStatus.SUCCEEDED, output=outcome.output)
         if isinstance(outcome, ToolInputRequested):
             return record_tool_question(record, outcome)
-        if runner.polls_tool_tasks:
+        if self._runtime.runner.polls_tool_tasks:
             return record_tool_task(record, outcome.task_id, outcome.poll_interval_seconds)
         status = (
             AgentToolCallStatus.OUTCOME_UNKNOWN

@@ -87,7 +87,12 @@ class StartAgentSession(SessionStep[AgentSessionStartInput]):
             [input.plan_mode and self._runtime.options.plan_mode_enabled], None
         )
         return begin_turn(
-            context, self._runtime, state, input.initial_message, interaction_mode=mode
+            context,
+            self._runtime,
+            state,
+            input.initial_message,
+            step_type=type(self).__name__,
+            interaction_mode=mode,
         )
 
 
@@ -121,10 +126,17 @@ class AwaitUserMessage(SessionStep[None]):
                 AGENT_PLAN.get(context),
             )
             return begin_turn(
-                context, self._runtime, state, messages[0].text, interaction_mode=mode
+                context,
+                self._runtime,
+                state,
+                messages[0].text,
+                step_type=type(self).__name__,
+                interaction_mode=mode,
             )
         if approval is not None and approval.is_current:
-            return start_executing_turn(context, self._runtime, state, approval)
+            return start_executing_turn(
+                context, self._runtime, state, approval, step_type=type(self).__name__
+            )
         return go_to_many(movements.await_user_message())
 
 

@@ -37,6 +37,7 @@ from dex_agents._session.settings import (
     decode_session_settings,
     session_settings_of_turn,
 )
+from dex_agents._session.tracing import begin_user_message_activation
 from dex_agents._session.transitions import fail_turn, start_turn
 from dex_agents._values import (
     AgentMessage,
@@ -63,9 +64,11 @@ def begin_turn(
     state: AgentState,
     text: str | Sequence[str],
     *,
+    step_type: str,
     interaction_mode: InteractionMode = InteractionMode.CHAT,
 ) -> StepDecision:
-    """Store the user message of a new turn, write ``turn_started``, and move to ``RunModel``.
+    """Store the user message of a new turn, write ``turn_started``, begin the turn's activation
+    (its ``invoke_agent`` root, emitted by ``step_type``), and move to ``RunModel``.
 
     A turn that steering starts has several user messages, every steered message in order.
     ``interaction_mode`` is ``planning`` for a plan-mode message or a draft plan (see
@@ -86,6 +89,7 @@ def begin_turn(
     # The turn keeps the settings it started with, even when they change while it runs.
     settings = decode_session_settings(SESSION_SETTINGS.get(context))
     TURN_SESSION_SETTINGS.set(context, TurnSessionSettings.copy_for_turn(turn_id, settings))
+    begin_user_message_activation(context, runtime, step_type, turn_id, stored)
     events = runtime.event_writer(context, turn_id)
     write_event_payload(events, TurnStartedPayload(sequence=stored[0].sequence))
     return go_to_many(runtime.movements.run_model(context))

@@ -11,6 +11,7 @@ Each takes the tool call ID as input and loads only that call's record.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from dex import AsyncContext, StepDecision, Timer, Wait, dead_end, go_to_many
@@ -38,6 +39,7 @@ from dex_agents._session.persistence import (
 )
 from dex_agents._session.records import finish_tool_call, load_tool_call
 from dex_agents._session.step_base import SessionStep
+from dex_agents._session.tracing import begin_activation
 from dex_agents._session.transitions import (
     APPROVAL_DEADLINE_PASSED_MESSAGE,
     ApprovalOutcome,
@@ -48,6 +50,7 @@ from dex_agents._session.transitions import (
     remove_interrupt,
     seconds_until,
 )
+from dex_agents._tracing.session_tracing import ActivationTrigger, StepIdentity
 from dex_agents._values import (
     AgentInterruptResolution,
     AgentToolCall,
@@ -103,7 +106,9 @@ class AwaitToolApproval(SessionStep[str]):
             )
         resolutions = INTERRUPT_RESOLUTIONS.results(context, input)
         if resolutions:
-            return self._apply_resolution(context, events, record, resolutions[0])
+            return self._apply_resolution(
+                context, events, record, resolutions[0], ActivationTrigger.INTERRUPT_RESOLUTION
+            )
         if context.has_timer_fired():
             interrupts = PENDING_INTERRUPTS.get(context) or []
             outcome = expire_approval(interrupts, input, self._runtime.now())
@@ -118,6 +123,7 @@ class AwaitToolApproval(SessionStep[str]):
                         approved=False,
                         rejection_message=APPROVAL_DEADLINE_PASSED_MESSAGE,
                     ),
+                    ActivationTrigger.INTERRUPT_DEADLINE,
                 )
         return go_to_many(self._runtime.movements.for_record(record))
 
@@ -127,9 +133,22 @@ class AwaitToolApproval(SessionStep[str]):
         events: AgentEventWriter,
         record: AgentToolCall,
         resolution: AgentInterruptResolution,
+        trigger: ActivationTrigger | None = None,
     ) -> StepDecision:
+        """Apply an answer; one from outside the session (``trigger``) begins an activation,
+        whose root replaces the record's trace context."""
         write_event_payload(events, InterruptResolvedPayload.of_approval(resolution))
         updated = apply_approval(record, resolution)
+        if trigger is not None:
+            root = begin_activation(
+                context,
+                self._runtime,
+                StepIdentity.of(context, type(self).__name__, record.turn_id),
+                trigger,
+                interrupt_id=resolution.interrupt_id,
+                approved=resolution.approved,
+            )
+            updated = replace(updated, trace_context=root)
         if updated.is_final:
             finish_tool_call(context, events, updated)
             return dead_end()
