@@ -6,8 +6,8 @@ the values of its loaded Channel messages by iterating the request's
 ``loaded_channel_messages`` map, and write the hydrated values back by iterating the copy's map.
 Protobuf leaves map iteration order unspecified, and under upb (whose string hash is seeded per
 process) a map parsed from the wire and its copy iterate some pairs of keys in different orders,
-which pairs depending on the process: the session's two message Channels crossed in a few
-processes in a hundred. In such a Worker every invocation that loads two non-empty Channels
+which pairs depending on the process: the session's two message Channels crossed in 11 of
+800 fresh processes checked. In such a Worker every invocation that loads two non-empty Channels
 sees each Channel's message IDs with the other Channel's values: ``get_agent_snapshot`` listed
 the steered message's text under the queued message's ID, and the queued one's text as
 steered.
