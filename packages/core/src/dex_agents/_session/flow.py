@@ -18,6 +18,7 @@ from dex import Context, Flow, PersistenceSchema, RPCResult, StepList, Stream, r
 
 from dex_agents._events import AgentEvent
 from dex_agents._runner_contract import AgentFrameworkRunner
+from dex_agents._sdk_channel_values import install_channel_value_repair
 from dex_agents._session import rpcs
 from dex_agents._session.control_steps import ApplyTurnControl, FinishTurnCancellation
 from dex_agents._session.control_transitions import CancelTurnDecision
@@ -145,6 +146,9 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 f"options must be AgentSessionOptions or None, got {type(resolved).__name__}"
             )
         facade.require_capabilities(resolved)
+        # get_agent_snapshot and execute_plan load two Channels: a Worker must see each
+        # message with its own value (dex-python-sdk 1.23.0 can pair them crosswise).
+        install_channel_value_repair()
         self._flow_type = flow_type
         self._events = agent_event_stream(resolved.event_stream_capacity_bytes)
         self._runtime = SessionRuntime(
