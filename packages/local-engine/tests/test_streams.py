@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from datetime import timedelta
@@ -28,7 +29,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 from dex.worker_options import WorkerTarget
 from dex_local_engine.errors import guard_servicer_method
-from dex_local_engine.streams import StreamStore
+from dex_local_engine.streams import StreamStore, StreamStoreBackend
 from engine_test_support import EngineProcess, GateBoard, WorkerLauncher
 from google.protobuf import empty_pb2
 from stream_sample_flows import CHATTER, CHATTER_REGISTRY, chatter_registry
@@ -68,7 +69,14 @@ class _StreamService(dex_pb2_grpc.FlowServiceServicer):
 
 @pytest.fixture
 async def store_and_client(tmp_path: Path) -> AsyncIterator[tuple[StreamStore, AsyncClient]]:
-    store = StreamStore(default_read_wait_seconds=1.0)
+    async with _serving(StreamStore(default_read_wait_seconds=1.0), tmp_path) as served:
+        yield served
+
+
+@contextlib.asynccontextmanager
+async def _serving(
+    store: StreamStore, tmp_path: Path
+) -> AsyncIterator[tuple[StreamStore, AsyncClient]]:
     server = grpc.aio.server()
     dex_pb2_grpc.add_FlowServiceServicer_to_server(_StreamService(store), server)  # type: ignore[no-untyped-call]
     port = server.add_insecure_port("127.0.0.1:0")
@@ -268,3 +276,29 @@ async def test_step_writes_reach_a_long_polling_client_in_order(
         await engine_client.read_stream("chat-2", CHATTER, first.resume_token)
     assert raised.value.code is grpc.StatusCode.INVALID_ARGUMENT
     assert "another Stream" in raised.value.detail
+
+
+async def test_a_disabled_stream_store_keeps_nothing_and_refuses_client_calls(
+    tmp_path: Path,
+) -> None:
+    """Like Dex's ``streamStore.backend: disabled``: Step writes are dropped without failing the
+    Step; Client writes, reads (whatever the token) and listings answer FAILED_PRECONDITION."""
+    store = StreamStore(backend=StreamStoreBackend.DISABLED)
+    async with _serving(store, tmp_path) as (_, client):
+        frame = pb.StepStreamWrite(
+            stream_name="Progress", stream_capacity_bytes=1 << 20, value=pb.Value(string_value="x")
+        )
+        assert not store.write_from_step("ChatFlow", "f1", "RunModel-1", frame)
+        assert not store.write_from_step("ChatFlow", "f1", "RunModel-1", frame)
+        calls = (
+            client.write_stream("f1", PROGRESS, "ui", "x"),
+            client.read_stream("f1", PROGRESS),
+            client.read_stream("f1", PROGRESS, "not-a-token"),
+            client.list_stream_messages("f1", PROGRESS, 10),
+        )
+        for call in calls:
+            with pytest.raises(DexServiceError) as raised:
+                await call
+            assert raised.value.code is grpc.StatusCode.FAILED_PRECONDITION
+            assert "Stream Store is disabled" in raised.value.detail
+            assert "--stream-store memory" in raised.value.detail

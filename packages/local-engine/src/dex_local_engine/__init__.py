@@ -11,5 +11,13 @@ __version__ = "0.3.0"
 
 from dex_local_engine.server import EngineServer, ServerConfig
 from dex_local_engine.store import Durability, StoreError
+from dex_local_engine.streams import StreamStoreBackend
 
-__all__ = ["Durability", "EngineServer", "ServerConfig", "StoreError", "__version__"]
+__all__ = [
+    "Durability",
+    "EngineServer",
+    "ServerConfig",
+    "StoreError",
+    "StreamStoreBackend",
+    "__version__",
+]

@@ -14,6 +14,7 @@ from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS
 from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE
 from dex_local_engine.server import AddressInUseError, ServerConfig, serve
 from dex_local_engine.store import Durability, StoreError
+from dex_local_engine.streams import StreamStoreBackend
 
 __all__ = ["main"]
 
@@ -46,6 +47,14 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="closed Flow runs kept in memory after they closed or were read; older ones are "
         f"read from the database on demand (default {DEFAULT_CLOSED_RUN_CACHE}; 0: none)",
+    )
+    serve_parser.add_argument(
+        "--stream-store",
+        choices=[backend.value for backend in StreamStoreBackend],
+        default=StreamStoreBackend.MEMORY.value,
+        help="memory (default): keep Stream messages in engine memory; disabled: keep none, "
+        "like Dex's streamStore.backend: disabled (Step Stream writes are dropped, Client "
+        "Stream calls answer FAILED_PRECONDITION)",
     )
     history_parser = commands.add_parser(
         "history", help="print every event of a Flow's history as JSON lines"
@@ -93,6 +102,7 @@ def _run_serve(arguments: argparse.Namespace) -> int:
         Durability(arguments.durability),
         worker_address,
         arguments.closed_run_cache,
+        StreamStoreBackend(arguments.stream_store),
     )
     try:
         asyncio.run(serve(config))

@@ -25,7 +25,7 @@ from dex_local_engine.flow_state import FlowRun
 from dex_local_engine.listening_dispatch import ListeningDispatcher
 from dex_local_engine.pull_dispatch import PullDispatcher
 from dex_local_engine.store import Durability, Store
-from dex_local_engine.streams import StreamStore
+from dex_local_engine.streams import StreamStore, StreamStoreBackend
 
 __all__ = ["MAX_MESSAGE_BYTES", "AddressInUseError", "EngineServer", "ServerConfig", "serve"]
 
@@ -56,6 +56,8 @@ class ServerConfig:
     """The listening Worker of Flows started without a worker target."""
     closed_run_cache: int = DEFAULT_CLOSED_RUN_CACHE
     """Closed runs kept in memory after they closed or were read (0: none)."""
+    stream_store: StreamStoreBackend = StreamStoreBackend.MEMORY
+    """Where Stream messages live; ``DISABLED`` keeps none, like Dex's disabled Stream Store."""
 
 
 class _DispatcherRouter:
@@ -138,7 +140,7 @@ class EngineServer:
             store.close()
             raise AddressInUseError(f"cannot listen on {config.address}: address in use or invalid")
         pull = PullDispatcher(no_capacity_retry_seconds=_NO_CAPACITY_RETRY_SECONDS)
-        streams = StreamStore()
+        streams = StreamStore(backend=config.stream_store)
 
         def write_stream(run: FlowRun, step_execution_id: str, frame: pb.StepStreamWrite) -> None:
             streams.write_from_step(run.flow_type, run.flow_id, step_execution_id, frame)

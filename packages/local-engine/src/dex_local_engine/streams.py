@@ -17,8 +17,15 @@ head, reads from the oldest retained message. When no message follows the token,
 long-polls until one is written or the wait ends with ``LongPollTimeoutError``
 (DEADLINE_EXCEEDED + LONG_POLL_TIME_OUT).
 
+With the Stream Store disabled (``StreamStoreBackend.DISABLED``, ``serve --stream-store
+disabled``, like Dex's ``streamStore.backend: disabled``), nothing is kept: a Step's Stream write
+is dropped without failing the Step, and ``WriteStream``, ``ReadStream`` and
+``ListStreamMessages`` answer FAILED_PRECONDITION ("Stream Store is disabled"), the read before
+it looks at the resume token, as Dex does.
+
 Public API (the FlowService servicer and the scheduler use it):
 
+* :class:`StreamStoreBackend` -- ``memory`` (default) or ``disabled``.
 * :class:`StreamStore` -- ``write`` (WriteStream), ``write_from_step`` (a Step's
   ``StepStreamWrite`` frame), ``await read`` (ReadStream), ``list`` (ListStreamMessages).
 
@@ -45,17 +52,24 @@ import secrets
 import time
 from collections import deque
 from dataclasses import dataclass, field
+from enum import StrEnum
 
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf import timestamp_pb2
 
-from dex_local_engine.errors import EngineError, invalid_argument, long_poll_timeout
+from dex_local_engine.errors import (
+    EngineError,
+    failed_precondition,
+    invalid_argument,
+    long_poll_timeout,
+)
 
 __all__ = [
     "DEFAULT_READ_WAIT_SECONDS",
     "MAX_LIST_PAGE_SIZE",
     "MAX_MESSAGE_BYTES",
     "StreamStore",
+    "StreamStoreBackend",
 ]
 
 MAX_MESSAGE_BYTES = 100 * 1024
@@ -74,6 +88,16 @@ _TOKEN_VERSION = 1
 _TOKEN_MAC_BYTES = 16
 
 _log = logging.getLogger(__name__)
+
+
+class StreamStoreBackend(StrEnum):
+    """Where Stream messages live (``serve --stream-store``), named as Dex's ``streamStore``."""
+
+    MEMORY = "memory"
+    """In this engine process's memory; a restart loses them."""
+    DISABLED = "disabled"
+    """Nowhere: Step writes are dropped and Client Stream calls answer FAILED_PRECONDITION."""
+
 
 _MessageId = tuple[int, int]
 """(creation time in Unix milliseconds, sequence within that millisecond); strictly increasing."""
@@ -129,10 +153,18 @@ class StreamStore:
     """In-memory Stream storage implementing WriteStream, ReadStream and ListStreamMessages.
 
     All methods run on the engine's event loop thread. ``read`` waits; the others return at once.
+    With ``backend=StreamStoreBackend.DISABLED`` it keeps nothing (see the module docstring).
     """
 
-    def __init__(self, *, default_read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS) -> None:
+    def __init__(
+        self,
+        *,
+        default_read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS,
+        backend: StreamStoreBackend = StreamStoreBackend.MEMORY,
+    ) -> None:
         self._default_read_wait_seconds = default_read_wait_seconds
+        self.backend = StreamStoreBackend(backend)
+        self._dropped_step_writes = 0
         self._scopes: dict[tuple[str, str], _Scope] = {}
         self._instances: dict[tuple[str, str, str], _Instance] = {}
         self._last_id: _MessageId = (0, 0)
@@ -145,9 +177,11 @@ class StreamStore:
 
         Raises:
             EngineError: INVALID_ARGUMENT naming an empty or invalid field, or a value over
-                100 KiB or over the Stream's whole capacity.
+                100 KiB or over the Stream's whole capacity; FAILED_PRECONDITION when the Stream
+                Store is disabled.
         """
         _require_scope_fields(request.flow_id, request.flow_type, request.stream_name)
+        self._require_enabled("WriteStream")
         if not request.source:
             raise invalid_argument("WriteStream source must not be empty")
         if request.stream_capacity_bytes <= 0:
@@ -172,11 +206,24 @@ class StreamStore:
         """Append a message a Step wrote while running (a ``stream_write`` output frame).
 
         The source is ``#<step_execution_id>``, as in Dex. Like Dex, a message the store cannot
-        take is dropped without failing the Step.
+        take, or any message while the Stream Store is disabled, is dropped without failing the
+        Step.
 
         Returns:
-            True if the message was stored, False if it was dropped (and logged).
+            True if the message was stored, False if it was dropped (and logged; while disabled,
+            only the first drop is logged).
         """
+        if self.backend is StreamStoreBackend.DISABLED:
+            if self._dropped_step_writes == 0:
+                _log.warning(
+                    "the Stream Store is disabled (--stream-store disabled): Step Stream "
+                    "messages, starting with one of %s %s step %s, are dropped",
+                    flow_type,
+                    flow_id,
+                    step_execution_id,
+                )
+            self._dropped_step_writes += 1
+            return False
         try:
             if not frame.stream_name or frame.stream_capacity_bytes <= 0:
                 raise invalid_argument("StepStreamWrite needs a stream name and a capacity")
@@ -273,9 +320,11 @@ class StreamStore:
         Raises:
             EngineError: INVALID_ARGUMENT for an empty scope field, a negative wait or a token
                 that is not a valid token of this Flow's Stream; DEADLINE_EXCEEDED +
-                LONG_POLL_TIME_OUT when no message arrives in time.
+                LONG_POLL_TIME_OUT when no message arrives in time; FAILED_PRECONDITION when the
+                Stream Store is disabled, whatever the token.
         """
         _require_scope_fields(request.flow_id, request.flow_type, request.stream_name)
+        self._require_enabled("ReadStream")
         if request.wait_time_seconds < 0:
             raise invalid_argument(
                 f"ReadStream wait_time_seconds must not be negative, got "
@@ -335,9 +384,11 @@ class StreamStore:
 
         Raises:
             EngineError: INVALID_ARGUMENT for an empty scope field, a page size outside
-                1..1000 or an invalid token.
+                1..1000 or an invalid token; FAILED_PRECONDITION when the Stream Store is
+                disabled.
         """
         _require_scope_fields(request.flow_id, request.flow_type, request.stream_name)
+        self._require_enabled("ListStreamMessages")
         if not 1 <= request.page_size <= MAX_LIST_PAGE_SIZE:
             raise invalid_argument(
                 f"ListStreamMessages page_size must be between 1 and {MAX_LIST_PAGE_SIZE}, "
@@ -357,6 +408,14 @@ class StreamStore:
             messages=[self._to_proto(key, message) for message in page],
             next_page_token=next_token,
         )
+
+    def _require_enabled(self, method_name: str) -> None:
+        if self.backend is StreamStoreBackend.DISABLED:
+            raise failed_precondition(
+                f"Stream Store is disabled: {method_name} has no Stream to use, because this "
+                "engine runs with --stream-store disabled and keeps no Stream messages; start it "
+                "with --stream-store memory to keep them"
+            )
 
     # --- tokens ----------------------------------------------------------------------------
 
