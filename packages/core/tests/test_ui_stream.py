@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import grpc
 import pytest
 from dex import (
     AsyncClient,
     BlobCacheConfig,
     Client,
     ClientOptions,
+    DexServiceError,
     Registry,
     StreamMessage,
     WorkerTarget,
@@ -156,6 +158,36 @@ async def stack(tmp_path: Path) -> AsyncIterator[_Stack]:
             yield _Stack(engine, dex.client, dex.sessions(FLOW), tmp_path)
     finally:
         await engine.stop()
+
+
+@pytest.fixture
+async def stack_without_streams(tmp_path: Path) -> AsyncIterator[_Stack]:
+    """An engine like a Dex Server with ``streamStore.backend: disabled``."""
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path), stream_store_disabled=True
+    )
+    try:
+        async with in_process_worker([FLOW], engine.server_address, tmp_path / "cache") as dex:
+            yield _Stack(engine, dex.client, dex.sessions(FLOW), tmp_path)
+    finally:
+        await engine.stop()
+
+
+def _sync_client(stack: _Stack) -> tuple[Client, Callable[[], None]]:
+    cache = open_blob_cache(BlobCacheConfig(str(stack.tmp_path / "sync-cache"), 1 << 24))
+    client = Client(
+        Registry([FLOW], agent_codec_registry(), allow_async_handlers=True),
+        cache,
+        ClientOptions(
+            server_address=stack.engine.server_address, worker_target=WorkerTarget(pull=True)
+        ),
+    )
+
+    def close() -> None:
+        client.close()
+        cache.close()
+
+    return client, close
 
 
 @dataclass(frozen=True)
@@ -407,14 +439,7 @@ async def test_the_sync_variants_read_the_same_snapshot_and_frames(stack: _Stack
     await wait_for_agent_snapshot(stack.sessions, "s", _pending)
     expected = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
     stored = await _all_events(stack, "s")
-    cache = open_blob_cache(BlobCacheConfig(str(stack.tmp_path / "sync-cache"), 1 << 24))
-    sync_client = Client(
-        Registry([FLOW], agent_codec_registry(), allow_async_handlers=True),
-        cache,
-        ClientOptions(
-            server_address=stack.engine.server_address, worker_target=WorkerTarget(pull=True)
-        ),
-    )
+    sync_client, close = _sync_client(stack)
 
     def read_synchronously() -> tuple[AgentEventStreamSnapshot, list[str], list[str]]:
         value = read_agent_event_stream_snapshot_sync(sync_client, FLOW, "s")
@@ -433,11 +458,75 @@ async def test_the_sync_variants_read_the_same_snapshot_and_frames(stack: _Stack
     try:
         value, frames, tail = await asyncio.to_thread(read_synchronously)
     finally:
-        sync_client.close()
-        cache.close()
+        close()
     assert value.to_json() == expected.to_json()
     assert [(frame.id, frame.event) for frame in map(_parse, frames)] == stored[1:]
     assert tail == [KEEP_ALIVE_FRAME]
+
+
+async def _turn_completes_without_events(stack: _Stack) -> None:
+    await stack.sessions.start_session("s", "order 7")
+    snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _idle_after(1))
+    assert snapshot.messages[0].role == "user"
+    assert snapshot.messages[-1].text == 'Done: {"order_id": "7", "status": "delivered"}'
+    # The session's Steps wrote their events; the engine kept none of them.
+    with pytest.raises(DexServiceError) as raised:
+        await stack.client.list_stream_messages("s", FLOW.agent_events, 10)
+    assert raised.value.code is grpc.StatusCode.FAILED_PRECONDITION
+
+
+async def test_without_a_stream_store_the_snapshot_has_an_empty_token_and_frames_keep_alive(
+    stack_without_streams: _Stack,
+) -> None:
+    stack = stack_without_streams
+    await _turn_completes_without_events(stack)
+    value = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
+    assert value.resume_token == ""
+    assert value.snapshot.state is not None and value.snapshot.state.turn_count == 1
+    assert value.to_json()["resume_token"] == ""
+    snapshot_json = value.to_json()["snapshot"]
+    assert isinstance(snapshot_json, dict) and isinstance(snapshot_json["messages"], list)
+    assert len(snapshot_json["messages"]) == len(value.snapshot.messages) > 2
+
+    frames = await stream_agent_event_frames(
+        stack.client, FLOW, "s", resume_token=value.resume_token, poll_timeout=_ONE_SECOND
+    )
+    two = [await asyncio.wait_for(anext(frames), 30) for _ in range(2)]
+    await frames.aclose()
+    assert two == [KEEP_ALIVE_FRAME, KEEP_ALIVE_FRAME]
+    # No token can be valid: the browser is sent back to the snapshot, whose token is empty.
+    with pytest.raises(InvalidAgentEventResumeTokenError, match="Stream Store is disabled"):
+        await stream_agent_event_frames(stack.client, FLOW, "s", resume_token="token-1")
+
+
+async def test_without_a_stream_store_the_sync_variants_do_the_same(
+    stack_without_streams: _Stack,
+) -> None:
+    stack = stack_without_streams
+    await _turn_completes_without_events(stack)
+    sync_client, close = _sync_client(stack)
+
+    def read_synchronously() -> tuple[AgentEventStreamSnapshot, list[str]]:
+        value = read_agent_event_stream_snapshot_sync(sync_client, FLOW, "s")
+        frames = stream_agent_event_frames_sync(
+            sync_client, FLOW, "s", resume_token=value.resume_token, poll_timeout=_ONE_SECOND
+        )
+        two = [next(frames) for _ in range(2)]
+        frames.close()
+        with pytest.raises(InvalidAgentEventResumeTokenError, match="Stream Store is disabled"):
+            stream_agent_event_frames_sync(sync_client, FLOW, "s", resume_token="token-1")
+        return value, two
+
+    try:
+        value, two = await asyncio.wait_for(asyncio.to_thread(read_synchronously), 30)
+    finally:
+        close()
+    assert value.resume_token == ""
+    assert (
+        value.to_json()
+        == (await read_agent_event_stream_snapshot(stack.client, FLOW, "s")).to_json()
+    )
+    assert two == [KEEP_ALIVE_FRAME, KEEP_ALIVE_FRAME]
 
 
 async def test_arguments_are_checked(stack: _Stack) -> None:

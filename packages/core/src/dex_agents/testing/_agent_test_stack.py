@@ -47,7 +47,11 @@ class AgentTestStack:
     ``python -m worker_module`` in its own process group with ``worker_cwd`` as
     its directory and ``worker_env`` added to its environment; that module calls
     ``run_agent_worker`` with the same Flows. Leaving kills every Worker, closes
-    the Client and stops the engine.
+    the Client and stops the engine. ``stream_store_disabled`` runs the local
+    engine like a Dex Server with ``streamStore.backend: disabled`` (see
+    ``EngineProcess.start_local``); with ``DEXCLI`` set it raises
+    ``ConfigurationError`` on entering, since dexcli's Stream Store is configured in its
+    own config file.
 
     Example:
         >>> async with AgentTestStack(tmp_path, [flow], "tests.my_worker") as stack:  # doctest: +SKIP
@@ -65,9 +69,16 @@ class AgentTestStack:
         worker_cwd: Path | None = None,
         worker_env: Mapping[str, str] | None = None,
         server_zd_config: Path | None = None,
+        stream_store_disabled: bool = False,
     ) -> None:
         if not flows:
             raise ConfigurationError("AgentTestStack needs at least one Flow")
+        if stream_store_disabled and server_zd_config is not None:
+            raise ConfigurationError(
+                "stream_store_disabled starts the local engine with --stream-store disabled; "
+                "with dexcli, set streamStore in server_zd_config instead"
+            )
+        self.stream_store_disabled = stream_store_disabled
         self.tmp_path = Path(tmp_path)
         self.flows = list(flows)
         self.worker_module = worker_module
@@ -171,6 +182,11 @@ class AgentTestStack:
     async def _start_engine(self) -> EngineProcess:
         logs = EngineLogs.in_directory(self.tmp_path / "engine")
         dexcli = os.environ.get(DEXCLI_ENV)
+        if dexcli and self.stream_store_disabled:
+            raise ConfigurationError(
+                f"stream_store_disabled needs the local engine, but {DEXCLI_ENV} is set; pass a "
+                "server_zd_config that disables dexcli's Stream Store instead"
+            )
         if dexcli:
             return EngineProcess.start_dexcli(
                 dexcli, self.tmp_path / "dexcli", logs, server_zd_config=self.server_zd_config
@@ -179,6 +195,7 @@ class AgentTestStack:
             self.tmp_path / "engine" / "engine.db",
             logs,
             durability=EngineDurability.PROCESS_CRASH_SAFE,
+            stream_store_disabled=self.stream_store_disabled,
         )
 
     async def _wait_for_engine(self) -> bool:

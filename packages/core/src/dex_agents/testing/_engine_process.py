@@ -111,8 +111,13 @@ class EngineProcess:
         durability: EngineDurability | None = None,
         address: str = "127.0.0.1:0",
         timeout: float = DEFAULT_ENGINE_STARTUP_TIMEOUT_SECONDS,
+        stream_store_disabled: bool = False,
     ) -> EngineProcess:
         """Start ``dex-local-engine serve`` and wait for its ready line.
+
+        ``stream_store_disabled`` runs it with ``--stream-store disabled``, like a Dex Server
+        whose ``streamStore.backend`` is ``disabled``: Step Stream writes (a session's
+        ``AgentEvents``) are dropped, and Client Stream reads answer ``FAILED_PRECONDITION``.
 
         Raises:
             EngineStartError: The engine exited or printed no ready line within
@@ -129,6 +134,8 @@ class EngineProcess:
         ]
         if durability is not None:
             command += ["--durability", durability.value]
+        if stream_store_disabled:
+            command += ["--stream-store", "disabled"]
         logs.stdout.unlink(missing_ok=True)
         process = _start(command, logs)
         deadline = time.monotonic() + timeout

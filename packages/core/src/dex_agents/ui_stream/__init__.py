@@ -15,6 +15,10 @@ besides Dex and no web framework dependency here:
 The ``_sync`` variants take a synchronous ``dex.Client`` for WSGI servers. Authorize every
 route: the session ID and the resume token come from the browser.
 
+With the Dex Stream Store disabled (``streamStore.backend: disabled``), the snapshot still
+works, with an empty token, and the event stream yields only keep-alive comments; poll the
+snapshot instead.
+
 The web chat of the repository (``examples/web-chat``) mounts both routes in Starlette.
 
 Example:

@@ -4,11 +4,15 @@ Each frame's ``id`` is the event's Dex resume token and its ``data`` the ``Agent
 JSON. A reconnecting ``EventSource`` sends the last ``id`` as ``Last-Event-ID``; passed back as
 ``resume_token``, the stream continues with the next event. The generators never end by
 themselves while Dex answers: after each empty long poll they yield :data:`KEEP_ALIVE_FRAME`.
+With the Dex Stream Store disabled, an empty token opens a stream of keep-alives only, one per
+``poll_timeout``, and the browser polls the snapshot instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import time
 from collections.abc import AsyncGenerator, Generator, Mapping
 from datetime import timedelta
 from types import MappingProxyType
@@ -22,6 +26,10 @@ from dex_agents._json_values import WireValueError
 from dex_agents.ui_stream._agent_event_json import agent_event_json_text
 from dex_agents.ui_stream._agent_event_stream_snapshot import require_agent_session_flow
 from dex_agents.ui_stream._invalid_resume_token_error import InvalidAgentEventResumeTokenError
+from dex_agents.ui_stream._stream_store_disabled import (
+    STREAM_STORE_DISABLED_DETAIL,
+    is_stream_store_disabled,
+)
 
 __all__ = [
     "AGENT_EVENT_STREAM_HEADERS",
@@ -97,19 +105,23 @@ async def stream_agent_event_frames(
     each ``poll_timeout`` without one; it stops when the web framework cancels it, or, when Dex
     refuses a later read, after logging it (the browser reconnects with ``Last-Event-ID``).
     Dex Streams need no Flow, so an ID that names no session yields only keep-alives: authorize
-    and check the session first.
+    and check the session first. With the Dex Stream Store disabled
+    (``streamStore.backend: disabled``) Dex keeps no event: the empty token, which the snapshot
+    then carries, yields only a keep-alive after each ``poll_timeout``, with no error, and any
+    other token is refused with :class:`InvalidAgentEventResumeTokenError`.
 
     Args:
         client: An ``AsyncClient`` whose Registry holds ``flow``.
         flow: The session's ``AgentSessionFlow``.
         session_id: The session (Flow) ID; authorize the caller for it first.
         resume_token: ``Last-Event-ID``, or the snapshot's ``resume_token``; empty reads from
-            the oldest retained event.
+            the oldest retained event (when the Stream Store is enabled).
         poll_timeout: How long each Dex long poll waits, in whole seconds.
 
     Raises:
         InvalidAgentEventResumeTokenError: When Dex refuses the token, such as one of another
-            session or a forged one; nothing was read.
+            session or a forged one, or any non-empty token while the Stream Store is disabled;
+            nothing was read.
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
         ConfigurationError: (a ``ValueError``) When ``poll_timeout`` is not a positive whole
             number of seconds.
@@ -145,8 +157,8 @@ async def stream_agent_event_frames(
     except LongPollTimeoutError:
         first = None
     except DexServiceError as error:
-        reader.raise_if_token_refused(error)
-        raise
+        reader.raise_unless_stream_store_disabled(error)
+        first = None
 
     async def frames() -> AsyncGenerator[str, None]:
         if first is not None:
@@ -158,8 +170,12 @@ async def stream_agent_event_frames(
                 yield KEEP_ALIVE_FRAME
                 continue
             except DexServiceError as error:
-                reader.log_end(error)
-                return
+                if not reader.keeps_alive_after(error):
+                    return
+                # Dex answers at once: wait as a long poll would, so the loop does not spin.
+                await asyncio.sleep(poll_timeout.total_seconds())
+                yield KEEP_ALIVE_FRAME
+                continue
             yield reader.frame(message)
 
     return frames()
@@ -179,7 +195,8 @@ def stream_agent_event_frames_sync(
     current long poll, up to ``poll_timeout``.
 
     Raises:
-        InvalidAgentEventResumeTokenError: When Dex refuses the token; nothing was read.
+        InvalidAgentEventResumeTokenError: When Dex refuses the token (any non-empty one
+            while the Stream Store is disabled); nothing was read.
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
         ConfigurationError: (a ``ValueError``) When ``poll_timeout`` is not a positive whole
             number of seconds.
@@ -205,8 +222,8 @@ def stream_agent_event_frames_sync(
     except LongPollTimeoutError:
         first = None
     except DexServiceError as error:
-        reader.raise_if_token_refused(error)
-        raise
+        reader.raise_unless_stream_store_disabled(error)
+        first = None
 
     def frames() -> Generator[str, None, None]:
         if first is not None:
@@ -218,8 +235,11 @@ def stream_agent_event_frames_sync(
                 yield KEEP_ALIVE_FRAME
                 continue
             except DexServiceError as error:
-                reader.log_end(error)
-                return
+                if not reader.keeps_alive_after(error):
+                    return
+                time.sleep(poll_timeout.total_seconds())
+                yield KEEP_ALIVE_FRAME
+                continue
             yield reader.frame(message)
 
     return frames()
@@ -237,11 +257,26 @@ class _FrameReader:
         self.token = message.resume_token
         return frame
 
-    def raise_if_token_refused(self, error: DexServiceError) -> None:
+    def raise_unless_stream_store_disabled(self, error: DexServiceError) -> None:
+        """After the first read failed: return when the stream is to yield keep-alives only
+        (the Stream Store is disabled and the token empty), else raise what the caller gets."""
         if error.code is grpc.StatusCode.INVALID_ARGUMENT:
             raise InvalidAgentEventResumeTokenError(self.session_id, error.detail) from error
+        if not is_stream_store_disabled(error):
+            raise error
+        if self.token:
+            detail = f"{STREAM_STORE_DISABLED_DETAIL} (Dex: {error.detail})"
+            raise InvalidAgentEventResumeTokenError(self.session_id, detail) from error
 
-    def log_end(self, error: DexServiceError) -> None:
+    def keeps_alive_after(self, error: DexServiceError) -> bool:
+        """After a later read failed: True to wait and keep alive (the Stream Store is disabled
+        and no event was read), else log the end of the stream and return False."""
+        if not self.token and is_stream_store_disabled(error):
+            return True
+        self._log_end(error)
+        return False
+
+    def _log_end(self, error: DexServiceError) -> None:
         # Raising would only make the framework log a traceback mid-response; ending lets the
         # browser reconnect with Last-Event-ID, where a refused token becomes a 400.
         _logger.warning(

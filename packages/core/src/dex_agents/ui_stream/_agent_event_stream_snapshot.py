@@ -5,15 +5,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dex import AsyncClient, Client, Flow
+from dex import AsyncClient, Client, DexServiceError, Flow, StreamMessagesPage
 
-from dex_agents import AgentSessionFlow, AgentSnapshot, ConfigurationTypeError, JsonObject
+from dex_agents import (
+    AgentEvent,
+    AgentSessionFlow,
+    AgentSnapshot,
+    ConfigurationTypeError,
+    JsonObject,
+)
 from dex_agents.ui_stream._agent_event_json import browser_snapshot_json
 from dex_agents.ui_stream._agent_event_stream_positions import (
     HEAD_OF_STREAM_TOKEN,
     STREAM_LIST_PAGE_SIZE,
     resume_token_before_open_turns,
 )
+from dex_agents.ui_stream._stream_store_disabled import is_stream_store_disabled
 
 __all__ = [
     "AgentEventStreamSnapshot",
@@ -32,7 +39,9 @@ class AgentEventStreamSnapshot:
         resume_token: Where the browser opens the stream: while a turn is active, the stream
             replays that turn's events; otherwise it continues with the next event (or replays
             a turn that started but that the snapshot does not show yet). Empty reads from the
-            oldest retained event.
+            oldest retained event; it is also empty when the Dex Stream Store is disabled
+            (``streamStore.backend: disabled``), where the event stream yields only keep-alives
+            and the browser polls the snapshot instead.
 
     Example:
         >>> value = AgentEventStreamSnapshot(AgentSnapshot(messages=messages), resume_token="")
@@ -67,6 +76,7 @@ async def read_agent_event_stream_snapshot(
 
     Lists ``AgentEvents`` first and reads the snapshot second, so no event written meanwhile is
     lost to the browser (one may be replayed). Authorize the caller for ``session_id`` first.
+    When the Dex Stream Store is disabled, the snapshot comes with an empty resume token.
 
     Args:
         client: An ``AsyncClient`` whose Registry holds ``flow``.
@@ -94,8 +104,15 @@ async def read_agent_event_stream_snapshot(
     """
     session_flow = require_agent_session_flow(flow)
     events = session_flow.agent_events
-    page = await client.list_stream_messages(session_id, events, STREAM_LIST_PAGE_SIZE)
+    page: StreamMessagesPage[AgentEvent] | None
+    try:
+        page = await client.list_stream_messages(session_id, events, STREAM_LIST_PAGE_SIZE)
+    except DexServiceError as error:
+        _raise_unless_stream_store_disabled(error)
+        page = None
     snapshot = await client.invoke_rpc(session_flow.get_agent_snapshot, session_id)
+    if page is None:
+        return AgentEventStreamSnapshot(snapshot, HEAD_OF_STREAM_TOKEN)
     token = resume_token_before_open_turns(page.messages, snapshot.state)
     while token is None and page.next_page_token:
         page = await client.list_stream_messages(
@@ -123,8 +140,15 @@ def read_agent_event_stream_snapshot_sync(
     """
     session_flow = require_agent_session_flow(flow)
     events = session_flow.agent_events
-    page = client.list_stream_messages(session_id, events, STREAM_LIST_PAGE_SIZE)
+    page: StreamMessagesPage[AgentEvent] | None
+    try:
+        page = client.list_stream_messages(session_id, events, STREAM_LIST_PAGE_SIZE)
+    except DexServiceError as error:
+        _raise_unless_stream_store_disabled(error)
+        page = None
     snapshot = client.invoke_rpc(session_flow.get_agent_snapshot, session_id)
+    if page is None:
+        return AgentEventStreamSnapshot(snapshot, HEAD_OF_STREAM_TOKEN)
     token = resume_token_before_open_turns(page.messages, snapshot.state)
     while token is None and page.next_page_token:
         page = client.list_stream_messages(
@@ -132,6 +156,12 @@ def read_agent_event_stream_snapshot_sync(
         )
         token = resume_token_before_open_turns(page.messages, snapshot.state)
     return AgentEventStreamSnapshot(snapshot, HEAD_OF_STREAM_TOKEN if token is None else token)
+
+
+def _raise_unless_stream_store_disabled(error: DexServiceError) -> None:
+    """Raise ``error`` unless Dex refused the listing because its Stream Store is disabled."""
+    if not is_stream_store_disabled(error):
+        raise error
 
 
 def require_agent_session_flow(flow: Flow[Any]) -> AgentSessionFlow:
