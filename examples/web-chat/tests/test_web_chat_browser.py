@@ -21,7 +21,7 @@ pytest.importorskip(
 
 from playwright.async_api import expect
 from web_chat_page import ChatPage
-from web_chat_test_support import ChatStack, RunningChat, serving_chat
+from web_chat_test_support import ChatStack, RunningChat, chat_stack, serving_chat
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -234,3 +234,28 @@ async def test_a_worker_killed_while_the_page_is_open_is_replaced_and_the_turn_c
     await page.wait_for_turn_end()
     await expect(page.stored_replies()).to_have_text(["Let me look up order 7.", _ORDER_7])
     assert page.errors == []
+
+
+async def test_without_a_stream_store_the_page_polls_the_snapshot(
+    browser: Any, tmp_path: Path
+) -> None:
+    """A Dex Server with ``streamStore.backend: disabled`` keeps no events: the snapshot's token
+    is empty and the stream yields only keep-alives, so the page polls the snapshot, and a turn
+    with an approval still plays out in it, without live text."""
+    async with (
+        chat_stack(tmp_path, stream_store_disabled=True) as stack,
+        serving_chat(stack) as chat,
+    ):
+        page = await ChatPage.open(browser, chat)
+        await expect(page.page.locator("body")).to_have_attribute("data-polling", "true")
+        await page.send("Please refund order 7")
+        approval = page.prompt("approval")
+        await expect(approval).to_contain_text("Approve refund_order?")
+        await approval.locator("button.approve").click()
+        await page.wait_for_turn_end()
+        await expect(page.stored_replies().last).to_contain_text(
+            "Refund result: Refunded 25.99 USD on order 7"
+        )
+        await expect(page.page.locator("body")).to_have_attribute("data-polling", "true")
+        assert await page.live_text().count() == 0
+        assert page.errors == []

@@ -98,8 +98,13 @@ class RunningChat:
 
 
 @asynccontextmanager
-async def chat_stack(tmp_path: Path) -> AsyncIterator[ChatStack]:
-    """An engine and one Worker child (``web_chat_test_worker``) for the chat's Flow."""
+async def chat_stack(
+    tmp_path: Path, *, stream_store_disabled: bool = False
+) -> AsyncIterator[ChatStack]:
+    """An engine and one Worker child (``web_chat_test_worker``) for the chat's Flow.
+
+    ``stream_store_disabled`` runs the engine like a Dex Server without a Stream Store.
+    """
     flow = build_web_chat_flow()
     stack = AgentTestStack(
         tmp_path / "stack",
@@ -107,6 +112,7 @@ async def chat_stack(tmp_path: Path) -> AsyncIterator[ChatStack]:
         "web_chat_test_worker",
         worker_cwd=TESTS_DIR,
         worker_env={GATE_DIR_ENV: str(tmp_path / "gates")},
+        stream_store_disabled=stream_store_disabled,
     )
     async with stack:
         await stack.start_worker()

@@ -14,6 +14,10 @@
 //   still show the state before it. Each event says what the snapshot must show once its Step
 //   committed (the turn ended, the interrupt pending, ...); the page reads the snapshot again,
 //   a little later, until it does.
+// - An empty resume_token also comes from a Dex Server whose Stream Store is disabled
+//   (streamStore.backend: disabled): its event stream yields only keep-alive comments. So while a
+//   stream opened from an empty token has delivered no event, the page polls the snapshot; the
+//   first event stops the polling.
 "use strict";
 
 const FINISHED = new Set(["turn_completed", "turn_failed", "turn_steered", "turn_cancelled"]);
@@ -25,6 +29,7 @@ const NOTE_PREFIX = "[Dex]";
 const FINAL_TOOL_STATUSES = new Set(["rejected", "succeeded", "failed", "outcome_unknown"]);
 const EXPECTATION_LIFETIME_MS = 30000;
 const EXPECTATION_RETRY_MS = 150;
+const SNAPSHOT_POLL_MS = 1000;
 
 const state = {
   sessionId: null,
@@ -39,6 +44,7 @@ const state = {
   expectations: [], // [{holds(snapshot) -> bool, until}], what events say the snapshot will show
   resolvedInterrupts: new Set(),
   expectationTimer: null,
+  pollTimer: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -131,6 +137,7 @@ function scheduleReload() {
 function openStream(resumeToken) {
   const source = new EventSource(sessionPath(`/events?resume_token=${encodeURIComponent(resumeToken)}`));
   state.source = source;
+  if (!resumeToken) startPolling();
   source.onopen = () => {
     if (source !== state.source) return;
     setConnection("live");
@@ -143,7 +150,9 @@ function openStream(resumeToken) {
     }
   };
   source.onmessage = (message) => {
-    if (source === state.source) applyEvent(JSON.parse(message.data));
+    if (source !== state.source) return;
+    stopPolling();
+    applyEvent(JSON.parse(message.data));
   };
   source.onerror = () => {
     if (source !== state.source) return;
@@ -158,8 +167,23 @@ function openStream(resumeToken) {
 }
 
 function closeStream() {
+  stopPolling();
   if (state.source) state.source.close();
   state.source = null;
+}
+
+// Without events (the Stream Store is disabled, or none was written yet), the snapshot is the
+// only news; a refresh made meanwhile for another reason coalesces with the poll.
+function startPolling() {
+  stopPolling();
+  document.body.dataset.polling = "true";
+  state.pollTimer = setInterval(refreshSnapshot, SNAPSHOT_POLL_MS);
+}
+
+function stopPolling() {
+  if (state.pollTimer) clearInterval(state.pollTimer);
+  state.pollTimer = null;
+  delete document.body.dataset.polling;
 }
 
 function setConnection(value) {
