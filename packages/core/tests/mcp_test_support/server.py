@@ -1,8 +1,9 @@
 """The MCP server of dex_agents.mcp's tests: ``python server.py stdio|http --state-dir DIR``.
 
 Every tool records its call in the InvocationLog of the state directory before anything else, so
-a killed call still counts. A ``gate`` argument stops the tool at that FileGate; the gate
-``!exit`` makes the server process exit mid-call. Over HTTP the task tools run as MCP tasks.
+a killed call still counts; ``trace_probe`` records the ``traceparent`` its ``_meta`` carried. A
+``gate`` argument stops the tool at that FileGate; the gate ``!exit`` makes the server process
+exit mid-call. Over HTTP the task tools run as MCP tasks.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mcp_test_support.tasks_extension import ServerTask, TasksServerExtension
 EXIT_GATE = "!exit"
 EXIT_ONCE_PREFIX = "!exit-once-"
 IDEMPOTENCY_KEY = "io.superdurable.dex/idempotencyKey"
+TRACEPARENT = "traceparent"
 ACCOUNT_QUESTION = "Which account?"
 ACCOUNT_CHOICES = ("checking", "savings")
 
@@ -99,6 +101,14 @@ def build_server(http: bool) -> MCPServer:
         """Write text; never twice."""
         await _record_and_gate("write", gate, ctx)
         return f"wrote {text}"
+
+    @server.tool(annotations={"readOnlyHint": True})
+    async def trace_probe(ctx: Context) -> str:
+        """Records and returns the traceparent the call's _meta carried."""
+        meta = ctx.request_context.meta or {}
+        traceparent = str(meta.get(TRACEPARENT, ""))
+        _log().record("trace_probe", key=traceparent)
+        return traceparent
 
     @server.tool(annotations={"readOnlyHint": True})
     async def broken(ctx: Context) -> str:
