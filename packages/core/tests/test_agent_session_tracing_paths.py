@@ -41,6 +41,7 @@ from dex_agents.stepwise import (
     stepwise_agent_session_options,
 )
 from dex_agents.testing import InvocationLog, wait_for_agent_snapshot
+from opentelemetry import trace
 from tracing_test_support import (
     COMMON_KEYS,
     MODEL,
@@ -165,12 +166,14 @@ class _ReportTasks:
         return ToolExecutionResult(f"report {poll.tool_call.task_id} ready")
 
 
-def _call_then_answer(tool_name: str, arguments: dict[str, object]) -> ScriptedModelClient:
+def _call_then_answer(*calls: ScriptedToolCall) -> ScriptedModelClient:
+    """A model that makes ``calls`` in one response, then answers with their results."""
+
     def reply(request: ModelRequest) -> ScriptedModelReply:
         results = ScriptedModelClient.tool_results(request)
         if results:
             return ScriptedModelReply(text="done: " + "; ".join(r.output for r in results))
-        return ScriptedModelReply(tool_calls=[ScriptedToolCall(tool_name, arguments)])
+        return ScriptedModelReply(tool_calls=list(calls))
 
     return ScriptedModelClient(reply)
 
@@ -200,7 +203,9 @@ async def test_a_polled_tool_task_emits_an_execute_tool_span_per_poll_attempt(
     tmp_path: Path,
 ) -> None:
     spans, source = traced(), _ReportTasks()
-    flow = _stepwise_flow(spans, "TaskAgent", _call_then_answer("report", {}), [source])
+    flow = _stepwise_flow(
+        spans, "TaskAgent", _call_then_answer(ScriptedToolCall("report", {})), [source]
+    )
     async with running_flow_stack(tmp_path, flow) as stack:
         await stack.sessions.start_session("t1", "build the report")
         snapshot = await _idle(stack.sessions, "t1", 1)
@@ -241,34 +246,48 @@ async def test_a_polled_tool_task_emits_an_execute_tool_span_per_poll_attempt(
     assert done.attr("dex.step.execution_id") != pending.attr("dex.step.execution_id")
 
 
-async def test_an_mcp_tool_call_carries_the_execute_tool_spans_trace_in_meta(
-    tmp_path: Path,
-) -> None:
+def _assert_carry(received: Sequence[str], spans: Sequence[SpanRecord]) -> None:
+    """The traceparents an MCP server got in ``_meta``, one per request, are those of ``spans``.
+
+    The MCP SDK injects the current context: its own client span, a child of the current
+    ``execute_tool`` span. Without a global SDK provider (this process sets none) that span is
+    non-recording and carries the ``execute_tool`` span's own context.
+    """
+    assert spans and len(received) == len(spans), (received, spans)
+    parts = [traceparent.split("-") for traceparent in received]
+    assert {(part[0], part[1]) for part in parts} == {("00", span.trace_id) for span in spans}
+    if isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        assert sorted(part[2] for part in parts) == sorted(span.span_id for span in spans)
+
+
+async def test_mcp_requests_carry_the_execute_tool_spans_trace_in_meta(tmp_path: Path) -> None:
     pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
     from dex_agents.mcp import McpToolSource
     from mcp_test_support.servers import HttpMcpServer
 
     spans = traced()
     async with HttpMcpServer(tmp_path / "http") as http:
-        flow = _stepwise_flow(
-            spans,
-            "McpTracedAgent",
-            _call_then_answer("tickets__trace_probe", {}),
-            [McpToolSource([http.config()])],
+        model = _call_then_answer(
+            ScriptedToolCall("tickets__trace_probe", {}),
+            ScriptedToolCall("tickets__slow_report", {"item": "q3"}),
         )
+        sources = [McpToolSource([http.config()])]
+        flow = _stepwise_flow(spans, "McpTracedAgent", model, sources)
         async with running_flow_stack(tmp_path, flow) as stack:
             await stack.sessions.start_session("m1", "probe the trace")
             snapshot = await _idle(stack.sessions, "m1", 1)
-        (received,) = InvocationLog(http.state_dir / "invocations.jsonl").keys("trace_probe")
+        log = InvocationLog(http.state_dir / "invocations.jsonl")
+    (received,) = log.keys("trace_probe")
+    assert snapshot.messages[-1].text == f"done: {received}; report on q3 ready"
     records = spans.spans()
     root = only(records, "invoke_agent McpTracedAgent")
     probe = only(records, "execute_tool tickets__trace_probe")
     assert_child(probe, root)
     assert probe.attr("dex.step.type") == "CallTool"
     assert probe.attr("dex.agent.tool_call.status") == "succeeded"
-    # The MCP SDK injects the current context, the execute_tool span, into the request's _meta:
-    # this process has no global SDK provider, so the SDK's own client span is a non-recording
-    # span carrying that context.
-    assert received.startswith(f"00-{probe.trace_id}-{probe.span_id}-"), (received, probe)
-    assert probe.is_named_by(received)
-    assert snapshot.messages[-1].text == f"done: {received}"
+    _assert_carry([received], [probe])
+    # The task's tasks/get polls carry the trace of the PollToolTask attempt that sent them.
+    polls = _tool_spans(records, "PollToolTask")
+    for span in polls:
+        assert_child(span, root)
+    _assert_carry(log.keys("tasks/get"), polls)

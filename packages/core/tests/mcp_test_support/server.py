@@ -1,9 +1,9 @@
 """The MCP server of dex_agents.mcp's tests: ``python server.py stdio|http --state-dir DIR``.
 
 Every tool records its call in the InvocationLog of the state directory before anything else, so
-a killed call still counts; ``trace_probe`` records the ``traceparent`` its ``_meta`` carried. A
-``gate`` argument stops the tool at that FileGate; the gate ``!exit`` makes the server process
-exit mid-call. Over HTTP the task tools run as MCP tasks.
+a killed call still counts; ``trace_probe`` and ``tasks/get`` record the ``traceparent`` their
+``_meta`` carried. A ``gate`` argument stops the tool at that FileGate; the gate ``!exit`` makes
+the server process exit mid-call. Over HTTP the task tools run as MCP tasks.
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ def _key(ctx: Context | None) -> str:
     return str((meta or {}).get(IDEMPOTENCY_KEY, ""))
 
 
+def _traceparent(meta: Mapping[str, Any] | None) -> str:
+    return str((meta or {}).get(TRACEPARENT, ""))
+
+
 async def _gate(name: str) -> None:
     if not name:
         return
@@ -79,6 +83,7 @@ def build_server(http: bool) -> MCPServer:
         {"slow_report": _slow_report, "ask_account": _ask_account, "two_questions": _two_questions},
         poll_interval_ms=1000,
         on_cancel=lambda task_id: _log().record("tasks/cancel", key=task_id),
+        on_get=lambda task_id, meta: _log().record("tasks/get", key=_traceparent(meta)),
     )
     # Both transports run the task tools as tasks; a stdio task lives in its process.
     del http
@@ -105,8 +110,7 @@ def build_server(http: bool) -> MCPServer:
     @server.tool(annotations={"readOnlyHint": True})
     async def trace_probe(ctx: Context) -> str:
         """Records and returns the traceparent the call's _meta carried."""
-        meta = ctx.request_context.meta or {}
-        traceparent = str(meta.get(TRACEPARENT, ""))
+        traceparent = _traceparent(ctx.request_context.meta)
         _log().record("trace_probe", key=traceparent)
         return traceparent
 
