@@ -41,32 +41,22 @@ from dex_agents.testing import (
 )
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
 from opentelemetry.trace import NoOpTracerProvider
 from tracing_test_support import (
+    COMMON_KEYS,
     MODEL,
     SPAN_FILE_ENV,
     STATE_DIR_ENV,
-    SpanRecord,
+    assert_child,
     build_traced_flow,
     invocations,
+    only,
     read_span_file,
-    span_record,
+    traced,
 )
 
 TESTS_DIR = Path(__file__).resolve().parent
-COMMON_KEYS = (
-    "gen_ai.conversation.id",
-    "session.id",
-    "dex.flow.id",
-    "dex.run.id",
-    "dex.step.type",
-    "dex.step.execution_id",
-    "dex.step.attempt",
-    "dex.agent.turn.id",
-    "gen_ai.operation.name",
-)
 CONTENT_KEYS = (
     "gen_ai.input.messages",
     "gen_ai.output.messages",
@@ -78,24 +68,6 @@ CONTENT_KEYS = (
 @pytest.fixture(autouse=True)
 def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(STATE_DIR_ENV, str(tmp_path))
-
-
-@dataclass
-class Traced:
-    """A provider that keeps every finished span in memory."""
-
-    provider: TracerProvider
-    exporter: InMemorySpanExporter
-
-    def spans(self) -> list[SpanRecord]:
-        return [span_record(span) for span in self.exporter.get_finished_spans()]
-
-
-def traced() -> Traced:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    return Traced(provider, exporter)
 
 
 @dataclass
@@ -133,20 +105,6 @@ async def idle(sessions: AgentSessionClient, session_id: str, turns: int) -> Age
 async def stored_trace_context(server_address: str, session_id: str) -> object | None:
     attributes = await read_flow_attributes(server_address, session_id)
     return attributes.json_of("AGENT_TRACE_CONTEXT")
-
-
-def only(spans: Sequence[SpanRecord], name: str, **attributes: object) -> SpanRecord:
-    matching = [
-        span
-        for span in spans
-        if span.name == name and all(span.attr(key) == value for key, value in attributes.items())
-    ]
-    assert len(matching) == 1, (name, attributes, [(s.name, s.attributes) for s in spans])
-    return matching[0]
-
-
-def assert_child(span: SpanRecord, root: SpanRecord) -> None:
-    assert (span.trace_id, span.parent_span_id) == (root.trace_id, root.span_id), span.name
 
 
 async def test_a_turn_with_tools_and_an_approval_is_two_linked_traces(tmp_path: Path) -> None:

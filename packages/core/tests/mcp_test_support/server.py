@@ -1,8 +1,9 @@
 """The MCP server of dex_agents.mcp's tests: ``python server.py stdio|http --state-dir DIR``.
 
 Every tool records its call in the InvocationLog of the state directory before anything else, so
-a killed call still counts. A ``gate`` argument stops the tool at that FileGate; the gate
-``!exit`` makes the server process exit mid-call. Over HTTP the task tools run as MCP tasks.
+a killed call still counts; ``trace_probe`` and ``tasks/get`` record the ``traceparent`` their
+``_meta`` carried. A ``gate`` argument stops the tool at that FileGate; the gate ``!exit`` makes
+the server process exit mid-call. Over HTTP the task tools run as MCP tasks.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mcp_test_support.tasks_extension import ServerTask, TasksServerExtension
 EXIT_GATE = "!exit"
 EXIT_ONCE_PREFIX = "!exit-once-"
 IDEMPOTENCY_KEY = "io.superdurable.dex/idempotencyKey"
+TRACEPARENT = "traceparent"
 ACCOUNT_QUESTION = "Which account?"
 ACCOUNT_CHOICES = ("checking", "savings")
 
@@ -45,6 +47,10 @@ def _log() -> InvocationLog:
 def _key(ctx: Context | None) -> str:
     meta = ctx.request_context.meta if ctx is not None else None
     return str((meta or {}).get(IDEMPOTENCY_KEY, ""))
+
+
+def _traceparent(meta: Mapping[str, Any] | None) -> str:
+    return str((meta or {}).get(TRACEPARENT, ""))
 
 
 async def _gate(name: str) -> None:
@@ -77,6 +83,7 @@ def build_server(http: bool) -> MCPServer:
         {"slow_report": _slow_report, "ask_account": _ask_account, "two_questions": _two_questions},
         poll_interval_ms=1000,
         on_cancel=lambda task_id: _log().record("tasks/cancel", key=task_id),
+        on_get=lambda task_id, meta: _log().record("tasks/get", key=_traceparent(meta)),
     )
     # Both transports run the task tools as tasks; a stdio task lives in its process.
     del http
@@ -99,6 +106,13 @@ def build_server(http: bool) -> MCPServer:
         """Write text; never twice."""
         await _record_and_gate("write", gate, ctx)
         return f"wrote {text}"
+
+    @server.tool(annotations={"readOnlyHint": True})
+    async def trace_probe(ctx: Context) -> str:
+        """Records and returns the traceparent the call's _meta carried."""
+        traceparent = _traceparent(ctx.request_context.meta)
+        _log().record("trace_probe", key=traceparent)
+        return traceparent
 
     @server.tool(annotations={"readOnlyHint": True})
     async def broken(ctx: Context) -> str:

@@ -95,9 +95,11 @@ class TasksServerExtension(Extension):
         task_tools: Mapping[str, TaskTool],
         poll_interval_ms: int = 1000,
         on_cancel: Callable[[str], None] | None = None,
+        on_get: Callable[[str, Mapping[str, Any]], None] | None = None,
     ) -> None:
         self._task_tools = dict(task_tools)
         self._on_cancel = on_cancel
+        self._on_get = on_get
         self._poll_interval_ms = poll_interval_ms
         self.tasks: dict[str, ServerTask] = {}
         self._running: set[asyncio.Task[None]] = set()
@@ -147,7 +149,10 @@ class TasksServerExtension(Extension):
         return task
 
     async def _get(self, ctx: Any, params: _TaskIdParams) -> dict[str, Any]:
-        return {"resultType": "complete", **self._task(ctx, params).snapshot()}
+        task = self._task(ctx, params)
+        if self._on_get is not None:
+            self._on_get(task.task_id, dict(params.meta or {}))
+        return {"resultType": "complete", **task.snapshot()}
 
     async def _update(self, ctx: Any, params: _TaskIdParams) -> dict[str, Any]:
         task = self._task(ctx, params)

@@ -2,8 +2,9 @@
 
 ``TracedRunner`` answers from the user message: ``lookup`` requests one READ tool call,
 ``refund`` adds a write that waits for approval, ``fail once`` fails the first model call of the
-turn, ``harness`` completes the turn as a whole-turn harness that made three model calls. Every
-real call is recorded in the session's ``invocations`` log. Tools
+turn, ``harness`` completes the turn as a whole-turn harness that made three model calls;
+``CompactingTracedRunner`` also compacts, with the core's shared rules and a summary call that
+returns ``ModelCallMetadata``. Every real call is recorded in the session's ``invocations`` log. Tools
 wait at a ``FileGate`` named after the tool when the message says ``gate``; ``refund``
 raises ``ToolExecutionError``. The state directory
 (gates and the model failure counter) comes from ``TRACING_TEST_STATE_DIR``, so Worker children
@@ -27,6 +28,9 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
+    CompactionPolicy,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -39,27 +43,51 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
+    estimate_stored_input_tokens,
+    select_turn_boundary_cutoff,
 )
 from dex_agents.testing import FileGate, InvocationLog
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 __all__ = [
+    "COMMON_KEYS",
     "MODEL",
     "SPAN_FILE_ENV",
     "STATE_DIR_ENV",
+    "SUMMARY_MODEL",
+    "SUMMARY_USAGE",
+    "CompactingTracedRunner",
     "FileSpanExporter",
     "SpanRecord",
+    "Traced",
     "TracedRunner",
+    "assert_child",
     "build_traced_flow",
     "invocations",
+    "only",
     "read_span_file",
     "span_record",
+    "traced",
 ]
 
+COMMON_KEYS: Final = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "dex.flow.id",
+    "dex.run.id",
+    "dex.step.type",
+    "dex.step.execution_id",
+    "dex.step.attempt",
+    "dex.agent.turn.id",
+    "gen_ai.operation.name",
+)
+"""The attributes the seed puts on every span."""
 STATE_DIR_ENV: Final = "TRACING_TEST_STATE_DIR"
 SPAN_FILE_ENV: Final = "TRACING_TEST_SPAN_FILE"
 MODEL: Final = "scripted-model"
+SUMMARY_MODEL: Final = "scripted-summarizer"
 TRACED_FLOW_TYPE: Final = "TracedAgent"
 
 
@@ -131,6 +159,41 @@ class FileSpanExporter(SpanExporter):
                 record = span_record(span)
                 out.write(json.dumps(record.__dict__) + "\n")
         return SpanExportResult.SUCCESS
+
+
+@dataclass
+class Traced:
+    """A provider that keeps every finished span in memory."""
+
+    provider: TracerProvider
+    exporter: InMemorySpanExporter
+
+    def spans(self) -> list[SpanRecord]:
+        return [span_record(span) for span in self.exporter.get_finished_spans()]
+
+
+def traced() -> Traced:
+    """A fresh in-memory provider, for ``AgentTracingOptions.tracer_provider``."""
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return Traced(provider, exporter)
+
+
+def only(spans: Sequence[SpanRecord], name: str, **attributes: object) -> SpanRecord:
+    """The one span named ``name`` with these attribute values (fails on none or several)."""
+    matching = [
+        span
+        for span in spans
+        if span.name == name and all(span.attr(key) == value for key, value in attributes.items())
+    ]
+    assert len(matching) == 1, (name, attributes, [(s.name, s.attributes) for s in spans])
+    return matching[0]
+
+
+def assert_child(span: SpanRecord, root: SpanRecord) -> None:
+    """``span`` is a direct child of ``root``, in its trace."""
+    assert (span.trace_id, span.parent_span_id) == (root.trace_id, root.span_id), span.name
 
 
 def read_span_file(path: Path) -> list[SpanRecord]:
@@ -237,17 +300,53 @@ class TracedRunner:
         return ToolExecutionResult(f"{name} found order 7")
 
 
+SUMMARY_USAGE: Final = AgentUsage(
+    input_tokens=50, output_tokens=5, cached_input_tokens=3, reasoning_tokens=2
+)
+
+
+class CompactingTracedRunner(TracedRunner):
+    """The traced agent with compaction: the shared estimate and turn-boundary cutoff, and a
+    summary call that names its model and reports usage."""
+
+    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
+        return estimate_stored_input_tokens(turn)
+
+    def select_compaction_cutoff(
+        self, turn: AgentTurnContext, retained_token_budget: int
+    ) -> int | None:
+        return select_turn_boundary_cutoff(turn, retained_token_budget)
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        invocations(request.flow_id).record("summary", key=request.turn_id)
+        first, last = request.messages[0].sequence, request.messages[-1].sequence
+        return ContextSummaryResult(
+            f"summary of {first}..{last}",
+            SUMMARY_USAGE,
+            model_call_metadata=ModelCallMetadata(
+                request_model=SUMMARY_MODEL,
+                response_model=f"{SUMMARY_MODEL}-2026",
+                provider_name="scripted",
+                response_id=f"summary-{request.attempt}",
+                finish_reasons=("length",),
+            ),
+        )
+
+
 def build_traced_flow(
     tracing: AgentTracingOptions | None = None,
     *,
     flow_type: str = TRACED_FLOW_TYPE,
     interrupt_deadline: timedelta | None = None,
+    compaction: CompactionPolicy | None = None,
 ) -> AgentSessionFlow:
-    """The traced agent's Flow; ``refund`` waits for approval (until ``interrupt_deadline``)."""
+    """The traced agent's Flow; ``refund`` waits for approval (until ``interrupt_deadline``);
+    with ``compaction``, the runner compacts."""
     return AgentSessionFlow(
-        TracedRunner(),
+        CompactingTracedRunner() if compaction is not None else TracedRunner(),
         flow_type=flow_type,
         options=AgentSessionOptions(
+            compaction=compaction,
             interrupt_deadline=interrupt_deadline,
             tool_policies={
                 "lookup": ToolPolicy(ToolEffect.READ),

@@ -173,10 +173,12 @@ def summary_call_span(
 
 def complete_summary_call_span(span: ModelCallSpan, result: ContextSummaryResult) -> None:
     """End a returned summary call's span with the summary text."""
+    metadata = result.model_call_metadata
+    reasons = metadata.finish_reasons if metadata is not None else ()
     span.completed(
         result.usage,
-        result.model_call_metadata,
-        output_messages=lambda: summary_output_json(result.text),
+        metadata,
+        output_messages=lambda: summary_output_json(result.text, reasons),
     )
 
 

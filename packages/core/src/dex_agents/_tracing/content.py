@@ -164,10 +164,11 @@ def tool_request_output_json(
     )
 
 
-def summary_output_json(text: str) -> str:
-    """A ``CompactContext`` call's output: the summary text."""
+def summary_output_json(text: str, finish_reasons: Sequence[str] = ()) -> str:
+    """A ``CompactContext`` call's output: the summary text, with the call's finish reason."""
     message: GenAIMessage = {
         "role": MessageRole.ASSISTANT.value,
         "parts": [{"type": "text", "content": text}],
     }
-    return _dump(_with_finish_reason([message], _COMPLETED_FINISH_REASON))
+    reason = finish_reasons[0] if finish_reasons else _COMPLETED_FINISH_REASON
+    return _dump(_with_finish_reason([message], reason))
