@@ -39,7 +39,8 @@ def test_peers_times_the_baseline_and_dex_agents_read_write_turn() -> None:
     # framework, ratio to ours, same-framework ratio. Three model sleeps of 5 ms each: > 15 ms.
     assert float(ours[1]) > float(baseline[1]) > 15.0
     # The engine and the Worker child work for the durable turn too: it costs more CPU.
-    assert float(ours[2]) > float(baseline[2]) > 0
+    # (The baseline's own CPU can round to 0.0 ms a turn at a 5 ms model: only ours must show.)
+    assert float(ours[2]) > float(baseline[2]) >= 0
     assert float(ours[3]) > 0 and ours[5] == "1.00"
     assert "stepwise: durable turn 2:" in done.stderr
 

@@ -2,7 +2,7 @@
 
 The engine runs as a real process that the tests SIGKILL; after each kill the database itself is
 checked (every stored reference names a stored blob) and a fresh Worker, whose blob cache is
-empty, loads every value from the restarted engine in its first attempt.
+empty, loads every value from the restarted engine: no attempt beyond those the kills lost.
 """
 
 from __future__ import annotations
@@ -173,9 +173,12 @@ async def test_sigkill_while_large_values_are_written_leaves_no_dangling_referen
             assert acknowledged, f"kill {kill + 1}: no fill was acknowledged before the kill"
         report = await _release_and_report(engine, flow, "churn")
     prefix, inbox = report.split(" inbox=")
-    assert prefix == (
-        f"attempt=1 input={_INPUT_CHARS} released={_RELEASE_CHARS} note={_NOTE_CHARS}"
-    )
+    attempt_field, sizes = prefix.split(" ", 1)
+    assert sizes == f"input={_INPUT_CHARS} released={_RELEASE_CHARS} note={_NOTE_CHARS}"
+    # A kill that lands while the Step's WaitFor is on the Worker fails that attempt as lost
+    # (Engine.recover), so each kill may add one attempt; a dangling blob would add more.
+    attempt = int(attempt_field.removeprefix("attempt="))
+    assert 1 <= attempt <= 1 + _KILLS, report
     stored = [int(seed) for seed in inbox.split("]")[0].strip("[").split(", ")]
     # Every acknowledged write is there; at most the one in flight at each kill was added too.
     assert set(acknowledged) <= set(stored)
