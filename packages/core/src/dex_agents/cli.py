@@ -1,4 +1,4 @@
-"""The ``dex-agents`` command line: ``dex-agents demo``."""
+"""The ``dex-agents`` command line: ``dex-agents demo`` and ``dex-agents doctor``."""
 
 from __future__ import annotations
 
@@ -53,6 +53,16 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--api-base", metavar="URL", help="the provider endpoint for --model, such as a proxy"
     )
+    commands.add_parser(
+        "doctor",
+        help="report the installed dex-agents packages and whether they are on one version line",
+        description=(
+            "List the installed dex-agents packages (dex-agents, dex-local-engine, every "
+            "dex-agents-*), their versions, and each requirement (an adapter's framework, the "
+            "Dex SDK) against the range it was tested with. Exits 1 when a package is off the "
+            "line of dex-agents, a pin differs, or a requirement is missing or out of range."
+        ),
+    )
     return parser
 
 
@@ -64,8 +74,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         dex-agents demo
         dex-agents demo --session demo-1a2b3c4d --approve
         dex-agents demo --model openai/gpt-5-mini
+        dex-agents doctor
     """
     arguments = _parser().parse_args(argv)
+    if arguments.command == "doctor":
+        from dex_agents._doctor import run_doctor
+
+        return run_doctor()
     # Imported here so `dex-agents --help` answers without loading the SDK.
     from dex_agents.demo import (
         DEFAULT_DEMO_DIRECTORY,
