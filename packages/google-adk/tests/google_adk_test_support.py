@@ -1,0 +1,192 @@
+"""What the Google ADK adapter's tests share: a scripted ADK model, turn contexts, a session run."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dex_agents import (
+    AgentEvent,
+    AgentEventWriter,
+    AgentMessage,
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentSnapshot,
+    AgentStatus,
+    AgentToolCall,
+    AgentTurnContext,
+    FrameworkMessage,
+    InteractionMode,
+)
+from dex_agents.testing import (
+    EXECUTE_COMPLETED_EVENT,
+    EngineLogs,
+    EngineProcess,
+    InProcessWorker,
+    in_process_worker,
+    read_step_history,
+    wait_for_agent_snapshot,
+)
+from google.adk.models.base_llm import BaseLlm
+from google.adk.models.llm_request import LlmRequest
+from google.adk.models.llm_response import LlmResponse
+from google.genai import types
+from pydantic import Field
+
+ScriptStep = Callable[[LlmRequest], LlmResponse | Sequence[LlmResponse]]
+"""One scripted model call: the request in, the response (or streamed responses) out."""
+
+
+class ScriptedLlm(BaseLlm):
+    """An ADK model that answers each call with the next step of its script, and records the
+    requests it received. A step that raises makes the model call fail."""
+
+    script: list[ScriptStep]
+    requests: list[LlmRequest] = Field(default_factory=list)
+
+    async def generate_content_async(
+        self, llm_request: LlmRequest, stream: bool = False
+    ) -> AsyncGenerator[LlmResponse, None]:
+        index = len(self.requests)
+        self.requests.append(llm_request.model_copy(deep=True))
+        step = self.script[min(index, len(self.script) - 1)]
+        answer = step(llm_request)
+        for response in [answer] if isinstance(answer, LlmResponse) else answer:
+            yield response
+
+
+def text_reply(text: str) -> ScriptStep:
+    """A step that answers with text."""
+    return lambda request: LlmResponse(
+        content=types.Content(role="model", parts=[types.Part(text=text)]),
+        finish_reason=types.FinishReason.STOP,
+    )
+
+
+def call_reply(*calls: tuple[str, dict[str, Any]]) -> ScriptStep:
+    """A step that calls tools, ``(name, arguments)`` each, in one response (ADK assigns IDs)."""
+    return lambda request: LlmResponse(
+        content=types.Content(
+            role="model",
+            parts=[
+                types.Part(function_call=types.FunctionCall(name=name, args=args))
+                for name, args in calls
+            ],
+        )
+    )
+
+
+def function_responses(request: LlmRequest) -> list[types.FunctionResponse]:
+    """Every function response in a model request, in order."""
+    return [
+        part.function_response
+        for content in request.contents
+        for part in content.parts or ()
+        if part.function_response is not None
+    ]
+
+
+@dataclass
+class TurnBuilder:
+    """Builds the ``AgentTurnContext`` of one turn the way the session would, message by message."""
+
+    flow_id: str = "session-1"
+    turn_id: str = "turn-1"
+    messages: list[AgentMessage] = field(default_factory=list)
+    events: list[AgentEvent] = field(default_factory=list)
+
+    def store(self, new_messages: Sequence[FrameworkMessage]) -> None:
+        for message in new_messages:
+            self.messages.append(
+                AgentMessage.from_framework_message(
+                    message,
+                    sequence=len(self.messages) + 1,
+                    turn_id=self.turn_id,
+                    created_at=None,
+                )
+            )
+
+    def turn(
+        self,
+        *,
+        run_state: str | None = None,
+        records: Sequence[AgentToolCall] = (),
+        **fields: Any,
+    ) -> AgentTurnContext:
+        writer = AgentEventWriter(
+            self.events.append, turn_id=self.turn_id, step_execution_id="RunModel-1", attempt=1
+        )
+        return AgentTurnContext(
+            flow_id=self.flow_id,
+            turn_id=self.turn_id,
+            attempt=1,
+            messages=tuple(self.messages),
+            framework_run_state=run_state,
+            tool_calls={record.tool_call_id: record for record in records},
+            events=writer,
+            interaction_mode=fields.pop("interaction_mode", InteractionMode.CHAT),
+            **fields,
+        )
+
+
+def turn_ended(turns: int = 1) -> Callable[[AgentSnapshot], AgentSnapshot | None]:
+    """A snapshot probe: the session finished ``turns`` turns and waits for a message."""
+
+    def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        state = snapshot.state
+        ended = (
+            state is not None
+            and state.turn_count >= turns
+            and state.active_turn_id is None
+            and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+        )
+        return snapshot if ended else None
+
+    return probe
+
+
+@dataclass(frozen=True)
+class SessionStack:
+    """A private engine and an in-process Worker, and what tests ask of them."""
+
+    dex: InProcessWorker
+    server_address: str
+
+    def sessions(self, flow: AgentSessionFlow) -> AgentSessionClient:
+        return self.dex.sessions(flow)
+
+    async def run_turn(self, flow: AgentSessionFlow, session_id: str, text: str) -> AgentSnapshot:
+        """Start ``session_id`` with ``text`` and return the snapshot once the turn ended."""
+        sessions = self.sessions(flow)
+        await sessions.start_session(session_id, text)
+        return await wait_for_agent_snapshot(
+            sessions, session_id, turn_ended(), description="the turn to end"
+        )
+
+    async def executed_step_types(self, session_id: str) -> list[str]:
+        """The Steps whose Execute completed, in history order."""
+        history = await read_step_history(self.server_address, session_id)
+        return [entry.step_type for entry in history if entry.event_type == EXECUTE_COMPLETED_EVENT]
+
+    async def events(self, flow: AgentSessionFlow, session_id: str) -> list[AgentEvent]:
+        """Every retained AgentEvent of the session, oldest first."""
+        page = await self.dex.client.list_stream_messages(session_id, flow.agent_events, 1000)
+        return [message.value for message in reversed(page.messages)]
+
+
+@asynccontextmanager
+async def running_session(
+    tmp_path: Path, flows: Sequence[AgentSessionFlow]
+) -> AsyncIterator[SessionStack]:
+    """A private engine and an in-process Worker serving ``flows`` while the block runs."""
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    try:
+        async with in_process_worker(flows, engine.server_address, tmp_path / "cache") as dex:
+            yield SessionStack(dex, engine.server_address)
+    finally:
+        await engine.stop()

@@ -1,0 +1,72 @@
+"""The README's complete example and the example script run as written, and print what they say."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from dex_agents.testing import EngineLogs, EngineProcess
+
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+REPOSITORY_DIR = PACKAGE_DIR.parents[1]
+README = PACKAGE_DIR / "README.md"
+EXAMPLE = REPOSITORY_DIR / "examples" / "google-adk" / "support_agent.py"
+README_ADDRESS = "127.0.0.1:8801"
+
+
+def _blocks(text: str) -> list[tuple[str, str]]:
+    return re.findall(r"```(\w*)\n(.*?)```", text, flags=re.DOTALL)
+
+
+async def test_the_readme_example_runs_against_dex_local_engine(tmp_path: Path) -> None:
+    text = README.read_text()
+    section = text.split("## A complete example", 1)[1].split("\n## ", 1)[0]
+    code = next(body for language, body in _blocks(section) if language == "python")
+    expected = _blocks(section.split("It prints", 1)[1])[0][1]
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    try:
+        script = tmp_path / "support_agent.py"
+        assert README_ADDRESS in code
+        script.write_text(code.replace(README_ADDRESS, engine.server_address))
+        result = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env={**os.environ, "PYTHONPATH": ""},
+        )
+    finally:
+        await engine.stop()
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout == expected
+
+
+def test_the_example_script_prints_the_turns_events_and_messages() -> None:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLE)],
+        cwd=REPOSITORY_DIR,
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    events = out.split("Stored messages:")[0]
+    for event_type in (
+        "turn_started",
+        "tool_call_deferred",
+        "tool_call_finished",
+        "turn_completed",
+    ):
+        assert event_type in events
+    assert events.count("text_delta") > 1  # the answer streamed
+    assert "1. user      Hi! Where is my order 7?" in out
+    assert '3. tool      {"item":"a ceramic teapot","status":"delivered"}' in out
+    assert "4. assistant Order 7 (a ceramic teapot) was delivered." in out
+    assert '"functionCall"' in out  # framework_item is ADK's own event JSON

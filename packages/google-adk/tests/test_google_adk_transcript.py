@@ -1,0 +1,158 @@
+"""How ADK events become stored messages and come back as the same events."""
+
+from __future__ import annotations
+
+from dex_agents import (
+    OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentMessage,
+    AgentToolCall,
+    AgentToolCallStatus,
+    FrameworkMessage,
+    MessageRole,
+    ToolEffect,
+)
+from dex_agents_google_adk._adk_transcript import (
+    event_messages,
+    function_response_output,
+    read_transcript,
+    recorded_function_response,
+    results_event,
+    user_message,
+)
+from google.adk.events import Event
+from google.genai import types
+
+
+def _stored(messages: list[FrameworkMessage], turn_id: str = "turn-1") -> list[AgentMessage]:
+    return [
+        AgentMessage.from_framework_message(message, sequence=i, turn_id=turn_id, created_at=None)
+        for i, message in enumerate(messages, start=1)
+    ]
+
+
+def _call(call_id: str, name: str = "lookup", **args: object) -> types.Part:
+    return types.Part(function_call=types.FunctionCall(id=call_id, name=name, args=dict(args)))
+
+
+def _record(call_id: str, status: AgentToolCallStatus, **fields: str) -> AgentToolCall:
+    return AgentToolCall(
+        call_id, fields.pop("tool_name", "lookup"), "{}", ToolEffect.READ, False, status, "turn-1",
+        0, **fields,
+    )  # fmt: skip
+
+
+def test_an_event_with_two_calls_is_two_messages_that_read_back_as_one_event() -> None:
+    model_event = Event(
+        author="agent",
+        invocation_id="e-1",
+        content=types.Content(
+            role="model",
+            parts=[types.Part(text="Let me look."), _call("c1", gate="a"), _call("c2", gate="b")],
+        ),
+    )
+    messages = event_messages(model_event)
+
+    assert [(m.role, m.text, m.tool_call_id) for m in messages] == [
+        (MessageRole.ASSISTANT, "Let me look.", None),
+        (MessageRole.ASSISTANT, None, "c1"),
+        (MessageRole.ASSISTANT, None, "c2"),
+    ]
+    assert messages[1].tool_arguments == '{"gate":"a"}'
+    stored = _stored([user_message("hi"), *messages])
+    transcript = read_transcript(stored)
+    assert len(transcript.events) == 2
+    assert transcript.events[1].id == model_event.id
+    assert transcript.events[1].content == model_event.content
+    assert transcript.turn_start == 0
+    assert [call.id for call in transcript.unanswered_calls] == ["c1", "c2"]
+
+
+def test_results_answer_the_calls_and_leave_none_unanswered() -> None:
+    calls = [types.FunctionCall(id="c1", name="lookup"), types.FunctionCall(id="c2", name="lookup")]
+    results = results_event("turn-1", calls, [{"result": "one"}, {"count": 2}])
+    model = Event(
+        author="agent", content=types.Content(role="model", parts=[_call("c1"), _call("c2")])
+    )
+    messages = [user_message("hi"), *event_messages(model), *event_messages(results, stable=True)]
+
+    assert [(m.role, m.tool_output) for m in messages[-2:]] == [
+        (MessageRole.TOOL, "one"),
+        (MessageRole.TOOL, '{"count":2}'),
+    ]
+    # A stable event encodes the same on every attempt.
+    again = event_messages(
+        results_event("turn-1", calls, [{"result": "one"}, {"count": 2}]), stable=True
+    )
+    assert [m.framework_item for m in again] == [m.framework_item for m in messages[-2:]]
+    transcript = read_transcript(_stored(messages))
+    assert len(transcript.events) == 3
+    assert transcript.unanswered_calls == ()
+
+
+def test_a_call_left_unanswered_by_an_earlier_turn_reads_as_outcome_unknown() -> None:
+    model = Event(author="agent", content=types.Content(role="model", parts=[_call("old")]))
+    earlier = _stored([user_message("first"), *event_messages(model)], turn_id="turn-1")
+    later = AgentMessage.from_framework_message(
+        user_message("second"), sequence=3, turn_id="turn-2", created_at=None
+    )
+    transcript = read_transcript([*earlier, later])
+
+    inserted = transcript.events[2]
+    (response,) = inserted.get_function_responses()
+    assert (response.id, response.response) == ("old", {"result": OUTCOME_UNKNOWN_TOOL_RESULT})
+    assert transcript.turn_start == 3
+    assert transcript.unanswered_calls == ()
+
+
+def test_a_message_in_another_format_is_read_from_its_neutral_fields() -> None:
+    foreign = [
+        FrameworkMessage(role=MessageRole.USER, framework_item='{"stepwise":"x"}', text="hello"),
+        FrameworkMessage(
+            role=MessageRole.ASSISTANT,
+            framework_item="not json",
+            tool_call_id="c9",
+            tool_name="lookup",
+            tool_arguments='{"gate":""}',
+        ),
+        FrameworkMessage(
+            role=MessageRole.TOOL,
+            framework_item="{}",
+            tool_call_id="c9",
+            tool_name="lookup",
+            tool_output="found",
+        ),
+    ]
+    events = read_transcript(_stored(foreign)).events
+
+    assert events[0].content is not None and events[0].content.parts[0].text == "hello"  # type: ignore[index]
+    (call,) = events[1].get_function_calls()
+    assert (call.id, call.args) == ("c9", {"gate": ""})
+    (response,) = events[2].get_function_responses()
+    assert response.response == {"result": "found"}
+
+
+def test_function_responses_round_trip_through_their_output_text() -> None:
+    for response in (
+        {"result": "plain text"},
+        {"result": '{"looks": "like json"}'},
+        {"status": "ok", "items": [1, 2]},
+        {"result": 3},
+    ):
+        output = function_response_output(response)
+        record = _record("c1", AgentToolCallStatus.SUCCEEDED, output=output)
+        assert recorded_function_response(record) == response
+    assert function_response_output({"result": "plain text"}) == "plain text"
+
+
+def test_other_outcomes_read_as_the_sessions_text() -> None:
+    failed = _record("c1", AgentToolCallStatus.FAILED, error="index offline")
+    assert recorded_function_response(failed) == {"result": "Error: index offline"}
+    assert recorded_function_response(None) == {"result": OUTCOME_UNKNOWN_TOOL_RESULT}
+    # A built-in tool's JSON result stays text, exactly as the session wrote it.
+    answered = _record(
+        "c2",
+        AgentToolCallStatus.SUCCEEDED,
+        tool_name="ask_user",
+        output='{"status":"answered","answer":"eu"}',
+    )
+    assert recorded_function_response(answered) == {"result": '{"status":"answered","answer":"eu"}'}
