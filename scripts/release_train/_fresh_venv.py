@@ -218,7 +218,7 @@ def check_in_fresh_venv(
     report = directory / "pip-report.json"
     if created.ok:
         pip = [str(venv.bin / "python"), "-m", "pip"]
-        install = [*pip, "install", "--no-compile", "--progress-bar", "off"]
+        install = [*pip, "install", "--progress-bar", "off"]
         install += ["--find-links", str(dist), "--report", str(report), _requirement(member, line)]
         if venv.run("pip install", install).ok:
             installed = _installed_from_dist(venv, report)
