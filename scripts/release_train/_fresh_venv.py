@@ -41,7 +41,7 @@ for top in sys.argv[1:]:
     try:
         package = importlib.import_module(top)
     except BaseException:
-        failures[top] = traceback.format_exc(limit=3)
+        failures[top] = traceback.format_exc(limit=-3)
         continue
     versions[top] = getattr(package, "__version__", None)
     names = [top] + [m.name for m in pkgutil.walk_packages(package.__path__, top + ".", lambda n: None)]
@@ -49,7 +49,7 @@ for top in sys.argv[1:]:
         try:
             module = importlib.import_module(name)
         except BaseException:
-            failures[name] = traceback.format_exc(limit=3)
+            failures[name] = traceback.format_exc(limit=-3)
             continue
         count += 1
         if not (getattr(module, "__file__", None) or "").startswith(sys.prefix):

@@ -52,8 +52,10 @@ def _distribution_stem(member: WorkspaceMember) -> str:
 
 def _build(
     packages: Sequence[WorkspaceMember], line: str, dist: Path, logs: Path, root: Path
-) -> list[str]:
+) -> tuple[list[str], bool]:
+    """The problems of the builds and their contents, and whether every package built."""
     problems: list[str] = []
+    built = True
     shutil.rmtree(dist, ignore_errors=True)
     for member in packages:
         command = ["uv", "build", "--no-sources", "--package", member.name, "--out-dir", str(dist)]
@@ -62,12 +64,14 @@ def _build(
         )
         if not result.ok:
             problems.append(result.failure(f"building {member.name}"))
+            built = False
             continue
         stem = _distribution_stem(member)
         wheel = next(iter(sorted(dist.glob(f"{stem}-*.whl"))), None)
         sdist = dist / f"{stem}.tar.gz"
         if wheel is None or not sdist.is_file():
             problems.append(f"uv build of {member.name} made no {stem}-*.whl and {stem}.tar.gz")
+            built = False
             continue
         found = [*wheel_problems(wheel, member, line), *sdist_problems(sdist, member, line)]
         problems += found
@@ -75,7 +79,7 @@ def _build(
             f"built {wheel.name} and {sdist.name} in {result.seconds:.1f} s"
             + ("" if found else "; no test files, no workspace-only paths")
         )
-    return problems
+    return problems, built
 
 
 def _selected(packages: Sequence[WorkspaceMember], only: Sequence[str]) -> list[WorkspaceMember]:
@@ -122,15 +126,17 @@ def run_release_check(options: ReleaseCheckOptions) -> int:
     work.mkdir(parents=True, exist_ok=True)
     dist = options.root / "dist"
     building = time.monotonic()
-    problems += _build(packages, line, dist, work, options.root)
+    build_problems, built = _build(packages, line, dist, work, options.root)
+    problems += build_problems
     _say(f"built {len(packages)} packages into dist/ in {time.monotonic() - building:.1f} s")
-    if not problems:
+    # A wheel with bad contents still installs; only a package that did not build stops the venvs.
+    if built:
         for member in selected:
             result = check_in_fresh_venv(member, line, dist, work / member.name, options.python)
             _say(_describe(result))
             problems += result.problems
     else:
-        _say("the builds have problems; no venv was made")
+        _say("a package did not build; no venv was made")
     elapsed = time.monotonic() - started
     if problems:
         _say(f"FAILED with {len(problems)} problem(s) after {elapsed:.0f} s (logs in {work}):")
