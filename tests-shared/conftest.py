@@ -10,7 +10,7 @@ from dex_agents.testing import AgentTestStack
 from dex_agents.testing.scenarios import DEADLINE_FLOW_TYPE, MAIN_FLOW_TYPE, MCP_FLOW_TYPE
 from scenario_support.harness import Scenario
 from scenario_support.runners import RUNNER_NAMES, build_scenario_flows
-from scenario_support.worker import RUNNER_ENV, STATE_DIR_ENV
+from scenario_support.worker import MCP_AGENT_ENV, RUNNER_ENV, STATE_DIR_ENV
 
 TESTS_SHARED_DIR = Path(__file__).resolve().parent
 
@@ -21,17 +21,32 @@ def runner_name(request: pytest.FixtureRequest) -> str:
     return name
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "mcp_agent: the scenario also builds the MCP agent (ScenarioMcpAgent), whose runner may "
+        "list the scenario MCP server when it builds the Flow",
+    )
+
+
 @pytest.fixture
-async def scenario(runner_name: str, tmp_path: Path) -> AsyncIterator[Scenario]:
+async def scenario(
+    runner_name: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> AsyncIterator[Scenario]:
     state_dir = tmp_path / "state"
-    flows = build_scenario_flows(runner_name, state_dir)
+    mcp_agent = request.node.get_closest_marker("mcp_agent") is not None
+    flows = build_scenario_flows(runner_name, state_dir, mcp_agent=mcp_agent)
     by_type = {flow.get_flow_type(): flow for flow in flows}
     async with AgentTestStack(
         tmp_path / "stack",
         flows,
         "scenario_support.worker",
         worker_cwd=TESTS_SHARED_DIR,
-        worker_env={RUNNER_ENV: runner_name, STATE_DIR_ENV: str(state_dir)},
+        worker_env={
+            RUNNER_ENV: runner_name,
+            STATE_DIR_ENV: str(state_dir),
+            MCP_AGENT_ENV: "1" if mcp_agent else "0",
+        },
     ) as stack:
         worker = await stack.start_worker()
         yield Scenario(

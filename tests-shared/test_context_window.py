@@ -1,7 +1,8 @@
 """One long session past a small context window, under every runner that compacts.
 
-The 800-turn guard (retention limit 100) runs in the default suite; the 2,000-turn session with the
-default retention limit runs only with ``DEX_AGENTS_LONG_TESTS=1``.
+The guard (retention limit 100) runs in the default suite: 800 turns, or the runner's
+``ScenarioRunner.context_window_guard_turns`` when its turns are slow. The 2,000-turn session with
+the default retention limit runs for every runner, only with ``DEX_AGENTS_LONG_TESTS=1``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,9 @@ from dex_agents.testing.scenarios import load_scenario_runner
 from scenario_support.runners import RUNNER_NAMES
 
 LONG_TESTS = os.environ.get("DEX_AGENTS_LONG_TESTS") == "1"
+GUARD_RETAINED_MESSAGE_LIMIT = 100
+GUARD_SAMPLES = 10
+"""The guard samples at least this many times, so a short guard still sees retention repeat."""
 
 
 def _factory(runner: str):  # type: ignore[no-untyped-def]
@@ -33,14 +37,23 @@ def _print_progress(progress: ContextWindowProgress) -> None:
 
 
 @pytest.mark.parametrize("runner", RUNNER_NAMES)
-async def test_800_turn_guard_stays_under_the_window_with_bounded_state(
+async def test_guard_session_stays_under_the_window_with_bounded_state(
     runner: str, tmp_path: Path
 ) -> None:
-    scenario = ContextWindowSessionScenario(turns=800, retained_message_limit=100)
-    report = await scenario.run(_factory(runner), tmp_path, on_progress=_print_progress)
+    factory = _factory(runner)
+    turns = load_scenario_runner(runner).context_window_guard_turns
+    scenario = ContextWindowSessionScenario(
+        turns=turns,
+        retained_message_limit=GUARD_RETAINED_MESSAGE_LIMIT,
+        batch_turns=max(1, min(50, turns // GUARD_SAMPLES)),
+    )
+    report = await scenario.run(factory, tmp_path, on_progress=_print_progress)
     report.check()
     # Retention kept the newest 100 messages and at most one chunk and the window more.
-    assert all(p.kept_messages <= 100 + 32 + 64 for p in report.progress)
+    limit = (
+        GUARD_RETAINED_MESSAGE_LIMIT + scenario.message_chunk_size + scenario.message_window_size
+    )
+    assert all(p.kept_messages <= limit for p in report.progress)
 
 
 @pytest.mark.skipif(

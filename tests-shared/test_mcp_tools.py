@@ -23,6 +23,9 @@ from scenario_support.runners import runner_supports
 
 READ, WRITE = "lookup_stock", "send_note"  # the MCP names, as the server logs them
 
+# Only these scenarios build the MCP agent, so no other scenario waits for its server's listing.
+pytestmark = pytest.mark.mcp_agent
+
 
 @pytest.fixture(autouse=True)
 def _requires_mcp_tools(runner_name: str) -> None:

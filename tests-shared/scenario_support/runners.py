@@ -15,7 +15,7 @@ from dex_agents.testing.scenarios import (
     scenario_runner_names,
 )
 
-__all__ = ["RUNNER_NAMES", "build_scenario_flows", "runner_supports"]
+__all__ = ["RUNNER_NAMES", "build_scenario_flows", "reads_run_in_model_step", "runner_supports"]
 
 RUNNER_NAMES: list[str] = scenario_runner_names()
 """The runner names of this test session, sorted."""
@@ -24,3 +24,9 @@ RUNNER_NAMES: list[str] = scenario_runner_names()
 def runner_supports(runner: str, feature: ScenarioFeature | str) -> bool:
     """Whether ``runner`` declares ``feature``."""
     return load_scenario_runner(runner).supports(feature)
+
+
+def reads_run_in_model_step(runner: str) -> bool:
+    """Whether ``runner`` is a whole-turn harness that runs reads inside ``RunModel`` (at least
+    once, repeated by a ``RunModel`` retry) instead of in a ``CallTool`` Step each."""
+    return load_scenario_runner(runner).reads_run_in_model_step

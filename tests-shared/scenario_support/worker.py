@@ -9,6 +9,14 @@ from scenario_support.runners import build_scenario_flows
 
 RUNNER_ENV = "SCENARIO_RUNNER"
 STATE_DIR_ENV = "SCENARIO_STATE_DIR"
+#: Set to "1" when the test builds the MCP agent too (a test marked ``mcp_agent``).
+MCP_AGENT_ENV = "SCENARIO_MCP_AGENT"
 
 if __name__ == "__main__":
-    run_agent_worker(build_scenario_flows(os.environ[RUNNER_ENV], Path(os.environ[STATE_DIR_ENV])))
+    run_agent_worker(
+        build_scenario_flows(
+            os.environ[RUNNER_ENV],
+            Path(os.environ[STATE_DIR_ENV]),
+            mcp_agent=os.environ.get(MCP_AGENT_ENV) == "1",
+        )
+    )

@@ -167,3 +167,17 @@ def test_a_scenario_runner_checks_its_fields() -> None:
             build_flow=lambda spec: None,  # type: ignore[arg-type,return-value]
             features=frozenset({"not_a_feature"}),  # type: ignore[arg-type]
         )
+    with pytest.raises(ConfigurationError, match="context_window_guard_turns must be positive"):
+        ScenarioRunner(
+            "x",
+            build_flow=lambda spec: None,  # type: ignore[arg-type,return-value]
+            context_window_guard_turns=0,
+        )
+    with pytest.raises(TypeError, match="context_window_guard_turns must be an int"):
+        ScenarioRunner(
+            "x",
+            build_flow=lambda spec: None,  # type: ignore[arg-type,return-value]
+            context_window_guard_turns=1.5,  # type: ignore[arg-type]
+        )
+    default = ScenarioRunner("x", build_flow=lambda spec: None)  # type: ignore[arg-type,return-value]
+    assert default.context_window_guard_turns == 800

@@ -16,12 +16,16 @@ pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not instal
 from dex_agents import (
     AgentEvent,
     AgentEventWriter,
+    AgentToolCall,
+    AgentToolCallStatus,
     AgentTurnContext,
     ConfigurationError,
+    DeferredToolExecution,
     ToolEffect,
     ToolExecutionError,
     ToolPolicy,
 )
+from dex_agents.deferred_tool_context import _deferred_tool_execution_scope
 from dex_agents.mcp import (
     IDEMPOTENCY_KEY_META_KEY,
     INPUT_REQUEST_ERROR_PREFIX,
@@ -158,6 +162,33 @@ async def test_call_tool_sends_the_idempotency_key_and_streams_progress(tmp_path
         },
     ]
     assert await source.call_tool("files__mixed", {}, idempotency_key=KEY) == "first\nsecond"
+
+
+async def test_call_tool_in_a_tool_step_reports_progress_for_the_running_call(
+    tmp_path: Path,
+) -> None:
+    source = McpToolSource([stdio_config(tmp_path)])
+    events: list[AgentEvent] = []
+    writer = AgentEventWriter(events.append, turn_id="turn-1", step_execution_id="s", attempt=1)
+    record = AgentToolCall(
+        tool_call_id="call_7",
+        tool_name="progress",
+        arguments="{}",
+        effect=ToolEffect.READ,
+        requires_approval=False,
+        status=AgentToolCallStatus.APPROVED,
+        turn_id="turn-1",
+        deferral_order=0,
+    )
+    # What a tool Step sets around execute_deferred_tool_call, where a framework tool runs.
+    with _deferred_tool_execution_scope(DeferredToolExecution("session-1", record, 1, writer)):
+        assert await source.call_tool("files__progress", {}, idempotency_key=KEY) == "progressed"
+
+    progress = [json.loads(e.payload) for e in events if e.type == MCP_TOOL_PROGRESS_EVENT]
+    assert [(p["tool_call_id"], p["progress"]) for p in progress] == [
+        ("call_7", 1.0),
+        ("call_7", 2.0),
+    ]
     assert IDEMPOTENCY_KEY_META_KEY == "io.superdurable.dex/idempotencyKey"
 
 

@@ -6,7 +6,9 @@
 each model call, every tool call runs in its own tool Step, and the messages are stored as LangChain
 message JSON. Inside a tool, :func:`get_tool_call_idempotency_key` reads the call's idempotency
 key; inside a model node, :func:`model_tools` adds the session's built-in tools.
-:class:`ScriptedChatModel` answers from a function, for demos and tests without a provider.
+:class:`ScriptedChatModel` answers from a function, for demos and tests without a provider;
+:func:`mcp_structured_tools` offers the tools of a ``dex_agents.mcp.McpToolSource`` as
+``StructuredTool``s with the shared idempotency key.
 
 Example:
     >>> flow = langgraph_session_flow(create_react_agent(model, [lookup_order]), flow_type="Support")
@@ -15,6 +17,7 @@ Example:
 
 from dex_agents_langgraph._flow import langgraph_session_flow
 from dex_agents_langgraph._graph_tools import TOOL_EFFECT_METADATA_KEY
+from dex_agents_langgraph._mcp_tools import mcp_structured_tool, mcp_structured_tools
 from dex_agents_langgraph._model_call_observer import SecondModelCallError
 from dex_agents_langgraph._runner import ContextFactory, LangGraphRunner, SummaryModel
 from dex_agents_langgraph._scripted_chat_model import ScriptedChatModel, ScriptedResponse
@@ -37,5 +40,7 @@ __all__ = [
     "SummaryModel",
     "get_tool_call_idempotency_key",
     "langgraph_session_flow",
+    "mcp_structured_tool",
+    "mcp_structured_tools",
     "model_tools",
 ]

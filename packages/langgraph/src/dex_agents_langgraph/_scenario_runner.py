@@ -5,7 +5,8 @@ is a hand-built ``StateGraph`` with a model node and a ``ToolNode``, the shape e
 agent has; its model is a LangChain chat model (a ``ScriptedChatModel``) that answers with the
 suite's ``scripted_reply``, so LangGraph's own loop, tool routing and ``ToolNode`` run for real.
 ``confirm`` asks with LangGraph's ``interrupt()``, and ``report`` returns its task as the
-``ToolMessage`` artifact.
+``ToolMessage`` artifact. The MCP agent lists the scenario MCP server when it is built and offers
+its tools as ``mcp_structured_tool``s.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from dex_agents.testing.scenarios import (
     ScenarioTaskRunning,
     ScenarioTool,
     ScenarioToolError,
+    list_scenario_mcp_tools,
+    mcp_extra_installed,
     poll_report,
     run_confirm_tool,
     run_scenario_tool,
@@ -67,6 +70,7 @@ from langgraph.types import interrupt
 
 from dex_agents_langgraph._flow import langgraph_session_flow
 from dex_agents_langgraph._graph_tools import TOOL_EFFECT_METADATA_KEY
+from dex_agents_langgraph._mcp_tools import mcp_structured_tool
 from dex_agents_langgraph._scripted_chat_model import ScriptedChatModel
 from dex_agents_langgraph._tool_context import get_tool_call_idempotency_key, model_tools
 
@@ -150,10 +154,13 @@ def _measured_tokens(messages: Sequence[BaseMessage]) -> int:
 
 def build_langgraph_scenario_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
     """The scenario agent as a ``StateGraph`` whose model node calls ``ScenarioChatModel``."""
+    mcp = list_scenario_mcp_tools(spec) if spec.mcp_tools else None
+    mcp_tools = [mcp_structured_tool(mcp.source, listed) for listed in mcp.tools] if mcp else []
     tools: list[BaseTool] = [
         *(_scenario_tool(spec, scenario_tool) for scenario_tool in spec.tools),
         _confirm_tool(spec),
         _report_tool(spec),
+        *mcp_tools,
     ]
 
     async def call_model(
@@ -168,7 +175,7 @@ def build_langgraph_scenario_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
     policies = {t.name: ToolPolicy(t.effect, t.requires_approval) for t in spec.tools}
     policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     options = AgentSessionOptions(
-        tool_policies=policies,
+        tool_policies={**policies, **(mcp.tool_policies if mcp else {})},
         interrupt_deadline=spec.interrupt_deadline,
         built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
         plan_mode_enabled=spec.plan_mode_enabled,
@@ -328,10 +335,11 @@ def build_langgraph_context_window_flow(
 SCENARIO_RUNNER = ScenarioRunner(
     "langgraph",
     build_flow=build_langgraph_scenario_flow,
-    # Every feature but MCP tools, which this runner joins through its MCP wrapper path later.
     features=frozenset(
         {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
+        | ({ScenarioFeature.MCP_TOOLS} if mcp_extra_installed() else set())
     ),
     build_context_window_flow=build_langgraph_context_window_flow,
 )
-"""LangGraph under the shared suite: every optional feature, and the context window scenario."""
+"""LangGraph under the shared suite: every optional feature (MCP tools with the mcp extra), and the
+context window scenario."""

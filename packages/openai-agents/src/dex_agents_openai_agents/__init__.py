@@ -3,7 +3,8 @@
 ``OpenAIAgentsRunner`` runs an ``agents.Agent`` with the SDK's own ``Runner`` inside a dex-agents
 session: every model call is one ``RunModel`` Step and every ``FunctionTool`` call its own tool
 Step, so a crash repeats at most the one call that was running, approvals, questions, steering and
-compaction work, and a handoff switches the agent inside the session.
+compaction work, and a handoff switches the agent inside the session. ``mcp_function_tools`` offers
+the tools of a ``dex_agents.mcp.McpToolSource`` as ``FunctionTool``s, each call in its tool Step.
 
 Example:
     >>> from agents import Agent, function_tool
@@ -17,6 +18,7 @@ Example:
 
 from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
 from dex_agents_openai_agents._errors import GuardrailTripwireError
+from dex_agents_openai_agents._mcp_tools import mcp_function_tool, mcp_function_tools
 from dex_agents_openai_agents._runner import ContextFactory, OpenAIAgentsRunner, RunConfigFactory
 from dex_agents_openai_agents._session_flow import openai_agents_session_flow
 
@@ -26,6 +28,8 @@ __all__ = [
     "OpenAIAgentsRunner",
     "RunConfigFactory",
     "get_current_deferred_tool_execution",
+    "mcp_function_tool",
+    "mcp_function_tools",
     "openai_agents_session_flow",
 ]
 

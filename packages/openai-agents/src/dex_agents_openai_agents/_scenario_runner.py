@@ -3,7 +3,8 @@
 The scenario agent is an ``agents.Agent`` whose tools are ``function_tool`` functions; every model
 call is answered by ``scripted_reply`` through the SDK's ``Model`` interface
 (``ReplyFunctionModel``), chosen per turn by a ``RunConfig`` built from the turn's session
-settings, so the SDK's real run loop runs every scenario.
+settings, so the SDK's real run loop runs every scenario. The MCP agent lists the scenario MCP
+server when it is built and offers its tools as ``mcp_function_tool``s.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ from dex_agents.testing.scenarios import (
     ScenarioRunner,
     ScenarioTool,
     ScenarioToolError,
+    list_scenario_mcp_tools,
+    mcp_extra_installed,
     poll_report_task,
     run_confirm_tool,
     run_scenario_tool,
@@ -45,6 +48,7 @@ from dex_agents.testing.scenarios import (
 )
 
 from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
+from dex_agents_openai_agents._mcp_tools import mcp_function_tool
 from dex_agents_openai_agents._runner import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import (
     ModelCallInput,
@@ -65,6 +69,14 @@ def build_scenario_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
     def run_config_for(settings: Mapping[str, object]) -> RunConfig:
         return RunConfig(model=_scenario_model(spec, settings), tracing_disabled=True)
 
+    policies = {tool.name: ToolPolicy(tool.effect, tool.requires_approval) for tool in spec.tools}
+    policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+    policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
+    mcp_tools: list[FunctionTool] = []
+    if spec.mcp_tools:
+        listed = list_scenario_mcp_tools(spec)
+        mcp_tools = [mcp_function_tool(listed.source, tool) for tool in listed.tools]
+        policies.update(listed.tool_policies)
     agent: Agent[Any] = Agent(
         name="scenario",
         instructions=spec.instructions,
@@ -72,14 +84,12 @@ def build_scenario_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
             *(_scenario_tool(spec, tool) for tool in spec.tools),
             _confirm_tool(spec),
             _report_tool(spec),
+            *mcp_tools,
         ],
     )
     runner = OpenAIAgentsRunner(
         agent, run_config=run_config_for, tool_task_pollers={REPORT_TOOL: _ReportPoller(spec)}
     )
-    policies = {tool.name: ToolPolicy(tool.effect, tool.requires_approval) for tool in spec.tools}
-    policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
-    policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
     options = AgentSessionOptions(
         tool_policies=policies,
         interrupt_deadline=spec.interrupt_deadline,
@@ -198,7 +208,9 @@ SCENARIO_RUNNER = ScenarioRunner(
     build_flow=build_scenario_flow,
     features=frozenset(
         {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
+        | ({ScenarioFeature.MCP_TOOLS} if mcp_extra_installed() else set())
     ),
     build_context_window_flow=build_context_window_flow,
 )
-"""The OpenAI Agents SDK under the shared suite: every optional feature, and the context window."""
+"""The OpenAI Agents SDK under the shared suite: every optional feature (MCP tools with the mcp
+extra), and the context window."""

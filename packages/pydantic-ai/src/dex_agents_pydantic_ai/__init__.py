@@ -3,7 +3,8 @@
 ``PydanticAIRunner`` runs a ``pydantic_ai.Agent`` in a dex-agents session: every model request is
 its own ``RunModel`` Step and every tool call (reads and MCP toolset tools included) its own tool
 Step, so a crash repeats at most the one call that was running, and approvals, questions,
-steering, cancellation and compaction work as for every runner.
+steering, cancellation and compaction work as for every runner. ``mcp_tools`` offers the tools of a
+``dex_agents.mcp.McpToolSource`` as ``Tool.from_schema`` tools with the shared idempotency key.
 
 Example:
     >>> from pydantic_ai import Agent
@@ -12,6 +13,7 @@ Example:
 """
 
 from dex_agents_pydantic_ai._idempotency import deferred_tool_idempotency_key
+from dex_agents_pydantic_ai._mcp_tools import mcp_tool, mcp_tools
 from dex_agents_pydantic_ai._model_step import ModelOutputRetryError
 from dex_agents_pydantic_ai._runner import PydanticAIRunner, pydantic_ai_session_flow
 from dex_agents_pydantic_ai._runner_config import DepsRequest, ModelResolver
@@ -28,5 +30,7 @@ __all__ = [
     "PydanticAIRunner",
     "deferred_tool_idempotency_key",
     "dex_tool_metadata",
+    "mcp_tool",
+    "mcp_tools",
     "pydantic_ai_session_flow",
 ]

@@ -4,7 +4,8 @@ The entry point ``pydantic-ai`` in the group ``dex_agents.scenario_runners`` poi
 scripted model answers through Pydantic AI's own ``FunctionModel`` (streamed), so the agent's real
 graph runs every call; the scenario tools are Pydantic AI tools whose effects come from
 ``dex_tool_metadata``; ``confirm`` asks with ``ToolInputRequested`` and ``report`` starts a task
-that the runner's ``tool_task_poller`` polls.
+that the runner's ``tool_task_poller`` polls. The MCP agent lists the scenario MCP server when it
+is built and offers its tools as ``mcp_tool``s.
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from dex_agents.testing.scenarios import (
     ScenarioRunner,
     ScenarioTool,
     ScenarioToolError,
+    list_scenario_mcp_tools,
+    mcp_extra_installed,
     poll_report_task,
     run_confirm_tool,
     run_scenario_tool,
@@ -46,6 +49,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from dex_agents_pydantic_ai._context_window_flow import build_pydantic_ai_context_window_flow
 from dex_agents_pydantic_ai._idempotency import deferred_tool_idempotency_key
+from dex_agents_pydantic_ai._mcp_tools import mcp_tool
 from dex_agents_pydantic_ai._runner import PydanticAIRunner
 from dex_agents_pydantic_ai._scripted_model import scripted_function_model, turn_view
 from dex_agents_pydantic_ai._tool_policies import dex_tool_metadata
@@ -55,6 +59,8 @@ __all__ = ["SCENARIO_RUNNER", "build_pydantic_ai_flow"]
 
 def build_pydantic_ai_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
     """The scenario agent as a Pydantic AI agent answered by a scripted ``FunctionModel``."""
+    mcp = list_scenario_mcp_tools(spec) if spec.mcp_tools else None
+    mcp_tools = [mcp_tool(mcp.source, tool) for tool in mcp.tools] if mcp else []
     agent: Agent[None, str] = Agent(
         name="scenario",
         instructions=spec.instructions,
@@ -62,6 +68,7 @@ def build_pydantic_ai_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
             *(_scenario_tool(spec, tool) for tool in spec.tools),
             _confirm_tool(spec),
             _report_tool(spec),
+            *mcp_tools,
         ],
     )
     runner = PydanticAIRunner(
@@ -71,6 +78,7 @@ def build_pydantic_ai_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
         tool_task_poller=_ReportPoller(spec),
     )
     options = AgentSessionOptions(
+        tool_policies=mcp.tool_policies if mcp else {},
         built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
         interrupt_deadline=spec.interrupt_deadline,
         plan_mode_enabled=spec.plan_mode_enabled,
@@ -168,10 +176,11 @@ class _ReportPoller:
 SCENARIO_RUNNER = ScenarioRunner(
     "pydantic-ai",
     build_flow=build_pydantic_ai_flow,
-    # Every feature but MCP tools, which this runner joins through its MCP wrapper path later.
     features=frozenset(
         {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
+        | ({ScenarioFeature.MCP_TOOLS} if mcp_extra_installed() else set())
     ),
     build_context_window_flow=build_pydantic_ai_context_window_flow,
 )
-"""Pydantic AI under the shared suite: every optional feature, and the context window scenario."""
+"""Pydantic AI under the shared suite: every optional feature (MCP tools with the mcp extra), and
+the context window scenario."""

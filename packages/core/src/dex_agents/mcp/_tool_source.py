@@ -38,6 +38,7 @@ from dex_agents import (
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskStarted,
+    current_deferred_tool_execution,
     dump_json_text,
     tool_effect_from_mcp_tool_annotations,
 )
@@ -408,13 +409,19 @@ class McpToolSource:
 
         The server is found through the listing. Every task is polled on the call's connection,
         for at most the server's ``task_wait_timeout``. Pass the idempotency key from the
-        adapter's tool context; ``events`` receives ``mcp.tool_progress`` events.
+        adapter's tool context; ``events`` receives ``mcp.tool_progress`` events for the call
+        ``tool_call_id``. Inside a tool Step both default to the running call's
+        (``current_deferred_tool_execution()``), so a framework tool need pass only the key.
 
         Raises:
             ToolExecutionError: As for ``execute_deferred_tool_call``.
             McpToolCallInterruptedError: When the call was sent and its outcome is unknown.
         """
         arguments_text = dump_json_text(dict(arguments or {}))
+        running = current_deferred_tool_execution()
+        if running is not None:
+            events = running.events if events is None else events
+            tool_call_id = running.tool_call.tool_call_id if tool_call_id is None else tool_call_id
         if name in self.declared_tool_names():
             return await run_resource_or_prompt_tool(name, arguments_text, self._servers_by_name)
         if name not in self._offered_by_name:

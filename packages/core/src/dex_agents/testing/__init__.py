@@ -12,6 +12,7 @@ which a runner package joins the shared suite. ``ScriptedModelClient`` is the sa
 from dex_agents.stepwise import ScriptedModelClient
 from dex_agents.testing.agent_test_stack import AgentTestStack
 from dex_agents.testing.context_window_session_scenario import (
+    CONTEXT_WINDOW_TOOL_NAME,
     ContextWindowModel,
     ContextWindowProgress,
     ContextWindowReport,
@@ -55,6 +56,7 @@ from dex_agents.testing.worker_process import (
 )
 
 __all__ = [
+    "CONTEXT_WINDOW_TOOL_NAME",
     "DEFAULT_MAX_CONCURRENT_TASKS",
     "DEFAULT_WAIT_TIMEOUT_SECONDS",
     "DEXCLI_ENV",

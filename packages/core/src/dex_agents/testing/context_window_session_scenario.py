@@ -8,11 +8,12 @@ adapter replaces the real model. Every few turns the scenario checks, and at the
 :class:`ContextWindowReport` whose :meth:`~ContextWindowReport.check` raises ``AssertionError``
 when:
 
-- no summary was made, or a model call's input (as the runner's model measured it) reached the
-  context window;
+- the session compacted fewer than three times, or a model call's input (as the runner's model
+  measured it) reached the context window;
 - a summary separated a tool call from its result (in the stored transcript, or as a missing result
   in a model input);
-- Flow state kept growing after retention started deleting messages.
+- retention deleted messages at fewer than three points (so it never proved it keeps deleting),
+  or Flow state kept growing after retention started deleting messages.
 
 Example:
     >>> report = await ContextWindowSessionScenario(turns=800, retained_message_limit=100).run(
@@ -192,7 +193,15 @@ class ContextWindowProgress:
 
 @dataclass
 class ContextWindowReport:
-    """What a scenario run observed; :meth:`check` turns it into assertions."""
+    """What a scenario run observed; :meth:`check` turns it into assertions.
+
+    Attributes:
+        min_summaries: Summaries the session must have made (it compacted several times).
+        min_retention_points: Distinct ends of the deleted messages the samples must show, so
+            retention kept deleting and the bounded-state check compares samples across several
+            deletions.
+        state_growth_tolerance: How much larger than the first retained sample a later one may be.
+    """
 
     turns: int
     context_window_tokens: int
@@ -200,6 +209,8 @@ class ContextWindowReport:
     progress: list[ContextWindowProgress] = field(default_factory=list)
     separated_calls: list[str] = field(default_factory=list)
     last_turn_error: str | None = None
+    min_summaries: int = 3
+    min_retention_points: int = 3
     state_growth_tolerance: float = 0.5
 
     @property
@@ -221,7 +232,10 @@ class ContextWindowReport:
         last = self.progress[-1] if self.progress else None
         assert last is not None and last.turns == self.turns, "the session did not finish"
         assert self.last_turn_error is None, f"a turn failed: {self.last_turn_error}"
-        assert last.summary_generation >= 1, "the session never compacted"
+        assert last.summary_generation >= self.min_summaries, (
+            f"the session compacted {last.summary_generation} times, fewer than "
+            f"{self.min_summaries}: run more turns"
+        )
         assert self.model.summary_calls >= last.summary_generation, "summaries without a call"
         assert self.model.max_input_tokens < self.context_window_tokens, (
             f"a model input reached {self.model.max_input_tokens} tokens, over the window of "
@@ -235,6 +249,11 @@ class ContextWindowReport:
         )
         retained = self.retained_state_bytes
         assert retained, "retention never deleted a message"
+        points = {p.deleted_before_sequence for p in self.progress} - {None}
+        assert len(points) >= self.min_retention_points, (
+            f"retention deleted messages up to {len(points)} distinct points, fewer than "
+            f"{self.min_retention_points}: run more turns, or sample more often"
+        )
         limit = retained[0] * (1 + self.state_growth_tolerance)
         assert max(retained) <= limit, (
             f"Flow state grew after retention started: {retained[0]} bytes, then up to "
@@ -247,7 +266,9 @@ class ContextWindowSessionScenario:
     """The same long session, run past a small context window, for any runner.
 
     Attributes:
-        turns: Turns to run (800 for the guard, 2,000 for the long run).
+        turns: Turns to run (800 for the default guard, a runner's
+            ``ScenarioRunner.context_window_guard_turns`` when it is slower; 2,000 for the long
+            run).
         retained_message_limit: The retention limit of the session (100 for the guard).
         context_window_tokens: The compaction policy's window.
         batch_turns: Turns queued at once between checks and samples.

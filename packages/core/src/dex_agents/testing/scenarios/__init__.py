@@ -14,6 +14,9 @@ Example:
     >>> SCENARIO_RUNNER = ScenarioRunner("my-framework", build_flow=build_my_flow)
 """
 
+from dex_agents.testing.scenarios._stepwise_scenario_runner import (
+    StepwiseReportSource as ScenarioReportSource,
+)
 from dex_agents.testing.scenarios.scenario_agent import (
     APPROVAL_DEADLINE,
     BROKEN_TOOL_ERROR,
@@ -50,6 +53,8 @@ from dex_agents.testing.scenarios.scenario_mcp_server import (
     SCENARIO_MCP_TOOL_POLICIES,
     SCENARIO_MCP_WRITE_TOOL,
     ScenarioMcpServer,
+    ScenarioMcpTools,
+    list_scenario_mcp_tools,
     mcp_extra_installed,
     scenario_mcp_server,
     scenario_mcp_server_config,
@@ -121,8 +126,10 @@ __all__ = [
     "ScenarioCommand",
     "ScenarioFeature",
     "ScenarioMcpServer",
+    "ScenarioMcpTools",
     "ScenarioQuestion",
     "ScenarioReply",
+    "ScenarioReportSource",
     "ScenarioRunner",
     "ScenarioSpendLimit",
     "ScenarioTaskRunning",
@@ -132,6 +139,7 @@ __all__ = [
     "UnknownScenarioRunnerError",
     "build_scenario_flows",
     "invocation_log",
+    "list_scenario_mcp_tools",
     "load_scenario_runner",
     "mcp_extra_installed",
     "model_gate_name",

@@ -9,19 +9,25 @@ in the scenario's InvocationLog before anything else, then stops at the FileGate
 ``gate`` argument. The server exits as soon as the Worker that started it dies, so a killed call
 never finishes behind the test's back.
 
+A framework whose agent takes its tools when it is built (an adapter's schema-only tools) lists
+the server in its ``build_flow`` with :func:`list_scenario_mcp_tools`, which also gives the tool
+policies to pass; only the MCP scenarios build that agent.
+
 The server runs as ``python -m dex_agents.testing.scenarios._scenario_mcp_server_main --state-dir
 DIR``; it needs the mcp extra (``dex-agents[mcp]``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import sys
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from dex_agents import ToolEffect, ToolPolicy
+from dex_agents import DexAgentsError, ListedTool, ToolEffect, ToolPolicy
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpStdioServerConfig, McpToolSource
@@ -34,6 +40,8 @@ __all__ = [
     "SCENARIO_MCP_TOOL_POLICIES",
     "SCENARIO_MCP_WRITE_TOOL",
     "ScenarioMcpServer",
+    "ScenarioMcpTools",
+    "list_scenario_mcp_tools",
     "mcp_extra_installed",
     "scenario_mcp_server",
     "scenario_mcp_server_config",
@@ -102,3 +110,55 @@ def scenario_mcp_tool_source(spec: ScenarioAgentSpec) -> McpToolSource:
     from dex_agents.mcp import McpToolSource
 
     return McpToolSource([scenario_mcp_server_config(spec)], source_name=SCENARIO_MCP_SOURCE_NAME)
+
+
+@dataclass(frozen=True)
+class ScenarioMcpTools:
+    """The scenario MCP server's tools, listed, for a runner that wraps each as a framework tool.
+
+    Attributes:
+        source: The agent's McpToolSource; a wrapped tool calls
+            ``source.call_tool(name, arguments, idempotency_key=...)`` with the call's key.
+        tools: The listing: ``SCENARIO_MCP_READ_TOOL`` and ``SCENARIO_MCP_WRITE_TOOL``.
+        tool_policies: ``{**source.tool_policies(), **SCENARIO_MCP_TOOL_POLICIES}``; merge them
+            into the agent's tool policies.
+    """
+
+    source: McpToolSource
+    tools: tuple[ListedTool, ...]
+    tool_policies: Mapping[str, ToolPolicy]
+
+
+def list_scenario_mcp_tools(spec: ScenarioAgentSpec) -> ScenarioMcpTools:
+    """Start the scenario MCP server of ``spec`` and list its tools now, from synchronous code
+    such as a ``build_flow`` (in a thread of its own when an event loop runs here).
+
+    Raises:
+        ImportError: Without the mcp extra.
+        DexAgentsError: When the listing lacks a scenario tool (the server could not start; the
+            source logged why).
+    """
+    source = scenario_mcp_tool_source(spec)
+
+    def list_now() -> list[ListedTool]:
+        return asyncio.run(source.list_tools())
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        tools = list_now()
+    else:
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="scenario-mcp") as pool:
+            tools = pool.submit(list_now).result()
+    missing = sorted(
+        {SCENARIO_MCP_READ_TOOL, SCENARIO_MCP_WRITE_TOOL} - {tool.name for tool in tools}
+    )
+    if missing:
+        server = scenario_mcp_server(spec)
+        raise DexAgentsError(
+            f"the scenario MCP server ({server.command} {' '.join(server.args)}) did not list "
+            f"{', '.join(missing)}; the McpToolSource warning in the log says why"
+        )
+    return ScenarioMcpTools(
+        source, tuple(tools), {**source.tool_policies(), **SCENARIO_MCP_TOOL_POLICIES}
+    )

@@ -47,6 +47,9 @@ SCENARIO_RUNNERS_ENTRY_POINT_GROUP: Final = "dex_agents.scenario_runners"
 SCENARIO_RUNNERS_ENV: Final = "DEX_AGENTS_SCENARIO_RUNNERS"
 """Comma-separated runner names that narrow the shared suite; unset or empty runs every one."""
 
+_DEFAULT_CONTEXT_WINDOW_GUARD_TURNS: Final = 800
+"""Turns of the default suite's context-window guard unless a runner sets fewer."""
+
 
 class ScenarioFeature(StrEnum):
     """Optional runner features; a scenario that needs one a runner lacks is skipped.
@@ -58,7 +61,9 @@ class ScenarioFeature(StrEnum):
     - ``plan_mode``: the runner is a ``PlanModeRunner``; only then is ``ScenarioPlanAgent`` built.
     - ``mcp_tools``: the runner builds ``ScenarioMcpAgent`` (``spec.mcp_tools``), which also
       offers the tools of the scenario MCP server (``scenario_mcp_server``) through the runner's
-      MCP path, with ``SCENARIO_MCP_TOOL_POLICIES``; it needs the mcp extra.
+      MCP path, with ``SCENARIO_MCP_TOOL_POLICIES``; it needs the mcp extra. Only the MCP
+      scenarios build that agent, so its ``build_flow`` may list the server
+      (``list_scenario_mcp_tools``).
     """
 
     TOOL_QUESTIONS = "tool_questions"
@@ -85,12 +90,23 @@ class ScenarioRunner:
         features: The optional scenario features the runner supports.
         build_context_window_flow: For a runner that implements ``ContextCompactionRunner``,
             builds the Flow of ``ContextWindowSessionScenario``; ``None`` skips that scenario.
+        reads_run_in_model_step: ``True`` for a whole-turn harness that runs read tools inside
+            ``RunModel`` instead of deferring them (the seed's exception for a framework that
+            cannot defer them, such as the Claude Agent SDK): those reads run at least once, and
+            the scenarios check that contract where they would check a ``CallTool`` per read.
+        context_window_guard_turns: Turns of the default suite's ``ContextWindowSessionScenario``
+            guard (retention limit 100). 800 unless a runner's turns are slow (a CLI start per
+            ``RunModel``): then the smallest count at which the guard's report still checks what
+            it checks (several summaries, retention deleting at several points, bounded state),
+            which is about 100 turns. The 2,000-turn session behind ``DEX_AGENTS_LONG_TESTS=1``
+            runs for every runner.
 
     Example:
         >>> SCENARIO_RUNNER = ScenarioRunner(
         ...     "my-framework",
         ...     build_flow=build_my_framework_flow,
         ...     features=frozenset({ScenarioFeature.TOOL_QUESTIONS}),
+        ...     context_window_guard_turns=800,
         ... )
     """
 
@@ -98,25 +114,44 @@ class ScenarioRunner:
     build_flow: Callable[[ScenarioAgentSpec], Flow[Any]]
     features: frozenset[ScenarioFeature] = field(default_factory=frozenset)
     build_context_window_flow: ContextWindowRunnerFactory | None = None
+    reads_run_in_model_step: bool = False
+    context_window_guard_turns: int = _DEFAULT_CONTEXT_WINDOW_GUARD_TURNS
 
     def __post_init__(self) -> None:
         if not self.name.strip():
             raise ConfigurationError("a ScenarioRunner needs a non-blank name")
         if not callable(self.build_flow):
             raise ConfigurationTypeError(f"ScenarioRunner {self.name}: build_flow is not callable")
+        turns = self.context_window_guard_turns
+        if isinstance(turns, bool) or not isinstance(turns, int):
+            raise ConfigurationTypeError(
+                f"ScenarioRunner {self.name}: context_window_guard_turns must be an int, "
+                f"got {turns!r}"
+            )
+        if turns < 1:
+            raise ConfigurationError(
+                f"ScenarioRunner {self.name}: context_window_guard_turns must be positive, "
+                f"got {turns}"
+            )
         object.__setattr__(self, "features", frozenset(ScenarioFeature(f) for f in self.features))
 
     def supports(self, feature: ScenarioFeature | str) -> bool:
         """Whether the runner declares ``feature``."""
         return ScenarioFeature(feature) in self.features
 
-    def build_flows(self, state_dir: Path) -> list[Flow[Any]]:
-        """Every scenario agent's Flow under this runner, in the order every process uses."""
+    def build_flows(self, state_dir: Path, *, mcp_agent: bool = False) -> list[Flow[Any]]:
+        """Every scenario agent's Flow under this runner, in the order every process uses.
+
+        The MCP agent is built only with ``mcp_agent=True`` (the MCP scenarios), and only for a
+        runner that declares ``ScenarioFeature.MCP_TOOLS``: a framework that fixes its tools when
+        the agent is built lists the MCP server in ``build_flow``, which no other scenario should
+        wait for.
+        """
         return [
             self.build_flow(spec)
             for spec in scenario_agent_specs(state_dir)
             if (not spec.plan_mode_enabled or self.supports(ScenarioFeature.PLAN_MODE))
-            and (not spec.mcp_tools or self.supports(ScenarioFeature.MCP_TOOLS))
+            and (not spec.mcp_tools or (mcp_agent and self.supports(ScenarioFeature.MCP_TOOLS)))
         ]
 
 
@@ -170,10 +205,11 @@ def load_scenario_runner(name: str) -> ScenarioRunner:
     return runner
 
 
-def build_scenario_flows(name: str, state_dir: Path) -> list[Flow[Any]]:
-    """Every scenario agent's Flow under the runner ``name``, in a fixed order.
+def build_scenario_flows(name: str, state_dir: Path, *, mcp_agent: bool = False) -> list[Flow[Any]]:
+    """Every scenario agent's Flow under the runner ``name``, in a fixed order; the MCP agent
+    too with ``mcp_agent=True`` when the runner supports it (see ``ScenarioRunner.build_flows``).
 
     Raises:
         UnknownScenarioRunnerError: No installed package provides ``name``.
     """
-    return load_scenario_runner(name).build_flows(state_dir)
+    return load_scenario_runner(name).build_flows(state_dir, mcp_agent=mcp_agent)

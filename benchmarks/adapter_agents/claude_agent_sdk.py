@@ -1,0 +1,147 @@
+"""The benchmark agent under the Claude Agent SDK: the real Claude Code CLI, a local fake API.
+
+Both sides run the same ``claude_agent_sdk.tool`` and the same scripted model behind a
+``FakeAnthropicServer`` that sleeps the model latency per call, and both start and end the CLI
+the same way, so the ratio shows what Dex adds and not how the CLI is shut down:
+
+- the durable turn is one ``RunModel`` (the agent loop, the read inside it): the harness starts
+  the CLI through its orphan-guard launcher and SIGKILLs it once the final answer is in;
+- the in-process turn is a ``ClaudeSDKClient`` with the same CLI options (launcher, quiet
+  environment, private configuration directory, no built-in tools), talking to the fake API
+  directly (no relay, no tool hook, no rebuilt transcript, no engine), and SIGKILLed the same way
+  once its ``ResultMessage`` arrives. (Closing the client gracefully instead waits up to 5 s for
+  the CLI to exit, which would time the shutdown, not the turn.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    ClaudeSDKClient,
+    ResultMessage,
+    create_sdk_mcp_server,
+    tool,
+)
+from dex_agents import AgentSessionFlow
+from dex_agents_claude_agent_sdk import ClaudeAgentSdkRunner
+from dex_agents_claude_agent_sdk._cli_process import (
+    bundled_cli_path,
+    kill_cli,
+    launcher_environment,
+    launcher_path,
+)
+from dex_agents_claude_agent_sdk._harness import QUIET_CLI_ENVIRONMENT
+from dex_agents_claude_agent_sdk.testing import (
+    FAKE_API_KEY_ENVIRONMENT,
+    FakeAnthropicServer,
+    FakeModelReply,
+    FakeModelRequest,
+    FakeToolCall,
+)
+from mcp.types import ToolAnnotations
+
+from adapter_agents import USER_TEXT, BenchmarkAgent, final_answer, lookup_order_result
+
+INSTRUCTIONS = "You answer questions about orders."
+MODEL = "claude-benchmark"
+
+
+@tool(
+    "lookup_order",
+    "Look up an order by its ID.",
+    {"order_id": str},
+    ToolAnnotations(readOnlyHint=True),
+)
+async def lookup_order(arguments: dict[str, Any]) -> dict[str, Any]:
+    text = json.dumps(lookup_order_result(arguments["order_id"]))
+    return {"content": [{"type": "text", "text": text}]}
+
+
+def _in_process_options(base_url: str, workdir: Path, stderr: list[str]) -> ClaudeAgentOptions:
+    """The harness's CLI options minus Dex: the framework's own MCP server, no hook, no resume."""
+    cwd, config_dir = workdir / "work", workdir / "config"
+    cwd.mkdir()
+    config_dir.mkdir()
+    env = {
+        **QUIET_CLI_ENVIRONMENT,
+        **FAKE_API_KEY_ENVIRONMENT,
+        **launcher_environment(bundled_cli_path(), workdir / "cli.pid"),
+        "ANTHROPIC_BASE_URL": base_url,
+        "CLAUDE_CONFIG_DIR": str(config_dir),
+    }
+    return ClaudeAgentOptions(
+        tools=[],
+        mcp_servers={"dex": create_sdk_mcp_server("dex", tools=[lookup_order])},
+        strict_mcp_config=True,
+        allowed_tools=["mcp__dex__lookup_order"],
+        system_prompt=INSTRUCTIONS,
+        model=MODEL,
+        setting_sources=[],
+        cwd=str(cwd),
+        cli_path=launcher_path(),
+        env=env,
+        verbatim_prompts=True,
+        stderr=stderr.append,  # kept for the error, as the harness keeps it
+    )
+
+
+async def _final_result(client: ClaudeSDKClient, stderr: list[str]) -> ResultMessage:
+    async for message in client.receive_response():
+        if isinstance(message, ResultMessage):
+            return message
+    raise RuntimeError(
+        f"the Claude Agent SDK turn ended without a result; CLI stderr: {' | '.join(stderr[-5:])}"
+    )
+
+
+def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
+    """The benchmark agent as a Claude Agent SDK agent, its model a sleeping fake API."""
+
+    async def respond(request: FakeModelRequest) -> FakeModelReply:
+        await asyncio.sleep(model_latency_seconds)
+        if not request.tool_outputs:
+            return FakeModelReply(tool_calls=[FakeToolCall("lookup_order", {"order_id": "7"})])
+        return FakeModelReply(text=final_answer(request.tool_outputs[-1]))
+
+    servers: dict[asyncio.AbstractEventLoop, FakeAnthropicServer] = {}
+
+    async def base_url() -> str:
+        loop = asyncio.get_running_loop()
+        if loop not in servers:
+            servers[loop] = FakeAnthropicServer()
+            await servers[loop].start()
+        return servers[loop].route("benchmark", respond)
+
+    async def run_in_process(text: str) -> str:
+        workdir = Path(tempfile.mkdtemp(prefix="claude-benchmark-"))
+        stderr: list[str] = []
+        options = _in_process_options(await base_url(), workdir, stderr)
+        try:
+            async with ClaudeSDKClient(options) as client:
+                try:
+                    await client.query(text or USER_TEXT)
+                    result = await _final_result(client, stderr)
+                finally:
+                    kill_cli(workdir / "cli.pid")  # as the harness ends its CLI
+            return result.result or ""
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+    runner = ClaudeAgentSdkRunner(
+        instructions=INSTRUCTIONS,
+        tools=[lookup_order],
+        model=MODEL,
+        upstream_base_url=base_url,
+        env=FAKE_API_KEY_ENVIRONMENT,
+    )
+    return BenchmarkAgent(
+        flow=AgentSessionFlow(runner, flow_type="AdapterTurnsClaudeAgentSdk"),
+        run_in_process=run_in_process,
+    )

@@ -1,0 +1,209 @@
+"""The Claude Agent SDK runner of the shared scenario suite.
+
+The scenario agent's tools are ``claude_agent_sdk.tool`` functions, ``report`` comes from a tool
+source, and the scripted model answers through a :class:`FakeAnthropicServer` that the real
+Claude Code CLI reaches through the relay, so the real agent loop runs. One fake server serves
+every scenario agent of a Worker process (one route each), started on the first model call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import weakref
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any, Final
+
+from claude_agent_sdk import SdkMcpTool, tool
+from dex import Flow
+from dex_agents import (
+    CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentSessionFlow,
+    AgentSessionOptions,
+    BuiltInTool,
+    CompactionPolicy,
+    ToolEffect,
+    ToolExecutionError,
+    ToolPolicy,
+    current_deferred_tool_execution,
+    require_deferred_tool_execution,
+)
+from dex_agents.testing import (
+    CONTEXT_WINDOW_TOOL_NAME,
+    ContextWindowModel,
+)
+from dex_agents.testing.scenarios import (
+    CONFIRM_TOOL,
+    ScenarioAgentSpec,
+    ScenarioFeature,
+    ScenarioQuestion,
+    ScenarioReportSource,
+    ScenarioRunner,
+    ScenarioTool,
+    ScenarioToolError,
+    run_confirm_tool,
+    run_scenario_tool,
+    scenario_input_requested,
+    scripted_reply,
+)
+
+from dex_agents_claude_agent_sdk._runner import ClaudeAgentSdkRunner
+from dex_agents_claude_agent_sdk.testing import (
+    FAKE_API_KEY_ENVIRONMENT,
+    FakeAnthropicServer,
+    FakeModelReply,
+    FakeModelRequest,
+    FakeModelResponder,
+    FakeToolCall,
+)
+
+__all__ = ["SCENARIO_RUNNER", "build_claude_agent_sdk_flow"]
+
+SCENARIO_MODEL: Final = "claude-scenario-model"
+"""The model name a turn without a ``model`` session setting asks for."""
+_GATE_SCHEMA: Final = {
+    "type": "object",
+    "properties": {"gate": {"type": "string", "description": "A gate name, or empty"}},
+    "required": ["gate"],
+}
+_SERVERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FakeAnthropicServer] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def _fake_server() -> FakeAnthropicServer:
+    loop = asyncio.get_running_loop()
+    server = _SERVERS.get(loop)
+    if server is None:
+        server = _SERVERS[loop] = FakeAnthropicServer()
+        await server.start()
+    return server
+
+
+def _upstream(name: str, respond: FakeModelResponder) -> Any:
+    async def base_url() -> str:
+        return (await _fake_server()).route(name, respond)
+
+    return base_url
+
+
+def build_claude_agent_sdk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
+    """The scenario agent as a Claude Agent SDK agent whose model is the scripted one."""
+
+    async def respond(request: FakeModelRequest) -> FakeModelReply:
+        settings = {} if request.model == SCENARIO_MODEL else {"model": request.model}
+        reply = await scripted_reply(
+            spec,
+            request.last_user_text,
+            model_call_index=request.model_call_index,
+            tool_outputs=request.tool_outputs,
+            session_settings=settings,
+        )
+        calls = [FakeToolCall(call.tool, call.arguments) for call in reply.tool_calls]
+        return FakeModelReply(text=reply.text, tool_calls=calls)
+
+    runner = ClaudeAgentSdkRunner(
+        instructions=spec.instructions,
+        tools=[*(_scenario_tool(spec, t) for t in spec.tools), _confirm_tool(spec)],
+        tool_sources=[ScenarioReportSource(spec)],
+        model=SCENARIO_MODEL,
+        resolve_model=_model_setting,
+        upstream_base_url=_upstream(spec.flow_type, respond),
+        env=FAKE_API_KEY_ENVIRONMENT,
+    )
+    policies = {t.name: ToolPolicy(t.effect, t.requires_approval) for t in spec.tools}
+    policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+    options = AgentSessionOptions(
+        tool_policies=policies,
+        interrupt_deadline=spec.interrupt_deadline,
+        built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
+        plan_mode_enabled=spec.plan_mode_enabled,
+        model_spend_limit=spec.model_spend_limit,
+    )
+    return AgentSessionFlow(runner, flow_type=spec.flow_type, options=options)
+
+
+def _model_setting(settings: Mapping[str, object]) -> str | None:
+    model = settings.get("model")
+    return str(model) if model is not None else None
+
+
+def _scenario_tool(spec: ScenarioAgentSpec, scenario_tool: ScenarioTool) -> SdkMcpTool[Any]:
+    async def run(arguments: dict[str, Any]) -> dict[str, Any]:
+        call = current_deferred_tool_execution()
+        # A read runs inside the harness, where no tool Step (and so no key) exists.
+        key = call.idempotency_key if call is not None else "inline"
+        try:
+            output = await run_scenario_tool(spec, scenario_tool.name, arguments["gate"], key)
+        except ScenarioToolError as failure:
+            raise ToolExecutionError(str(failure)) from failure
+        return {"content": [{"type": "text", "text": output}]}
+
+    return tool(scenario_tool.name, scenario_tool.description, _GATE_SCHEMA)(run)
+
+
+def _confirm_tool(spec: ScenarioAgentSpec) -> SdkMcpTool[Any]:
+    async def confirm(arguments: dict[str, Any]) -> Any:  # content, or a question in its Step
+        call = require_deferred_tool_execution()
+        answers = [answer.answer for answer in call.input_answers]
+        result = run_confirm_tool(spec, answers, call.idempotency_key)
+        if isinstance(result, ScenarioQuestion):
+            return scenario_input_requested(result)
+        return {"content": [{"type": "text", "text": result}]}
+
+    return tool(CONFIRM_TOOL, "Ask before shipping, then ship once.", _GATE_SCHEMA)(confirm)
+
+
+def build_claude_agent_sdk_context_window_flow(
+    model: ContextWindowModel, options: AgentSessionOptions
+) -> AgentSessionFlow:
+    """The context window scenario's agent, its model answering through the fake server."""
+
+    @tool(CONTEXT_WINDOW_TOOL_NAME, "Look up a short note.", {"topic": str})
+    async def lookup_note(arguments: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "content": [{"type": "text", "text": ContextWindowModel.run_tool(arguments["topic"])}]
+        }
+
+    def respond(request: FakeModelRequest) -> FakeModelReply:
+        if CONTEXT_SUMMARY_INSTRUCTIONS in request.system_text:
+            return FakeModelReply(text=model.summarize(request.tool_outputs))
+        reply = model.respond(request.last_user_text, request.tool_outputs, request.input_tokens)
+        if reply.tool_argument is not None:
+            call = FakeToolCall(CONTEXT_WINDOW_TOOL_NAME, {"topic": reply.tool_argument})
+            return FakeModelReply(tool_calls=(call,))
+        return FakeModelReply(text=reply.text)
+
+    runner = ClaudeAgentSdkRunner(
+        instructions="You answer questions about topics; look up notes when asked.",
+        tools=[lookup_note],
+        model=SCENARIO_MODEL,
+        upstream_base_url=_upstream("context-window", respond),
+        env=FAKE_API_KEY_ENVIRONMENT,
+    )
+    assert options.compaction is not None
+    policy: CompactionPolicy = options.compaction
+    return AgentSessionFlow(
+        runner, flow_type="ContextWindowAgent", options=replace(options, compaction=policy)
+    )
+
+
+SCENARIO_RUNNER = ScenarioRunner(
+    "claude-agent-sdk",
+    build_flow=build_claude_agent_sdk_flow,
+    # Listed one by one (a feature added later is not claimed). MCP tools join later through
+    # the MCP path: a source in tool_sources, so its read runs in a CallTool Step with a key.
+    features=frozenset(
+        {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
+    ),
+    build_context_window_flow=build_claude_agent_sdk_context_window_flow,
+    reads_run_in_model_step=True,
+    # Every RunModel starts the CLI (over a second on a loaded machine), so the default suite's
+    # guard runs 100 turns, not 800: at about 2.4 messages a turn and a summary about every 10
+    # turns, retention (limit 100) starts near turn 55 and deletes a chunk about every 13 turns,
+    # so 100 turns still show 3+ deletions and state bounded across them. The 2,000-turn session
+    # (DEX_AGENTS_LONG_TESTS=1) runs in full.
+    context_window_guard_turns=100,
+)
+"""The Claude Agent SDK under the shared suite: tool questions, tool tasks, plan mode, and the long
+session."""

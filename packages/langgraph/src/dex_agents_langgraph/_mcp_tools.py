@@ -1,0 +1,94 @@
+"""The tools of a ``dex_agents.mcp.McpToolSource`` as schema-only LangChain ``StructuredTool``s.
+
+Each tool is a ``StructuredTool`` whose ``args_schema`` is the MCP tool's input JSON Schema, under
+the tool's agent name and with its description; put it in the graph's ``ToolNode`` like any tool.
+Its coroutine, which ``LangGraphRunner`` runs only in the call's own tool Step, calls the source
+with the key of ``get_tool_call_idempotency_key(config)``; the server's progress notifications
+become ``mcp.tool_progress`` events of that call. An MCP error answer
+becomes a ``ToolException``, a failed result the model sees; a call whose outcome is unknown
+(``McpToolCallInterruptedError``) fails the Step, so the call's effect decides.
+
+The effects come from the source's listing: pass ``{**source.tool_policies(), **your_policies}`` as
+``AgentSessionOptions.tool_policies``. This module never imports the MCP SDK, so the package
+imports without it; the source itself needs the mcp extra (``pip install "dex-agents[mcp]"``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from dex_agents import ConfigurationTypeError, ListedTool, ToolExecutionError
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import StructuredTool, ToolException
+
+from dex_agents_langgraph._tool_context import get_tool_call_idempotency_key
+
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpToolSource
+
+__all__ = ["mcp_structured_tool", "mcp_structured_tools"]
+
+
+def mcp_structured_tool(source: McpToolSource, tool: ListedTool) -> StructuredTool:
+    """One listed tool of ``source`` as a schema-only ``StructuredTool`` that runs in its tool Step.
+
+    Raises:
+        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``tool`` is not a
+            tool it listed (a ``ListedTool``).
+
+    Example:
+        >>> await tools.list_tools()
+        >>> mcp = [mcp_structured_tool(tools, listed) for listed in tools.cached_tools()]
+        >>> graph = create_react_agent(model, [*my_tools, *mcp])
+    """
+    _check_source(source)
+    if not isinstance(tool, ListedTool):
+        raise ConfigurationTypeError(
+            f"mcp_structured_tool needs a tool that McpToolSource.list_tools() returned, got "
+            f"{type(tool).__name__}"
+        )
+    name = tool.name
+
+    async def call(config: RunnableConfig, **arguments: Any) -> str:
+        key = get_tool_call_idempotency_key(config)
+        try:
+            return await source.call_tool(name, arguments, idempotency_key=key)
+        except ToolExecutionError as failure:
+            raise ToolException(str(failure)) from failure
+
+    return StructuredTool(
+        name=name,
+        description=tool.description,
+        args_schema=copy.deepcopy(dict(tool.parameters)),
+        coroutine=call,
+    )
+
+
+async def mcp_structured_tools(
+    source: McpToolSource, *, refresh: bool = False
+) -> list[StructuredTool]:
+    """List ``source`` and return each of its tools as a schema-only ``StructuredTool``.
+
+    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
+    policies. ``refresh=True`` lists every server again now.
+
+    Raises:
+        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
+
+    Example:
+        >>> tools = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
+        >>> graph = create_react_agent(model, [*my_tools, *await mcp_structured_tools(tools)])
+        >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
+    """
+    _check_source(source)
+    return [mcp_structured_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
+
+
+def _check_source(source: object) -> None:
+    from dex_agents.mcp import McpToolSource  # needs the mcp extra; its ImportError names it
+
+    if not isinstance(source, McpToolSource):
+        raise ConfigurationTypeError(
+            f"expected a dex_agents.mcp.McpToolSource, got {type(source).__name__}"
+        )

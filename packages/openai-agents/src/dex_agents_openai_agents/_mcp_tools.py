@@ -1,0 +1,91 @@
+"""The tools of a ``dex_agents.mcp.McpToolSource`` as schema-only ``FunctionTool``s.
+
+Each tool keeps the MCP tool's agent name, description and input JSON Schema. Its
+``on_invoke_tool``, which ``OpenAIAgentsRunner`` runs only in the call's own tool Step, calls the
+source with the idempotency key of ``get_current_deferred_tool_execution()``; the server's progress
+notifications become ``mcp.tool_progress`` events of that call. The SDK's own MCP servers run
+inline in ``RunModel``; this is the path to tool Steps.
+
+The effects come from the source's listing: pass ``{**source.tool_policies(), **your_policies}`` as
+``AgentSessionOptions.tool_policies``. This module never imports the MCP SDK, so the package
+imports without it; the source itself needs the mcp extra (``pip install "dex-agents[mcp]"``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import TYPE_CHECKING, Any
+
+from agents import FunctionTool
+from agents.tool_context import ToolContext
+from dex_agents import ConfigurationTypeError, ListedTool
+
+from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
+
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpToolSource
+
+__all__ = ["mcp_function_tool", "mcp_function_tools"]
+
+
+def mcp_function_tool(source: McpToolSource, tool: ListedTool) -> FunctionTool:
+    """One listed tool of ``source`` as a schema-only ``FunctionTool`` that runs in its tool Step.
+
+    Raises:
+        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``tool`` is not a
+            tool it listed (a ``ListedTool``).
+
+    Example:
+        >>> await tools.list_tools()
+        >>> agent = Agent(name="ops", tools=[mcp_function_tool(tools, t) for t in tools.cached_tools()])
+    """
+    _check_source(source)
+    if not isinstance(tool, ListedTool):
+        raise ConfigurationTypeError(
+            f"mcp_function_tool needs a tool that McpToolSource.list_tools() returned, got "
+            f"{type(tool).__name__}"
+        )
+    name = tool.name
+
+    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+        # The runner checked that the arguments are a JSON object before the tool runs.
+        key = get_current_deferred_tool_execution().idempotency_key
+        return await source.call_tool(name, json.loads(arguments or "{}"), idempotency_key=key)
+
+    return FunctionTool(
+        name=name,
+        description=tool.description,
+        params_json_schema=copy.deepcopy(dict(tool.parameters)),
+        on_invoke_tool=invoke,
+        # MCP input schemas are plain JSON Schema, rarely valid in strict mode (the SDK's own MCP
+        # conversion keeps them non-strict by default too).
+        strict_json_schema=False,
+    )
+
+
+async def mcp_function_tools(source: McpToolSource, *, refresh: bool = False) -> list[FunctionTool]:
+    """List ``source`` and return each of its tools as a schema-only ``FunctionTool``.
+
+    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
+    policies. ``refresh=True`` lists every server again now.
+
+    Raises:
+        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
+
+    Example:
+        >>> tools = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
+        >>> agent = Agent(name="ops", tools=[*my_tools, *await mcp_function_tools(tools)])
+        >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
+    """
+    _check_source(source)
+    return [mcp_function_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
+
+
+def _check_source(source: object) -> None:
+    from dex_agents.mcp import McpToolSource  # needs the mcp extra; its ImportError names it
+
+    if not isinstance(source, McpToolSource):
+        raise ConfigurationTypeError(
+            f"expected a dex_agents.mcp.McpToolSource, got {type(source).__name__}"
+        )

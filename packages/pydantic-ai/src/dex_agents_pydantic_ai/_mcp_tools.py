@@ -1,0 +1,91 @@
+"""The tools of a ``dex_agents.mcp.McpToolSource`` as schema-only Pydantic AI tools.
+
+Each tool is ``Tool.from_schema`` with the MCP tool's agent name, description and input JSON
+Schema. Its function, which ``PydanticAIRunner`` runs only in the call's own tool Step, calls the
+source with the key of ``deferred_tool_idempotency_key(ctx)``; the server's progress notifications
+become ``mcp.tool_progress`` events of that call. An MCP error answer
+becomes Pydantic AI's ``ToolFailed``, a failed result the model sees; a call whose outcome is
+unknown (``McpToolCallInterruptedError``) fails the Step, so the call's effect decides.
+
+The effects come from the source's listing: pass ``{**source.tool_policies(), **your_policies}`` as
+``AgentSessionOptions.tool_policies``. This module never imports the MCP SDK, so the package
+imports without it; the source itself needs the mcp extra (``pip install "dex-agents[mcp]"``).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import TYPE_CHECKING, Any
+
+from dex_agents import ConfigurationTypeError, ListedTool, ToolExecutionError
+from pydantic_ai import RunContext, Tool, ToolFailed
+
+from dex_agents_pydantic_ai._idempotency import deferred_tool_idempotency_key
+
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpToolSource
+
+__all__ = ["mcp_tool", "mcp_tools"]
+
+
+def mcp_tool(source: McpToolSource, tool: ListedTool) -> Tool[Any]:
+    """One listed tool of ``source`` as a ``Tool.from_schema`` tool that runs in its tool Step.
+
+    Raises:
+        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``tool`` is not a
+            tool it listed (a ``ListedTool``).
+
+    Example:
+        >>> await tools.list_tools()
+        >>> agent = Agent(model, tools=[mcp_tool(tools, listed) for listed in tools.cached_tools()])
+    """
+    _check_source(source)
+    if not isinstance(tool, ListedTool):
+        raise ConfigurationTypeError(
+            f"mcp_tool needs a tool that McpToolSource.list_tools() returned, got "
+            f"{type(tool).__name__}"
+        )
+    name = tool.name
+
+    async def call(ctx: RunContext[Any], **arguments: Any) -> str:
+        key = deferred_tool_idempotency_key(ctx)
+        try:
+            return await source.call_tool(name, arguments, idempotency_key=key)
+        except ToolExecutionError as failure:
+            # Pydantic AI's terminal tool failure: the tool Step records it as failed.
+            raise ToolFailed(str(failure)) from failure
+
+    return Tool.from_schema(
+        call,
+        name=name,
+        description=tool.description,
+        json_schema=copy.deepcopy(dict(tool.parameters)),
+        takes_ctx=True,
+    )
+
+
+async def mcp_tools(source: McpToolSource, *, refresh: bool = False) -> list[Tool[Any]]:
+    """List ``source`` and return each of its tools as a schema-only Pydantic AI tool.
+
+    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
+    policies. ``refresh=True`` lists every server again now.
+
+    Raises:
+        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
+
+    Example:
+        >>> tools = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
+        >>> agent = Agent(model, tools=[*my_tools, *await mcp_tools(tools)])
+        >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
+    """
+    _check_source(source)
+    return [mcp_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
+
+
+def _check_source(source: object) -> None:
+    from dex_agents.mcp import McpToolSource  # needs the mcp extra; its ImportError names it
+
+    if not isinstance(source, McpToolSource):
+        raise ConfigurationTypeError(
+            f"expected a dex_agents.mcp.McpToolSource, got {type(source).__name__}"
+        )
