@@ -75,6 +75,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 from dex_agents import (
     AgentEventType,
+    AgentEventWriter,
     AgentMessage,
     AgentSessionClient,
     AgentSessionFlow,
@@ -82,15 +83,12 @@ from dex_agents import (
     AgentStatus,
     AgentToolCall,
     AgentToolCallStatus,
-    FrameworkMessage,
-    ToolEffect,
-)
-from dex_agents.agent_event_writer import AgentEventWriter
-from dex_agents.agent_framework_runner import (
     AgentTurnContext,
     DeferredToolCall,
     DeferredToolExecution,
+    FrameworkMessage,
     ToolCallsRequested,
+    ToolEffect,
     ToolExecutionResult,
     TurnCompleted,
 )

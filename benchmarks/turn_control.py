@@ -1,6 +1,6 @@
 """Benchmark: how fast steering and ``cancel_turn`` take effect.
 
-A real ``dex-local-engine serve`` process and an in-process AsyncWorker run a scripted agent whose
+A real ``dex-local-engine serve`` process and an in-process Worker (``in_process_worker``) run a scripted agent whose
 model call blocks until released. It prints the median over ``--rounds`` rounds of:
 
 1. cancel: from calling ``cancel_turn`` during a running model call until the snapshot shows the
@@ -22,20 +22,8 @@ import json
 import statistics
 import tempfile
 import time
-from datetime import timedelta
 from pathlib import Path
 
-from dex import (
-    AsyncClient,
-    AsyncWorker,
-    BlobCacheConfig,
-    ClientOptions,
-    PullWorkerOptions,
-    Registry,
-    WorkerOptions,
-    WorkerTarget,
-    open_blob_cache,
-)
 from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
@@ -53,9 +41,8 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
-    agent_codec_registry,
 )
-from dex_agents.testing import EngineLogs, EngineProcess
+from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
 
 
 class _BenchRunner:
@@ -123,32 +110,13 @@ async def main(rounds: int) -> None:
         runner = _BenchRunner()
         options = AgentSessionOptions(tool_policies={"slow": ToolPolicy(ToolEffect.READ)})
         flow = AgentSessionFlow(runner, flow_type="TurnControlBench", options=options)
-        registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
-        cache = open_blob_cache(BlobCacheConfig(str(root / "cache"), 64 * 1024 * 1024))
-        target = WorkerTarget(pull=True)
-        client = AsyncClient(
-            registry,
-            cache,
-            ClientOptions(server_address=engine.server_address, worker_target=target),
-        )
-        worker = AsyncWorker(
-            registry,
-            cache,
-            WorkerOptions(
-                server_address=engine.server_address,
-                pull=PullWorkerOptions(
-                    max_concurrent_tasks=8, stop_drain_timeout=timedelta(seconds=2)
-                ),
-            ),
-        )
-        serving = asyncio.create_task(worker.start())
         try:
-            await worker.wait_pull_registered(30)
-            sessions = AgentSessionClient(client, flow)
-            results: dict[str, list[float]] = {"cancel": [], "steer": []}
-            for _ in range(rounds):
-                for kind in results:
-                    results[kind].append(await _round(runner, sessions, kind))
+            async with in_process_worker([flow], engine.server_address, root / "cache") as dex:
+                sessions = dex.sessions(flow)
+                results: dict[str, list[float]] = {"cancel": [], "steer": []}
+                for _ in range(rounds):
+                    for kind in results:
+                        results[kind].append(await _round(runner, sessions, kind))
             print(f"{'measure':<48} {'median ms':>10} {'max ms':>8}")
             labels = {
                 "cancel": "cancel_turn during a model call -> idle",
@@ -160,9 +128,6 @@ async def main(rounds: int) -> None:
                     f"{max(values) * 1000:>8.1f}"
                 )
         finally:
-            await worker.stop()
-            await asyncio.gather(serving, return_exceptions=True)
-            await client.close()
             await engine.stop()
 
 

@@ -2,7 +2,7 @@
 SIGKILLed mid-call, which repeats the read with the same key and never the write.
 
 Runs for every runner that declares ``ScenarioFeature.MCP_TOOLS``, on its ``ScenarioMcpAgent``;
-the agent's MCP server is ``dex_agents.testing.scenarios.scenario_mcp_server`` (a stdio server
+the agent's MCP server is ``dex_agents.testing.scenarios.scenario_mcp_server()`` (a stdio server
 the Worker starts).
 """
 

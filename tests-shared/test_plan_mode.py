@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from dex_agents.agent_plans import plan_execution_message
-from dex_agents.agent_session_client import AgentSessionClient
-from dex_agents.agent_session_values import InteractionMode, PlanStatus
+from dex_agents import (
+    AgentSessionClient,
+    InteractionMode,
+    PlanStatus,
+)
 from dex_agents.testing import wait_for_agent_snapshot
 from dex_agents.testing.scenarios import PLAN_FLOW_TYPE, ScenarioCall, ScenarioCommand
 from scenario_support.harness import Scenario, assistant_texts
@@ -62,7 +64,10 @@ async def test_plan_mode_draft_feedback_execute(scenario: Scenario) -> None:
     assert snapshot.state.interaction_mode is InteractionMode.EXECUTING
     assert snapshot.plan is not None
     assert (snapshot.plan.revision, snapshot.plan.status) == (2, PlanStatus.ACTIVE)
-    assert assistant_texts(snapshot)[-1] == f"Echo: {plan_execution_message(2)}"
+    assert assistant_texts(snapshot)[-1] == (
+        "Echo: [Dex] The user approved plan revision 2. Execute it and keep the task statuses "
+        "current with write_todos."
+    )
     # An active plan of that revision may be executed again, as the seed's rule says.
     assert await sessions.execute_plan("plan", 2)
     await _turns_ended(sessions, 4)

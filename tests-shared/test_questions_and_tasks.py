@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from dex_agents.agent_session_values import InterruptKind
+from dex_agents import (
+    InterruptKind,
+)
 from dex_agents.testing import wait_until
 from dex_agents.testing.scenarios import (
     CONFIRM_QUESTION,

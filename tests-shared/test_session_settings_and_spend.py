@@ -3,7 +3,9 @@ mid-turn, even across a Worker crash; a refused model call ends the turn with a 
 
 from __future__ import annotations
 
-from dex_agents.model_spend_limit import MODEL_SPEND_LIMIT_ERROR_PREFIX
+from dex_agents import (
+    MODEL_SPEND_LIMIT_ERROR_PREFIX,
+)
 from dex_agents.testing.scenarios import (
     SPEND_REFUSAL_REASON,
     ScenarioCall,

@@ -6,12 +6,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from dex_agents.agent_framework_runner import (
+from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     STEERED_TOOL_RESULT,
     TURN_CANCELLED_TOOL_RESULT,
-)
-from dex_agents.agent_session_values import (
     AgentSnapshot,
     AgentToolCallStatus,
     CancellationReason,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from dex_agents.agent_session_client import AgentSessionClient
-from dex_agents.agent_session_values import (
+from dex_agents import (
     AgentInterrupt,
     AgentMessage,
+    AgentSessionClient,
     AgentSnapshot,
     AgentStatus,
     MessageRole,

@@ -1,7 +1,7 @@
 """The runners the shared scenarios run under: every installed ``ScenarioRunner``.
 
 Runner packages register through the entry point group ``dex_agents.scenario_runners`` (see
-``dex_agents.testing.scenarios.scenario_runner``); ``DEX_AGENTS_SCENARIO_RUNNERS`` narrows the
+``dex_agents.testing.scenarios._scenario_runner``); ``DEX_AGENTS_SCENARIO_RUNNERS`` narrows the
 list. Names are read without importing any runner, so a framework is imported only when a test of
 its runner builds the Flows.
 """

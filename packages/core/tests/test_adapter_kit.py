@@ -20,6 +20,7 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     ConfigurationError,
+    ConfigurationTypeError,
     DeferredToolExecution,
     DexAgentsError,
     NoDeferredToolExecutionError,
@@ -43,7 +44,7 @@ from dex_agents.testing.scenarios import (
     load_scenario_runner,
     scenario_runner_names,
 )
-from dex_agents.testing.scenarios import scenario_runner as scenario_runner_module
+from dex_agents.testing.scenarios import _scenario_runner as scenario_runner_module
 
 
 def _two_parallel_tools(turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -152,7 +153,7 @@ def test_an_entry_point_that_is_not_a_scenario_runner_is_refused(
     monkeypatch.setattr(scenario_runner_module, "_entry_points", lambda: {"wrong": wrong})
     load_scenario_runner.cache_clear()
     try:
-        with pytest.raises(TypeError, match="must be a ScenarioRunner named 'wrong'"):
+        with pytest.raises(ConfigurationTypeError, match="must be a ScenarioRunner named 'wrong'"):
             load_scenario_runner("wrong")
     finally:
         load_scenario_runner.cache_clear()
@@ -161,7 +162,7 @@ def test_an_entry_point_that_is_not_a_scenario_runner_is_refused(
 def test_a_scenario_runner_checks_its_fields() -> None:
     with pytest.raises(ConfigurationError, match="non-blank name"):
         ScenarioRunner(" ", build_flow=lambda spec: None)  # type: ignore[arg-type,return-value]
-    with pytest.raises(ValueError, match="not_a_feature"):
+    with pytest.raises(ConfigurationError, match="not_a_feature"):
         ScenarioRunner(
             "x",
             build_flow=lambda spec: None,  # type: ignore[arg-type,return-value]

@@ -9,26 +9,27 @@ from typing import Any
 import pytest
 from dex_agents import (
     BUILT_IN_TOOL_DEFINITIONS,
+    STEERED_TOOL_RESULT,
+    TURN_CANCELLED_TOOL_RESULT,
+    AgentTodo,
+    BuiltInTool,
+    BuiltInToolDefinition,
+    ConfigurationError,
+    QuestionResolution,
+    TodoStatus,
+)
+from dex_agents._built_in_tools import (
     DEFAULT_MAX_DURABLE_WAIT,
     QUESTION_DEADLINE_PASSED_RESULT,
     QUESTION_DECLINED_RESULT,
-    STEERED_TOOL_RESULT,
-    TURN_CANCELLED_TOOL_RESULT,
     WRITE_TODOS_CALLED_MORE_THAN_ONCE_ERROR,
-    AgentTodo,
     AskUserArguments,
-    BuiltInTool,
     BuiltInToolArgumentsError,
-    BuiltInToolDefinition,
-    CancellationReason,
     DurableWaitArguments,
-    QuestionResolution,
-    TodoStatus,
     WriteTodosArguments,
     ask_user_answered_result,
     ask_user_result,
     built_in_tool_definitions,
-    cancelled_tool_result,
     durable_wait_result,
     enabled_built_in_tool,
     is_allowed_question_answer,
@@ -138,9 +139,11 @@ def test_parse_built_in_tools_names_an_unknown_tool() -> None:
         BuiltInTool.ASK_USER,
         BuiltInTool.WRITE_TODOS,
     }
-    with pytest.raises(ValueError, match="unknown built-in tool 'ask'; the built-in tools are"):
+    with pytest.raises(
+        ConfigurationError, match="unknown built-in tool 'ask'; the built-in tools are"
+    ):
         parse_built_in_tools(["ask"])
-    with pytest.raises(ValueError, match="not the string"):
+    with pytest.raises(ConfigurationError, match="not the string"):
         parse_built_in_tools("ask_user")
 
 
@@ -221,17 +224,21 @@ def test_an_open_question_takes_any_non_blank_answer() -> None:
 
 
 def test_choices_without_free_text_take_only_an_exact_choice() -> None:
-    question = AskUserArguments("Region?", ("eu", "us"), allows_free_text=False)
-    assert question.accepts_answer("eu")
-    assert not question.accepts_answer("EU")
-    assert not question.accepts_answer("asia")
-    assert not question.accepts_answer(" ")
+    def accepts(answer: str) -> bool:
+        return is_allowed_question_answer(answer, choices=("eu", "us"), allows_free_text=False)
+
+    assert accepts("eu")
+    assert not accepts("EU")
+    assert not accepts("asia")
+    assert not accepts(" ")
 
 
 def test_choices_with_free_text_take_other_answers() -> None:
-    question = AskUserArguments("Region?", ("eu", "us"), allows_free_text=True)
-    assert question.accepts_answer("asia")
-    assert not question.accepts_answer("")
+    def accepts(answer: str) -> bool:
+        return is_allowed_question_answer(answer, choices=("eu", "us"), allows_free_text=True)
+
+    assert accepts("asia")
+    assert not accepts("")
 
 
 # durable_wait
@@ -311,9 +318,9 @@ def test_max_durable_wait_seconds() -> None:
     assert max_durable_wait_seconds() == YEAR_SECONDS
     assert max_durable_wait_seconds(timedelta(seconds=1)) == 1
     assert max_durable_wait_seconds(timedelta(seconds=90.7)) == 90
-    with pytest.raises(ValueError, match="at least one second"):
+    with pytest.raises(ConfigurationError, match="at least one second"):
         max_durable_wait_seconds(timedelta(milliseconds=999))
-    with pytest.raises(ValueError, match="at least one second"):
+    with pytest.raises(ConfigurationError, match="at least one second"):
         max_durable_wait_seconds(timedelta(0))
 
 
@@ -430,7 +437,7 @@ def test_ask_user_results_have_exact_texts() -> None:
     assert ask_user_result(QuestionResolution.DECLINED) == "The user declined to answer."
     assert QUESTION_DEADLINE_PASSED_RESULT == "question deadline passed"
     assert ask_user_result(QuestionResolution.DEADLINE_PASSED) == "question deadline passed"
-    with pytest.raises(ValueError, match="needs its answer"):
+    with pytest.raises(ConfigurationError, match="needs its answer"):
         ask_user_result(QuestionResolution.ANSWERED)
 
 
@@ -447,10 +454,9 @@ def test_durable_wait_result_has_the_exact_text() -> None:
     assert json.loads(durable_wait_result(1, 'a "b"'))["reason"] == 'a "b"'
 
 
-def test_cancelled_results_reuse_the_runner_contract_texts() -> None:
-    assert cancelled_tool_result(CancellationReason.STEERED) == STEERED_TOOL_RESULT
+def test_cancelled_result_texts() -> None:
+    # describe_tool_call_outcome gives them to a call steering or cancel_turn settled.
     assert STEERED_TOOL_RESULT == (
         '{"status":"cancelled","reason":"superseded_by_steered_user_message"}'
     )
-    assert cancelled_tool_result(CancellationReason.TURN_CANCELLED) == TURN_CANCELLED_TOOL_RESULT
     assert TURN_CANCELLED_TOOL_RESULT == '{"status":"cancelled","reason":"turn_cancelled_by_user"}'

@@ -18,17 +18,19 @@ from dex._value_mapper import ValueMapper
 from dex.runtime_errors import ValueMappingError
 from dex_agents import (
     AgentMessage,
+    AgentMessageChunk,
+    AgentMessageIndex,
     AgentSnapshot,
     AgentStatus,
     ToolCallCompleted,
     agent_codec_registry,
+)
+from dex_agents._codec_registry import (
     agent_wire_value_types,
 )
 from dex_agents._json_values import WireValue
-from dex_agents.agent_message_layout import (
-    AgentMessageChunk,
+from dex_agents._session.message_layout import (
     AgentMessageChunkRange,
-    AgentMessageIndex,
 )
 from dex_agents.testing import wait_for_agent_snapshot
 from test_stepwise_session import flow as stepwise_flow

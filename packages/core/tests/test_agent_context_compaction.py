@@ -14,19 +14,23 @@ from dex_agents import (
     AgentMessage,
     AgentTurnContext,
     CompactionPolicy,
+    ConfigurationError,
     ContextSummary,
     ContextSummaryRequest,
     MessageRole,
-    build_context_summary_note,
+    RunnerContractError,
     build_context_summary_omission_note,
     build_context_summary_prompt,
-    compaction_through_sequence,
-    decide_compaction,
     estimate_stored_input_tokens,
     estimate_text_tokens,
+    select_turn_boundary_cutoff,
+)
+from dex_agents._compaction import (
+    build_context_summary_note,
+    compaction_through_sequence,
+    decide_compaction,
     messages_to_summarize,
     next_context_summary,
-    select_turn_boundary_cutoff,
 )
 
 
@@ -87,17 +91,19 @@ def test_policy_defaults_validation_and_budget() -> None:
     policy = CompactionPolicy(context_window_tokens=400_000)
     assert (policy.trigger_ratio, policy.keep_ratio, policy.reserved_input_tokens) == (0.85, 0.3, 0)
     assert policy.retained_token_budget == 120_000
-    with pytest.raises(ValueError, match="context_window_tokens must be a positive int"):
+    with pytest.raises(ConfigurationError, match="context_window_tokens must be a positive int"):
         CompactionPolicy(context_window_tokens=0)
-    with pytest.raises(ValueError, match="trigger_ratio must be above 0 and at most 1"):
+    with pytest.raises(ConfigurationError, match="trigger_ratio must be above 0 and at most 1"):
         CompactionPolicy(1000, trigger_ratio=1.5)
-    with pytest.raises(ValueError, match="keep_ratio must be above 0"):
+    with pytest.raises(ConfigurationError, match="keep_ratio must be above 0"):
         CompactionPolicy(1000, keep_ratio=0)
-    with pytest.raises(ValueError, match=r"keep_ratio \(0.9\) must be below trigger_ratio"):
+    with pytest.raises(ConfigurationError, match=r"keep_ratio \(0.9\) must be below trigger_ratio"):
         CompactionPolicy(1000, keep_ratio=0.9)
-    with pytest.raises(ValueError, match="reserved_input_tokens must be a non-negative int"):
+    with pytest.raises(
+        ConfigurationError, match="reserved_input_tokens must be a non-negative int"
+    ):
         CompactionPolicy(1000, reserved_input_tokens=-1)
-    with pytest.raises(ValueError, match="must be below context_window_tokens"):
+    with pytest.raises(ConfigurationError, match="must be below context_window_tokens"):
         CompactionPolicy(1000, reserved_input_tokens=1000)
 
 
@@ -108,20 +114,22 @@ def test_trigger_counts_reserved_tokens_at_the_ratio() -> None:
     reserved = CompactionPolicy(1000, reserved_input_tokens=100)
     assert not reserved.is_triggered(749)
     assert reserved.is_triggered(750)
-    with pytest.raises(ValueError, match="estimate_input_tokens must be a non-negative int"):
+    with pytest.raises(
+        ConfigurationError, match="estimate_input_tokens must be a non-negative int"
+    ):
         policy.is_triggered(-1)
 
 
-def test_a_cutoff_not_past_the_summary_never_compacts_so_the_pair_cannot_loop() -> None:
+async def test_a_cutoff_not_past_the_summary_never_compacts_so_the_pair_cannot_loop() -> None:
     messages = three_turns()
     policy = CompactionPolicy(100)
     asked: list[int] = []
 
-    def select(budget: int) -> int | None:
+    async def select(budget: int) -> int | None:
         asked.append(budget)
         return 8
 
-    decided = decide_compaction(
+    decided = await decide_compaction(
         policy,
         estimated_input_tokens=90,
         select_cutoff=select,
@@ -132,7 +140,7 @@ def test_a_cutoff_not_past_the_summary_never_compacts_so_the_pair_cannot_loop() 
     summary = next_context_summary(None, text="s", through_sequence=8, created_at=None)
     # The estimate after compacting is still high, and the runner can cut no later: no compaction.
     after = [m for m in messages if m.sequence > 8]
-    again = decide_compaction(
+    again = await decide_compaction(
         policy,
         estimated_input_tokens=99,
         select_cutoff=select,
@@ -148,12 +156,12 @@ def test_a_cutoff_not_past_the_summary_never_compacts_so_the_pair_cannot_loop() 
     )
 
 
-def test_no_cutoff_is_asked_below_the_trigger_and_a_bad_cutoff_is_a_clear_error() -> None:
-    def never(budget: int) -> int | None:
+async def test_no_cutoff_is_asked_below_the_trigger_and_a_bad_cutoff_is_a_clear_error() -> None:
+    async def never(budget: int) -> int | None:
         raise AssertionError("select_cutoff must not be called below the trigger")
 
     assert (
-        decide_compaction(
+        await decide_compaction(
             CompactionPolicy(100),
             estimated_input_tokens=84,
             select_cutoff=never,
@@ -162,9 +170,9 @@ def test_no_cutoff_is_asked_below_the_trigger_and_a_bad_cutoff_is_a_clear_error(
         )
         is None
     )
-    with pytest.raises(ValueError, match=r"returned 42, which is not .* \(1\.\.9\)"):
+    with pytest.raises(RunnerContractError, match=r"returned 42, which is not .* \(1\.\.9\)"):
         compaction_through_sequence(42, context_summary=None, messages=three_turns())
-    with pytest.raises(ValueError, match="must return an int or None"):
+    with pytest.raises(RunnerContractError, match="must return an int or None"):
         compaction_through_sequence("3", context_summary=None, messages=three_turns())  # type: ignore[arg-type]
 
 
@@ -174,7 +182,7 @@ def test_summaries_count_generations_and_select_their_messages() -> None:
     now = datetime(2026, 1, 1, tzinfo=UTC)
     second = next_context_summary(first, text="b", through_sequence=8, created_at=now)
     assert (second.generation, second.first_sequence, second.created_at) == (2, 1, now)
-    with pytest.raises(ValueError, match="past sequence 8"):
+    with pytest.raises(ConfigurationError, match="past sequence 8"):
         next_context_summary(second, text="c", through_sequence=8, created_at=None)
     picked = messages_to_summarize(three_turns(), first, 8)
     assert [m.sequence for m in picked] == [5, 6, 7, 8]
@@ -193,7 +201,7 @@ def test_token_estimates_use_three_utf8_bytes_per_token_rounding_up() -> None:
     with_summary = turn_context(three_turns()[4:], turn=3, summary=summary)
     note_tokens = estimate_text_tokens(build_context_summary_note(summary))
     assert estimate_stored_input_tokens(with_summary) == 5 * 10 + note_tokens
-    with pytest.raises(ValueError, match="fixed_input_tokens"):
+    with pytest.raises(ConfigurationError, match="fixed_input_tokens"):
         estimate_stored_input_tokens(turn, fixed_input_tokens=-5)
 
 
@@ -212,7 +220,7 @@ def test_turn_boundary_cutoff_is_none_with_run_state_or_without_an_earlier_turn(
     assert select_turn_boundary_cutoff(resumed, retained_token_budget=0) is None
     only_running = turn_context([stored(s, 5) for s in range(10, 20)], turn=5)
     assert select_turn_boundary_cutoff(only_running, retained_token_budget=0) is None
-    with pytest.raises(ValueError, match="retained_token_budget"):
+    with pytest.raises(ConfigurationError, match="retained_token_budget"):
         select_turn_boundary_cutoff(only_running, retained_token_budget=-1)
 
 
@@ -334,9 +342,9 @@ def test_summary_prompt_always_fits_random_budgets(seed: int) -> None:
 
 
 def test_summary_prompt_rejects_a_budget_too_small_for_its_headers() -> None:
-    with pytest.raises(ValueError, match="input_token_budget 10 leaves"):
+    with pytest.raises(ConfigurationError, match="input_token_budget 10 leaves"):
         build_context_summary_prompt(request(transcript(), 10))
-    with pytest.raises(ValueError, match="reserved_tokens"):
+    with pytest.raises(ConfigurationError, match="reserved_tokens"):
         build_context_summary_prompt(request(transcript(), 10_000), reserved_tokens=-1)
 
 
@@ -346,7 +354,7 @@ def test_fixed_texts() -> None:
         build_context_summary_omission_note(12)
         == "[Dex] 12 earlier messages did not fit in this request and are left out."
     )
-    with pytest.raises(ValueError, match="omitted_count"):
+    with pytest.raises(ConfigurationError, match="omitted_count"):
         build_context_summary_omission_note(0)
     assert build_context_summary_note(summary_through(3)) == (
         "[Dex] Summary of the earlier conversation:\nThe user wants a refund for order 7."

@@ -12,6 +12,10 @@ from dex_agents import (
     AgentEventType,
     AgentEventWriter,
     AgentToolCallStatus,
+    ConfigurationError,
+    ConfigurationTypeError,
+)
+from dex_agents._events import (
     encode_event_payload,
 )
 
@@ -113,17 +117,19 @@ def test_writes_after_close_are_dropped() -> None:
 def test_payload_that_is_not_json_raises_type_error_and_writes_nothing() -> None:
     sink = RecordingSink()
     writer = _writer(sink)
-    with pytest.raises(TypeError, match="event payload value of type object is not JSON"):
+    with pytest.raises(
+        ConfigurationTypeError, match="event payload value of type object is not JSON"
+    ):
         writer.write_event("x.custom", {"value": object()})
-    with pytest.raises(TypeError, match="not valid JSON"):
+    with pytest.raises(ConfigurationTypeError, match="not valid JSON"):
         writer.write_event("x.custom", {"value": float("nan")})
-    with pytest.raises(TypeError, match="keys must be strings"):
+    with pytest.raises(ConfigurationTypeError, match="keys must be strings"):
         writer.write_event("x.custom", {1: "one"})  # type: ignore[dict-item]
-    with pytest.raises(TypeError, match="must be a JSON object"):
+    with pytest.raises(ConfigurationTypeError, match="must be a JSON object"):
         writer.write_event("x.custom", ["not", "an", "object"])  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="non-blank"):
+    with pytest.raises(ConfigurationError, match="non-blank"):
         writer.write_event("  ", {})
-    with pytest.raises(ValueError, match="'done'"):
+    with pytest.raises(ConfigurationError, match="'done'"):
         writer.write_tool_call_finished("c", "t", "done")
     assert sink.events == []
 
@@ -159,7 +165,7 @@ def test_sink_failure_is_logged_and_never_raised(caplog: pytest.LogCaptureFixtur
 
 
 def test_attempt_must_be_positive() -> None:
-    with pytest.raises(ValueError, match="attempt must be at least 1"):
+    with pytest.raises(ConfigurationError, match="attempt must be at least 1"):
         AgentEventWriter(RecordingSink(), turn_id=None, step_execution_id=None, attempt=0)
 
 

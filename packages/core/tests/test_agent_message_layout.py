@@ -15,14 +15,18 @@ from datetime import UTC, datetime
 import pytest
 from dex import CodecRegistry
 from dex_agents import (
-    MAX_CHUNK_BYTES_PER_COMMIT,
-    MAX_CHUNK_COUNT_PER_COMMIT,
     AgentMessage,
     AgentMessageChunk,
-    AgentMessageChunkRange,
     AgentMessageIndex,
-    MessageLayoutError,
+    ConfigurationError,
     MessageRole,
+    message_sequence_key,
+)
+from dex_agents._session.message_layout import (
+    MAX_CHUNK_BYTES_PER_COMMIT,
+    MAX_CHUNK_COUNT_PER_COMMIT,
+    AgentMessageChunkRange,
+    MessageLayoutError,
     MessageStorageLimits,
     StoragePlan,
     assemble_stored_messages,
@@ -30,12 +34,9 @@ from dex_agents import (
     deleted_before_sequence,
     encoded_chunk_size,
     encoded_json_size,
-    message_sequence_key,
-    messages_after_summary,
     page_agent_messages,
     plan_message_storage,
     plan_retention,
-    plan_window_rollover,
 )
 
 LIMITS = MessageStorageLimits()
@@ -123,13 +124,13 @@ def test_limits_defaults_and_validation() -> None:
     assert LIMITS.message_chunk_max_bytes == 1024 * 1024
     assert LIMITS.retained_message_limit == 1_000
     MessageStorageLimits(message_chunk_max_bytes=8 * 1024 * 1024, retained_message_limit=None)
-    with pytest.raises(ValueError, match="at most 8 MiB"):
+    with pytest.raises(ConfigurationError, match="at most 8 MiB"):
         MessageStorageLimits(message_chunk_max_bytes=8 * 1024 * 1024 + 1)
-    with pytest.raises(ValueError, match="message_window_size must be a positive int"):
+    with pytest.raises(ConfigurationError, match="message_window_size must be a positive int"):
         MessageStorageLimits(message_window_size=0)
-    with pytest.raises(ValueError, match="message_chunk_size must be a positive int"):
+    with pytest.raises(ConfigurationError, match="message_chunk_size must be a positive int"):
         MessageStorageLimits(message_chunk_size=True)
-    with pytest.raises(ValueError, match="retained_message_limit"):
+    with pytest.raises(ConfigurationError, match="retained_message_limit"):
         MessageStorageLimits(retained_message_limit=-1)
 
 
@@ -258,7 +259,9 @@ def test_the_per_commit_cap_moves_at_most_four_chunks_over_several_commits() -> 
     plan = session.store([message(64 + 32 * 6 + 1)])
     assert len(plan.chunk_writes) == 3
     assert len(session.window) == 64 - 31
-    assert session.store(()).is_empty
+    nothing = session.store(())
+    assert not (nothing.message_writes or nothing.chunk_writes or nothing.chunk_deletes)
+    assert not (nothing.message_deletes or nothing.index_changed)
 
 
 def test_the_per_commit_cap_moves_at_most_8_mib() -> None:
@@ -289,7 +292,7 @@ def test_an_old_layout_session_reads_as_one_window_and_leaves_it_over_several_co
         message(3),
     )
 
-    plan = plan_window_rollover(list(session.window.values()), None, LIMITS)
+    plan = plan_message_storage(list(session.window.values()), None, LIMITS)
     assert len(plan.chunk_writes) == MAX_CHUNK_COUNT_PER_COMMIT
     assert plan.message_deletes == tuple(range(1, 129))
     commits = 0
@@ -425,7 +428,6 @@ def test_model_input_loads_only_the_chunks_after_the_summary() -> None:
     loaded = [session.chunks[entry.key] for entry in after]
     tail = assemble_stored_messages(list(session.window.values()), index, loaded, after_sequence=40)
     assert [m.sequence for m in tail] == list(range(41, 162))
-    assert messages_after_summary(session.read(), 40) == tail
     with pytest.raises(MessageLayoutError, match="000000000033"):
         assemble_stored_messages(
             list(session.window.values()), index, loaded[1:], after_sequence=40

@@ -15,10 +15,11 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
+    ConfigurationError,
     MessageRole,
     TurnCompleted,
 )
-from dex_agents._message_decode_cache import MessageDecodeCache
+from dex_agents._session.message_decode_cache import MessageDecodeCache
 from dex_agents.testing import wait_for_agent_snapshot
 
 FLOW_TYPE = "MessageReadsAgent"
@@ -155,7 +156,7 @@ def test_the_least_recently_read_run_goes_first_beyond_the_message_budget() -> N
 @pytest.mark.parametrize("limit", ["max_sessions", "max_messages"])
 @pytest.mark.parametrize("value", [0, -1, True, 1.5])
 def test_a_cache_needs_positive_limits(limit: str, value: object) -> None:
-    with pytest.raises(ValueError, match=f"{limit} must be a positive int"):
+    with pytest.raises(ConfigurationError, match=f"{limit} must be a positive int"):
         MessageDecodeCache(**{limit: value})  # type: ignore[arg-type]
 
 

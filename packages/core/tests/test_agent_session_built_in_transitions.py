@@ -17,7 +17,7 @@ from dex_agents import (
     ToolInputRequested,
     describe_tool_call_outcome,
 )
-from dex_agents.agent_session_built_in_transitions import (
+from dex_agents._session.built_in_transitions import (
     apply_question_resolution,
     decide_question_answer,
     is_question_raised,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, cast
 
-import dex_agents.agent_session_client as client_module
+import dex_agents._session.client as client_module
 import grpc
 import pytest
 from dex import AsyncClient, ErrorSubStatus, Flow, RpcLockConflictError
@@ -13,6 +13,7 @@ from dex_agents import (
     AgentSessionFlow,
     AgentTurnContext,
     AgentTurnOutcome,
+    ConfigurationTypeError,
     DeferredToolExecution,
     FrameworkMessage,
     MessageRole,
@@ -76,5 +77,5 @@ async def test_resolve_interrupt_gives_up_after_the_retry_window(
 
 
 def test_client_refuses_a_flow_that_is_not_a_session_flow() -> None:
-    with pytest.raises(TypeError, match="AgentSessionFlow"):
+    with pytest.raises(ConfigurationTypeError, match="AgentSessionFlow"):
         AgentSessionClient(cast(AsyncClient, object()), cast(Flow[Any], object()))

@@ -24,6 +24,8 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     BuiltInTool,
+    ConfigurationError,
+    ConfigurationTypeError,
     DeferredToolExecution,
     InterruptKind,
     PlanStatus,
@@ -222,14 +224,14 @@ async def test_a_disabled_built_in_name_is_an_ordinary_tool(tmp_path: Path) -> N
 
 
 def test_an_enabled_built_in_name_is_reserved() -> None:
-    with pytest.raises(ValueError, match="reserved"):
+    with pytest.raises(ConfigurationError, match="reserved"):
         AgentSessionOptions(
             built_in_tools=frozenset({BuiltInTool.ASK_USER}),
             tool_policies={"ask_user": ToolPolicy(ToolEffect.READ)},
         )
-    with pytest.raises(ValueError, match="unknown built-in tool"):
+    with pytest.raises(ConfigurationError, match="unknown built-in tool"):
         AgentSessionOptions(built_in_tools=frozenset({"ask"}))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="write_todos"):
+    with pytest.raises(ConfigurationError, match="write_todos"):
         AgentSessionOptions(plan_mode_enabled=True)
 
 
@@ -238,7 +240,7 @@ def test_plan_mode_needs_a_plan_mode_runner() -> None:
     options = AgentSessionOptions(
         built_in_tools=frozenset({BuiltInTool.WRITE_TODOS}), plan_mode_enabled=True
     )
-    with pytest.raises(TypeError, match="supports_plan_mode"):
+    with pytest.raises(ConfigurationTypeError, match="supports_plan_mode"):
         AgentSessionFlow(runner, flow_type="T", options=options)
 
 

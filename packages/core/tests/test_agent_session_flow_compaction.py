@@ -26,6 +26,7 @@ from dex_agents import (
     AgentTurnOutcome,
     AgentUsage,
     CompactionPolicy,
+    ConfigurationTypeError,
     ContextSummaryRequest,
     RunModelLimit,
     TurnCompleted,
@@ -162,7 +163,9 @@ async def test_retained_message_limit_none_keeps_every_message(tmp_path: Path) -
 
 
 def test_a_policy_on_a_runner_without_compaction_is_a_type_error() -> None:
-    with pytest.raises(TypeError, match=r"ContextCompactionRunner.*estimate_input_tokens"):
+    with pytest.raises(
+        ConfigurationTypeError, match=r"ContextCompactionRunner.*estimate_input_tokens"
+    ):
         AgentSessionFlow(ScriptedRunner(_reply), flow_type=FLOW_TYPE, options=_options())
 
 

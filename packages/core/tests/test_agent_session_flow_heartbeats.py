@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import dex_agents._agent_session_step_support as step_support
+import dex_agents._session.heartbeat as heartbeat_module
 import pytest
 from agent_session_test_support import (
     ScriptedRunner,
@@ -37,7 +37,7 @@ async def test_a_retried_tool_attempt_reads_the_saved_checkpoint(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Background heartbeats every 50 ms must carry the checkpoint rather than clear it.
-    monkeypatch.setattr(step_support, "HEARTBEAT_INTERVAL_SECONDS", 0.05)
+    monkeypatch.setattr(heartbeat_module, "HEARTBEAT_INTERVAL_SECONDS", 0.05)
     seen: list[tuple[int, str | None]] = []
 
     async def report(call: DeferredToolExecution) -> ToolExecutionResult:

@@ -30,6 +30,8 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
+)
+from dex_agents._plans import (
     plan_execution_message,
 )
 from dex_agents.testing import wait_for_agent_snapshot

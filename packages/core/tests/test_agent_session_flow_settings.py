@@ -22,6 +22,7 @@ from dex_agents import (
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
+    ConfigurationError,
     DeferredToolExecution,
     ToolEffect,
     ToolExecutionResult,
@@ -51,7 +52,7 @@ async def test_oversized_start_settings_fail_the_session_at_once(tmp_path: Path)
     runner = ScriptedRunner(_reply_with_model)
     async with running_session_stack(tmp_path, runner) as stack:
         huge = {"prompt": "x" * 20_000}
-        with pytest.raises(ValueError, match="above the limit"):
+        with pytest.raises(ConfigurationError, match="above the limit"):
             await stack.sessions.start_session("session-1", "hi", session_settings=huge)
         # Past the client's check, the session's own check fails the session without a retry.
         await stack.client.start_flow(
@@ -113,7 +114,7 @@ async def test_update_refuses_bad_settings(tmp_path: Path) -> None:
         await sessions.start_session("s", "", session_settings={"model": "m-1"})
         await wait_for_agent_snapshot(sessions, "s", idle_after_turns(0))
         huge = {"prompt": "x" * 20_000}
-        with pytest.raises(ValueError, match="above the limit"):
+        with pytest.raises(ConfigurationError, match="above the limit"):
             await sessions.update_session_settings("s", huge)
         # Past the client's check, the session's own check returns False and changes nothing.
         flow = stack.flow

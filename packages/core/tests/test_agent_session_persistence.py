@@ -22,6 +22,8 @@ from dex_agents import (
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
+    ConfigurationError,
+    ConfigurationTypeError,
     DeferredToolExecution,
     FrameworkMessage,
     InterruptKind,
@@ -29,16 +31,18 @@ from dex_agents import (
     RunModelLimit,
     ToolEffect,
     ToolExecutionResult,
+)
+from dex_agents._session.persistence import (
     agent_event_stream,
     agent_session_persistence_schema,
 )
-from dex_agents.agent_session_step_options import (
+from dex_agents._session.step_options import (
     run_model_step_options,
     tool_call_record_step_options,
     tool_call_step_options,
 )
-from dex_agents.agent_session_steps import RecordTurnFailure
-from dex_agents.agent_session_tool_steps import RecordToolFailure
+from dex_agents._session.tool_steps import RecordToolFailure
+from dex_agents._session.turn_steps import RecordTurnFailure
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
@@ -79,11 +83,11 @@ def test_two_flow_types_register_side_by_side_with_their_own_streams() -> None:
 
 
 def test_flow_refuses_bad_arguments() -> None:
-    with pytest.raises(TypeError, match="has no build_user_message method"):
+    with pytest.raises(ConfigurationTypeError, match="has no build_user_message method"):
         AgentSessionFlow(object(), flow_type="A")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="flow_type"):
+    with pytest.raises(ConfigurationError, match="flow_type"):
         AgentSessionFlow(_Runner(), flow_type=" ")
-    with pytest.raises(ValueError, match="interrupt_deadline"):
+    with pytest.raises(ConfigurationError, match="interrupt_deadline"):
         AgentSessionOptions(interrupt_deadline=timedelta(0))
 
 

@@ -11,15 +11,20 @@ from dex_agents import (
     INVALID_START_SESSION_SETTINGS_REASON,
     MAX_SESSION_SETTINGS_BYTES,
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
+    ConfigurationError,
     TurnSessionSettings,
+    session_settings_size,
+    validate_session_settings,
+)
+from dex_agents._json_values import (
     WireValueError,
+)
+from dex_agents._session.settings import (
     decode_session_settings,
     encode_session_settings,
     invalid_start_session_settings_reason,
     session_settings_of_turn,
     session_settings_problem,
-    session_settings_size,
-    validate_session_settings,
 )
 
 # Compact JSON of {"k":"<text>"} is the text's UTF-8 bytes plus these.
@@ -61,7 +66,7 @@ def test_sixteen_kib_is_allowed_and_one_byte_more_is_not(unit: str) -> None:
     validate_session_settings(at_limit)
     over = _settings_of_size(MAX_SESSION_SETTINGS_BYTES + 1, unit)
     assert session_settings_size(over) == MAX_SESSION_SETTINGS_BYTES + 1
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         validate_session_settings(over)
     assert str(caught.value) == (
         "session settings are 16385 bytes of compact JSON, above the limit of 16384 bytes"
@@ -120,7 +125,7 @@ def test_the_session_accepts_the_tolerance_and_no_more(unit: str) -> None:
 )
 def test_invalid_settings_name_the_problem(settings: object, problem: str) -> None:
     assert session_settings_problem(settings) == problem
-    with pytest.raises(ValueError) as caught:
+    with pytest.raises(ConfigurationError) as caught:
         validate_session_settings(settings)
     assert str(caught.value) == problem
 
@@ -162,14 +167,14 @@ def test_decode_reads_missing_settings_as_empty_and_refuses_other_json() -> None
     assert decode_session_settings(None) == {}
     assert decode_session_settings("") == {}
     assert decode_session_settings("{}") == {}
-    with pytest.raises(ValueError, match="must be a JSON object, got list"):
+    with pytest.raises(WireValueError, match="must be a JSON object, got list"):
         decode_session_settings("[1]")
-    with pytest.raises(ValueError, match="not valid JSON text"):
+    with pytest.raises(WireValueError, match="not valid JSON text"):
         decode_session_settings("{model")
 
 
 def test_encode_refuses_invalid_settings() -> None:
-    with pytest.raises(ValueError, match="must be a JSON object"):
+    with pytest.raises(ConfigurationError, match="must be a JSON object"):
         encode_session_settings([])  # type: ignore[arg-type]
 
 
@@ -191,9 +196,9 @@ def test_turn_copy_is_detached_from_the_caller() -> None:
 
 
 def test_turn_copy_refuses_bad_input() -> None:
-    with pytest.raises(ValueError, match="need a turn ID"):
+    with pytest.raises(ConfigurationError, match="need a turn ID"):
         TurnSessionSettings.copy_for_turn(" ", {})
-    with pytest.raises(ValueError, match="must be a JSON object"):
+    with pytest.raises(ConfigurationError, match="must be a JSON object"):
         TurnSessionSettings.copy_for_turn("turn-1", None)  # type: ignore[arg-type]
 
 

@@ -13,11 +13,12 @@ from dex_agents import (
     AgentStatus,
     AgentToolCall,
     AgentToolCallStatus,
+    ConfigurationError,
     ResolvedToolPolicy,
     ResolveInterruptRequest,
     ToolEffect,
 )
-from dex_agents.agent_session_transitions import (
+from dex_agents._session.transitions import (
     ApprovalOutcome,
     AttemptProgress,
     RequestedToolCall,
@@ -184,7 +185,7 @@ def test_attempt_progress_reads_the_local_engine_detail_trailer() -> None:
 
 def test_finalize_requires_a_final_status_and_unfinished_keeps_deferral_order() -> None:
     record = _record(ToolEffect.READ)
-    with pytest.raises(ValueError, match="final status"):
+    with pytest.raises(ConfigurationError, match="final status"):
         finalize_tool_call(record, AgentToolCallStatus.APPROVED)
     later = _record(ToolEffect.READ, order=2)
     done = finalize_tool_call(_record(ToolEffect.READ, order=1), AgentToolCallStatus.SUCCEEDED)

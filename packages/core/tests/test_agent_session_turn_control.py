@@ -20,8 +20,7 @@ from dex_agents import (
     ToolEffect,
     TurnCancellationRequest,
 )
-from dex_agents.agent_session_transitions import start_turn
-from dex_agents.agent_session_turn_control import (
+from dex_agents._session.control_transitions import (
     CancelTurnDecision,
     FinishTurnCancellationAction,
     SteerDecision,
@@ -35,6 +34,7 @@ from dex_agents.agent_session_turn_control import (
     steered_turn_user_messages,
     turn_control_reason,
 )
+from dex_agents._session.transitions import start_turn
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 IDLE = AgentState()

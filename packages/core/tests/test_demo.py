@@ -11,7 +11,7 @@ import threading
 import time
 from pathlib import Path
 
-from dex_agents.demo import APPROVAL_PENDING_EXIT_STATUS
+from dex_agents._demo import APPROVAL_PENDING_EXIT_STATUS
 
 _TIMEOUT_SECONDS = 60.0
 

@@ -25,7 +25,7 @@ from dex_agents import (
     ToolExecutionError,
     ToolPolicy,
 )
-from dex_agents.deferred_tool_context import _deferred_tool_execution_scope
+from dex_agents._deferred_tool_context import _deferred_tool_execution_scope
 from dex_agents.mcp import (
     IDEMPOTENCY_KEY_META_KEY,
     INPUT_REQUEST_ERROR_PREFIX,

@@ -6,11 +6,15 @@ import pytest
 from dex_agents import (
     MODEL_SPEND_LIMIT_ERROR_PREFIX,
     AgentUsage,
+    ConfigurationError,
+    ConfigurationTypeError,
     ModelCallIdentity,
     ModelCallKind,
     ModelSpendLimit,
     ModelSpendRefusal,
     ModelSpendReport,
+)
+from dex_agents._spend_limit import (
     check_model_spend,
     model_spend_limit_error,
 )
@@ -86,13 +90,15 @@ async def test_a_repeated_report_counts_once_by_usage_key() -> None:
 
 
 async def test_a_limit_that_returns_something_else_is_a_type_error() -> None:
-    with pytest.raises(TypeError, match="must return None or a ModelSpendRefusal, got str"):
+    with pytest.raises(
+        ConfigurationTypeError, match="must return None or a ModelSpendRefusal, got str"
+    ):
         await check_model_spend(_Broken(), _call())  # type: ignore[arg-type]
 
 
 def test_a_refusal_needs_a_reason_and_becomes_the_turn_error() -> None:
     for blank in ("", "  "):
-        with pytest.raises(ValueError, match="must not be blank"):
+        with pytest.raises(ConfigurationError, match="must not be blank"):
             ModelSpendRefusal(blank)
     error = model_spend_limit_error(ModelSpendRefusal("over budget"))
     assert error == "the model spend limit refused the model call: over budget"

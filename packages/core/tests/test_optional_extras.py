@@ -35,11 +35,11 @@ def test_importing_dex_agents_mcp_without_mcp_names_the_extra() -> None:
 
 def test_the_core_and_stepwise_scenarios_run_without_either_extra() -> None:
     code = (
-        "import dex_agents, dex_agents.stepwise, dex_agents.demo\n"
+        "import dex_agents, dex_agents.stepwise, dex_agents._demo\n"
         "from dex_agents.testing.scenarios import ScenarioFeature, load_scenario_runner\n"
         "runner = load_scenario_runner('stepwise')\n"
         "print(sorted(runner.features))\n"
-        "dex_agents.demo.build_demo_flow()\n"
+        "dex_agents._demo.build_demo_flow()\n"
     )
     result = _run_without(["litellm", "mcp"], code)
     assert result.returncode == 0, result.stderr

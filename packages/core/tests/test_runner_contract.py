@@ -18,6 +18,7 @@ from dex_agents import (
     AgentTurnOutcome,
     AgentUsage,
     CancellationReason,
+    ConfigurationError,
     ContextCompactionRunner,
     ContextSummaryRequest,
     ContextSummaryResult,
@@ -29,6 +30,7 @@ from dex_agents import (
     MessageRole,
     PlanModeRunner,
     ResolvedToolPolicy,
+    RunnerContractError,
     ToolCallsRequested,
     ToolEffect,
     ToolExecutionError,
@@ -46,8 +48,10 @@ from dex_agents import (
     UnfinishedTurnMessageBuilder,
     build_turn_failure_note,
     describe_tool_call_outcome,
-    runner_supports_plan_mode,
     tool_call_idempotency_key,
+)
+from dex_agents._runner_contract import (
+    runner_supports_plan_mode,
     tool_call_not_run_error,
     validate_tool_calls_requested,
 )
@@ -141,7 +145,7 @@ def test_rejected_by_steering_or_cancellation_renders_the_cancelled_json(
     "status", [status for status in AgentToolCallStatus if not status.is_final]
 )
 def test_a_waiting_record_has_no_outcome(status: AgentToolCallStatus) -> None:
-    with pytest.raises(ValueError, match=f"tool call 'call_1' is still {status.value}"):
+    with pytest.raises(ConfigurationError, match=f"tool call 'call_1' is still {status.value}"):
         describe_tool_call_outcome(_record(status=status))
 
 
@@ -171,9 +175,9 @@ def test_turn_failure_note_lists_calls_in_deferral_order() -> None:
 
 
 def test_turn_failure_note_needs_final_records() -> None:
-    with pytest.raises(ValueError, match="at least one tool call record"):
+    with pytest.raises(ConfigurationError, match="at least one tool call record"):
         build_turn_failure_note([])
-    with pytest.raises(ValueError, match="still awaiting_approval"):
+    with pytest.raises(ConfigurationError, match="still awaiting_approval"):
         build_turn_failure_note([_record(status=AgentToolCallStatus.AWAITING_APPROVAL)])
 
 
@@ -260,21 +264,25 @@ async def test_heartbeat_checkpoint_is_saved_through_the_session() -> None:
     assert execution.heartbeat_checkpoint is None
     await execution.save_heartbeat_checkpoint("job-1")
     assert saved == ["job-1"]
-    with pytest.raises(TypeError, match="heartbeat checkpoint must be a string"):
+    with pytest.raises(RunnerContractError, match="heartbeat checkpoint must be a string"):
         await execution.save_heartbeat_checkpoint(7)  # type: ignore[arg-type]
     resumed = dataclasses.replace(execution, attempt=2, heartbeat_checkpoint="job-1")
     assert resumed.heartbeat_checkpoint == "job-1"
 
 
 def test_tool_results_validate_their_input() -> None:
-    with pytest.raises(ValueError, match="question must not be blank"):
+    with pytest.raises(ConfigurationError, match="question must not be blank"):
         ToolInputRequested("  ")
-    with pytest.raises(ValueError, match="task_id must not be blank"):
+    with pytest.raises(ConfigurationError, match="task_id must not be blank"):
         ToolTaskStarted("", 5)
     for interval in (0, -1, float("nan"), True):
-        with pytest.raises(ValueError, match="poll_interval_seconds must be a positive number"):
+        with pytest.raises(
+            ConfigurationError, match="poll_interval_seconds must be a positive number"
+        ):
             ToolTaskStarted("job", interval)
-        with pytest.raises(ValueError, match="poll_interval_seconds must be a positive number"):
+        with pytest.raises(
+            ConfigurationError, match="poll_interval_seconds must be a positive number"
+        ):
             ToolTaskPending(interval)
     question = ToolInputRequested("Ship?", choices=["yes", "no"])  # type: ignore[arg-type]
     assert question.choices == ("yes", "no")
@@ -318,23 +326,23 @@ def test_valid_tool_calls_pass() -> None:
     ],
 )
 def test_invalid_tool_calls_are_named(outcome: ToolCallsRequested, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(RunnerContractError, match=message):
         validate_tool_calls_requested(outcome, _turn(tool_calls={"old": _record("old")}))
 
 
 def test_tool_name_and_arguments_are_checked() -> None:
     policy = ResolvedToolPolicy(ToolEffect.READ, False)
     nameless = DeferredToolCall("a", "", "{}", policy)
-    with pytest.raises(ValueError, match="tool call 'a' needs a non-empty tool name"):
+    with pytest.raises(RunnerContractError, match="tool call 'a' needs a non-empty tool name"):
         validate_tool_calls_requested(ToolCallsRequested("s", (nameless,), AgentUsage()), _turn())
     parsed = DeferredToolCall("a", "t", {"q": 1}, policy)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="arguments as JSON text"):
+    with pytest.raises(RunnerContractError, match="arguments as JSON text"):
         validate_tool_calls_requested(ToolCallsRequested("s", (parsed,), AgentUsage()), _turn())
 
 
 def test_policy_must_come_from_resolve_tool_policy() -> None:
     call = DeferredToolCall("a", "t", "{}", ToolPolicy(ToolEffect.READ))  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="needs a ResolvedToolPolicy"):
+    with pytest.raises(RunnerContractError, match="needs a ResolvedToolPolicy"):
         validate_tool_calls_requested(ToolCallsRequested("s", (call,), AgentUsage()), _turn())
 
 

@@ -30,9 +30,17 @@ from dex_agents import (
     AgentToolCallStatus,
     BuiltInTool,
     CompactionPolicy,
+    ConfigurationError,
+    ConfigurationTypeError,
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents._built_in_tools import ask_user_result, durable_wait_result
+from dex_agents._plans import plan_execution_message, write_todos_result
+from dex_agents._runner_contract import tool_call_not_run_error
+from dex_agents._session.persistence import AGENT_EVENTS_STREAM_NAME
+from dex_agents._session.settings import invalid_start_session_settings_reason
+from dex_agents._values import agent_turn_id, tool_input_interrupt_id
 from dex_agents.stepwise import (
     AgentDefinition,
     ScriptedModelClient,
@@ -58,7 +66,6 @@ SEED_NAMES: dict[str, tuple[str, ...]] = {
         "ToolEffect",
         "ToolPolicy",
         "ResolvedToolPolicy",
-        "resolve_tool_policy",
         "is_approval_required",
         "tool_effect_from_mcp_tool_annotations",
         "McpToolAnnotations",
@@ -88,7 +95,6 @@ SEED_NAMES: dict[str, tuple[str, ...]] = {
         "MessageRole",
         "AgentMessage",
         "AgentToolCall",
-        "AgentToolCallRecord",
         "AgentToolCallStatus",
         "QuestionAnswer",
         "QuestionResolution",
@@ -807,7 +813,7 @@ def test_documented_persistence_name(constant: str) -> None:
 
 
 def test_agent_events_stream_is_named_per_flow_type() -> None:
-    assert dex_agents.AGENT_EVENTS_STREAM_NAME == "flow.agent_events"
+    assert AGENT_EVENTS_STREAM_NAME == "flow.agent_events"
 
 
 SEED_RPCS = (
@@ -868,9 +874,30 @@ SEED_CONSTANTS: dict[str, object] = {
 }
 
 
+#: Where the values the documentation gives but the root does not export live (private modules).
+_PRIVATE_CONSTANT_MODULES: tuple[str, ...] = (
+    "dex_agents._built_in_tools",
+    "dex_agents._compaction",
+    "dex_agents._plans",
+    "dex_agents._session.message_layout",
+    "dex_agents._tool_policy",
+    "dex_agents._values",
+)
+
+
+def _constant(name: str) -> object:
+    if name in dex_agents.__all__:
+        return getattr(dex_agents, name)
+    for module_name in _PRIVATE_CONSTANT_MODULES:
+        module = importlib.import_module(module_name)
+        if hasattr(module, name):
+            return getattr(module, name)
+    raise AssertionError(f"no module defines {name}")
+
+
 @pytest.mark.parametrize("constant", sorted(SEED_CONSTANTS))
 def test_documented_constant_value(constant: str) -> None:
-    assert getattr(dex_agents, constant) == SEED_CONSTANTS[constant]
+    assert _constant(constant) == SEED_CONSTANTS[constant]
 
 
 def test_documented_stepwise_and_testing_constants() -> None:
@@ -890,33 +917,33 @@ def test_documented_generated_texts() -> None:
     assert dex_agents.build_context_summary_omission_note(4) == (
         "[Dex] 4 earlier messages did not fit in this request and are left out."
     )
-    assert dex_agents.plan_execution_message(3) == (
+    assert plan_execution_message(3) == (
         "[Dex] The user approved plan revision 3. Execute it and keep the task statuses current "
         "with write_todos."
     )
     assert dex_agents.tool_call_idempotency_key("s-1", "turn-2", "c") == "s-1/turn-2/c"
-    assert dex_agents.tool_input_interrupt_id("call-1", 2) == "call-1-input-2"
+    assert tool_input_interrupt_id("call-1", 2) == "call-1-input-2"
     assert dex_agents.message_sequence_key(42) == "000000000042"
     assert dex_agents.plan_execution_key(12) == "12"
-    assert dex_agents.agent_turn_id(3) == "turn-3"
-    assert dex_agents.tool_call_not_run_error("worker lost").startswith(
+    assert agent_turn_id(3) == "turn-3"
+    assert tool_call_not_run_error("worker lost").startswith(
         dex_agents.TOOL_CALL_NOT_RUN_ERROR_PREFIX + ": worker lost"
     )
     assert dex_agents.INVALID_START_SESSION_SETTINGS_REASON in (
-        dex_agents.invalid_start_session_settings_reason("too large")
+        invalid_start_session_settings_reason("too large")
     )
     # Three UTF-8 bytes per token, rounded up.
     assert dex_agents.estimate_text_tokens("abcdefg") == 3
 
 
 def test_documented_tool_results_are_compact_json() -> None:
-    answered = dex_agents.ask_user_result(dex_agents.QuestionResolution.ANSWERED, "blue")
+    answered = ask_user_result(dex_agents.QuestionResolution.ANSWERED, "blue")
     assert json.loads(answered) == {"status": "answered", "answer": "blue"}
     assert answered == '{"status":"answered","answer":"blue"}'
-    assert dex_agents.ask_user_result(dex_agents.QuestionResolution.DECLINED) == (
+    assert ask_user_result(dex_agents.QuestionResolution.DECLINED) == (
         "The user declined to answer."
     )
-    assert dex_agents.durable_wait_result(30, "cool down") == (
+    assert durable_wait_result(30, "cool down") == (
         '{"status":"completed","waited_seconds":30,"reason":"cool down"}'
     )
     draft = dex_agents.AgentPlan(
@@ -924,11 +951,9 @@ def test_documented_tool_results_are_compact_json() -> None:
         status=dex_agents.PlanStatus.DRAFT,
         todos=(dex_agents.AgentTodo("a"), dex_agents.AgentTodo("b")),
     )
-    assert dex_agents.write_todos_result(draft) == (
-        '{"status":"updated","revision":2,"task_count":2}'
-    )
+    assert write_todos_result(draft) == ('{"status":"updated","revision":2,"task_count":2}')
     cleared = dex_agents.AgentPlan(revision=3, status=dex_agents.PlanStatus.CLEARED)
-    assert dex_agents.write_todos_result(cleared) == '{"status":"cleared","revision":3}'
+    assert write_todos_result(cleared) == '{"status":"cleared","revision":3}'
 
 
 def test_turn_failure_note_lists_each_record_in_deferral_order() -> None:
@@ -1004,7 +1029,9 @@ def test_agent_definition_refuses_a_tool_named_like_an_enabled_built_in() -> Non
         """Shadows the built-in."""
         return question
 
-    with pytest.raises(ValueError, match="tool ask_user uses the name of an enabled built-in tool"):
+    with pytest.raises(
+        ConfigurationError, match="tool ask_user uses the name of an enabled built-in tool"
+    ):
         AgentDefinition(
             name="a",
             instructions="i",
@@ -1034,7 +1061,7 @@ def test_stepwise_definition_derives_its_session_options() -> None:
 
 
 def test_plan_mode_needs_write_todos() -> None:
-    with pytest.raises(ValueError, match="WRITE_TODOS"):
+    with pytest.raises(ConfigurationError, match="WRITE_TODOS"):
         AgentSessionOptions(plan_mode_enabled=True)
 
 
@@ -1042,7 +1069,7 @@ def test_session_settings_limit() -> None:
     fits = {"model": "m" * (16 * 1024 - len('{"model":""}'))}
     assert dex_agents.session_settings_size(fits) == 16 * 1024
     dex_agents.validate_session_settings(fits)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigurationError):
         dex_agents.validate_session_settings({"model": "m" * 16 * 1024})
 
 
@@ -1062,7 +1089,7 @@ def test_tracing_options_are_accepted_with_documented_defaults() -> None:
     )
     assert session.tracing.agent_name == "Triage"
     assert AgentSessionOptions().tracing == dex_agents.AgentTracingOptions()
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigurationTypeError):
         AgentSessionOptions(tracing="on")  # type: ignore[arg-type]
 
 

@@ -48,6 +48,7 @@ from dex_agents import (
     AgentUsage,
     BuiltInTool,
     CompactionPolicy,
+    ConfigurationTypeError,
     DeferredToolCall,
     DeferredToolExecution,
     FrameworkMessage,
@@ -661,7 +662,7 @@ async def test_session_settings_compaction_and_storage_snippets(tmp_path: Path) 
         0.3,
     )
     # A runner without ContextCompactionRunner cannot take a compaction policy.
-    with pytest.raises(TypeError):
+    with pytest.raises(ConfigurationTypeError):
         AgentSessionFlow(
             MyFrameworkRunner("x"), flow_type="NoCompaction", options=compaction_options
         )

@@ -34,16 +34,16 @@ from dex_agents.stepwise import (
     function_tool,
     stepwise_agent_session_flow,
 )
-from dex_agents.stepwise.model_client import ModelOutputItem, ModelOutputItemKind, ModelToolCall
-from dex_agents.stepwise.stepwise_context_compaction import (
+from dex_agents.stepwise._compaction import (
     CONTEXT_SUMMARY_REQUEST_NOTE,
     response_boundaries,
 )
-from dex_agents.stepwise.stepwise_input_items import (
+from dex_agents.stepwise._input_items import (
     model_output_message,
     tool_result_message,
     user_text_message,
 )
+from dex_agents.stepwise._model_client import ModelOutputItem, ModelOutputItemKind, ModelToolCall
 from dex_agents.testing import wait_for_agent_snapshot
 
 CALLS_PER_TURN = 12

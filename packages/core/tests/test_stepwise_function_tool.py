@@ -10,16 +10,20 @@ from enum import Enum, StrEnum
 from typing import Annotated, Literal, NotRequired, Optional, TypedDict
 
 import pytest
-from dex_agents._json_values import JsonValue
-from dex_agents.agent_event_writer import AgentEventWriter
-from dex_agents.agent_framework_runner import (
+from dex_agents import (
+    AgentEventWriter,
+    ConfigurationError,
+    ConfigurationTypeError,
+    JsonValue,
+    QuestionAnswer,
+    QuestionResolution,
+    ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
+    ToolPolicy,
 )
-from dex_agents.agent_session_values import QuestionAnswer, QuestionResolution
 from dex_agents.stepwise import FunctionTool, ToolCallContext, function_tool
-from dex_agents.tool_policy import ToolEffect, ToolPolicy
 
 
 class Priority(StrEnum):
@@ -383,7 +387,9 @@ async def test_a_result_that_is_not_json_is_a_type_error() -> None:
     def opaque() -> object:
         return object()
 
-    with pytest.raises(TypeError, match="tool opaque returned object, which is not JSON"):
+    with pytest.raises(
+        ConfigurationTypeError, match="tool opaque returned object, which is not JSON"
+    ):
         await opaque.invoke("{}", _context())
 
 
@@ -411,7 +417,9 @@ class _Node:
 
 
 def test_unsupported_definitions_are_refused_clearly() -> None:
-    with pytest.raises(TypeError, match=r"tool untyped: parameter x needs a type hint"):
+    with pytest.raises(
+        ConfigurationTypeError, match=r"tool untyped: parameter x needs a type hint"
+    ):
 
         @function_tool(effect=ToolEffect.READ)
         def untyped(x) -> str:  # type: ignore[no-untyped-def]
@@ -425,25 +433,25 @@ def test_unsupported_definitions_are_refused_clearly() -> None:
         def spread(*rest: int) -> str:
             return ""
 
-    with pytest.raises(TypeError, match=r"tool odd: parameter x has unsupported type"):
+    with pytest.raises(ConfigurationTypeError, match=r"tool odd: parameter x has unsupported type"):
 
         @function_tool(effect=ToolEffect.READ)
         def odd(x: complex) -> str:
             return ""
 
-    with pytest.raises(TypeError, match=r"recursive type _Node"):
+    with pytest.raises(ConfigurationTypeError, match=r"recursive type _Node"):
 
         @function_tool(effect=ToolEffect.READ)
         def tree(node: _Node) -> str:
             return ""
 
-    with pytest.raises(ValueError, match=r"tool name 'bad name' must be 1 to 64"):
+    with pytest.raises(ConfigurationError, match=r"tool name 'bad name' must be 1 to 64"):
 
         @function_tool(effect=ToolEffect.READ, name="bad name")
         def named() -> str:
             return ""
 
-    with pytest.raises(TypeError, match="effect must be a ToolEffect"):
+    with pytest.raises(ConfigurationTypeError, match="effect must be a ToolEffect"):
         function_tool(effect="read")  # type: ignore[arg-type]
 
 

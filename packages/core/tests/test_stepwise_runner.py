@@ -9,33 +9,36 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pytest
-from dex_agents.agent_built_in_tools import BuiltInTool
-from dex_agents.agent_event_writer import AgentEventWriter
-from dex_agents.agent_framework_runner import (
+from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentEventWriter,
     AgentFrameworkRunner,
-    AgentTurnContext,
-    AgentTurnOutcome,
-    DeferredToolExecution,
-    ToolCallsRequested,
-    ToolExecutionError,
-    ToolExecutionResult,
-    TurnCompleted,
-    UnfinishedTurnMessageBuilder,
-    runner_supports_plan_mode,
-    validate_tool_calls_requested,
-)
-from dex_agents.agent_plans import build_plan_note
-from dex_agents.agent_session_values import (
     AgentMessage,
     AgentPlan,
     AgentTodo,
     AgentToolCall,
     AgentToolCallStatus,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    BuiltInTool,
+    DeferredToolExecution,
     FrameworkMessage,
     InteractionMode,
     MessageRole,
     PlanStatus,
+    ResolvedToolPolicy,
+    ToolCallsRequested,
+    ToolEffect,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+    UnfinishedTurnMessageBuilder,
+    build_plan_note,
+)
+from dex_agents._runner_contract import (
+    runner_supports_plan_mode,
+    validate_tool_calls_requested,
 )
 from dex_agents.stepwise import (
     AgentDefinition,
@@ -54,7 +57,6 @@ from dex_agents.stepwise import (
     model_call_limit_tool_result,
     stepwise_agent_session_options,
 )
-from dex_agents.tool_policy import ResolvedToolPolicy, ToolEffect, ToolPolicy
 
 _ORDERS = {"7": {"order_id": "7", "total_cents": "1200"}}
 _REFUND_KEYS: list[str] = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from dex_agents import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise import (
     ModelOutputItem,
     ModelOutputItemKind,
@@ -127,12 +128,12 @@ def test_tool_results_are_those_after_the_last_user_text() -> None:
 
 async def test_a_script_that_returns_something_else_fails_the_call() -> None:
     client = ScriptedModelClient(lambda request: "not a reply")  # type: ignore[arg-type,return-value]
-    with pytest.raises(TypeError, match="not a ScriptedModelReply"):
+    with pytest.raises(ConfigurationTypeError, match="not a ScriptedModelReply"):
         await client.call_model(_request(ModelUserText("x")), _RecordingWriter())
 
 
 def test_negative_max_recorded_requests_is_refused() -> None:
-    with pytest.raises(ValueError, match="max_recorded_requests"):
+    with pytest.raises(ConfigurationError, match="max_recorded_requests"):
         ScriptedModelClient(lambda request: ScriptedModelReply("ok"), max_recorded_requests=-1)
 
 

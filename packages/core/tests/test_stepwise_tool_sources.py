@@ -10,25 +10,27 @@ from collections.abc import Sequence
 from datetime import timedelta
 
 import pytest
-from dex_agents.agent_event_writer import AgentEventWriter
-from dex_agents.agent_framework_runner import (
+from dex_agents import (
+    AgentEventWriter,
+    AgentMessage,
+    AgentToolCall,
+    AgentToolCallStatus,
     AgentTurnContext,
+    ConfigurationError,
+    ConfigurationTypeError,
     DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
+    InteractionMode,
+    ResolvedToolPolicy,
     ToolCallsRequested,
+    ToolEffect,
     ToolExecutionResult,
     ToolTaskCancellation,
     ToolTaskPending,
     ToolTaskPoll,
     ToolTaskPollOutcome,
     ToolTaskStarted,
-)
-from dex_agents.agent_session_values import (
-    AgentMessage,
-    AgentToolCall,
-    AgentToolCallStatus,
-    InteractionMode,
 )
 from dex_agents.stepwise import (
     AgentDefinition,
@@ -40,8 +42,7 @@ from dex_agents.stepwise import (
     StepwiseAgentRunner,
     function_tool,
 )
-from dex_agents.stepwise.stepwise_input_items import user_text_message
-from dex_agents.tool_policy import ResolvedToolPolicy, ToolEffect
+from dex_agents.stepwise._input_items import user_text_message
 
 
 class _FakeSource:
@@ -232,7 +233,7 @@ async def test_a_listed_name_that_repeats_another_tool_fails_before_the_model_re
     definition = AgentDefinition(
         name="a", instructions="i", model=model, tools=[local_tool], tool_sources=sources
     )
-    with pytest.raises(ValueError) as raised:
+    with pytest.raises(ConfigurationError) as raised:
         await StepwiseAgentRunner(definition).run_model_step(
             _turn(enabled_built_in_tools=built_ins)
         )
@@ -311,7 +312,9 @@ async def test_a_function_tool_cannot_start_a_task() -> None:
     )
     outcome = await runner.run_model_step(_turn())
     assert isinstance(outcome, ToolCallsRequested)
-    with pytest.raises(TypeError, match="function tool start returned ToolTaskStarted"):
+    with pytest.raises(
+        ConfigurationTypeError, match="function tool start returned ToolTaskStarted"
+    ):
         await runner.execute_deferred_tool_call(_execution(_record(outcome.tool_calls[0])))
 
 
@@ -337,7 +340,7 @@ def test_source_names_must_be_unique() -> None:
         name="a", instructions="i", model=_calling(), tool_sources=[_FakeSource("mcp", [])]
     )
     assert [source.source_name for source in definition.tool_sources] == ["mcp"]
-    with pytest.raises(ValueError, match=r"^two tool sources are named mcp$"):
+    with pytest.raises(ConfigurationError, match=r"^two tool sources are named mcp$"):
         AgentDefinition(
             name="a",
             instructions="i",

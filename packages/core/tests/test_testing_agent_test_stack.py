@@ -10,6 +10,7 @@ from core_testing_support.gated_flow import (
     GatedStep,
     invocation_log,
 )
+from dex_agents import ConfigurationError
 from dex_agents.testing import EXECUTE_COMPLETED_EVENT, AgentTestStack, FileGate
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -53,5 +54,5 @@ async def test_a_step_killed_with_its_worker_runs_again_on_a_replacement(tmp_pat
 
 async def test_sessions_refuses_a_flow_the_stack_does_not_serve(tmp_path: Path) -> None:
     async with AgentTestStack(tmp_path, [GatedFlow()], "core_testing_support.gated_flow") as stack:
-        with pytest.raises(ValueError, match="not one of this AgentTestStack's Flows"):
+        with pytest.raises(ConfigurationError, match="not one of this AgentTestStack's Flows"):
             stack.sessions(GatedFlow())

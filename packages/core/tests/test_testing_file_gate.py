@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dex_agents import ConfigurationError
 from dex_agents.testing import FileGate, WaitTimeoutError
 
 _CHILD = """
@@ -64,5 +65,5 @@ async def test_waiting_for_an_arrival_that_never_comes_names_the_gate(tmp_path: 
 
 @pytest.mark.parametrize("name", ["", "a/b", ".."])
 def test_a_gate_name_must_be_a_plain_file_name(tmp_path: Path, name: str) -> None:
-    with pytest.raises(ValueError, match="gate name"):
+    with pytest.raises(ConfigurationError, match="gate name"):
         FileGate(tmp_path, name)

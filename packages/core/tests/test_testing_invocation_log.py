@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from dex_agents import ConfigurationError
 from dex_agents.testing import InvocationLog
 
 _APPENDER = """
@@ -51,5 +52,5 @@ def test_records_keep_order_and_keys(tmp_path: Path) -> None:
 
 
 def test_a_record_needs_a_name(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="non-empty name"):
+    with pytest.raises(ConfigurationError, match="non-empty name"):
         InvocationLog(tmp_path / "log.jsonl").record("")

@@ -6,15 +6,18 @@ from dataclasses import dataclass
 
 import pytest
 from dex_agents import (
-    DEFAULT_TOOL_EFFECT,
+    ConfigurationError,
     McpToolAnnotations,
     ResolvedToolPolicy,
     ToolEffect,
     ToolPolicy,
-    ToolStepType,
     is_approval_required,
-    resolve_tool_policy,
     tool_effect_from_mcp_tool_annotations,
+)
+from dex_agents._tool_policy import (
+    DEFAULT_TOOL_EFFECT,
+    ToolStepType,
+    resolve_tool_policy,
     tool_effect_rules,
 )
 
@@ -118,17 +121,17 @@ def test_unknown_effect_is_a_clear_error(bad: object) -> None:
 
 
 def test_unknown_default_effect_names_the_argument() -> None:
-    with pytest.raises(ValueError, match="default_tool_effect"):
+    with pytest.raises(ConfigurationError, match="default_tool_effect"):
         resolve_tool_policy("t", None, "sometimes")
 
 
 def test_policy_value_of_wrong_type_names_the_tool() -> None:
-    with pytest.raises(ValueError, match=r"tool_policies\['t'\] must be a ToolPolicy"):
+    with pytest.raises(ConfigurationError, match=r"tool_policies\['t'\] must be a ToolPolicy"):
         resolve_tool_policy("t", {"t": "read"})  # type: ignore[dict-item]
 
 
 def test_requires_approval_must_be_bool() -> None:
-    with pytest.raises(ValueError, match="requires_approval"):
+    with pytest.raises(ConfigurationError, match="requires_approval"):
         ToolPolicy(ToolEffect.READ, requires_approval="yes")  # type: ignore[arg-type]
 
 

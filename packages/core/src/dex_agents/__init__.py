@@ -1,68 +1,56 @@
-"""Durable AI agent sessions on the Dex workflow engine."""
+"""Durable AI agent sessions on the Dex workflow engine.
 
-from dex_agents._json_values import (
-    JsonObject,
-    JsonValue,
-    WireValue,
-    WireValueError,
-    dump_json_text,
-)
-from dex_agents.agent_built_in_tools import (
-    BUILT_IN_TOOL_DEFINITIONS,
-    DEFAULT_MAX_DURABLE_WAIT,
-    QUESTION_DEADLINE_PASSED_RESULT,
-    QUESTION_DECLINED_RESULT,
-    WRITE_TODOS_CALLED_MORE_THAN_ONCE_ERROR,
-    AskUserArguments,
-    BuiltInTool,
-    BuiltInToolArguments,
-    BuiltInToolArgumentsError,
-    BuiltInToolDefinition,
-    DurableWaitArguments,
-    WriteTodosArguments,
-    ask_user_answered_result,
-    ask_user_result,
-    built_in_tool_definitions,
-    cancelled_tool_result,
-    durable_wait_result,
-    enabled_built_in_tool,
-    is_allowed_question_answer,
-    max_durable_wait_seconds,
-    parse_ask_user_arguments,
-    parse_built_in_tool_arguments,
-    parse_built_in_tools,
-    parse_durable_wait_arguments,
-    parse_write_todos_arguments,
-    remaining_wait_seconds,
-    repeated_write_todos_call_ids,
-)
-from dex_agents.agent_codec_registry import agent_codec_registry, agent_wire_value_types
-from dex_agents.agent_context_compaction import (
+Every name in ``__all__`` is public and stable for adapters within the 0.3 line; every other
+module and name of this package is private (``_``-prefixed) and may change in any release. The
+names, by area (see the package README for what each does):
+
+- session: ``AgentSessionFlow``, ``AgentSessionClient``, ``AgentSessionOptions`` and its limits,
+  ``AgentSessionStepType``, ``CompactContextInput``, ``agent_codec_registry``;
+- runner: the runner contract (``AgentFrameworkRunner``, its optional protocols, the values the
+  session hands a runner and takes back) and the model-visible texts it shares;
+- adapter kit: the current deferred tool call, ``ToolSource``/``ListedTool``, ``dump_json_text``
+  and the JSON type aliases;
+- errors: ``DexAgentsError`` and its subclasses (also in ``dex_agents.exceptions``);
+- values: the wire values of state, messages, tool calls, interrupts, plans and RPC requests;
+- persistence: the Attribute and Channel definitions every agent Flow type shares;
+- events, built-in tools, tool policies, compaction, plans, session settings, spend limits and
+  tracing options.
+
+Example:
+    >>> from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
+    >>> options = AgentSessionOptions(tool_policies={"search": ToolPolicy(ToolEffect.READ)})
+    >>> options.tool_policies["search"].resolve().requires_approval
+    False
+"""
+
+from dex_agents._built_in_tools import BUILT_IN_TOOL_DEFINITIONS, BuiltInTool, BuiltInToolDefinition
+from dex_agents._codec_registry import agent_codec_registry
+from dex_agents._compaction import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     CONTEXT_SUMMARY_NOTE_HEADER,
     CONTEXT_SUMMARY_TRANSCRIPT_HEADER,
-    DEFAULT_COMPACTION_KEEP_RATIO,
-    DEFAULT_COMPACTION_TRIGGER_RATIO,
     CompactionPolicy,
-    build_context_summary_note,
     build_context_summary_omission_note,
     build_context_summary_prompt,
-    compaction_through_sequence,
-    decide_compaction,
     estimate_stored_input_tokens,
     estimate_text_tokens,
-    messages_to_summarize,
-    next_context_summary,
     select_turn_boundary_cutoff,
 )
-from dex_agents.agent_event_writer import (
-    AgentEvent,
-    AgentEventSink,
-    AgentEventType,
-    AgentEventWriter,
-    encode_event_payload,
+from dex_agents._deferred_tool_context import (
+    NoDeferredToolExecutionError,
+    current_deferred_tool_execution,
+    require_deferred_tool_execution,
 )
-from dex_agents.agent_framework_runner import (
+from dex_agents._event_writer import (
+    AgentEventWriter,
+)
+from dex_agents._events import (
+    AgentEvent,
+    AgentEventType,
+)
+from dex_agents._json_values import JsonObject, JsonValue, dump_json_text
+from dex_agents._plans import build_plan_note, plan_execution_key
+from dex_agents._runner_contract import (
     MISSING_TOOL_TASK_POLLER,
     OUTCOME_UNKNOWN_TOOL_RESULT,
     STEERED_TOOL_RESULT,
@@ -85,7 +73,6 @@ from dex_agents.agent_framework_runner import (
     ToolCallsRequested,
     ToolExecutionResult,
     ToolInputRequested,
-    ToolOutcomeT,
     ToolTaskCancellation,
     ToolTaskCanceller,
     ToolTaskPending,
@@ -97,68 +84,19 @@ from dex_agents.agent_framework_runner import (
     UnfinishedTurnMessageBuilder,
     build_turn_failure_note,
     describe_tool_call_outcome,
-    runner_supports_plan_mode,
     tool_call_idempotency_key,
-    tool_call_not_run_error,
-    validate_tool_calls_requested,
 )
-from dex_agents.agent_message_layout import (
-    DEFAULT_MESSAGE_CHUNK_MAX_BYTES,
-    DEFAULT_MESSAGE_CHUNK_SIZE,
-    DEFAULT_MESSAGE_WINDOW_SIZE,
-    DEFAULT_RETAINED_MESSAGE_LIMIT,
-    MAX_CHUNK_BYTES_PER_COMMIT,
-    MAX_CHUNK_COUNT_PER_COMMIT,
-    MAX_MESSAGE_CHUNK_MAX_BYTES,
-    AgentMessageChunk,
-    AgentMessageChunkRange,
-    AgentMessageIndex,
-    MessageLayoutError,
-    MessageStorageLimits,
-    StoragePlan,
-    assemble_stored_messages,
-    chunks_to_load,
-    deleted_before_sequence,
-    encoded_chunk_size,
-    encoded_json_size,
-    messages_after_summary,
-    page_agent_messages,
-    plan_message_storage,
-    plan_retention,
-    plan_window_rollover,
-)
-from dex_agents.agent_plans import (
-    PLAN_NOTE_PREFIX,
-    PLANNING_TURN_TOOL_REJECTION,
-    PlanExecutionState,
-    accepts_plan_execution,
-    approve_plan,
-    build_plan_note,
-    is_current_plan_approval,
-    parse_plan_execution_key,
-    plan_execution_key,
-    plan_execution_message,
-    plan_execution_refusal,
-    plan_updated_payload,
-    planning_turn_allows_tool,
-    turn_interaction_mode,
-    write_todos_plan,
-    write_todos_result,
-)
-from dex_agents.agent_session_client import (
-    AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE,
-    AgentSessionClient,
-)
-from dex_agents.agent_session_compaction_steps import CompactContextInput
-from dex_agents.agent_session_flow import AgentSessionFlow
-from dex_agents.agent_session_options import (
+from dex_agents._session.client import AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE, AgentSessionClient
+from dex_agents._session.compaction import CompactContextInput
+from dex_agents._session.flow import AgentSessionFlow
+from dex_agents._session.message_layout import AgentMessageChunk, AgentMessageIndex
+from dex_agents._session.options import (
     DEFAULT_EVENT_STREAM_CAPACITY_BYTES,
     AgentSessionOptions,
     RunModelLimit,
     ToolCallLimit,
 )
-from dex_agents.agent_session_persistence import (
-    AGENT_EVENTS_STREAM_NAME,
+from dex_agents._session.persistence import (
     AGENT_MESSAGE_CHUNKS,
     AGENT_MESSAGE_INDEX,
     AGENT_MESSAGES,
@@ -182,27 +120,35 @@ from dex_agents.agent_session_persistence import (
     TURN_CONTROL_REQUESTS,
     TURN_REPLY_SEQUENCE,
     TURN_SESSION_SETTINGS,
-    agent_event_stream,
-    agent_session_persistence_schema,
 )
-from dex_agents.agent_session_settings import (
+from dex_agents._session.settings import (
     INVALID_START_SESSION_SETTINGS_REASON,
     MAX_SESSION_SETTINGS_BYTES,
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
     TurnSessionSettings,
-    decode_session_settings,
-    encode_session_settings,
-    invalid_start_session_settings_reason,
-    session_settings_of_turn,
-    session_settings_problem,
     session_settings_size,
     validate_session_settings,
 )
-from dex_agents.agent_session_step_types import AgentSessionStepType
-from dex_agents.agent_session_values import (
-    LIST_AGENT_MESSAGES_MAX_LIMIT,
-    MESSAGE_SEQUENCE_KEY_DIGITS,
-    SNAPSHOT_MESSAGE_LIMIT,
+from dex_agents._session.step_types import AgentSessionStepType
+from dex_agents._spend_limit import (
+    MODEL_SPEND_LIMIT_ERROR_PREFIX,
+    ModelCallIdentity,
+    ModelCallKind,
+    ModelSpendLimit,
+    ModelSpendRefusal,
+    ModelSpendReport,
+)
+from dex_agents._tool_policy import (
+    McpToolAnnotations,
+    ResolvedToolPolicy,
+    ToolEffect,
+    ToolPolicy,
+    is_approval_required,
+    tool_effect_from_mcp_tool_annotations,
+)
+from dex_agents._tool_source import ListedTool, ToolSource
+from dex_agents._tracing_options import AgentTracingOptions, GenAISemanticConventionsVersion
+from dex_agents._values import (
     AgentInterrupt,
     AgentInterruptResolution,
     AgentMessage,
@@ -214,7 +160,6 @@ from dex_agents.agent_session_values import (
     AgentStatus,
     AgentTodo,
     AgentToolCall,
-    AgentToolCallRecord,
     AgentToolCallStatus,
     AgentUsage,
     AgentUserMessage,
@@ -241,21 +186,10 @@ from dex_agents.agent_session_values import (
     ToolCallCancellation,
     ToolCallCompleted,
     TurnCancellationRequest,
-    TurnControlKind,
     TurnControlRequest,
     TurnReplySequence,
     UpdateSessionSettingsRequest,
-    agent_turn_id,
-    empty_agent_usage,
     message_sequence_key,
-    parse_message_sequence_key,
-    tool_input_interrupt_id,
-)
-from dex_agents.agent_tracing_options import AgentTracingOptions, GenAISemanticConventionsVersion
-from dex_agents.deferred_tool_context import (
-    NoDeferredToolExecutionError,
-    current_deferred_tool_execution,
-    require_deferred_tool_execution,
 )
 from dex_agents.exceptions import (
     ConfigurationError,
@@ -264,36 +198,10 @@ from dex_agents.exceptions import (
     RunnerContractError,
     ToolExecutionError,
 )
-from dex_agents.model_spend_limit import (
-    MODEL_SPEND_LIMIT_ERROR_PREFIX,
-    ModelCallIdentity,
-    ModelCallKind,
-    ModelSpendLimit,
-    ModelSpendRefusal,
-    ModelSpendReport,
-    check_model_spend,
-    model_spend_limit_error,
-)
-from dex_agents.tool_policy import (
-    DEFAULT_TOOL_EFFECT,
-    TOOL_EFFECT_RULES,
-    McpToolAnnotations,
-    ResolvedToolPolicy,
-    ToolEffect,
-    ToolEffectRules,
-    ToolPolicy,
-    ToolStepType,
-    is_approval_required,
-    resolve_tool_policy,
-    tool_effect_from_mcp_tool_annotations,
-    tool_effect_rules,
-)
-from dex_agents.tool_source import ListedTool, ToolSource
 
 __version__ = "0.3.0"
 
 __all__ = [
-    "AGENT_EVENTS_STREAM_NAME",
     "AGENT_MESSAGES",
     "AGENT_MESSAGE_CHUNKS",
     "AGENT_MESSAGE_INDEX",
@@ -308,44 +216,25 @@ __all__ = [
     "CONTEXT_SUMMARY_INSTRUCTIONS",
     "CONTEXT_SUMMARY_NOTE_HEADER",
     "CONTEXT_SUMMARY_TRANSCRIPT_HEADER",
-    "DEFAULT_COMPACTION_KEEP_RATIO",
-    "DEFAULT_COMPACTION_TRIGGER_RATIO",
     "DEFAULT_EVENT_STREAM_CAPACITY_BYTES",
-    "DEFAULT_MAX_DURABLE_WAIT",
-    "DEFAULT_MESSAGE_CHUNK_MAX_BYTES",
-    "DEFAULT_MESSAGE_CHUNK_SIZE",
-    "DEFAULT_MESSAGE_WINDOW_SIZE",
-    "DEFAULT_RETAINED_MESSAGE_LIMIT",
-    "DEFAULT_TOOL_EFFECT",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
     "INVALID_START_SESSION_SETTINGS_REASON",
-    "LIST_AGENT_MESSAGES_MAX_LIMIT",
-    "MAX_CHUNK_BYTES_PER_COMMIT",
-    "MAX_CHUNK_COUNT_PER_COMMIT",
-    "MAX_MESSAGE_CHUNK_MAX_BYTES",
     "MAX_SESSION_SETTINGS_BYTES",
-    "MESSAGE_SEQUENCE_KEY_DIGITS",
     "MISSING_TOOL_TASK_POLLER",
     "MODEL_SPEND_LIMIT_ERROR_PREFIX",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
     "PENDING_INTERRUPTS",
     "PENDING_PLAN_EXECUTION",
-    "PLANNING_TURN_TOOL_REJECTION",
     "PLAN_EXECUTIONS",
-    "PLAN_NOTE_PREFIX",
-    "QUESTION_DEADLINE_PASSED_RESULT",
-    "QUESTION_DECLINED_RESULT",
     "QUEUED_USER_MESSAGES",
     "SESSION_SETTINGS",
     "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
-    "SNAPSHOT_MESSAGE_LIMIT",
     "STEERED_TOOL_RESULT",
     "STEERED_USER_MESSAGES",
     "TOOL_CALL_CANCELLATIONS",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "TOOL_CALL_RESULTS",
-    "TOOL_EFFECT_RULES",
     "TURN_CANCELLATION_REQUEST",
     "TURN_CANCELLED_TOOL_RESULT",
     "TURN_CONTROL_REQUESTS",
@@ -353,9 +242,7 @@ __all__ = [
     "TURN_FAILURE_NOTE_HEADER",
     "TURN_REPLY_SEQUENCE",
     "TURN_SESSION_SETTINGS",
-    "WRITE_TODOS_CALLED_MORE_THAN_ONCE_ERROR",
     "AgentEvent",
-    "AgentEventSink",
     "AgentEventType",
     "AgentEventWriter",
     "AgentFrameworkRunner",
@@ -363,7 +250,6 @@ __all__ = [
     "AgentInterruptResolution",
     "AgentMessage",
     "AgentMessageChunk",
-    "AgentMessageChunkRange",
     "AgentMessageIndex",
     "AgentMessagesPage",
     "AgentPlan",
@@ -377,7 +263,6 @@ __all__ = [
     "AgentStatus",
     "AgentTodo",
     "AgentToolCall",
-    "AgentToolCallRecord",
     "AgentToolCallStatus",
     "AgentTracingOptions",
     "AgentTurnContext",
@@ -385,10 +270,7 @@ __all__ = [
     "AgentUsage",
     "AgentUserMessage",
     "AnswerQuestionRequest",
-    "AskUserArguments",
     "BuiltInTool",
-    "BuiltInToolArguments",
-    "BuiltInToolArgumentsError",
     "BuiltInToolDefinition",
     "CancelTurnRequest",
     "CancellationReason",
@@ -405,7 +287,6 @@ __all__ = [
     "DeferredToolOutcome",
     "DeleteQueuedMessageRequest",
     "DexAgentsError",
-    "DurableWaitArguments",
     "ExecutePlanRequest",
     "FrameworkMessage",
     "GenAISemanticConventionsVersion",
@@ -417,9 +298,7 @@ __all__ = [
     "ListAgentMessagesRequest",
     "ListedTool",
     "McpToolAnnotations",
-    "MessageLayoutError",
     "MessageRole",
-    "MessageStorageLimits",
     "ModelCallIdentity",
     "ModelCallKind",
     "ModelCallMetadata",
@@ -428,7 +307,6 @@ __all__ = [
     "ModelSpendReport",
     "NoDeferredToolExecutionError",
     "PlanExecutionRequest",
-    "PlanExecutionState",
     "PlanModeRunner",
     "PlanStatus",
     "QuestionAnswer",
@@ -440,21 +318,17 @@ __all__ = [
     "RunnerContractError",
     "SessionSettings",
     "SteerUserMessageRequest",
-    "StoragePlan",
     "TodoStatus",
     "ToolCallCancellation",
     "ToolCallCompleted",
     "ToolCallLimit",
     "ToolCallsRequested",
     "ToolEffect",
-    "ToolEffectRules",
     "ToolExecutionError",
     "ToolExecutionResult",
     "ToolInputRequested",
-    "ToolOutcomeT",
     "ToolPolicy",
     "ToolSource",
-    "ToolStepType",
     "ToolTaskCancellation",
     "ToolTaskCanceller",
     "ToolTaskPending",
@@ -464,94 +338,29 @@ __all__ = [
     "ToolTaskStarted",
     "TurnCancellationRequest",
     "TurnCompleted",
-    "TurnControlKind",
     "TurnControlRequest",
     "TurnReplySequence",
     "TurnSessionSettings",
     "UnfinishedTurnMessageBuilder",
     "UpdateSessionSettingsRequest",
-    "WireValue",
-    "WireValueError",
-    "WriteTodosArguments",
     "__version__",
-    "accepts_plan_execution",
     "agent_codec_registry",
-    "agent_event_stream",
-    "agent_session_persistence_schema",
-    "agent_turn_id",
-    "agent_wire_value_types",
-    "approve_plan",
-    "ask_user_answered_result",
-    "ask_user_result",
-    "assemble_stored_messages",
-    "build_context_summary_note",
     "build_context_summary_omission_note",
     "build_context_summary_prompt",
     "build_plan_note",
     "build_turn_failure_note",
-    "built_in_tool_definitions",
-    "cancelled_tool_result",
-    "check_model_spend",
-    "chunks_to_load",
-    "compaction_through_sequence",
     "current_deferred_tool_execution",
-    "decide_compaction",
-    "decode_session_settings",
-    "deleted_before_sequence",
     "describe_tool_call_outcome",
     "dump_json_text",
-    "durable_wait_result",
-    "empty_agent_usage",
-    "enabled_built_in_tool",
-    "encode_event_payload",
-    "encode_session_settings",
-    "encoded_chunk_size",
-    "encoded_json_size",
     "estimate_stored_input_tokens",
     "estimate_text_tokens",
-    "invalid_start_session_settings_reason",
-    "is_allowed_question_answer",
     "is_approval_required",
-    "is_current_plan_approval",
-    "max_durable_wait_seconds",
     "message_sequence_key",
-    "messages_after_summary",
-    "messages_to_summarize",
-    "model_spend_limit_error",
-    "next_context_summary",
-    "page_agent_messages",
-    "parse_ask_user_arguments",
-    "parse_built_in_tool_arguments",
-    "parse_built_in_tools",
-    "parse_durable_wait_arguments",
-    "parse_message_sequence_key",
-    "parse_plan_execution_key",
-    "parse_write_todos_arguments",
     "plan_execution_key",
-    "plan_execution_message",
-    "plan_execution_refusal",
-    "plan_message_storage",
-    "plan_retention",
-    "plan_updated_payload",
-    "plan_window_rollover",
-    "planning_turn_allows_tool",
-    "remaining_wait_seconds",
-    "repeated_write_todos_call_ids",
     "require_deferred_tool_execution",
-    "resolve_tool_policy",
-    "runner_supports_plan_mode",
     "select_turn_boundary_cutoff",
-    "session_settings_of_turn",
-    "session_settings_problem",
     "session_settings_size",
     "tool_call_idempotency_key",
-    "tool_call_not_run_error",
     "tool_effect_from_mcp_tool_annotations",
-    "tool_effect_rules",
-    "tool_input_interrupt_id",
-    "turn_interaction_mode",
     "validate_session_settings",
-    "validate_tool_calls_requested",
-    "write_todos_plan",
-    "write_todos_result",
 ]

@@ -26,6 +26,8 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Self, TypeAlias, Union, get_args, get_origin, get_type_hints
 
+from dex_agents.exceptions import ConfigurationTypeError, DexAgentsError
+
 __all__ = [
     "JsonObject",
     "JsonValue",
@@ -42,7 +44,7 @@ JsonObject: TypeAlias = dict[str, JsonValue]
 """A JSON object, the wire form of every wire value."""
 
 
-class WireValueError(ValueError):
+class WireValueError(DexAgentsError, ValueError):
     """A wire value could not be read from JSON, or a field holds a value of the wrong type."""
 
 
@@ -202,7 +204,7 @@ def _field_plans(cls: type) -> tuple[_FieldPlan, ...]:
 
 def _build_field_plans(cls: type) -> tuple[_FieldPlan, ...]:
     if not dataclasses.is_dataclass(cls):
-        raise TypeError(f"{cls.__name__} must be a dataclass to be a WireValue")
+        raise ConfigurationTypeError(f"{cls.__name__} must be a dataclass to be a WireValue")
     hints = get_type_hints(cls)
     plans: list[_FieldPlan] = []
     for definition in dataclasses.fields(cls):
@@ -239,7 +241,7 @@ def encode_json_value(value: object) -> JsonValue:
     datetimes as ISO 8601 text, mappings as objects and sequences as arrays.
 
     Raises:
-        TypeError: When ``value`` is none of those.
+        ConfigurationTypeError: When ``value`` is none of those.
 
     Example:
         >>> encode_json_value(("a", 1))
@@ -257,7 +259,7 @@ def encode_json_value(value: object) -> JsonValue:
         return {str(key): encode_json_value(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
         return [encode_json_value(item) for item in value]
-    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+    raise ConfigurationTypeError(f"cannot write {type(value).__name__} as JSON")
 
 
 _Converter = Callable[[object, str], object]
@@ -276,7 +278,7 @@ def _converter(hint: object) -> _Converter:
         return _mapping_converter(arguments[1] if len(arguments) == 2 else object)
     if isinstance(hint, type):
         return _type_converter(hint)
-    raise TypeError(f"unsupported wire field type {hint!r}")
+    raise ConfigurationTypeError(f"unsupported wire field type {hint!r}")
 
 
 def _keep(value: object, where: str) -> object:
@@ -288,7 +290,7 @@ def _union_converter(arguments: tuple[object, ...]) -> _Converter:
     options = [argument for argument in arguments if argument is not type(None)]
     allows_none = len(options) < len(arguments)
     if len(options) != 1:
-        raise TypeError(f"wire unions must be X | None, got {arguments!r}")
+        raise ConfigurationTypeError(f"wire unions must be X | None, got {arguments!r}")
     inner = _converter(options[0])
 
     def convert(value: object, where: str) -> object:
@@ -303,7 +305,7 @@ def _union_converter(arguments: tuple[object, ...]) -> _Converter:
 
 def _tuple_converter(arguments: tuple[object, ...]) -> _Converter:
     if len(arguments) != 2 or arguments[1] is not Ellipsis:
-        raise TypeError(f"wire tuples must be tuple[X, ...], got {arguments!r}")
+        raise ConfigurationTypeError(f"wire tuples must be tuple[X, ...], got {arguments!r}")
     item_converter = _converter(arguments[0])
 
     def convert(value: object, where: str) -> object:
@@ -376,7 +378,7 @@ def _type_converter(hint: type) -> _Converter:
         return _exact_converter(str, "a string")
     if hint is type(None):
         return _convert_none
-    raise TypeError(f"unsupported wire field type {hint!r}")
+    raise ConfigurationTypeError(f"unsupported wire field type {hint!r}")
 
 
 def _exact_converter(expected: type, description: str) -> _Converter:

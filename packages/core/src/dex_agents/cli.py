@@ -82,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return run_doctor()
     # Imported here so `dex-agents --help` answers without loading the SDK.
-    from dex_agents.demo import (
+    from dex_agents._demo import (
         DEFAULT_DEMO_DIRECTORY,
         DEFAULT_DEMO_MESSAGE,
         ApprovalMode,

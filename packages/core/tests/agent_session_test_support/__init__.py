@@ -6,26 +6,13 @@ table of async handlers, recording every real call, so a test asserts what ran a
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
-from dex import (
-    AsyncClient,
-    AsyncWorker,
-    BlobCacheConfig,
-    ClientOptions,
-    CodecRegistry,
-    PullWorkerOptions,
-    Registry,
-    WorkerOptions,
-    WorkerTarget,
-    open_blob_cache,
-)
+from dex import AsyncClient, CodecRegistry
 from dex_agents import (
     AgentEvent,
     AgentSessionClient,
@@ -45,7 +32,7 @@ from dex_agents import (
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.testing import EngineLogs, EngineProcess
+from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
 
 __all__ = [
     "ScriptedRunner",
@@ -188,27 +175,14 @@ async def running_flow_stack(
     engine = await EngineProcess.start_local(
         tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
     )
-    registry = Registry([flow], worker_codecs, allow_async_handlers=True)
-    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "blob-cache"), 64 * 1024 * 1024))
-    client = AsyncClient(
-        Registry([flow], client_codecs, allow_async_handlers=True),
-        cache,
-        ClientOptions(server_address=engine.server_address, worker_target=WorkerTarget(pull=True)),
-    )
-    worker = AsyncWorker(
-        registry,
-        cache,
-        WorkerOptions(
-            server_address=engine.server_address,
-            pull=PullWorkerOptions(max_concurrent_tasks=8, stop_drain_timeout=timedelta(seconds=2)),
-        ),
-    )
-    serving = asyncio.create_task(worker.start())
     try:
-        await worker.wait_pull_registered(30)
-        yield SessionStack(engine, client, flow, AgentSessionClient(client, flow))
+        async with in_process_worker(
+            [flow],
+            engine.server_address,
+            tmp_path / "blob-cache",
+            codecs=worker_codecs or CodecRegistry(),
+            client_codecs=client_codecs or CodecRegistry(),
+        ) as dex:
+            yield SessionStack(engine, dex.client, flow, dex.sessions(flow))
     finally:
-        await worker.stop()
-        await asyncio.gather(serving, return_exceptions=True)
-        await client.close()
         await engine.stop()

@@ -12,21 +12,10 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 
 from agent_session_test_support import ScriptedRunner
-from dex import (
-    AsyncClient,
-    AsyncWorker,
-    BlobCacheConfig,
-    ClientOptions,
-    PullWorkerOptions,
-    Registry,
-    WorkerOptions,
-    WorkerTarget,
-    open_blob_cache,
-)
+from dex import AsyncClient, CodecRegistry
 from dex_agents import (
     AgentEvent,
     AgentMessage,
@@ -40,8 +29,13 @@ from dex_agents import (
     estimate_stored_input_tokens,
     select_turn_boundary_cutoff,
 )
-from dex_agents.testing import EngineLogs, EngineProcess
-from dex_agents.testing.flow_attributes import FlowAttributes, read_flow_attributes
+from dex_agents.testing import (
+    EngineLogs,
+    EngineProcess,
+    FlowAttributes,
+    in_process_worker,
+    read_flow_attributes,
+)
 
 __all__ = [
     "CompactingScriptedRunner",
@@ -104,37 +98,12 @@ class SwappableStack:
 
     @asynccontextmanager
     async def serve(self, flow: AgentSessionFlow) -> AsyncIterator[AgentSessionClient]:
-        """Serve ``flow`` with a fresh Client and Worker until the block ends."""
-        registry = Registry([flow], allow_async_handlers=True)
-        cache = open_blob_cache(
-            BlobCacheConfig(str(self.tmp_path / "blob-cache"), 64 * 1024 * 1024)
-        )
-        client = AsyncClient(
-            registry,
-            cache,
-            ClientOptions(
-                server_address=self.engine.server_address, worker_target=WorkerTarget(pull=True)
-            ),
-        )
-        worker = AsyncWorker(
-            registry,
-            cache,
-            WorkerOptions(
-                server_address=self.engine.server_address,
-                pull=PullWorkerOptions(
-                    max_concurrent_tasks=8, stop_drain_timeout=timedelta(seconds=2)
-                ),
-            ),
-        )
-        serving = asyncio.create_task(worker.start())
-        try:
-            await worker.wait_pull_registered(30)
-            self.client = client
-            yield AgentSessionClient(client, flow)
-        finally:
-            await worker.stop()
-            await asyncio.gather(serving, return_exceptions=True)
-            await client.close()
+        """Serve ``flow`` with a fresh Client and Worker until the block ends (SDK codecs)."""
+        async with in_process_worker(
+            [flow], self.engine.server_address, self.tmp_path / "blob-cache", codecs=CodecRegistry()
+        ) as dex:
+            self.client = dex.client
+            yield dex.sessions(flow)
 
     async def attributes(self, session_id: str) -> FlowAttributes:
         return await read_flow_attributes(self.engine.server_address, session_id)

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from dex_agents.testing.worker_process import READY_FILE_ENV
+from dex_agents.testing._worker_process import READY_FILE_ENV
 
 if os.environ.get("FAKE_WORKER_FAIL"):
     sys.exit(f"fake worker refused to start: {os.environ['FAKE_WORKER_FAIL']}")

@@ -53,7 +53,9 @@ __all__ = [
 LiteLLMApi: TypeAlias = Literal["responses", "chat_completions"]
 """Which provider API a LiteLLMModelClient calls."""
 RESPONSES_API: Final = "responses"
+"""``api=`` for the Responses API, the default for ``openai/`` models."""
 CHAT_COMPLETIONS_API: Final = "chat_completions"
+"""``api=`` for streaming Chat Completions, the default for every other provider."""
 ApiKeyProvider: TypeAlias = Callable[[], str | Awaitable[str]]
 """Returns the API key for each model call, on the Worker; never stored in Flow state."""
 
@@ -113,8 +115,11 @@ class LiteLLMModelClient:
             request options that set what the client sets (model, input, tools, the API key).
 
     Example:
+        >>> from dex_agents.stepwise import AgentDefinition
         >>> model = LiteLLMModelClient("openai/gpt-5-mini")
-        >>> agent = AgentDefinition(name="support", instructions="...", model=model)  # doctest: +SKIP
+        >>> agent = AgentDefinition(name="support", instructions="...", model=model)
+        >>> model.api
+        'responses'
     """
 
     def __init__(

@@ -28,8 +28,11 @@ __all__ = [
 ]
 
 MCP_LIST_RESOURCES_AND_PROMPTS_TOOL_NAME: Final = "mcp_list_resources_and_prompts"
+"""The tool that lists the resources and prompts of the source's servers (a read)."""
 MCP_READ_RESOURCE_TOOL_NAME: Final = "mcp_read_resource"
+"""The tool that reads one resource by its server and URI (a read)."""
 MCP_GET_PROMPT_TOOL_NAME: Final = "mcp_get_prompt"
+"""The tool that renders one prompt by its server, name and arguments (a read)."""
 RESOURCE_AND_PROMPT_TOOL_NAMES: Final = (
     MCP_LIST_RESOURCES_AND_PROMPTS_TOOL_NAME,
     MCP_READ_RESOURCE_TOOL_NAME,

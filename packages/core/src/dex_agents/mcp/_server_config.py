@@ -144,8 +144,7 @@ class McpStreamableHttpServerConfig(_McpServerOptions):
 
     Example:
         >>> McpStreamableHttpServerConfig(name="tickets", url="https://tickets.example.com/mcp")
-        ... # doctest: +ELLIPSIS
-        McpStreamableHttpServerConfig(name='tickets', url='https://tickets.example.com/mcp', ...)
+        McpStreamableHttpServerConfig(name='tickets', ..., url='https://tickets.example.com/mcp')
     """
 
     url: str

@@ -192,12 +192,19 @@ class McpToolSource:
         ConfigurationTypeError: For a value of the wrong type.
 
     Example:
+        Nothing connects until a model call lists the tools, on the Worker:
+
+        >>> from dex_agents.mcp import McpStdioServerConfig, McpStreamableHttpServerConfig
+        >>> from dex_agents.stepwise import AgentDefinition, ScriptedModelClient, ScriptedModelReply
         >>> tools = McpToolSource([
         ...     McpStdioServerConfig(name="files", command="mcp-server-files", args=["/srv/reports"]),
         ...     McpStreamableHttpServerConfig(name="tickets", url="https://tickets.example.com/mcp"),
         ... ])
+        >>> model = ScriptedModelClient(lambda request: ScriptedModelReply(text="Done."))
         >>> agent = AgentDefinition(name="reports", instructions="...", model=model,
-        ...                         tool_sources=[tools])  # doctest: +SKIP
+        ...                         tool_sources=[tools])
+        >>> tools.source_name
+        'mcp'
     """
 
     def __init__(
@@ -309,11 +316,15 @@ class McpToolSource:
         as ``unknown tool <name>`` in its tool Step, without reaching a server.
 
         Raises:
-            ValueError: When neither ``listed_tool`` nor ``tool_name`` is given.
+            ConfigurationError: (a ``ValueError``) When neither ``listed_tool`` nor ``tool_name``
+                is given.
         """
         name = tool_name if tool_name is not None else getattr(listed_tool, "name", None)
         if not isinstance(name, str) or not name:
-            raise ValueError("deferred_tool_call needs listed_tool or tool_name")
+            raise ConfigurationError(
+                "McpToolSource.deferred_tool_call needs listed_tool (the ListedTool offered) or "
+                "tool_name (a non-empty tool name); neither was given"
+            )
         tool = listed_tool
         if not isinstance(tool, McpTool) and name not in RESOURCE_AND_PROMPT_TOOL_NAMES:
             tool = self._offered_by_name.get(name)

@@ -5,6 +5,7 @@ and events are the ones every adapter uses. Each ``RunModel`` makes exactly one 
 a ``ModelClient``, and every tool call is its own Step.
 
 Example:
+    >>> from dex_agents import ToolEffect
     >>> @function_tool(effect=ToolEffect.READ)
     ... async def lookup_order(order_id: str) -> dict[str, str]:
     ...     '''Look up an order by its ID.'''
@@ -18,7 +19,7 @@ Example:
     >>> flow = stepwise_agent_session_flow(support_agent, flow_type="SupportAgent")
 """
 
-from dex_agents.stepwise.agent_definition import (
+from dex_agents.stepwise._agent_definition import (
     DEFAULT_MAX_MODEL_CALLS_PER_TURN,
     DEFAULT_TOOL_SOURCE_LISTING_TIMEOUT,
     AgentDefinition,
@@ -26,8 +27,8 @@ from dex_agents.stepwise.agent_definition import (
     Instructions,
     PlanningToolChoice,
 )
-from dex_agents.stepwise.function_tool import FunctionTool, ToolCallContext, function_tool
-from dex_agents.stepwise.model_client import (
+from dex_agents.stepwise._function_tool import FunctionTool, ToolCallContext, function_tool
+from dex_agents.stepwise._model_client import (
     DiscardingModelOutputWriter,
     ModelClient,
     ModelInputItem,
@@ -43,23 +44,23 @@ from dex_agents.stepwise.model_client import (
     ModelUserText,
     replayable_input,
 )
-from dex_agents.stepwise.scripted_model_client import (
+from dex_agents.stepwise._runner import (
+    StepwiseAgentRunner,
+    model_call_limit_tool_result,
+    unknown_tool_message,
+)
+from dex_agents.stepwise._scripted_model_client import (
     SCRIPTED_PROVIDER,
     ScriptedModelClient,
     ScriptedModelReply,
     ScriptedRespond,
     ScriptedToolCall,
 )
-from dex_agents.stepwise.stepwise_agent_runner import (
-    StepwiseAgentRunner,
-    model_call_limit_tool_result,
-    unknown_tool_message,
-)
-from dex_agents.stepwise.stepwise_agent_session_flow import (
+from dex_agents.stepwise._session_flow import (
     stepwise_agent_session_flow,
     stepwise_agent_session_options,
 )
-from dex_agents.stepwise.tool_source import ListedTool, ToolSource
+from dex_agents.stepwise._tool_sources import ListedTool, ToolSource
 
 __all__ = [
     "DEFAULT_MAX_MODEL_CALLS_PER_TURN",

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from dex_agents._json_values import JsonValue
+from dex_agents.exceptions import ConfigurationTypeError, DexAgentsError
 
 __all__ = [
     "ArgumentValidationError",
@@ -36,7 +37,7 @@ JsonSchema = dict[str, JsonValue]
 _MAX_SHOWN_VALUE_CHARS = 80
 
 
-class ArgumentValidationError(ValueError):
+class ArgumentValidationError(DexAgentsError, ValueError):
     """Tool arguments that break the parameters' schema; the message names the argument."""
 
 
@@ -368,7 +369,7 @@ class _Compiler:
             return self._object(annotation, where, self._dataclass_fields)
         if isinstance(annotation, type) and typing.is_typeddict(annotation):
             return self._object(annotation, where, self._typeddict_fields)
-        raise TypeError(f"{self._owner}: {where} has unsupported type {annotation!r}")
+        raise ConfigurationTypeError(f"{self._owner}: {where} has unsupported type {annotation!r}")
 
     def _annotated(self, args: tuple[object, ...], where: str) -> _TypeNode:
         inner = self.compile(args[0], where)
@@ -381,7 +382,7 @@ class _Compiler:
         values: list[JsonValue] = []
         for arg in args:
             if arg is not None and not isinstance(arg, str | int | float | bool):
-                raise TypeError(
+                raise ConfigurationTypeError(
                     f"{self._owner}: {where} has a Literal value {arg!r} that is not JSON"
                 )
             values.append(arg)
@@ -390,7 +391,7 @@ class _Compiler:
     def _enum(self, enum_type: type[enum.Enum], where: str) -> _TypeNode:
         for member in enum_type:
             if member.value is not None and not isinstance(member.value, str | int | float | bool):
-                raise TypeError(
+                raise ConfigurationTypeError(
                     f"{self._owner}: {where} has enum {enum_type.__name__} whose value "
                     f"{member.value!r} is not JSON"
                 )
@@ -401,7 +402,7 @@ class _Compiler:
     def _sequence(self, origin: object, args: tuple[object, ...], where: str) -> _TypeNode:
         as_tuple = origin is tuple
         if as_tuple and not (len(args) == 2 and args[1] is Ellipsis):
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"{self._owner}: {where} is a fixed-length tuple; use tuple[T, ...] or list[T]"
             )
         item = self.compile(args[0], where) if args else _AnyNode()
@@ -409,7 +410,7 @@ class _Compiler:
 
     def _mapping(self, args: tuple[object, ...], where: str) -> _TypeNode:
         if args and args[0] is not str:
-            raise TypeError(f"{self._owner}: {where} is a dict whose keys are not str")
+            raise ConfigurationTypeError(f"{self._owner}: {where} is a dict whose keys are not str")
         return _DictNode(self.compile(args[1], where) if args else _AnyNode())
 
     def _object(
@@ -421,12 +422,14 @@ class _Compiler:
         ],
     ) -> _TypeNode:
         if cls in self._active:
-            raise TypeError(f"{self._owner}: {where} uses the recursive type {cls.__name__}")
+            raise ConfigurationTypeError(
+                f"{self._owner}: {where} uses the recursive type {cls.__name__}"
+            )
         self._active.add(cls)
         try:
             fields, build = read_fields(cls, where)
         except NameError as error:
-            raise TypeError(
+            raise ConfigurationTypeError(
                 f"{self._owner}: a type hint of {cls.__name__} cannot be resolved: {error}"
             ) from error
         finally:
@@ -525,23 +528,25 @@ def compile_parameters(
     schema and reported as ``context_parameter``.
 
     Raises:
-        TypeError: For ``*args``/``**kwargs``, a parameter without a type hint (unless an explicit
+        ConfigurationTypeError: For ``*args``/``**kwargs``, a parameter without a type hint (unless an explicit
             schema is given), a hint that cannot be resolved, or an unsupported type.
     """
     signature = inspect.signature(function)
     try:
         hints = get_type_hints(function, include_extras=True)
     except NameError as error:
-        raise TypeError(f"{owner}: a type hint cannot be resolved: {error}") from error
+        raise ConfigurationTypeError(f"{owner}: a type hint cannot be resolved: {error}") from error
     compiler = _Compiler(owner)
     fields: list[_Field] = []
     context_parameter: str | None = None
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            raise TypeError(f"{owner}: parameter {parameter.name} cannot be *args or **kwargs")
+            raise ConfigurationTypeError(
+                f"{owner}: parameter {parameter.name} cannot be *args or **kwargs"
+            )
         hint = hints.get(parameter.name, Any if explicit_schema is not None else None)
         if hint is None:
-            raise TypeError(f"{owner}: parameter {parameter.name} needs a type hint")
+            raise ConfigurationTypeError(f"{owner}: parameter {parameter.name} needs a type hint")
         if _unwrap_annotated(hint) is context_type:
             context_parameter = parameter.name
             continue
@@ -560,7 +565,9 @@ def _checked_schema(schema: Mapping[str, JsonValue], owner: str) -> JsonSchema:
     try:
         copied = json.loads(json.dumps(schema))
     except (TypeError, ValueError) as error:
-        raise TypeError(f"{owner}: parameters_schema is not JSON: {error}") from error
+        raise ConfigurationTypeError(f"{owner}: parameters_schema is not JSON: {error}") from error
     if not isinstance(copied, dict) or copied.get("type") != "object":
-        raise TypeError(f'{owner}: parameters_schema must be a JSON Schema with "type": "object"')
+        raise ConfigurationTypeError(
+            f'{owner}: parameters_schema must be a JSON Schema with "type": "object"'
+        )
     return copied

@@ -10,8 +10,8 @@ which a runner package joins the shared suite. ``ScriptedModelClient`` is the sa
 """
 
 from dex_agents.stepwise import ScriptedModelClient
-from dex_agents.testing.agent_test_stack import AgentTestStack
-from dex_agents.testing.context_window_session_scenario import (
+from dex_agents.testing._agent_test_stack import AgentTestStack
+from dex_agents.testing._context_window_scenario import (
     CONTEXT_WINDOW_TOOL_NAME,
     ContextWindowModel,
     ContextWindowProgress,
@@ -20,7 +20,7 @@ from dex_agents.testing.context_window_session_scenario import (
     ContextWindowSessionScenario,
     build_stepwise_context_window_flow,
 )
-from dex_agents.testing.engine_process import (
+from dex_agents.testing._engine_process import (
     DEX_SERVER_ZD_BINARY_ENV,
     DEXCLI_ENV,
     EngineDurability,
@@ -28,11 +28,11 @@ from dex_agents.testing.engine_process import (
     EngineProcess,
     EngineStartError,
 )
-from dex_agents.testing.file_gate import FileGate
-from dex_agents.testing.flow_attributes import FlowAttributes, read_flow_attributes
-from dex_agents.testing.in_process_worker import InProcessWorker, in_process_worker
-from dex_agents.testing.invocation_log import InvocationLog, InvocationRecord
-from dex_agents.testing.step_history import (
+from dex_agents.testing._file_gate import FileGate
+from dex_agents.testing._flow_attributes import FlowAttributes, read_flow_attributes
+from dex_agents.testing._in_process_worker import InProcessWorker, in_process_worker
+from dex_agents.testing._invocation_log import InvocationLog, InvocationRecord
+from dex_agents.testing._step_history import (
     EXECUTE_COMPLETED_EVENT,
     EXECUTE_FAILED_EVENT,
     WAIT_FOR_COMPLETED_EVENT,
@@ -41,13 +41,13 @@ from dex_agents.testing.step_history import (
     StepHistoryError,
     read_step_history,
 )
-from dex_agents.testing.waiting import (
+from dex_agents.testing._waiting import (
     DEFAULT_WAIT_TIMEOUT_SECONDS,
     WaitTimeoutError,
     wait_for_agent_snapshot,
     wait_until,
 )
-from dex_agents.testing.worker_process import (
+from dex_agents.testing._worker_process import (
     DEFAULT_MAX_CONCURRENT_TASKS,
     SERVER_ADDRESS_ENV,
     WorkerProcess,

@@ -15,19 +15,31 @@ besides Dex and no web framework dependency here:
 The ``_sync`` variants take a synchronous ``dex.Client`` for WSGI servers. Authorize every
 route: the session ID and the resume token come from the browser.
 
+The web chat of the repository (``examples/web-chat``) mounts both routes in Starlette.
+
 Example:
-    >>> @app.get("/sessions/{session_id}/events")
-    ... async def events(session_id: str, request: Request) -> Response:
-    ...     await authorize_session(request, session_id)
-    ...     token = request.headers.get("last-event-id") or request.query_params.get(
-    ...         "resume_token", ""
-    ...     )
-    ...     try:
-    ...         frames = await stream_agent_event_frames(client, flow, session_id,
-    ...                                                  resume_token=token)
-    ...     except InvalidAgentEventResumeTokenError:
-    ...         return Response(status_code=400)
-    ...     return StreamingResponse(frames, headers=dict(AGENT_EVENT_STREAM_HEADERS))
+    A session's first turn, read as a browser reads it: every frame from the oldest event until
+    the turn completed, then the snapshot the page renders.
+
+    >>> import asyncio, json
+    >>> from dex_agents.testing import in_process_worker, wait_for_agent_snapshot
+    >>> async def first_turn() -> tuple[list[str], str]:
+    ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+    ...         await dex.sessions(flow).start_session("ui-stream-example", "Hello")
+    ...         frames = await stream_agent_event_frames(dex.client, flow, "ui-stream-example")
+    ...         types: list[str] = []
+    ...         async for frame in frames:
+    ...             if frame != KEEP_ALIVE_FRAME:
+    ...                 types.append(json.loads(frame.partition("data: ")[2])["type"])
+    ...             if types[-1:] == ["turn_completed"]:
+    ...                 break
+    ...         await frames.aclose()
+    ...         await wait_for_agent_snapshot(dex.sessions(flow), "ui-stream-example",
+    ...             lambda snapshot: snapshot if len(snapshot.messages) == 2 else None)
+    ...         value = await read_agent_event_stream_snapshot(dex.client, flow, "ui-stream-example")
+    ...         return types, value.to_json()["snapshot"]["messages"][1]["text"]
+    >>> asyncio.run(first_turn())
+    (['turn_started', 'text_delta', 'usage_recorded', 'turn_completed'], 'Hello')
 """
 
 from dex_agents.ui_stream._agent_event_json import (

@@ -49,8 +49,9 @@ def browser_snapshot_json(snapshot: AgentSnapshot) -> JsonObject:
     ``session_settings`` stays as stored.
 
     Example:
-        >>> "framework_item" in browser_snapshot_json(snapshot)["messages"][0]
-        False
+        >>> data = browser_snapshot_json(AgentSnapshot(messages=messages))
+        >>> data["messages"][0]["text"], "framework_item" in data["messages"][0]
+        ('Find my open tickets', False)
     """
     data = snapshot.to_json()
     data["messages"] = _without(data.get("messages"), PRIVATE_MESSAGE_FIELDS)

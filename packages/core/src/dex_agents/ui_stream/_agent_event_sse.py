@@ -17,7 +17,8 @@ from typing import Any, Final
 import grpc
 from dex import AsyncClient, Client, DexServiceError, Flow, LongPollTimeoutError, StreamMessage
 
-from dex_agents import AgentEvent
+from dex_agents import AgentEvent, ConfigurationError
+from dex_agents._json_values import WireValueError
 from dex_agents.ui_stream._agent_event_json import agent_event_json_text
 from dex_agents.ui_stream._agent_event_stream_snapshot import require_agent_session_flow
 from dex_agents.ui_stream._invalid_resume_token_error import InvalidAgentEventResumeTokenError
@@ -61,15 +62,23 @@ def agent_event_frame(message: StreamMessage[AgentEvent]) -> str:
     """One SSE frame: ``id`` the message's resume token, ``data`` the event's wire JSON.
 
     Raises:
-        ValueError: When the token holds a line break or NUL, which an SSE ``id`` cannot carry.
+        WireValueError: (a ``ValueError``) When the token holds a line break or NUL, which an
+            SSE ``id`` cannot carry.
 
     Example:
-        >>> agent_event_frame(message)
-        'id: eyJ2Ijox...\\ndata: {"attempt":1,...,"type":"turn_started"}\\n\\n'
+        >>> from dex import StreamMessage
+        >>> event = AgentEvent("turn_started", "turn-1", "StartAgentSession-1", 1, '{"sequence":1}')
+        >>> print(agent_event_frame(StreamMessage(event, "token-1", now, "#StartAgentSession-1")))
+        id: token-1
+        data: {"attempt":1,"payload":"{\\"sequence\\":1}",...,"type":"turn_started"}
+        <BLANKLINE>
     """
     token = message.resume_token
     if any(character in token for character in _FORBIDDEN_ID_CHARACTERS):
-        raise ValueError("Dex returned a resume token that an SSE id cannot carry")
+        raise WireValueError(
+            "Dex returned a resume token that holds a line break or NUL, which an SSE id line "
+            "cannot carry; the event cannot be sent as a frame"
+        )
     return f"id: {token}\ndata: {agent_event_json_text(message.value)}\n\n"
 
 
@@ -102,15 +111,31 @@ async def stream_agent_event_frames(
         InvalidAgentEventResumeTokenError: When Dex refuses the token, such as one of another
             session or a forged one; nothing was read.
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
-        ValueError: When ``poll_timeout`` is not a positive whole number of seconds.
+        ConfigurationError: (a ``ValueError``) When ``poll_timeout`` is not a positive whole
+            number of seconds.
         DexServiceError: When Dex fails the first read otherwise.
 
     Example:
-        >>> try:
-        ...     frames = await stream_agent_event_frames(client, flow, "s", resume_token=token)
-        ... except InvalidAgentEventResumeTokenError:
-        ...     return Response(status_code=400)
-        >>> return StreamingResponse(frames, headers=dict(AGENT_EVENT_STREAM_HEADERS))
+        An events route answers 400 for a refused token, else streams the frames with
+        :data:`AGENT_EVENT_STREAM_HEADERS`:
+
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker
+        >>> async def events_route(client: AsyncClient, last_event_id: str) -> tuple[int, str]:
+        ...     try:
+        ...         frames = await stream_agent_event_frames(
+        ...             client, flow, "frames-example", resume_token=last_event_id)
+        ...     except InvalidAgentEventResumeTokenError:
+        ...         return 400, ""
+        ...     first = await anext(frames)  # a web framework iterates the rest
+        ...     await frames.aclose()
+        ...     return 200, first.splitlines()[1]
+        >>> async def open_twice() -> list[tuple[int, str]]:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         await dex.sessions(flow).start_session("frames-example", "Hello")
+        ...         return [await events_route(dex.client, token) for token in ("", "garbled")]
+        >>> asyncio.run(open_twice())
+        [(200, 'data: {..."turn_id":"turn-1","type":"turn_started"}'), (400, '')]
     """
     events = require_agent_session_flow(flow).agent_events
     _require_poll_timeout(poll_timeout)
@@ -156,12 +181,21 @@ def stream_agent_event_frames_sync(
     Raises:
         InvalidAgentEventResumeTokenError: When Dex refuses the token; nothing was read.
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
-        ValueError: When ``poll_timeout`` is not a positive whole number of seconds.
+        ConfigurationError: (a ``ValueError``) When ``poll_timeout`` is not a positive whole
+            number of seconds.
         DexServiceError: When Dex fails the first read otherwise.
 
     Example:
-        >>> frames = stream_agent_event_frames_sync(sync_client, flow, "s", resume_token=token)
-        >>> return Response(frames, headers=dict(AGENT_EVENT_STREAM_HEADERS))
+        The events route of a WSGI application (``packages/core/tests/test_ui_stream.py``
+        reads the same frames through both variants):
+
+        >>> def events_route(sync_client: Client, session_id: str, last_event_id: str):
+        ...     try:
+        ...         frames = stream_agent_event_frames_sync(
+        ...             sync_client, flow, session_id, resume_token=last_event_id)
+        ...     except InvalidAgentEventResumeTokenError:
+        ...         return 400, {}, iter(())
+        ...     return 200, dict(AGENT_EVENT_STREAM_HEADERS), frames
     """
     events = require_agent_session_flow(flow).agent_events
     _require_poll_timeout(poll_timeout)
@@ -221,6 +255,6 @@ class _FrameReader:
 def _require_poll_timeout(poll_timeout: timedelta) -> None:
     seconds = poll_timeout.total_seconds()
     if seconds < 1 or not seconds.is_integer():
-        raise ValueError(
+        raise ConfigurationError(
             f"poll_timeout must be a positive whole number of seconds, got {poll_timeout!r}"
         )

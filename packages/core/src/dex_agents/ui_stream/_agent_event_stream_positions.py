@@ -39,7 +39,16 @@ def resume_token_before_open_turns(
     A turn is open when it is ``state.active_turn_id`` or newer than ``state.turn_count``.
 
     Example:
-        >>> resume_token_before_open_turns(page.messages, snapshot.state)
+        The newest event is of turn 2, still running; the stream opens after turn 1's last event:
+
+        >>> def listed(turn_id: str, token: str) -> StreamMessage[AgentEvent]:
+        ...     return StreamMessage(AgentEvent("text_delta", turn_id, "RunModel-1", 1, "{}"),
+        ...                          token, now, "#RunModel-1")
+        >>> newest_first = [listed("turn-2", "token-9"), listed("turn-1", "token-8")]
+        >>> resume_token_before_open_turns(newest_first, AgentState(active_turn_id="turn-2",
+        ...                                                         turn_count=1))
+        'token-8'
+        >>> resume_token_before_open_turns(newest_first[:1], AgentState(active_turn_id="turn-2"))
     """
     for message in newest_first:
         if not _is_open(message.value.turn_id, state):

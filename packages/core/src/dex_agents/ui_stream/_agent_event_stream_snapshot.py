@@ -35,9 +35,9 @@ class AgentEventStreamSnapshot:
             oldest retained event.
 
     Example:
-        >>> value = await read_agent_event_stream_snapshot(client, flow, "session-42")
-        >>> value.to_json()["resume_token"] == value.resume_token
-        True
+        >>> value = AgentEventStreamSnapshot(AgentSnapshot(messages=messages), resume_token="")
+        >>> sorted(value.to_json()), value.to_json()["resume_token"] == value.resume_token
+        (['resume_token', 'snapshot'], True)
     """
 
     snapshot: AgentSnapshot
@@ -52,7 +52,10 @@ class AgentEventStreamSnapshot:
         ``session_settings`` as stored.
 
         Example:
-            >>> return JSONResponse(value.to_json())
+            >>> value = AgentEventStreamSnapshot(AgentSnapshot(messages=messages), "")
+            >>> [sorted(message) for message in value.to_json()["snapshot"]["messages"]][0]
+            ['created_at', 'role', 'sequence', 'text', 'tool_arguments', 'tool_call_id',
+             'tool_name', 'tool_output', 'turn_id']
         """
         return {"snapshot": browser_snapshot_json(self.snapshot), "resume_token": self.resume_token}
 
@@ -76,8 +79,18 @@ async def read_agent_event_stream_snapshot(
         DexServiceError: When Dex refuses a read.
 
     Example:
-        >>> value = await read_agent_event_stream_snapshot(client, flow, "session-42")
-        >>> return JSONResponse(value.to_json())
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker, wait_for_agent_snapshot
+        >>> async def snapshot_route_json() -> JsonObject:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         await dex.sessions(flow).start_session("snapshot-example", "Hello")
+        ...         await wait_for_agent_snapshot(dex.sessions(flow), "snapshot-example",
+        ...             lambda snapshot: snapshot if len(snapshot.messages) == 2 else None)
+        ...         value = await read_agent_event_stream_snapshot(dex.client, flow, "snapshot-example")
+        ...         return value.to_json()
+        >>> data = asyncio.run(snapshot_route_json())
+        >>> [message["text"] for message in data["snapshot"]["messages"]], data["resume_token"] != ""
+        (['Hello', 'Hello'], True)
     """
     session_flow = require_agent_session_flow(flow)
     events = session_flow.agent_events
@@ -103,7 +116,10 @@ def read_agent_event_stream_snapshot_sync(
         DexServiceError: When Dex refuses a read.
 
     Example:
-        >>> return read_agent_event_stream_snapshot_sync(sync_client, flow, "s").to_json()
+        The snapshot route of a WSGI application:
+
+        >>> def snapshot_route(sync_client: Client, session_id: str) -> JsonObject:
+        ...     return read_agent_event_stream_snapshot_sync(sync_client, flow, session_id).to_json()
     """
     session_flow = require_agent_session_flow(flow)
     events = session_flow.agent_events

@@ -19,10 +19,12 @@ class InvalidAgentEventResumeTokenError(DexAgentsError, ValueError):
         detail: What Dex answered.
 
     Example:
-        >>> try:
-        ...     frames = await stream_agent_event_frames(client, flow, "s", resume_token="bad")
-        ... except InvalidAgentEventResumeTokenError:
-        ...     return Response(status_code=400)
+        >>> error = InvalidAgentEventResumeTokenError("session-42", "the token is not valid")
+        >>> isinstance(error, ValueError), error.session_id
+        (True, 'session-42')
+        >>> print(error)
+        Dex refused the event stream resume token of session 'session-42': the token is not
+        valid. Load the session's snapshot again and open the stream from its resume_token.
     """
 
     def __init__(self, session_id: str, detail: str) -> None:

@@ -9,15 +9,13 @@ framework and registers a :class:`ScenarioRunner` (see ``scenario_runner``), so 
 proven for every framework.
 
 Example:
+    >>> from dex_agents import AgentSessionFlow
     >>> def build_my_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
     ...     ...  # offer spec.tools, answer model calls with scripted_reply, run run_scenario_tool
     >>> SCENARIO_RUNNER = ScenarioRunner("my-framework", build_flow=build_my_flow)
 """
 
-from dex_agents.testing.scenarios._stepwise_scenario_runner import (
-    StepwiseReportSource as ScenarioReportSource,
-)
-from dex_agents.testing.scenarios.scenario_agent import (
+from dex_agents.testing.scenarios._scenario_agent import (
     APPROVAL_DEADLINE,
     BROKEN_TOOL_ERROR,
     DEADLINE_FLOW_TYPE,
@@ -46,7 +44,7 @@ from dex_agents.testing.scenarios.scenario_agent import (
     scenario_agent_specs,
     scripted_reply,
 )
-from dex_agents.testing.scenarios.scenario_mcp_server import (
+from dex_agents.testing.scenarios._scenario_mcp_server import (
     SCENARIO_MCP_READ_TOOL,
     SCENARIO_MCP_SERVER_NAME,
     SCENARIO_MCP_SOURCE_NAME,
@@ -60,7 +58,7 @@ from dex_agents.testing.scenarios.scenario_mcp_server import (
     scenario_mcp_server_config,
     scenario_mcp_tool_source,
 )
-from dex_agents.testing.scenarios.scenario_questions import (
+from dex_agents.testing.scenarios._scenario_questions import (
     CONFIRM_CHOICES,
     CONFIRM_QUESTION,
     CONFIRM_TOOL,
@@ -81,7 +79,7 @@ from dex_agents.testing.scenarios.scenario_questions import (
     start_report_task,
     stop_at_report_gate,
 )
-from dex_agents.testing.scenarios.scenario_runner import (
+from dex_agents.testing.scenarios._scenario_runner import (
     SCENARIO_RUNNERS_ENTRY_POINT_GROUP,
     SCENARIO_RUNNERS_ENV,
     ScenarioFeature,
@@ -90,6 +88,9 @@ from dex_agents.testing.scenarios.scenario_runner import (
     build_scenario_flows,
     load_scenario_runner,
     scenario_runner_names,
+)
+from dex_agents.testing.scenarios._stepwise_scenario_runner import (
+    ScenarioReportSource,
 )
 
 __all__ = [

@@ -15,11 +15,12 @@ from typing import Annotated, Any
 
 from dex import Flow
 
-from dex_agents.agent_built_in_tools import BuiltInTool
-from dex_agents.agent_framework_runner import (
+from dex_agents import (
     AgentTurnContext,
+    BuiltInTool,
     DeferredToolCall,
     DeferredToolExecution,
+    ToolEffect,
     ToolInputRequested,
     ToolTaskPoll,
     ToolTaskPollOutcome,
@@ -40,20 +41,20 @@ from dex_agents.stepwise import (
     stepwise_agent_session_flow,
     stepwise_agent_session_options,
 )
-from dex_agents.testing.context_window_session_scenario import build_stepwise_context_window_flow
-from dex_agents.testing.scenarios.scenario_agent import (
+from dex_agents.testing._context_window_scenario import build_stepwise_context_window_flow
+from dex_agents.testing.scenarios._scenario_agent import (
     ScenarioAgentSpec,
     ScenarioTool,
     ScenarioToolError,
     run_scenario_tool,
     scripted_reply,
 )
-from dex_agents.testing.scenarios.scenario_mcp_server import (
+from dex_agents.testing.scenarios._scenario_mcp_server import (
     SCENARIO_MCP_TOOL_POLICIES,
     mcp_extra_installed,
     scenario_mcp_tool_source,
 )
-from dex_agents.testing.scenarios.scenario_questions import (
+from dex_agents.testing.scenarios._scenario_questions import (
     CONFIRM_TOOL,
     REPORT_TOOL,
     ScenarioQuestion,
@@ -62,8 +63,7 @@ from dex_agents.testing.scenarios.scenario_questions import (
     scenario_input_requested,
     start_report_task,
 )
-from dex_agents.testing.scenarios.scenario_runner import ScenarioFeature, ScenarioRunner
-from dex_agents.tool_policy import ToolEffect
+from dex_agents.testing.scenarios._scenario_runner import ScenarioFeature, ScenarioRunner
 
 __all__ = ["STEPWISE_SCENARIO_RUNNER", "build_stepwise_flow"]
 
@@ -100,7 +100,7 @@ def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
         resolve_model=model_for,
         tools=[*(_stepwise_tool(spec, tool) for tool in spec.tools), _stepwise_confirm_tool(spec)],
         tool_sources=[
-            StepwiseReportSource(spec),
+            ScenarioReportSource(spec),
             # Only the MCP agent lists the MCP server (it needs the mcp extra), so the other
             # scenarios never wait for a stdio server to start.
             *([scenario_mcp_tool_source(spec)] if spec.mcp_tools else []),
@@ -152,7 +152,7 @@ def _stepwise_confirm_tool(spec: ScenarioAgentSpec) -> Any:
     )(confirm)
 
 
-class StepwiseReportSource:
+class ScenarioReportSource:
     """A Stepwise tool source offering ``report``, whose job the session polls as a task."""
 
     source_name = "scenario-report"

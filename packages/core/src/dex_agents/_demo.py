@@ -1,0 +1,550 @@
+"""``dex-agents demo``: a support agent with a scripted model on the embedded engine.
+
+The demo starts ``dex-local-engine`` as a child process on a database in
+``./.dex-agents/``, serves a Stepwise support agent with a pull Worker in this
+process, and streams one turn to the terminal: an order lookup (a READ tool)
+and a refund (a NON_IDEMPOTENT_WRITE tool that needs approval). The engine's
+database persists, so ``dex-agents demo --session ID`` reattaches after the
+process was killed and the session continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import os
+import re
+import secrets
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import timedelta
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, TextIO
+
+from dex import (
+    AsyncClient,
+    DexServiceError,
+    FlowNotFoundError,
+    LongPollTimeoutError,
+)
+
+from dex_agents import (
+    AgentEvent,
+    AgentEventType,
+    AgentInterrupt,
+    AgentMessage,
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentSnapshot,
+    AgentStatus,
+    DexAgentsError,
+    MessageRole,
+    ToolEffect,
+)
+from dex_agents.stepwise import (
+    AgentDefinition,
+    ModelClient,
+    ModelRequest,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    ScriptedToolCall,
+    ToolCallContext,
+    function_tool,
+    stepwise_agent_session_flow,
+)
+from dex_agents.testing import EngineLogs, EngineProcess, EngineStartError, in_process_worker
+
+DEMO_FLOW_TYPE = "SupportAgentDemo"
+DEFAULT_DEMO_DIRECTORY = Path(".dex-agents")
+DEFAULT_DEMO_MESSAGE = "Hi! Order 7 arrived broken. Can I get a refund?"
+APPROVAL_PENDING_EXIT_STATUS = 3
+"""Exit status when stdin closed while an approval was pending."""
+
+_STREAM_POLL = timedelta(seconds=2)
+_WORKER_READY_TIMEOUT_SECONDS = 60.0
+_ORDERS: dict[str, dict[str, str | int]] = {
+    "7": {"item": "a ceramic teapot", "status": "delivered", "total_cents": 2599},
+}
+_FINISHED_EVENTS = frozenset(
+    {
+        AgentEventType.TURN_COMPLETED,
+        AgentEventType.TURN_FAILED,
+        AgentEventType.TURN_STEERED,
+        AgentEventType.TURN_CANCELLED,
+    }
+)
+
+
+class ApprovalMode(StrEnum):
+    """How the demo answers an approval: at the keyboard, or from a flag."""
+
+    ASK = "ask"
+    APPROVE = "approve"
+    REJECT = "reject"
+
+
+@dataclass(frozen=True)
+class DemoOptions:
+    """What ``dex-agents demo`` was asked to do.
+
+    Attributes:
+        session_id: Reattach to this session instead of starting a new one.
+        approval: Ask at the keyboard (stdin), or approve or reject without asking.
+        directory: Where the engine database, logs and blob cache live.
+        message: The first user message of a new session.
+        model: A LiteLLM model name, such as ``openai/gpt-5-mini``, to run the agent on a real
+            provider with the key from the environment; ``None`` keeps the scripted model.
+        api_base: The provider endpoint for ``model``, such as a proxy; ``None`` for the default.
+    """
+
+    session_id: str | None = None
+    approval: ApprovalMode = ApprovalMode.ASK
+    directory: Path = DEFAULT_DEMO_DIRECTORY
+    message: str = DEFAULT_DEMO_MESSAGE
+    model: str | None = None
+    api_base: str | None = None
+
+
+class DemoError(DexAgentsError):
+    """A failure the demo explains to the user: what failed and what to do."""
+
+
+@function_tool(effect=ToolEffect.READ)
+async def lookup_order(order_id: str) -> dict[str, str | int]:
+    """Look up an order by its ID."""
+    order = _ORDERS.get(order_id)
+    if order is None:
+        return {"order_id": order_id, "status": "not found"}
+    return {"order_id": order_id, **order}
+
+
+@function_tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE)
+async def refund_order(order_id: str, amount_cents: int, context: ToolCallContext) -> str:
+    """Refund part of an order."""
+    return (
+        f"Refunded {amount_cents / 100:.2f} USD on order {order_id} "
+        f"(idempotency key {context.idempotency_key})."
+    )
+
+
+def demo_model_reply(request: ModelRequest) -> ScriptedModelReply:
+    """The scripted support model: look the order up, then ask to refund it, then report."""
+    user_text = ScriptedModelClient.user_texts(request)[-1]
+    results = ScriptedModelClient.tool_results(request)
+    order_id = _order_id(user_text)
+    if not results:
+        return ScriptedModelReply(
+            text=f"Let me look up order {order_id}.",
+            tool_calls=[ScriptedToolCall("lookup_order", {"order_id": order_id})],
+        )
+    if len(results) == 1 and "refund" in user_text.lower():
+        amount = _ORDERS.get(order_id, {}).get("total_cents", 0)
+        return ScriptedModelReply(
+            text=f"I found order {order_id}: {results[0].output}. I will refund it in full.",
+            tool_calls=[
+                ScriptedToolCall("refund_order", {"order_id": order_id, "amount_cents": amount})
+            ],
+        )
+    return ScriptedModelReply(text=f"Done. {results[-1].output}")
+
+
+_REAL_MODEL_INSTRUCTIONS = (
+    "You help customers with their orders. Look an order up with lookup_order before you act on "
+    "it, and refund it with refund_order only when the customer asks for a refund."
+)
+
+
+def build_demo_flow(model: str | None = None, api_base: str | None = None) -> AgentSessionFlow:
+    """The demo's Stepwise support agent Flow: the scripted model, or a LiteLLM ``model``.
+
+    Raises:
+        DemoError: ``model`` is given but LiteLLM is not installed, cannot route the model, or
+            finds no API key for it in the environment.
+    """
+    if model is None:
+        client: ModelClient = ScriptedModelClient(demo_model_reply)
+        instructions = "You help customers with their orders."
+    else:
+        client = _litellm_client(model, api_base)
+        instructions = _REAL_MODEL_INSTRUCTIONS
+    agent = AgentDefinition(
+        name="support",
+        instructions=instructions,
+        model=client,
+        tools=[lookup_order, refund_order],
+    )
+    return stepwise_agent_session_flow(agent, flow_type=DEMO_FLOW_TYPE)
+
+
+def _litellm_client(model: str, api_base: str | None) -> ModelClient:
+    try:
+        import litellm
+
+        from dex_agents.litellm import LiteLLMModelClient
+    except ImportError as error:
+        raise DemoError(
+            f'--model needs LiteLLM: install it with pip install "dex-agents[litellm]" ({error})'
+        ) from error
+    try:
+        client = LiteLLMModelClient(model, api_base=api_base)
+    except ValueError as error:
+        raise DemoError(str(error)) from error
+    missing = litellm.validate_environment(model=model, api_base=api_base).get("missing_keys")
+    if missing:
+        raise DemoError(
+            f"model {model} needs {', '.join(missing)} in the environment; set it, or run the "
+            "demo without --model to use the scripted model"
+        )
+    return client
+
+
+async def run_demo(options: DemoOptions, output: TextIO = sys.stdout) -> int:
+    """Run the demo until the turn ends; returns the exit status.
+
+    Raises:
+        DemoError: The engine or Worker could not start, or the session is unknown.
+    """
+    terminal = _Terminal(output)
+    options.directory.mkdir(parents=True, exist_ok=True)
+    with _exclusive_directory(options.directory):
+        return await _run_in_directory(options, terminal)
+
+
+async def _run_in_directory(options: DemoOptions, terminal: _Terminal) -> int:
+    # Built first: a model that cannot run fails before any process starts.
+    flow = build_demo_flow(options.model, options.api_base)
+    terminal.progress(f"starting engine on {options.directory / 'engine.db'}...")
+    engine = await _start_engine(options.directory)
+    serving = False
+    try:
+        terminal.progress("waiting for worker...")
+        async with in_process_worker(
+            [flow],
+            engine.server_address,
+            options.directory / "blob-cache",
+            stop_drain_timeout=timedelta(seconds=5),
+            registration_timeout=timedelta(seconds=_WORKER_READY_TIMEOUT_SECONDS),
+        ) as dex:
+            serving = True
+            session = _DemoSession(dex.sessions(flow), dex.client, flow, options, terminal)
+            return await session.run()
+    except Exception as failure:
+        if serving:
+            raise
+        raise DemoError(f"the Worker did not register with the engine: {failure!r}") from failure
+    finally:
+        await engine.stop()
+
+
+@contextmanager
+def _exclusive_directory(directory: Path) -> Iterator[None]:
+    """Hold a lock on the directory, so two demos never serve one database.
+
+    The kernel drops the lock when the process dies, even by SIGKILL, so a
+    reattach after a crash is never refused.
+    """
+    lock_path = directory / "demo.lock"
+    with lock_path.open("a+") as lock_file:
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as failure:
+            lock_file.seek(0)
+            holder = lock_file.read().strip() or "another process"
+            raise DemoError(
+                f"another dex-agents demo (process {holder}) is using {directory}. Wait for it "
+                "to finish or stop it, or pass --directory to use another directory."
+            ) from failure
+        lock_file.truncate(0)
+        lock_file.write(str(os.getpid()))
+        lock_file.flush()
+        yield
+
+
+async def _start_engine(directory: Path) -> EngineProcess:
+    logs = EngineLogs.in_directory(directory, "engine")
+    try:
+        return await EngineProcess.start_local(directory / "engine.db", logs)
+    except EngineStartError as failure:
+        raise DemoError(
+            f"could not start the local engine: {failure}\nThe engine log is {logs.stderr}."
+        ) from failure
+
+
+class _Terminal:
+    """Everything the demo prints, flushed at once so a pipe sees it live."""
+
+    def __init__(self, output: TextIO) -> None:
+        self._output = output
+        self._in_text = False
+
+    def progress(self, text: str) -> None:
+        self.line(f"... {text}")
+
+    def line(self, text: str = "") -> None:
+        if self._in_text:
+            self._output.write("\n")
+            self._in_text = False
+        self._output.write(text + "\n")
+        self._output.flush()
+
+    def text(self, text: str) -> None:
+        if not self._in_text:
+            self._output.write("assistant: ")
+            self._in_text = True
+        self._output.write(text)
+        self._output.flush()
+
+
+class _DemoSession:
+    def __init__(
+        self,
+        sessions: AgentSessionClient,
+        client: AsyncClient,
+        flow: AgentSessionFlow,
+        options: DemoOptions,
+        terminal: _Terminal,
+    ) -> None:
+        self._sessions = sessions
+        self._client = client
+        self._flow = flow
+        self._options = options
+        self._terminal = terminal
+        self._answered: set[str] = set()
+        self._text_attempts: dict[str, int] = {}
+
+    async def run(self) -> int:
+        session_id = self._options.session_id or f"demo-{secrets.token_hex(4)}"
+        if self._options.session_id is not None:
+            await self._started_snapshot(session_id)  # an unknown ID fails before anything else
+        self._announce(session_id)
+        try:
+            if self._options.session_id is None:
+                self._terminal.line(f"user: {self._options.message}")
+                await self._sessions.start_session(session_id, self._options.message)
+                return await self._follow(session_id, "")
+            token = await self._reattach(session_id)
+            if token is None:
+                return 0
+            return await self._follow(session_id, token)
+        except asyncio.CancelledError:
+            # Ctrl+C: the session lives on in the engine database.
+            self._terminal.line(f"Interrupted. Resume with: {self._resume_command(session_id)}")
+            raise
+
+    def _announce(self, session_id: str) -> None:
+        self._terminal.line(f"Session ID: {session_id}")
+        self._terminal.line(
+            f"If this process stops, resume with: {self._resume_command(session_id)}"
+        )
+
+    def _resume_command(self, session_id: str) -> str:
+        return f"dex-agents demo --session {session_id}{self._directory_flag()}"
+
+    def _directory_flag(self) -> str:
+        if self._options.directory == DEFAULT_DEMO_DIRECTORY:
+            return ""
+        return f" --directory {self._options.directory}"
+
+    async def _reattach(self, session_id: str) -> str | None:
+        """Show the stored conversation; the Stream token to follow from, or None when done."""
+        snapshot = await self._started_snapshot(session_id)
+        self._terminal.line("Conversation so far:")
+        for message in snapshot.messages:
+            self._terminal.line(_render_message(message))
+        if _turn_finished(snapshot):
+            self._terminal.line("The session waits for the next user message; its turn finished.")
+            return None
+        page = await self._client.list_stream_messages(session_id, self._flow.agent_events, 1)
+        # Follow only what comes next: the snapshot already shows everything stored.
+        token = page.messages[0].resume_token if page.messages else ""
+        self._terminal.line("The turn is still running; following it.")
+        return token
+
+    async def _snapshot(self, session_id: str) -> AgentSnapshot:
+        try:
+            return await self._sessions.get_agent_snapshot(session_id)
+        except (FlowNotFoundError, DexServiceError) as failure:
+            raise DemoError(
+                f"no session {session_id} in {self._options.directory / 'engine.db'} ({failure}). "
+                "Start a new one with: dex-agents demo"
+            ) from failure
+
+    async def _started_snapshot(self, session_id: str) -> AgentSnapshot:
+        snapshot = await self._snapshot(session_id)
+        if snapshot.state is None:
+            raise DemoError(
+                f"session {session_id} has not started yet. Start a new one with: dex-agents demo"
+            )
+        return snapshot
+
+    async def _follow(self, session_id: str, token: str) -> int:
+        if await self._answer_pending_approvals(session_id) == APPROVAL_PENDING_EXIT_STATUS:
+            return APPROVAL_PENDING_EXIT_STATUS
+        while True:
+            try:
+                message = await self._client.read_stream(
+                    session_id, self._flow.agent_events, token, timeout=_STREAM_POLL
+                )
+            except LongPollTimeoutError:
+                # Streams are best effort; the snapshot is the truth.
+                snapshot = await self._snapshot(session_id)
+                if _turn_finished(snapshot):
+                    return self._finish(session_id, snapshot)
+                if await self._answer_pending_approvals(session_id) != 0:
+                    return APPROVAL_PENDING_EXIT_STATUS
+                continue
+            token = message.resume_token
+            event: AgentEvent = message.value
+            self._render(event)
+            if event.type == AgentEventType.INTERRUPT_RAISED and (
+                await self._answer_pending_approvals(session_id) != 0
+            ):
+                return APPROVAL_PENDING_EXIT_STATUS
+            if event.type in _FINISHED_EVENTS:
+                return self._finish(session_id, await self._snapshot(session_id))
+
+    def _finish(self, session_id: str, snapshot: AgentSnapshot) -> int:
+        state = snapshot.state
+        if state is not None and state.last_turn_error:
+            self._terminal.line(f"The turn failed: {state.last_turn_error}")
+        self._terminal.line(
+            f"Turn finished. Session {session_id} waits for the next message; "
+            f"show it with: dex-agents demo --session {session_id}{self._directory_flag()}"
+        )
+        return 0
+
+    async def _answer_pending_approvals(self, session_id: str) -> int:
+        snapshot = await self._snapshot(session_id)
+        for interrupt in snapshot.pending_interrupts:
+            if interrupt.interrupt_id in self._answered:
+                continue
+            decision = await self._decide(session_id, interrupt)
+            if decision is None:
+                return APPROVAL_PENDING_EXIT_STATUS
+            approved, rejection = decision
+            accepted = await self._sessions.resolve_interrupt(
+                session_id, interrupt.interrupt_id, approved=approved, rejection_message=rejection
+            )
+            self._answered.add(interrupt.interrupt_id)
+            if not accepted:
+                self._terminal.line("That approval is no longer pending (answered or expired).")
+        return 0
+
+    async def _decide(
+        self, session_id: str, interrupt: AgentInterrupt
+    ) -> tuple[bool, str | None] | None:
+        request = f"{interrupt.tool_name}({interrupt.arguments or ''})"
+        if self._options.approval is ApprovalMode.APPROVE:
+            self._terminal.line(f"Approval needed for {request}: approving (--approve).")
+            return True, None
+        if self._options.approval is ApprovalMode.REJECT:
+            self._terminal.line(f"Approval needed for {request}: rejecting (--reject).")
+            return False, "The user rejected this call."
+        while True:
+            self._terminal.line(f"Approve {request}? Answer y or n:")
+            answer = await _read_stdin_line()
+            if not answer:
+                self._terminal.line(
+                    "No answer: stdin is closed. The approval stays pending. Answer it with: "
+                    f"dex-agents demo --session {session_id}{self._directory_flag()} "
+                    "--approve (or --reject)"
+                )
+                return None
+            choice = answer.strip().lower()
+            if choice in ("y", "yes"):
+                return True, None
+            if choice in ("n", "no"):
+                return False, "The user rejected this call."
+            self._terminal.line(f"Please answer y or n, not {answer.strip()!r}.")
+
+    def _render(self, event: AgentEvent) -> None:
+        payload = event.payload_json()
+        field = _payload_text(payload)
+        match event.type:
+            case AgentEventType.TEXT_DELTA:
+                self._render_text(event, field("text"))
+            case AgentEventType.TURN_STARTED:
+                self._terminal.line(f"-- {event.turn_id} started")
+            case AgentEventType.TOOL_CALL_DEFERRED:
+                approval = ", needs approval" if payload.get("requires_approval") else ""
+                self._terminal.line(
+                    f"-> {field('tool_name')} requested ({field('effect')}{approval})"
+                )
+            case AgentEventType.TOOL_CALL_STARTED:
+                self._terminal.line(f"-> running {field('tool_name')}")
+            case AgentEventType.TOOL_CALL_FINISHED:
+                self._terminal.line(f"<- {field('tool_name')}: {field('status')}")
+            case AgentEventType.INTERRUPT_RAISED:
+                self._terminal.line(f"?? {field('tool_name')} waits for approval")
+            case AgentEventType.INTERRUPT_RESOLVED:
+                verdict = "approved" if payload.get("approved") else "rejected"
+                self._terminal.line(f"!! approval {verdict}")
+            case AgentEventType.TURN_COMPLETED:
+                self._terminal.line(f"-- {event.turn_id} completed")
+            case AgentEventType.TURN_FAILED:
+                self._terminal.line(f"-- {event.turn_id} failed: {field('error')}")
+            case _:
+                pass
+
+    def _render_text(self, event: AgentEvent, text: str) -> None:
+        step = event.step_execution_id or ""
+        seen = self._text_attempts.get(step)
+        if seen is not None and event.attempt < seen:
+            return  # partial text of an attempt that a retry replaced
+        if seen is not None and event.attempt > seen:
+            self._terminal.line(f"(the model call was retried: attempt {event.attempt})")
+        self._text_attempts[step] = event.attempt
+        self._terminal.text(text)
+
+
+async def _read_stdin_line() -> str:
+    """One line of stdin, "" at its end, read on a daemon thread.
+
+    A daemon thread, unlike ``asyncio.to_thread``, never holds up the exit after
+    Ctrl+C while the prompt waits.
+    """
+    loop = asyncio.get_running_loop()
+    line: asyncio.Future[str] = loop.create_future()
+
+    def deliver(text: str) -> None:
+        if not line.done():
+            line.set_result(text)
+
+    def read() -> None:
+        text = sys.stdin.readline()
+        with contextlib.suppress(RuntimeError):  # the loop closed while this thread waited
+            loop.call_soon_threadsafe(deliver, text)
+
+    threading.Thread(target=read, name="dex-agents-demo-stdin", daemon=True).start()
+    return await line
+
+
+def _payload_text(payload: dict[str, Any]) -> Callable[[str], str]:
+    return lambda name: str(payload.get(name, ""))
+
+
+def _turn_finished(snapshot: AgentSnapshot) -> bool:
+    state = snapshot.state
+    return (
+        state is not None
+        and state.active_turn_id is None
+        and state.status == AgentStatus.WAITING_FOR_USER_MESSAGE
+    )
+
+
+def _render_message(message: AgentMessage) -> str:
+    if message.role == MessageRole.TOOL:
+        return f"  tool {message.tool_name}: {message.tool_output}"
+    if message.tool_name:
+        return f"  {message.role} -> {message.tool_name}({message.tool_arguments or ''})"
+    return f"  {message.role}: {message.text or ''}"
+
+
+def _order_id(text: str) -> str:
+    match = re.search(r"\d+", text)
+    return match.group(0) if match else "7"

@@ -1,0 +1,316 @@
+"""``AgentSessionClient``: start sessions and call their RPCs through the SDK's ``AsyncClient``."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import replace
+from typing import Any, Final, TypeVar
+
+from dex import (
+    ActiveStepSearchMode,
+    AsyncClient,
+    Flow,
+    FlowConfig,
+    RpcLockConflictError,
+    StartFlowOptions,
+)
+
+from dex_agents._session.flow import AgentSessionFlow
+from dex_agents._session.settings import validate_session_settings
+from dex_agents._values import (
+    AgentMessagesPage,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentUserMessage,
+    AnswerQuestionRequest,
+    CancelTurnRequest,
+    DeleteQueuedMessageRequest,
+    ExecutePlanRequest,
+    ListAgentMessagesRequest,
+    ResolveInterruptRequest,
+    SteerUserMessageRequest,
+    UpdateSessionSettingsRequest,
+)
+from dex_agents.exceptions import ConfigurationTypeError
+
+__all__ = [
+    "AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE",
+    "LOCK_CONFLICT_RETRY_SECONDS",
+    "AgentSessionClient",
+]
+
+AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE: Final = ActiveStepSearchMode.WITH_WAIT_FOR
+"""Makes a session searchable by the Steps it waits in, such as ``ActiveStepTypes =
+"AwaitToolApproval"``; pass it in ``FlowConfig.active_step_search_mode``.
+"""
+
+LOCK_CONFLICT_RETRY_SECONDS: Final = 5.0
+"""How long the client retries an RPC that lost an Attribute lock to a concurrent Step."""
+
+_LOCK_CONFLICT_BACKOFF_SECONDS: Final = 0.05
+_ResultT = TypeVar("_ResultT")
+
+
+class AgentSessionClient:
+    """Starts agent sessions of one ``AgentSessionFlow`` and calls their RPCs.
+
+    Args:
+        client: An ``AsyncClient`` whose Registry holds ``flow``.
+        flow: The registered ``AgentSessionFlow``.
+
+    Raises:
+        ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
+
+    Example:
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker, wait_for_agent_snapshot
+        >>> async def first_turn() -> list[str | None]:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         sessions = AgentSessionClient(dex.client, flow)
+        ...         await sessions.start_session("session-42", "Find my open tickets")
+        ...         snapshot = await wait_for_agent_snapshot(sessions, "session-42",
+        ...             lambda snapshot: snapshot if len(snapshot.messages) == 2 else None)
+        ...         return [message.text for message in snapshot.messages]
+        >>> asyncio.run(first_turn())
+        ['Find my open tickets', 'Hello']
+    """
+
+    def __init__(self, client: AsyncClient, flow: Flow[Any]) -> None:
+        if not isinstance(flow, AgentSessionFlow):
+            raise ConfigurationTypeError(
+                f"flow must be an AgentSessionFlow, got {type(flow).__name__}"
+            )
+        self._client = client
+        self._flow = flow
+
+    @property
+    def flow(self) -> AgentSessionFlow:
+        """The session Flow this client calls."""
+        return self._flow
+
+    async def start_session(
+        self,
+        session_id: str,
+        initial_message: str = "",
+        *,
+        session_settings: Mapping[str, object] | None = None,
+        active_step_search_mode: ActiveStepSearchMode = AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE,
+        options: StartFlowOptions | None = None,
+        plan_mode: bool = False,
+    ) -> str:
+        """Start session ``session_id``; a non-blank ``initial_message`` starts its first turn.
+
+        The session is searchable by the Steps it waits in, so
+        ``search_flows('ActiveStepTypes = "AwaitToolApproval"', 50)`` finds sessions waiting for
+        an approval; pass ``ActiveStepSearchMode.DISABLED`` to turn that off.
+
+        Args:
+            session_id: The Flow ID, which is the session ID.
+            initial_message: The first user message; blank starts no turn.
+            session_settings: The session's settings JSON object.
+            active_step_search_mode: Which waiting Steps Flow search indexes.
+            options: Further start options; its ``config_override`` keeps its other fields.
+            plan_mode: Start the first turn as a planning turn (needs plan mode; ignored
+                without it).
+
+        Returns:
+            The run ID Dex assigned.
+
+        Raises:
+            ConfigurationError: When ``session_settings`` is not a JSON object of at most 16 KiB.
+            FlowAlreadyStartedError: When a session with this ID exists.
+            DexServiceError: When Dex refuses the start.
+        """
+        validate_session_settings(session_settings or {})
+        base = options if options is not None else StartFlowOptions()
+        config = base.config_override if base.config_override is not None else FlowConfig()
+        start_options = replace(
+            base,
+            config_override=replace(config, active_step_search_mode=active_step_search_mode),
+        )
+        start_input = AgentSessionStartInput(
+            initial_message=initial_message,
+            session_settings=dict(session_settings or {}),
+            plan_mode=plan_mode,
+        )
+        return await self._client.start_flow(self._flow, session_id, start_input, start_options)
+
+    async def send_user_message(
+        self, session_id: str, text: str, *, plan_mode: bool = False
+    ) -> bool:
+        """Queue a user message; it starts a turn when the session waits for one.
+
+        Returns:
+            ``False`` for blank text and for ``plan_mode`` while plan mode is off; ``True`` once
+            the message is queued.
+        """
+        return await self._client.invoke_rpc(
+            self._flow.send_user_message,
+            session_id,
+            AgentUserMessage(text=text, plan_mode=plan_mode),
+        )
+
+    async def resolve_interrupt(
+        self,
+        session_id: str,
+        interrupt_id: str,
+        *,
+        approved: bool,
+        rejection_message: str | None = None,
+    ) -> bool:
+        """Approve or reject a pending approval.
+
+        Retries ``RpcLockConflictError`` (a Step holding ``PendingInterrupts``) for 5 seconds.
+
+        Returns:
+            ``False`` when the interrupt is not pending or is past its deadline.
+
+        Raises:
+            RpcLockConflictError: When the lock stays taken for 5 seconds.
+        """
+        request = ResolveInterruptRequest(
+            interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
+        )
+        return await _retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.resolve_interrupt, session_id, request)
+        )
+
+    async def answer_question(self, session_id: str, interrupt_id: str, answer: str) -> bool:
+        """Answer a pending question (``ask_user``, or a tool's or task's question).
+
+        Retries ``RpcLockConflictError`` (a Step holding ``PendingInterrupts``) for 5 seconds.
+        Decline a question with ``resolve_interrupt(..., approved=False)``.
+
+        Returns:
+            ``False`` when the interrupt is not a pending question, is past its deadline, or the
+            answer is blank or not an allowed choice.
+
+        Raises:
+            RpcLockConflictError: When the lock stays taken for 5 seconds.
+        """
+        request = AnswerQuestionRequest(interrupt_id=interrupt_id, answer=answer)
+        return await _retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.answer_question, session_id, request)
+        )
+
+    async def execute_plan(self, session_id: str, revision: int) -> bool:
+        """Approve plan revision ``revision`` for execution; an executing turn starts with it.
+
+        Retries ``RpcLockConflictError`` (a concurrent ``execute_plan``) for 5 seconds, then
+        returns ``False``.
+
+        Returns:
+            ``True`` only while the session waits for a user message, the plan has this revision
+            and is draft or active, no execution of it is pending, and nothing is queued, steered,
+            or pending.
+        """
+        request = ExecutePlanRequest(revision=revision)
+        try:
+            return await _retry_lock_conflicts(
+                lambda: self._client.invoke_rpc(self._flow.execute_plan, session_id, request)
+            )
+        except RpcLockConflictError:
+            return False
+
+    async def steer_user_message(
+        self,
+        session_id: str,
+        text: str | None = None,
+        *,
+        message_id: str | None = None,
+        plan_mode: bool = False,
+    ) -> bool:
+        """Steer the running turn with new ``text`` or with the queued message ``message_id``.
+
+        The turn ends at its next safe Step boundary and a new turn starts with every steered
+        message, in order. While no turn is active, ``text`` is queued like ``send_user_message``.
+
+        Returns:
+            ``False`` for both or neither of ``text`` and ``message_id``, blank text, a message no
+            longer queued, or a turn that does not accept steering.
+
+        Raises:
+            ChannelMessageNotFoundError: When the session consumed the queued message while the
+                RPC ran; nothing changed, so reload the snapshot and let the user choose again.
+        """
+        request = SteerUserMessageRequest(text=text, message_id=message_id, plan_mode=plan_mode)
+        return await self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
+
+    async def delete_queued_message(self, session_id: str, message_id: str) -> bool:
+        """Delete the queued message ``message_id`` (from ``AgentSnapshot.queued_messages``).
+
+        Returns:
+            ``False`` for a message that is no longer queued.
+
+        Raises:
+            ChannelMessageNotFoundError: When the session consumed it while the RPC ran.
+        """
+        request = DeleteQueuedMessageRequest(message_id=message_id)
+        return await self._client.invoke_rpc(self._flow.delete_queued_message, session_id, request)
+
+    async def cancel_turn(self, session_id: str, turn_id: str) -> bool:
+        """Stop turn ``turn_id`` now, with no new turn.
+
+        Cancels its model call or compaction (the answer is dropped) and every wait; a started tool
+        call runs to its end, and a started tool task is abandoned. Retries
+        ``RpcLockConflictError`` for 5 seconds.
+
+        Returns:
+            ``True`` when the request is recorded, also for a second call for the same turn;
+            ``False`` when no turn is active, ``turn_id`` names another turn, or the turn does not
+            accept cancellation.
+
+        Raises:
+            RpcLockConflictError: When the locks stay taken for 5 seconds.
+        """
+        request = CancelTurnRequest(turn_id=turn_id)
+        return await _retry_lock_conflicts(
+            lambda: self._client.invoke_rpc(self._flow.cancel_turn, session_id, request)
+        )
+
+    async def update_session_settings(
+        self, session_id: str, session_settings: Mapping[str, object]
+    ) -> bool:
+        """Replace the session's settings; the next turn starts with them (``{}`` clears them).
+
+        Returns:
+            ``False`` before the session initialized.
+
+        Raises:
+            ConfigurationError: When ``session_settings`` is not a JSON object of at most 16 KiB; nothing
+                is sent.
+        """
+        validate_session_settings(session_settings)
+        request = UpdateSessionSettingsRequest(session_settings=dict(session_settings))
+        return await self._client.invoke_rpc(
+            self._flow.update_session_settings, session_id, request
+        )
+
+    async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
+        """Return the session's state, newest messages, interrupts, tool calls, and usage."""
+        return await self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id)
+
+    async def list_agent_messages(
+        self, session_id: str, *, after_sequence: int | None = None, limit: int = 50
+    ) -> AgentMessagesPage:
+        """Return one page of stored messages after ``after_sequence``, oldest first."""
+        return await self._client.invoke_rpc(
+            self._flow.list_agent_messages,
+            session_id,
+            ListAgentMessagesRequest(after_sequence=after_sequence, limit=limit),
+        )
+
+
+async def _retry_lock_conflicts(call: Callable[[], Awaitable[_ResultT]]) -> _ResultT:
+    deadline = time.monotonic() + LOCK_CONFLICT_RETRY_SECONDS
+    backoff = _LOCK_CONFLICT_BACKOFF_SECONDS
+    while True:
+        try:
+            return await call()
+        except RpcLockConflictError:
+            if time.monotonic() + backoff > deadline:
+                raise
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)

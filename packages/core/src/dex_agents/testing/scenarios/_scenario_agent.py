@@ -1,0 +1,305 @@
+"""The scenario agent, described once for every runner.
+
+A scenario sends the agent one user message. Plain text gets ``Echo: <text>``.
+A JSON ``ScenarioCommand`` makes the scripted model call the listed tools in
+one response (so they run as parallel Steps), optionally stop the N-th model
+call of the turn at a gate, and then either reply ``done: <tool outputs>`` or
+fail after the tools ran. Every real model and tool call is written to the
+InvocationLog before it stops at a gate, so a killed attempt still counts. The
+gate ``KILL_WORKER_GATE`` makes the tool SIGKILL its own Worker process the
+moment it has run, before the Worker can send anything more.
+
+A runner factory (see ``runners.py``) turns a ``ScenarioAgentSpec`` into a
+Flow: it offers ``SCENARIO_TOOLS`` with their effects, answers model calls with
+``scripted_reply``, and runs tools with ``run_scenario_tool``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+
+from dex_agents import (
+    DexAgentsError,
+    JsonValue,
+    ModelCallIdentity,
+    ModelSpendRefusal,
+    ModelSpendReport,
+    ToolEffect,
+)
+from dex_agents.testing._file_gate import FileGate
+from dex_agents.testing._invocation_log import InvocationLog
+
+MAIN_FLOW_TYPE = "ScenarioAgent"
+"""Flow type of the main scenario agent: every tool, the question built-ins, no deadline."""
+DEADLINE_FLOW_TYPE = "ScenarioDeadlineAgent"
+"""Flow type of the scenario agent whose approvals and questions expire after ``APPROVAL_DEADLINE``."""
+PLAN_FLOW_TYPE = "ScenarioPlanAgent"
+"""Flow type of the plan-mode scenario agent (``write_todos``, plan mode on)."""
+MCP_FLOW_TYPE = "ScenarioMcpAgent"
+"""The agent that offers the scenario MCP server's tools (``ScenarioFeature.MCP_TOOLS``)."""
+QUESTION_BUILT_IN_TOOLS = frozenset({"ask_user", "durable_wait"})
+"""Built-in tools of the main and deadline agents; session features, so every runner has them."""
+APPROVAL_DEADLINE = timedelta(seconds=2)
+"""The ``interrupt_deadline`` of the deadline agent."""
+INSTRUCTIONS = "You are the scenario agent of the shared test suite."
+"""The instructions every runner gives the scenario agent."""
+MODEL_INVOCATION = "model"
+"""The ``InvocationLog`` name of a real model call of the scenario agent."""
+BROKEN_TOOL_ERROR = "the broken tool always fails"
+"""The ``ToolExecutionError`` text of the ``broken`` tool."""
+MODEL_FAILURE = "the scripted model fails after the tools ran"
+"""The error the scripted model raises when a command asks it to fail after its tools ran."""
+KILL_WORKER_GATE = "!kill-worker"
+"""A tool called with this gate SIGKILLs its Worker right after it ran (no gate file)."""
+
+
+@dataclass(frozen=True)
+class ScenarioTool:
+    """A tool of the scenario agent; each takes one ``gate`` argument (empty: no gate)."""
+
+    name: str
+    effect: ToolEffect
+    requires_approval: bool | None
+    description: str
+
+
+SCENARIO_TOOLS: tuple[ScenarioTool, ...] = (
+    ScenarioTool("lookup", ToolEffect.READ, None, "Read something."),
+    ScenarioTool("upsert", ToolEffect.IDEMPOTENT_WRITE, None, "Write with an idempotency key."),
+    ScenarioTool(
+        "send_once", ToolEffect.NON_IDEMPOTENT_WRITE, False, "A write that must never repeat."
+    ),
+    ScenarioTool("refund", ToolEffect.NON_IDEMPOTENT_WRITE, None, "A write that needs approval."),
+    ScenarioTool("broken", ToolEffect.READ, None, "A read that raises ToolExecutionError."),
+)
+"""The tools of the scenario agent, one per effect class plus a tool that always fails."""
+
+
+@dataclass(frozen=True)
+class ScenarioAgentSpec:
+    """One scenario agent: its Flow type, approval deadline, and the test's state directory."""
+
+    flow_type: str
+    state_dir: Path
+    interrupt_deadline: timedelta | None = None
+    tools: tuple[ScenarioTool, ...] = SCENARIO_TOOLS
+    instructions: str = INSTRUCTIONS
+    built_in_tools: frozenset[str] = frozenset()
+    plan_mode_enabled: bool = False
+    #: Offer the tools of the scenario MCP server (``scenario_mcp_server``) too.
+    mcp_tools: bool = False
+
+    @property
+    def model_spend_limit(self) -> ScenarioSpendLimit:
+        """The agent's spend limit; every runner passes it as ``model_spend_limit``."""
+        return ScenarioSpendLimit(self.state_dir)
+
+    @property
+    def invocation_log(self) -> InvocationLog:
+        return invocation_log(self.state_dir)
+
+
+def scenario_agent_specs(state_dir: Path) -> list[ScenarioAgentSpec]:
+    """The agents every Worker child and test build, in the same order."""
+    return [
+        ScenarioAgentSpec(MAIN_FLOW_TYPE, state_dir, built_in_tools=QUESTION_BUILT_IN_TOOLS),
+        ScenarioAgentSpec(
+            DEADLINE_FLOW_TYPE,
+            state_dir,
+            interrupt_deadline=APPROVAL_DEADLINE,
+            built_in_tools=QUESTION_BUILT_IN_TOOLS,
+        ),
+        ScenarioAgentSpec(
+            PLAN_FLOW_TYPE,
+            state_dir,
+            built_in_tools=frozenset({"write_todos"}),
+            plan_mode_enabled=True,
+        ),
+        ScenarioAgentSpec(MCP_FLOW_TYPE, state_dir, mcp_tools=True),
+    ]
+
+
+def invocation_log(state_dir: Path) -> InvocationLog:
+    """The ``InvocationLog`` every real model and tool call of the scenario agent is written to."""
+    return InvocationLog(state_dir / "invocations.jsonl")
+
+
+@dataclass(frozen=True)
+class ScenarioCall:
+    """One tool call a ``ScenarioCommand`` asks the scripted model for.
+
+    Attributes:
+        tool: The tool to call.
+        gate: The ``FileGate`` the tool stops at (empty: none).
+        arguments: The call's arguments; ``None`` sends ``{"gate": gate}``, as the scenario
+            tools take.
+    """
+
+    tool: str
+    gate: str = ""
+    arguments: dict[str, JsonValue] | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioCommand:
+    """What the scenario model does in a turn; sent as the user message's JSON."""
+
+    calls: tuple[ScenarioCall, ...] = ()
+    gate_model_call: int | None = None
+    fail_after_tools: bool = False
+
+    def to_message(self) -> str:
+        return json.dumps(
+            {
+                "calls": [
+                    {"tool": call.tool, "gate": call.gate, "arguments": call.arguments}
+                    for call in self.calls
+                ],
+                "gate_model_call": self.gate_model_call,
+                "fail_after_tools": self.fail_after_tools,
+            }
+        )
+
+    @classmethod
+    def from_message(cls, text: str) -> ScenarioCommand | None:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(value, dict):
+            return None
+        return cls(
+            calls=tuple(
+                ScenarioCall(call["tool"], call.get("gate", ""), call.get("arguments"))
+                for call in value["calls"]
+            ),
+            gate_model_call=value.get("gate_model_call"),
+            fail_after_tools=bool(value.get("fail_after_tools")),
+        )
+
+
+def model_gate_name(call_index: int) -> str:
+    """The ``FileGate`` name at which the ``call_index``-th model call of a turn stops (from 1)."""
+    return f"model-call-{call_index}"
+
+
+@dataclass(frozen=True)
+class ScenarioToolCall:
+    """A tool call the scripted model makes: the tool and its arguments."""
+
+    tool: str
+    arguments: dict[str, JsonValue]
+
+
+@dataclass(frozen=True)
+class ScenarioReply:
+    """The model's answer: text, or tool calls to run in parallel."""
+
+    text: str | None = None
+    tool_calls: tuple[ScenarioToolCall, ...] = field(default_factory=tuple)
+
+
+async def scripted_reply(
+    spec: ScenarioAgentSpec,
+    last_user_text: str,
+    model_call_index: int,
+    tool_outputs: Sequence[str],
+    session_settings: Mapping[str, object] | None = None,
+) -> ScenarioReply:
+    """The scenario model: deterministic in its input, as a rerun RunModel needs.
+
+    ``model_call_index`` counts the model calls of the current turn from 1. A text reply ends
+    with `` [model=<m>]`` when the turn's ``session_settings`` name a model, so a scenario sees
+    which settings each turn ran with.
+
+    Raises:
+        RuntimeError: The command asks to fail after the tools ran.
+    """
+    spec.invocation_log.record(MODEL_INVOCATION, key=f"call-{model_call_index}")
+    command = ScenarioCommand.from_message(last_user_text)
+    suffix = _settings_suffix(session_settings)
+    if command is None:
+        return ScenarioReply(text=f"Echo: {last_user_text}{suffix}")
+    if command.gate_model_call == model_call_index:
+        gate = FileGate(spec.state_dir, model_gate_name(model_call_index))
+        gate.mark_reached()
+        await gate.wait_for_release()
+    if model_call_index == 1 and command.calls:
+        return ScenarioReply(
+            tool_calls=tuple(
+                ScenarioToolCall(
+                    call.tool,
+                    dict(call.arguments) if call.arguments is not None else {"gate": call.gate},
+                )
+                for call in command.calls
+            )
+        )
+    if command.fail_after_tools:
+        raise RuntimeError(MODEL_FAILURE)
+    return ScenarioReply(text="done: " + "; ".join(tool_outputs) + suffix)
+
+
+def _settings_suffix(session_settings: Mapping[str, object] | None) -> str:
+    model = (session_settings or {}).get("model")
+    return f" [model={model}]" if model is not None else ""
+
+
+SPEND_REFUSAL_REASON = "the scenario spend budget is used up"
+"""The reason ``ScenarioSpendLimit`` refuses a model call with, once ``refuse_model_calls`` ran."""
+
+
+class ScenarioSpendLimit:
+    """A ModelSpendLimit shared by the test and its Worker children through a flag file: it
+    refuses every model call while ``refuse_model_calls(state_dir)`` is in effect, and counts
+    each reported call once in ``spend-usage.jsonl``."""
+
+    def __init__(self, state_dir: Path) -> None:
+        self._state_dir = state_dir
+
+    async def check_model_call(self, call: ModelCallIdentity) -> ModelSpendRefusal | None:
+        if (self._state_dir / "spend-refused").exists():
+            return ModelSpendRefusal(SPEND_REFUSAL_REASON)
+        return None
+
+    async def record_model_usage(self, report: ModelSpendReport) -> None:
+        InvocationLog(self._state_dir / "spend-usage.jsonl").record(
+            "usage", key=report.call.usage_key
+        )
+
+
+def refuse_model_calls(state_dir: Path) -> None:
+    """Make every scenario agent's spend limit refuse model calls from now on."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / "spend-refused").touch()
+
+
+class ScenarioToolError(DexAgentsError):
+    """Raised by a scenario tool for a failure the model should see; runners map it."""
+
+
+async def run_scenario_tool(
+    spec: ScenarioAgentSpec, tool: str, gate: str, idempotency_key: str
+) -> str:
+    """The body of every scenario tool: log the call, stop at its gate, answer.
+
+    Raises:
+        ScenarioToolError: For the ``broken`` tool; the runner turns it into its
+            ToolExecutionError.
+    """
+    spec.invocation_log.record(tool, key=idempotency_key)
+    if gate == KILL_WORKER_GATE:
+        # The effect happened; the Worker dies before the Step can report anything after it.
+        os.kill(os.getpid(), signal.SIGKILL)
+    if gate:
+        file_gate = FileGate(spec.state_dir, gate)
+        file_gate.mark_reached()
+        await file_gate.wait_for_release()
+    if tool == "broken":
+        raise ScenarioToolError(BROKEN_TOOL_ERROR)
+    return f"{tool} {gate or 'ungated'} ok"
