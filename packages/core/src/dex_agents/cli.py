@@ -8,6 +8,16 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from dex_agents._demo import (
+    DEFAULT_DEMO_DIRECTORY,
+    DEFAULT_DEMO_MESSAGE,
+    ApprovalMode,
+    DemoError,
+    DemoOptions,
+    run_demo,
+)
+from dex_agents._doctor import run_doctor
+
 __all__ = ["main"]
 
 
@@ -78,19 +88,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     arguments = _parser().parse_args(argv)
     if arguments.command == "doctor":
-        from dex_agents._doctor import run_doctor
-
         return run_doctor()
-    # Imported here so `dex-agents --help` answers without loading the SDK.
-    from dex_agents._demo import (
-        DEFAULT_DEMO_DIRECTORY,
-        DEFAULT_DEMO_MESSAGE,
-        ApprovalMode,
-        DemoError,
-        DemoOptions,
-        run_demo,
-    )
-
     if arguments.api_base and not arguments.model:
         print("dex-agents demo: --api-base needs --model", file=sys.stderr)
         return 2
