@@ -12,6 +12,7 @@ from pathlib import Path
 __all__ = ["CommandResult", "log_tail", "run_logged", "venv_environment"]
 
 _TAIL_LINES = 40
+_OFFLINE_LITELLM = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "LITELLM_OFFLINE_MODE": "true"}
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,21 @@ def venv_environment(venv: Path) -> dict[str, str]:
     """This process's environment for a command of ``venv``, with nothing of the workspace's.
 
     The venv's ``bin`` leads ``PATH``; ``PYTHONPATH``, ``VIRTUAL_ENV`` and uv's project variables
-    are dropped, so nothing resolves to this checkout.
+    are dropped, so nothing resolves to this checkout. ``PYTHONDONTWRITEBYTECODE`` is dropped too:
+    pip installs without compiling, so Python writes the bytecode of what runs, once, as it does
+    for a user. LiteLLM reads its bundled model cost map instead of fetching it (three tries with
+    pauses when offline), as the workspace's tests have it.
     """
-    dropped = {"PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "UV_PROJECT_ENVIRONMENT", "CONDA_PREFIX"}
+    dropped = {
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONDONTWRITEBYTECODE",
+        "VIRTUAL_ENV",
+        "UV_PROJECT_ENVIRONMENT",
+        "CONDA_PREFIX",
+    }
     environment = {key: value for key, value in os.environ.items() if key not in dropped}
     environment["PATH"] = os.pathsep.join([str(venv / "bin"), environment.get("PATH", "")])
     environment["VIRTUAL_ENV"] = str(venv)
+    environment.update(_OFFLINE_LITELLM)
     return environment

@@ -1,13 +1,16 @@
 """One published package installed alone from the built wheels into a fresh venv, and run there.
 
 The venv comes from ``uv venv --seed`` (a plain venv with pip in it, made in a second); the
-install is pip's: ``pip install --find-links dist/ "<name>[<its extras>]==<line>"``, so pip
-resolves the package's requirements as a user's pip would, taking our packages from ``dist/``
-(they are not on PyPI) and third-party ones from the configured index. pip's ``--report`` then
-proves that every package of the line came from ``dist/``. In the venv: ``pip check``, every
-module of the package imported from the venv with ``python -I`` (no ``PYTHONPATH``, no working
-directory on ``sys.path``), each console script's ``--help``, ``dex-agents doctor``, and for an
-adapter its README example, which runs against that venv's ``dex-local-engine``.
+install is pip's: ``pip install --no-compile --find-links dist/ "<name>[<its extras>]==<line>"``,
+so pip resolves the package's requirements as a user's pip would, taking our packages from
+``dist/`` (they are not on PyPI) and third-party ones from the configured index through pip's own
+cache, which the venvs share. It compiles no bytecode at install time: the venv is thrown away,
+and Python writes the bytecode of what the checks import, a fraction of what pip would compile.
+pip's ``--report`` then proves that every package of the line came from ``dist/``. In the venv:
+``pip check``, every module of the package imported from the venv with ``python -I`` (no
+``PYTHONPATH``, no working directory on ``sys.path``), each console script's ``--help``,
+``dex-agents doctor``, and for an adapter its README example, which runs against that venv's
+``dex-local-engine``.
 """
 
 from __future__ import annotations
@@ -100,6 +103,13 @@ class _Venv:
 def _requirement(member: WorkspaceMember, line: str) -> str:
     extras = ",".join(sorted(member.optional_dependencies))
     return f"{member.name}[{extras}]=={line}" if extras else f"{member.name}=={line}"
+
+
+def _installed(venv: _Venv, report: Path) -> bool:
+    """``pip install`` of the package alone, our packages from ``dist/``, without compiling."""
+    install = [str(venv.bin / "python"), "-m", "pip", "install", "--progress-bar", "off"]
+    install += ["--no-compile", "--find-links", str(venv.dist), "--report", str(report)]
+    return venv.run("pip install", [*install, _requirement(venv.member, venv.line)]).ok
 
 
 def _installed_from_dist(venv: _Venv, report: Path) -> tuple[str, ...]:
@@ -216,20 +226,16 @@ def check_in_fresh_venv(
         "uv venv", ["uv", "venv", "--quiet", "--seed", "--python", python, str(directory / "venv")]
     )
     report = directory / "pip-report.json"
-    if created.ok:
-        pip = [str(venv.bin / "python"), "-m", "pip"]
-        install = [*pip, "install", "--progress-bar", "off"]
-        install += ["--find-links", str(dist), "--report", str(report), _requirement(member, line)]
-        if venv.run("pip install", install).ok:
-            installed = _installed_from_dist(venv, report)
-            venv.run("pip check", [*pip, "check"])
-            modules = _imported_modules(venv)
-            for script in member.console_scripts:
-                venv.run(f"{script} --help", [str(venv.bin / script), "--help"])
-            if any(text.startswith("dex-agents ") for text in installed):
-                venv.run("dex-agents doctor", [str(venv.bin / "dex-agents"), "doctor"])
-            if example is not None:
-                _run_example(venv, example)
+    if created.ok and _installed(venv, report):
+        installed = _installed_from_dist(venv, report)
+        venv.run("pip check", [str(venv.bin / "python"), "-m", "pip", "check"])
+        modules = _imported_modules(venv)
+        for script in member.console_scripts:
+            venv.run(f"{script} --help", [str(venv.bin / script), "--help"])
+        if any(text.startswith("dex-agents ") for text in installed):
+            venv.run("dex-agents doctor", [str(venv.bin / "dex-agents"), "doctor"])
+        if example is not None:
+            _run_example(venv, example)
     return FreshVenvResult(
         member,
         installed,

@@ -4,13 +4,19 @@
 2. ``uv build --no-sources`` of every package under ``packages/`` into ``dist/`` (emptied first):
    an sdist, then the wheel built from that sdist, so the sdist is proven complete.
 3. Each wheel and sdist: no test files, no workspace-only paths, metadata on the line.
-4. Each package in its own fresh venv (``_fresh_venv``), one after the other.
+4. Each package in its own fresh venv (``_fresh_venv``), one after the other, each venv removed
+   once its package passed (unless ``--work-directory`` keeps them).
+
+The venvs go to a memory filesystem (``/dev/shm``) when it has room: each holds tens of thousands
+of files, and on a slow disk writing and deleting them took longer than pip's resolving (removing
+the seven venvs of one check from an ext4 disk here took 91 s).
 
 Every problem is collected and printed at the end; the exit status is 1 if there is one.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -29,6 +35,9 @@ from release_train._workspace import REPOSITORY_ROOT, WorkspaceMember, workspace
 __all__ = ["ReleaseCheckOptions", "run_release_check"]
 
 _BUILD_TIMEOUT = 600.0
+_MEMORY_FILESYSTEM = Path("/dev/shm")
+# Room for the largest venv (the Claude Agent SDK bundles its CLI: about 500 MB) with a margin.
+_MEMORY_FILESYSTEM_MINIMUM_FREE = 2 * 1024**3
 
 
 @dataclass(frozen=True)
@@ -82,6 +91,16 @@ def _build(
     return problems, built
 
 
+def _scratch_parent() -> Path | None:
+    """``/dev/shm`` when it is a writable directory with room for a venv, else None (``TMPDIR``)."""
+    try:
+        free = shutil.disk_usage(_MEMORY_FILESYSTEM).free
+    except OSError:
+        return None
+    usable = os.access(_MEMORY_FILESYSTEM, os.W_OK | os.X_OK)
+    return _MEMORY_FILESYSTEM if usable and free >= _MEMORY_FILESYSTEM_MINIMUM_FREE else None
+
+
 def _selected(packages: Sequence[WorkspaceMember], only: Sequence[str]) -> list[WorkspaceMember]:
     names = {member.name for member in packages}
     unknown = sorted(set(only) - names)
@@ -122,7 +141,9 @@ def run_release_check(options: ReleaseCheckOptions) -> int:
         f"{', '.join(m.name for m in members if not m.published) or 'none'}"
     )
     problems = list(workspace_line_problems(members))
-    work = options.work_directory or Path(tempfile.mkdtemp(prefix="dex-agents-release-check-"))
+    work = options.work_directory or Path(
+        tempfile.mkdtemp(prefix="dex-agents-release-check-", dir=_scratch_parent())
+    )
     work.mkdir(parents=True, exist_ok=True)
     dist = options.root / "dist"
     building = time.monotonic()
@@ -135,16 +156,20 @@ def run_release_check(options: ReleaseCheckOptions) -> int:
             result = check_in_fresh_venv(member, line, dist, work / member.name, options.python)
             _say(_describe(result))
             problems += result.problems
+            if options.work_directory is None and not result.problems:
+                # Only the logs of a package that failed are worth keeping, with its venv.
+                shutil.rmtree(work / member.name, ignore_errors=True)
     else:
         _say("a package did not build; no venv was made")
-    elapsed = time.monotonic() - started
     if problems:
+        elapsed = time.monotonic() - started
         _say(f"FAILED with {len(problems)} problem(s) after {elapsed:.0f} s (logs in {work}):")
         for problem in problems:
             print(f"  - {problem}", file=sys.stderr, flush=True)
         return 1
     if options.work_directory is None:
         shutil.rmtree(work, ignore_errors=True)
+    elapsed = time.monotonic() - started
     _say(
         f"passed: {len(packages)} packages built, {len(selected)} checked alone, in {elapsed:.0f} s"
     )
