@@ -14,6 +14,8 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from dex_agents.exceptions import ConfigurationError
+
 __all__ = [
     "CORE_DISTRIBUTION",
     "LineDistribution",
@@ -52,12 +54,13 @@ def parse_requirement(text: str, owner: str) -> Requirement:
     """Parse one PEP 508 requirement of the distribution ``owner``.
 
     Raises:
-        ValueError: ``text`` is not a requirement; the message names ``owner`` and the text.
+        ConfigurationError: ``text`` is not a requirement (a ``ValueError``); the message names
+            ``owner`` and the text.
     """
     try:
         return Requirement(text)
     except InvalidRequirement as error:
-        raise ValueError(
+        raise ConfigurationError(
             f"{owner} has a requirement that is not PEP 508: {text!r}: {error}"
         ) from None
 
