@@ -1,4 +1,4 @@
-"""The ``dex-agents`` command line: ``dex-agents demo``."""
+"""The ``dex-agents`` command line: ``dex-agents demo`` and ``dex-agents doctor``."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dex_agents._demo import (
     DemoOptions,
     run_demo,
 )
+from dex_agents._doctor import run_doctor
 
 __all__ = ["main"]
 
@@ -62,6 +63,16 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--api-base", metavar="URL", help="the provider endpoint for --model, such as a proxy"
     )
+    commands.add_parser(
+        "doctor",
+        help="report the installed dex-agents packages and whether they are on one version line",
+        description=(
+            "List the installed dex-agents packages (dex-agents, dex-local-engine, every "
+            "dex-agents-*), their versions, and each requirement (an adapter's framework, the "
+            "Dex SDK) against the range it was tested with. Exits 1 when a package is off the "
+            "line of dex-agents, a pin differs, or a requirement is missing or out of range."
+        ),
+    )
     return parser
 
 
@@ -73,8 +84,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         dex-agents demo
         dex-agents demo --session demo-1a2b3c4d --approve
         dex-agents demo --model openai/gpt-5-mini
+        dex-agents doctor
     """
     arguments = _parser().parse_args(argv)
+    if arguments.command == "doctor":
+        return run_doctor()
     if arguments.api_base and not arguments.model:
         print("dex-agents demo: --api-base needs --model", file=sys.stderr)
         return 2
