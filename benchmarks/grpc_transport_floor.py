@@ -15,9 +15,14 @@ latency per call or per frame pair. Multiplied by the messages of one session tu
 the query) it is the part of the engine's CPU per turn that the Python gRPC stack costs, whatever
 the engine does. ``--poll-strategy`` sets ``GRPC_POLL_STRATEGY`` in the server.
 
+``--compiled benchmarks/compiled_transport/build/server`` measures a gRPC C++ server instead (the
+same two methods, the SDK's own messages, no engine code; ``build.sh`` there builds it from the
+system's gRPC C++): what a compiled engine's transport would cost per message on this machine.
+
 Usage (from the repository root)::
 
     uv run python benchmarks/grpc_transport_floor.py [--calls 3000] [--poll-strategy poll]
+        [--sync | --compiled benchmarks/compiled_transport/build/server]
 """
 
 from __future__ import annotations
@@ -139,14 +144,19 @@ async def _measure(arguments: argparse.Namespace) -> None:
     env = dict(os.environ)
     if arguments.poll_strategy:
         env["GRPC_POLL_STRATEGY"] = arguments.poll_strategy
-    server = subprocess.Popen(
-        [
+    command = (
+        [str(arguments.compiled)]
+        if arguments.compiled
+        else [
             sys.executable,
             __file__,
             _SERVE_FLAG,
             *([_SYNC_FLAG] if arguments.sync else []),
             *arguments.server_option,
-        ],
+        ]
+    )
+    server = subprocess.Popen(
+        command,
         stdout=subprocess.PIPE,
         text=True,
         env=env,
@@ -160,7 +170,7 @@ async def _measure(arguments: argparse.Namespace) -> None:
         await _unary(address, 200)  # warm-up: connection, first calls
         print(
             f"grpc_transport_floor: {arguments.calls} calls each, one at a time; "
-            f"{'sync grpc.server (thread pool)' if arguments.sync else 'grpc.aio server'}, "
+            f"{_server_kind(arguments)}, "
             f"server GRPC_POLL_STRATEGY={arguments.poll_strategy or '(default)'}, "
             f"extra options {arguments.server_option or 'none'}; "
             f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}"
@@ -179,12 +189,33 @@ async def _measure(arguments: argparse.Namespace) -> None:
     print(f"cores: {os.cpu_count()}")
 
 
+def _server_kind(arguments: argparse.Namespace) -> str:
+    if arguments.compiled:
+        return f"compiled gRPC C++ server {arguments.compiled.name} (grpcpp {_grpcpp_version()})"
+    return "sync grpc.server (thread pool)" if arguments.sync else "grpc.aio server"
+
+
+def _grpcpp_version() -> str:
+    try:
+        return subprocess.run(
+            ["pkg-config", "--modversion", "grpc++"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "version unknown"
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--poll-strategy", default="", help="GRPC_POLL_STRATEGY of the server")
     parser.add_argument(
         "--sync", action="store_true", help="a sync grpc.server with a thread pool instead"
+    )
+    parser.add_argument(
+        "--compiled",
+        type=Path,
+        default=None,
+        help="the C++ server built by benchmarks/compiled_transport/build.sh instead",
     )
     parser.add_argument(
         "--server-option",

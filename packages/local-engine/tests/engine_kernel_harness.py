@@ -18,8 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import dex
+import grpc
 from dex.blob_cache import BlobCacheConfig, open_blob_cache
+from dex.dexpb import dex_pb2_grpc
 from dex.worker_options import PullWorkerOptions, WorkerOptions, WorkerTarget
+from google.protobuf import empty_pb2
 
 __all__ = ["EngineProcess", "reachable", "running_engine", "sdk_client", "sdk_worker"]
 
@@ -128,6 +131,9 @@ async def sdk_worker(
     engine: EngineProcess, flows: list[dex.Flow]
 ) -> AsyncIterator[dex.AsyncWorker]:  # type: ignore[type-arg]
     """A real SDK AsyncWorker polling the engine (pull mode)."""
+    # The Worker's start fails at once if its first call meets the connection a killed engine
+    # left in gRPC's per-process pool, still in reconnect backoff; wait until it is serving.
+    await _serving(engine.address)
     registry = dex.Registry(flows, allow_async_handlers=True)
     worker = dex.AsyncWorker(
         registry,
@@ -153,6 +159,13 @@ def _seconds(value: float):  # type: ignore[no-untyped-def]
 
 
 _ = os
+
+
+async def _serving(address: str, timeout: float = 20.0) -> None:
+    """Return once the engine at ``address`` answers (``wait_for_ready`` rides out the backoff)."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        await stub.HealthCheck(empty_pb2.Empty(), wait_for_ready=True, timeout=timeout)
 
 
 async def reachable(client: dex.AsyncClient, timeout: float = 20.0) -> dex.AsyncClient:

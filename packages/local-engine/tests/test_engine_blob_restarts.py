@@ -42,6 +42,8 @@ _INBOX_CHARS = 600 * KIB
 _INPUT_CHARS = 300 * KIB
 _RELEASE_CHARS = 500 * KIB
 _KILLS = 3
+_FILLS_PER_KILL = 25
+_FILL_PAUSE_SECONDS = 0.02
 
 
 class Hold(Step[str]):
@@ -171,7 +173,10 @@ async def test_sigkill_while_large_values_are_written_leaves_no_dangling_referen
             _assert_every_reference_resolves(engine.database)
             engine.start()
             assert acknowledged, f"kill {kill + 1}: no fill was acknowledged before the kill"
+        print("ACK", len(acknowledged))
+        t0 = __import__("time").monotonic()
         report = await _release_and_report(engine, flow, "churn")
+        print("REL", __import__("time").monotonic() - t0)
     prefix, inbox = report.split(" inbox=")
     attempt_field, sizes = prefix.split(" ", 1)
     assert sizes == f"input={_INPUT_CHARS} released={_RELEASE_CHARS} note={_NOTE_CHARS}"
@@ -189,9 +194,17 @@ async def test_sigkill_while_large_values_are_written_leaves_no_dangling_referen
 async def _fill_until_killed(
     client: dex.AsyncClient, flow: BlobFlow, seeds: Iterator[int], acknowledged: list[int]
 ) -> None:
-    while True:
+    """Fills, paced, until the engine is killed or ``_FILLS_PER_KILL`` were sent.
+
+    The Step finally loads every inbox message into one Worker's 64 MiB blob cache, so the fills
+    are paced and capped (``_FILLS_PER_KILL``) to keep it well under that however fast the machine:
+    unpaced, a fast run acknowledged over 100 fills (more than 64 MiB), and the Step could never
+    load its values.
+    """
+    for _ in range(_FILLS_PER_KILL):
         seed = next(seeds)
         try:
             acknowledged.append(await client.invoke_rpc(flow.fill, "churn", seed))
         except dex.DexServiceError:
             return
+        await asyncio.sleep(_FILL_PAUSE_SECONDS)
