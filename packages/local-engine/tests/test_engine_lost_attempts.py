@@ -18,7 +18,7 @@ from engine_kernel_harness import reachable, running_engine, sdk_client, sdk_wor
 WAIT = timedelta(seconds=60)
 _KILLS = 3
 _MAXIMUM_ATTEMPTS = 2
-_STARTED: list[int] = []
+started_attempts: list[int] = []
 """The attempt numbers the Step's execute began with (the Workers run in the test's loop)."""
 
 
@@ -33,7 +33,7 @@ class Slow(Step[str]):
         )
 
     async def execute(self, context: dex.AsyncContext, input: str) -> dex.StepDecision:
-        _STARTED.append(context.attempt)
+        started_attempts.append(context.attempt)
         if context.attempt <= _KILLS:
             await asyncio.sleep(3600)
         return dex.force_complete(f"attempt={context.attempt}")
@@ -46,15 +46,15 @@ class LostFlow(Flow[str]):
 
 async def _started(count: int) -> None:
     for _ in range(600):
-        if len(_STARTED) >= count:
+        if len(started_attempts) >= count:
             return
         await asyncio.sleep(0.05)
-    raise AssertionError(f"attempt {count} never started: {_STARTED}")
+    raise AssertionError(f"attempt {count} never started: {started_attempts}")
 
 
 async def test_attempts_lost_to_engine_kills_do_not_use_up_maximum_attempts() -> None:
     assert _KILLS + 1 <= FREE_LOST_ATTEMPTS + _MAXIMUM_ATTEMPTS - 1
-    _STARTED.clear()
+    started_attempts.clear()
     flow = LostFlow()
     async with running_engine() as engine:
         async with sdk_client(engine, [flow]) as client, sdk_worker(engine, [flow]):
@@ -73,4 +73,4 @@ async def test_attempts_lost_to_engine_kills_do_not_use_up_maximum_attempts() ->
             result = await client.wait_for_flow("lost", timeout=WAIT)
     assert result.status is FlowStatus.COMPLETED, result
     assert result.completions[0].decode(str) == f"attempt={_KILLS + 1}"
-    assert _STARTED == list(range(1, _KILLS + 2))
+    assert started_attempts == list(range(1, _KILLS + 2))
