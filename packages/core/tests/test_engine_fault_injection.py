@@ -13,8 +13,7 @@ At the end, with no more faults, every session must show:
 - the user messages are exactly the turns' messages, in order, each once;
 - every turn completed (the model's ``done: ...`` reply after all three tool results), or shows
   the seed's outcome of a Step whose every attempt was lost to faults (its retry policy allows
-  three; attempts lost to engine kills do not count against that, so only Worker kills can use
-  them up): the turn failed with that error and its failure note, and the next turn runs;
+  three): the turn failed with that error and its failure note, and the next turn runs;
 - no committed message lost: every message any snapshot showed during the run is still there,
   unchanged;
 - ``lookup`` and ``upsert`` answered ``ok`` (a killed attempt repeats them);

@@ -103,9 +103,7 @@ class Engine:
         """Load every run from the store and resume the running ones.
 
         A Step method attempt that was in flight when the engine stopped may have run, so it is
-        failed as lost (NOT_COMPLETED) and retried with a new attempt that the policy's
-        ``maximum_attempts`` does not count (up to ``FREE_LOST_ATTEMPTS`` per method: a restart is
-        the engine's failure, not the method's); queued Steps dispatch again.
+        failed as lost (NOT_COMPLETED) and retried per its policy; queued Steps dispatch again.
         """
         self.runs.load()
         inflight = {(row.run_id, row.step_execution_id): row for row in self._store.load_inflight()}

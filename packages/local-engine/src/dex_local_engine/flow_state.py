@@ -91,9 +91,6 @@ class StepExecution:
     first_attempt_at: float = 0.0
     reached_worker: bool = False
     """Some attempt of the current method produced output (it ran on a Worker)."""
-    lost_attempts: int = 0
-    """Attempts of the current method lost to engine restarts that its retry policy's
-    ``maximum_attempts`` does not count (see ``StepScheduler``)."""
     retry_at: float = 0.0
     """When a failed attempt's retry may be dispatched (0: now)."""
     last_heartbeat: pb.Value | None = None

@@ -49,7 +49,6 @@ from dex_local_engine.wire_values import ensure_value, value_text
 __all__ = [
     "ATTEMPT_PROGRESS_NOT_COMPLETED",
     "ATTEMPT_PROGRESS_NOT_STARTED",
-    "FREE_LOST_ATTEMPTS",
     "NO_ERROR",
     "RunCloser",
     "StepScheduler",
@@ -63,8 +62,6 @@ NO_ERROR = pb.FLOW_ERROR_TYPE_UNSPECIFIED
 """The error type of a run that did not fail."""
 ATTEMPT_PROGRESS_NOT_STARTED = "NOT_STARTED"
 ATTEMPT_PROGRESS_NOT_COMPLETED = "NOT_COMPLETED"
-FREE_LOST_ATTEMPTS = 5
-"""Attempts of one method lost to engine restarts that its ``maximum_attempts`` does not count."""
 
 
 class RunCloser(Protocol):
@@ -298,7 +295,7 @@ class StepScheduler:
                         ),
                         reached_worker=True,
                     )
-                    self._attempt_failed(run, step, failure, lost_to_restart=True)
+                    self._attempt_failed(run, step, failure)
                     continue
                 await self._attempt(run, step)
         except asyncio.CancelledError:
@@ -488,24 +485,7 @@ class StepScheduler:
             for movement in decision.next_steps
         ]
 
-    def _attempt_failed(
-        self,
-        run: FlowRun,
-        step: StepExecution,
-        failure: AttemptFailure,
-        *,
-        lost_to_restart: bool = False,
-    ) -> None:
-        """Retry ``step``'s method per its policy, or fail it.
-
-        An attempt lost to an engine restart is the engine's failure, not the method's: up to
-        :data:`FREE_LOST_ATTEMPTS` of them get a new attempt that ``maximum_attempts`` does not
-        count (the attempt number still grows, so the method can tell it may have run before).
-        Beyond that they count, so an engine that keeps crashing on one Step still ends it, and
-        the policy's total duration bounds them all along.
-        """
-        if lost_to_restart and step.lost_attempts < FREE_LOST_ATTEMPTS:
-            step.lost_attempts += 1
+    def _attempt_failed(self, run: FlowRun, step: StepExecution, failure: AttemptFailure) -> None:
         method = step.method
         policy = (
             step.options.wait_for_retry_policy
@@ -519,10 +499,9 @@ class StepScheduler:
         if step.first_attempt_at == 0.0:
             # Not persisted when an in-flight attempt was lost to an engine restart.
             step.first_attempt_at = now
-        counted = step.attempt - step.lost_attempts
-        interval = retry_interval(policy, max(1, counted), failure.error.retry_after_seconds)
+        interval = retry_interval(policy, step.attempt, failure.error.retry_after_seconds)
         total = float(policy.total_duration_seconds or DEFAULT_TOTAL_RETRY_DURATION)
-        within_attempts = policy.maximum_attempts <= 0 or counted < policy.maximum_attempts
+        within_attempts = policy.maximum_attempts <= 0 or step.attempt < policy.maximum_attempts
         within_time = now + interval - step.first_attempt_at <= total
         if within_attempts and within_time:
             self._record_retry(run, step, failure.error)
@@ -689,7 +668,6 @@ def _reset_method(step: StepExecution, phase: StepPhase) -> None:
     step.attempt = 1
     step.first_attempt_at = 0.0
     step.reached_worker = False
-    step.lost_attempts = 0
     step.retry_at = 0.0
     step.last_heartbeat = None
     step.last_failure = None
