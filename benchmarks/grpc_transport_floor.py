@@ -141,6 +141,11 @@ async def _stream(address: str, frames: int) -> list[float]:
 
 
 async def _measure(arguments: argparse.Namespace) -> None:
+    if arguments.compiled and not os.access(arguments.compiled, os.X_OK):
+        raise SystemExit(
+            f"grpc_transport_floor: {arguments.compiled} is not an executable; build it with: "
+            "bash benchmarks/compiled_transport/build.sh"
+        )
     env = dict(os.environ)
     if arguments.poll_strategy:
         env["GRPC_POLL_STRATEGY"] = arguments.poll_strategy
