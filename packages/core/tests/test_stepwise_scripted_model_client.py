@@ -90,6 +90,34 @@ async def test_async_script_and_tool_calls_with_deterministic_ids() -> None:
     assert first.finish_reasons == ("tool_calls",)
 
 
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [
+        # The same characters split across items differently.
+        ((ModelUserText("ab"), ModelUserText("c")), (ModelUserText("a"), ModelUserText("bc"))),
+        # The same text as user text and as a tool result's output.
+        ((ModelUserText("7"),), (ModelToolResult("call_1", "lookup_order", "7"),)),
+        # A tool result's fields moved between its ID and its name.
+        (
+            (ModelToolResult("call_1", "lookup", "x"),),
+            (ModelToolResult("call_", "1lookup", "x"),),
+        ),
+    ],
+)
+async def test_different_inputs_get_different_tool_call_ids(
+    one: tuple[ModelUserText | ModelToolResult, ...],
+    other: tuple[ModelUserText | ModelToolResult, ...],
+) -> None:
+    client = ScriptedModelClient(
+        lambda request: ScriptedModelReply(tool_calls=[ScriptedToolCall("lookup_order", {})])
+    )
+
+    first = await client.call_model(_request(*one), _RecordingWriter())
+    second = await client.call_model(_request(*other), _RecordingWriter())
+
+    assert first.tool_calls[0].tool_call_id != second.tool_calls[0].tool_call_id
+
+
 async def test_explicit_tool_call_id_and_raw_arguments_text_are_kept() -> None:
     client = ScriptedModelClient(
         lambda request: ScriptedModelReply(

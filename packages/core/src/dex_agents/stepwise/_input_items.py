@@ -11,10 +11,12 @@ stored result, or the text the caller supplies for a call whose result is missin
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Final
 
 from dex_agents._json_values import JsonValue, dump_json_text
 from dex_agents._values import AgentMessage, FrameworkMessage, MessageRole
@@ -38,6 +40,8 @@ __all__ = [
 ]
 
 _FORMAT_KEY = "stepwise"
+_DECODED_ITEMS: Final = 8192
+"""Stored items whose decoded form one Worker process keeps (least recently read dropped first)."""
 
 
 class _ItemType(StrEnum):
@@ -109,12 +113,16 @@ def tool_result_message(result: ModelToolResult) -> FrameworkMessage:
 
 def decode_message(message: AgentMessage) -> StoredItem:
     """Reads one stored message; a message in another format is read from its neutral fields."""
-    payload = _stepwise_payload(message.framework_item)
-    if payload is not None:
-        decoded = _decode_payload(payload)
-        if decoded is not None:
-            return decoded
-    return _decode_neutral(message)
+    decoded = _decode_framework_item(message.framework_item)
+    return _decode_neutral(message) if decoded is None else decoded
+
+
+@functools.lru_cache(maxsize=_DECODED_ITEMS)
+def _decode_framework_item(framework_item: str) -> StoredItem | None:
+    # Every RunModel reads the whole transcript again, and the same text always decodes to the
+    # same frozen items, so a Worker decodes each stored item once instead of once per model call.
+    payload = _stepwise_payload(framework_item)
+    return None if payload is None else _decode_payload(payload)
 
 
 def _stepwise_payload(framework_item: str) -> dict[str, object] | None:

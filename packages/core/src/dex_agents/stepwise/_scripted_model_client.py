@@ -19,6 +19,7 @@ from dex_agents._values import AgentUsage
 from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise._json_schema import JsonValue
 from dex_agents.stepwise._model_client import (
+    ModelInputItem,
     ModelOutputItem,
     ModelOutputItemKind,
     ModelOutputWriter,
@@ -225,8 +226,23 @@ class ScriptedModelClient:
 
 def _request_key(request: ModelRequest) -> str:
     """A short digest of the request, so IDs differ between calls and repeat on a rerun."""
-    digest = hashlib.sha256(repr((request.instructions, request.input)).encode("utf-8"))
+    # Fed field by field: a repr() of the whole input cost a Worker more than the digest itself.
+    digest = hashlib.sha256(request.instructions.encode("utf-8"))
+    for item in request.input:
+        for part in _item_parts(item):
+            encoded = part.encode("utf-8", "surrogatepass")
+            # Length-prefixed, so no two different inputs feed the digest the same bytes.
+            digest.update(len(encoded).to_bytes(8, "little"))
+            digest.update(encoded)
     return digest.hexdigest()[:12]
+
+
+def _item_parts(item: ModelInputItem) -> tuple[str, ...]:
+    if isinstance(item, ModelUserText):
+        return ("user", item.text)
+    if isinstance(item, ModelToolResult):
+        return ("result", item.tool_call_id, item.tool_name, item.output)
+    return ("output", item.provider, item.kind.value, item.item, item.text or "")
 
 
 def _tool_call_item(call: ScriptedToolCall, tool_call_id: str) -> ModelOutputItem:
