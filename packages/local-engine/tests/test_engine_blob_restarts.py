@@ -173,10 +173,7 @@ async def test_sigkill_while_large_values_are_written_leaves_no_dangling_referen
             _assert_every_reference_resolves(engine.database)
             engine.start()
             assert acknowledged, f"kill {kill + 1}: no fill was acknowledged before the kill"
-        print("ACK", len(acknowledged))
-        t0 = __import__("time").monotonic()
         report = await _release_and_report(engine, flow, "churn")
-        print("REL", __import__("time").monotonic() - t0)
     prefix, inbox = report.split(" inbox=")
     attempt_field, sizes = prefix.split(" ", 1)
     assert sizes == f"input={_INPUT_CHARS} released={_RELEASE_CHARS} note={_NOTE_CHARS}"
