@@ -204,8 +204,10 @@ async def test_rejected_task_is_offered_to_another_worker_with_the_same_request(
     task = raw_task()
     run = asyncio.create_task(collect(pull_server.dispatcher.dispatch(task)))
     assert (await full.read()).task.task_id == task.task_id
-    await full.reject(task.task_id, pb.POLL_WORKER_TASK_REJECT_REASON_NO_CAPACITY)
+    # The other Worker is there before the reject: a declining stream is offered the task again
+    # after 2 ms, sooner than a stream opened after the reject may register on a busy machine.
     spare = await registered_stream(channel, worker="raw-spare")
+    await full.reject(task.task_id, pb.POLL_WORKER_TASK_REJECT_REASON_NO_CAPACITY)
 
     offered = await spare.read()
     assert offered.task.execute == task.request
