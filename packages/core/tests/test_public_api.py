@@ -411,6 +411,8 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "McpToolSource",
             "TASKS_EXTENSION",
             "agent_tool_name",
+            "require_listed_tool",
+            "require_mcp_tool_source",
         }
     ),
 }

@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import SdkMcpTool, tool
 from dex_agents import (
-    ConfigurationTypeError,
     ListedTool,
     ToolEffect,
     require_deferred_tool_execution,
@@ -54,12 +53,10 @@ def mcp_sdk_tool(source: McpToolSource, listed: ListedTool) -> SdkMcpTool[Any]:
         >>> tools = [mcp_sdk_tool(files, listed) for listed in files.cached_tools()]
         >>> runner = ClaudeAgentSdkRunner(instructions="You manage reports.", tools=tools)
     """
-    _check_source(source)
-    if not isinstance(listed, ListedTool):
-        raise ConfigurationTypeError(
-            f"mcp_sdk_tool needs a tool that McpToolSource.list_tools() returned, got "
-            f"{type(listed).__name__}"
-        )
+    from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # needs the mcp extra
+
+    require_mcp_tool_source(source)
+    require_listed_tool(listed, "mcp_sdk_tool")
     name = listed.name
 
     async def call(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -97,7 +94,9 @@ async def mcp_sdk_tools(source: McpToolSource, *, refresh: bool = False) -> list
         ... )
         >>> options = AgentSessionOptions(tool_policies={**files.tool_policies(), **my_policies})
     """
-    _check_source(source)
+    from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
+
+    require_mcp_tool_source(source)
     return [mcp_sdk_tool(source, listed) for listed in await source.list_tools(refresh=refresh)]
 
 
@@ -116,12 +115,3 @@ def _annotations(effect: ToolEffect | None) -> ToolAnnotations | None:
     if effect is ToolEffect.IDEMPOTENT_WRITE:
         return ToolAnnotations(read_only_hint=False, idempotent_hint=True)
     return None
-
-
-def _check_source(source: object) -> None:
-    from dex_agents.mcp import McpToolSource
-
-    if not isinstance(source, McpToolSource):
-        raise ConfigurationTypeError(
-            f"expected a dex_agents.mcp.McpToolSource, got {type(source).__name__}"
-        )

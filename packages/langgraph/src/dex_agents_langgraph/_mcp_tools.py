@@ -18,7 +18,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from dex_agents import ConfigurationTypeError, ListedTool, ToolExecutionError
+from dex_agents import ListedTool, ToolExecutionError
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 
@@ -42,12 +42,10 @@ def mcp_structured_tool(source: McpToolSource, tool: ListedTool) -> StructuredTo
         >>> mcp = [mcp_structured_tool(tools, listed) for listed in tools.cached_tools()]
         >>> graph = create_react_agent(model, [*my_tools, *mcp])
     """
-    _check_source(source)
-    if not isinstance(tool, ListedTool):
-        raise ConfigurationTypeError(
-            f"mcp_structured_tool needs a tool that McpToolSource.list_tools() returned, got "
-            f"{type(tool).__name__}"
-        )
+    from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # needs the mcp extra
+
+    require_mcp_tool_source(source)
+    require_listed_tool(tool, "mcp_structured_tool")
     name = tool.name
 
     async def call(config: RunnableConfig, **arguments: Any) -> str:
@@ -81,14 +79,7 @@ async def mcp_structured_tools(
         >>> graph = create_react_agent(model, [*my_tools, *await mcp_structured_tools(tools)])
         >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
     """
-    _check_source(source)
+    from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
+
+    require_mcp_tool_source(source)
     return [mcp_structured_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
-
-
-def _check_source(source: object) -> None:
-    from dex_agents.mcp import McpToolSource  # needs the mcp extra; its ImportError names it
-
-    if not isinstance(source, McpToolSource):
-        raise ConfigurationTypeError(
-            f"expected a dex_agents.mcp.McpToolSource, got {type(source).__name__}"
-        )

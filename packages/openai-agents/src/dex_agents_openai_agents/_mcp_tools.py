@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents import FunctionTool
 from agents.tool_context import ToolContext
-from dex_agents import ConfigurationTypeError, ListedTool
+from dex_agents import ListedTool
 
 from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
 
@@ -40,12 +40,10 @@ def mcp_function_tool(source: McpToolSource, tool: ListedTool) -> FunctionTool:
         >>> await tools.list_tools()
         >>> agent = Agent(name="ops", tools=[mcp_function_tool(tools, t) for t in tools.cached_tools()])
     """
-    _check_source(source)
-    if not isinstance(tool, ListedTool):
-        raise ConfigurationTypeError(
-            f"mcp_function_tool needs a tool that McpToolSource.list_tools() returned, got "
-            f"{type(tool).__name__}"
-        )
+    from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # needs the mcp extra
+
+    require_mcp_tool_source(source)
+    require_listed_tool(tool, "mcp_function_tool")
     name = tool.name
 
     async def invoke(context: ToolContext[Any], arguments: str) -> str:
@@ -78,14 +76,7 @@ async def mcp_function_tools(source: McpToolSource, *, refresh: bool = False) ->
         >>> agent = Agent(name="ops", tools=[*my_tools, *await mcp_function_tools(tools)])
         >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
     """
-    _check_source(source)
+    from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
+
+    require_mcp_tool_source(source)
     return [mcp_function_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
-
-
-def _check_source(source: object) -> None:
-    from dex_agents.mcp import McpToolSource  # needs the mcp extra; its ImportError names it
-
-    if not isinstance(source, McpToolSource):
-        raise ConfigurationTypeError(
-            f"expected a dex_agents.mcp.McpToolSource, got {type(source).__name__}"
-        )

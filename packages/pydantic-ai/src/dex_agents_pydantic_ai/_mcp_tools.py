@@ -17,7 +17,7 @@ from __future__ import annotations
 import copy
 from typing import TYPE_CHECKING, Any
 
-from dex_agents import ConfigurationTypeError, ListedTool, ToolExecutionError
+from dex_agents import ListedTool, ToolExecutionError
 from pydantic_ai import RunContext, Tool, ToolFailed
 
 from dex_agents_pydantic_ai._idempotency import deferred_tool_idempotency_key
@@ -39,12 +39,10 @@ def mcp_tool(source: McpToolSource, tool: ListedTool) -> Tool[Any]:
         >>> await tools.list_tools()
         >>> agent = Agent(model, tools=[mcp_tool(tools, listed) for listed in tools.cached_tools()])
     """
-    _check_source(source)
-    if not isinstance(tool, ListedTool):
-        raise ConfigurationTypeError(
-            f"mcp_tool needs a tool that McpToolSource.list_tools() returned, got "
-            f"{type(tool).__name__}"
-        )
+    from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # needs the mcp extra
+
+    require_mcp_tool_source(source)
+    require_listed_tool(tool, "mcp_tool")
     name = tool.name
 
     async def call(ctx: RunContext[Any], **arguments: Any) -> str:
@@ -78,14 +76,7 @@ async def mcp_tools(source: McpToolSource, *, refresh: bool = False) -> list[Too
         >>> agent = Agent(model, tools=[*my_tools, *await mcp_tools(tools)])
         >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
     """
-    _check_source(source)
+    from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
+
+    require_mcp_tool_source(source)
     return [mcp_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
-
-
-def _check_source(source: object) -> None:
-    from dex_agents.mcp import McpToolSource  # needs the mcp extra; its ImportError names it
-
-    if not isinstance(source, McpToolSource):
-        raise ConfigurationTypeError(
-            f"expected a dex_agents.mcp.McpToolSource, got {type(source).__name__}"
-        )

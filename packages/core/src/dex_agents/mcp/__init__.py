@@ -25,6 +25,7 @@ except ImportError as error:  # pragma: no cover - exercised without the extra i
         'dex_agents.mcp needs the MCP SDK: install it with pip install "dex-agents[mcp]"'
     ) from error
 
+from dex_agents.mcp._adapter_checks import require_listed_tool, require_mcp_tool_source
 from dex_agents.mcp._connection import TASKS_EXTENSION
 from dex_agents.mcp._errors import McpTaskError, McpToolCallInterruptedError
 from dex_agents.mcp._input_requests import INPUT_REQUEST_ERROR_PREFIX
@@ -79,4 +80,6 @@ __all__ = [
     "McpToolCallInterruptedError",
     "McpToolSource",
     "agent_tool_name",
+    "require_listed_tool",
+    "require_mcp_tool_source",
 ]
