@@ -116,8 +116,8 @@ async def test_cancel_during_a_model_call_drops_its_answer(scenario: Scenario) -
 
     snapshot = await scenario.wait_for_turn_end("cancel-model")
     gate.release()
-    # A second cancel of the same turn, after it ended, answers True and changes nothing.
-    assert await sessions.cancel_turn("cancel-model", "turn-1")
+    # A cancel naming the turn after it ended answers False: no turn is active (the RPC table).
+    assert not await sessions.cancel_turn("cancel-model", "turn-1")
     assert await sessions.send_user_message("cancel-model", "after the cancel")
     snapshot = await scenario.wait_for_turn_end("cancel-model", turns=2)
     # The cancelled call's answer never reaches the session.
@@ -153,7 +153,8 @@ async def test_cancel_while_a_tool_runs(scenario: Scenario) -> None:
     snapshot = await wait_for_agent_snapshot(sessions, "cancel-tool", _refund_settled)
     records = {record.tool_name: record for record in snapshot.tool_calls}
     assert records["refund"].cancellation_reason is CancellationReason.TURN_CANCELLED
-    assert await sessions.cancel_turn("cancel-tool", "turn-1")  # a second call changes nothing
+    # The turn is still active (the lookup runs): a second call answers True, changes nothing.
+    assert await sessions.cancel_turn("cancel-tool", "turn-1")
 
     scenario.gate("lookup").release()
     snapshot = await scenario.wait_for_turn_end("cancel-tool")

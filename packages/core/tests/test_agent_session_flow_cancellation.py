@@ -80,8 +80,8 @@ async def test_cancel_during_a_model_call_drops_its_answer(tmp_path: Path) -> No
         gate.opened.set()
         assert [m.text for m in snapshot.messages] == ["hello"]
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
-        # A second cancel of the same turn answers True and changes nothing.
-        assert await sessions.cancel_turn("s", "turn-1")
+        # The turn has ended: a cancel naming it now answers False (no turn is active).
+        assert not await sessions.cancel_turn("s", "turn-1")
         # The session goes on: the next message starts turn-2.
         assert await sessions.send_user_message("s", "again")
         snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
@@ -93,42 +93,51 @@ async def test_cancel_during_a_model_call_drops_its_answer(tmp_path: Path) -> No
 
 
 async def test_a_stop_pressed_twice_succeeds_both_times(tmp_path: Path) -> None:
-    """Two concurrent cancels of one turn both answer True, as does a later one for that turn
-    once the first ended it; none of them touches the turn that follows."""
-    gate = Gate()
+    """Two concurrent cancels of one turn both answer True while its cancellation is in flight
+    (a started tool keeps the turn active); once the turn ended a cancel naming it answers False
+    (no turn is active for it), also while the next turn runs, which it does not touch."""
+    tool_gate = Gate()
+    model_gate = Gate()
 
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        if turn.turn_id == "turn-1" and not turn.is_resuming:
+            return request_tools(turn, tool_call(turn, "slow", "lookup", {}))
         return TurnCompleted((assistant(f"answer of {turn.turn_id}"),), AgentUsage())
 
     async def before(turn: AgentTurnContext) -> None:
-        if turn.turn_id in ("turn-1", "turn-2"):
-            await gate.pass_through()
+        if turn.turn_id == "turn-2":
+            await model_gate.pass_through()
 
-    runner = ScriptedRunner(script, before_model_call=before)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
+        await tool_gate.pass_through()
+        return ToolExecutionResult("slow result")
+
+    runner = ScriptedRunner(script, {"lookup": lookup}, before_model_call=before)
+    async with running_session_stack(tmp_path, runner, _LOOKUP_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hello")
-        await gate.wait_reached()
+        await tool_gate.wait_reached()
         presses = await asyncio.gather(
             sessions.cancel_turn("s", "turn-1"), sessions.cancel_turn("s", "turn-1")
         )
         assert presses == [True, True]
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        assert is_active(await sessions.get_agent_snapshot("s")) is not None
         assert await sessions.cancel_turn("s", "turn-1")
+        tool_gate.opened.set()
+        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        assert not await sessions.cancel_turn("s", "turn-1")
         assert not await sessions.cancel_turn("s", "turn-2")
 
-        gate.reached.clear()
         assert await sessions.send_user_message("s", "again")
-        await gate.wait_reached()
+        await model_gate.wait_reached()
         # Pressing stop again for the cancelled turn while turn-2 runs changes nothing.
-        assert await sessions.cancel_turn("s", "turn-1")
-        gate.opened.set()
+        assert not await sessions.cancel_turn("s", "turn-1")
+        model_gate.opened.set()
         snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
-        assert [m.text for m in snapshot.messages] == ["hello", "again", "answer of turn-2"]
+        assert [m.text for m in snapshot.messages][-2:] == ["again", "answer of turn-2"]
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_completed")
         cancelled = [e.turn_id for e in events if e.type == "turn_cancelled"]
         assert cancelled == ["turn-1"]
-        assert events[-1].turn_id == "turn-2"
 
 
 async def test_cancel_during_an_approval_wait_rejects_the_call(tmp_path: Path) -> None:

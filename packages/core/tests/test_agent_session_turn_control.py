@@ -92,10 +92,13 @@ def test_decide_cancel_turn() -> None:
     assert decide_cancel_turn(request, RUNNING, earlier) is CancelTurnDecision.CANCEL
     recorded = TurnCancellationRequest("turn-1")
     assert decide_cancel_turn(request, RUNNING, recorded) is CancelTurnDecision.ALREADY_REQUESTED
-    # A second press after the first one ended the turn, and while a later turn runs.
-    assert decide_cancel_turn(request, IDLE, recorded) is CancelTurnDecision.ALREADY_REQUESTED
+    # While the cancellation is in flight the turn may have stopped accepting control (it
+    # settles its tool calls): a second press still answers True.
+    assert decide_cancel_turn(request, locked, recorded) is CancelTurnDecision.ALREADY_REQUESTED
+    # Once the cancelled turn ended no turn is active for it: False, also while a later turn runs.
+    assert decide_cancel_turn(request, IDLE, recorded) is CancelTurnDecision.REFUSE
     later = replace(RUNNING, active_turn_id="turn-2", turn_count=2)
-    assert decide_cancel_turn(request, later, recorded) is CancelTurnDecision.ALREADY_REQUESTED
+    assert decide_cancel_turn(request, later, recorded) is CancelTurnDecision.REFUSE
     assert decide_cancel_turn(CancelTurnRequest("turn-2"), later, recorded) is (
         CancelTurnDecision.CANCEL
     )

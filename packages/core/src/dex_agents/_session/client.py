@@ -258,9 +258,10 @@ class AgentSessionClient:
         ``RpcLockConflictError`` for 5 seconds.
 
         Returns:
-            ``True`` when the request is recorded, also for a second call for the same turn;
-            ``False`` when no turn is active, ``turn_id`` names another turn, or the turn does not
-            accept cancellation.
+            ``True`` when the request is recorded, also for every further call for the same turn
+            while its cancellation is in flight; ``False`` when no turn is active (also once the
+            cancelled turn has ended), ``turn_id`` names another turn, or the turn does not accept
+            cancellation.
 
         Raises:
             RpcLockConflictError: When the locks stay taken for 5 seconds.

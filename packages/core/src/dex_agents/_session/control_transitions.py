@@ -103,8 +103,8 @@ class CancelTurnDecision(StrEnum):
     REFUSE = "refuse"
     """Returns ``False``: no turn is active, another turn is, or it does not accept control."""
     ALREADY_REQUESTED = "already_requested"
-    """Returns ``True`` and changes nothing: this turn's cancellation is already recorded, also
-    once the cancelled turn has ended (a second press of a stop button)."""
+    """Returns ``True`` and changes nothing: this turn's cancellation is recorded and still in
+    flight (a second press of a stop button before the turn ended)."""
     CANCEL = "cancel"
     """Records the request, cancels the turn's Steps, and starts ``FinishTurnCancellation``."""
 
@@ -116,18 +116,19 @@ def decide_cancel_turn(
 ) -> CancelTurnDecision:
     """Decide a ``cancel_turn`` call from the committed state and the recorded request.
 
-    ``TurnCancellationRequest`` keeps the last cancelled turn after that turn ended, so a second
-    call for it answers ``True`` even when the first call already finished the turn.
+    A second call for a turn whose cancellation is recorded answers ``True`` while that turn is
+    still active; once the turn has ended no turn is active for it, so the call answers ``False``
+    like any call naming an ended turn (the RPC table).
 
     Example:
         >>> decide_cancel_turn(CancelTurnRequest("turn-1"), AgentState(), None)
         <CancelTurnDecision.REFUSE: 'refuse'>
     """
+    if state is None or state.active_turn_id is None or request.turn_id != state.active_turn_id:
+        return CancelTurnDecision.REFUSE
     if recorded is not None and recorded.turn_id == request.turn_id:
         return CancelTurnDecision.ALREADY_REQUESTED
-    if state is None or state.active_turn_id is None:
-        return CancelTurnDecision.REFUSE
-    if request.turn_id != state.active_turn_id or not state.accepts_turn_control:
+    if not state.accepts_turn_control:
         return CancelTurnDecision.REFUSE
     return CancelTurnDecision.CANCEL
 

@@ -260,8 +260,9 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def cancel_turn(self, context: Context, request: CancelTurnRequest) -> RPCResult[bool]:
         """Stop the running turn now with no new turn: cancels its model call, compaction, and
         waiting Steps, and moves to ``FinishTurnCancellation``. ``False`` when no turn is active,
-        ``turn_id`` names another turn, or the turn does not accept cancellation; a second call
-        for the same turn returns ``True`` and changes nothing."""
+        ``turn_id`` names another turn, or the turn does not accept cancellation; every further
+        call for the same turn returns ``True`` and changes nothing while its cancellation is in
+        flight (``False`` once the turn ended)."""
         decision = rpcs.record_turn_cancellation(context, request)
         if decision is not CancelTurnDecision.CANCEL:
             return RPCResult(decision is CancelTurnDecision.ALREADY_REQUESTED)
