@@ -24,6 +24,7 @@ from dex.dexpb import dex_pb2_grpc
 from dex.worker_options import WorkerTarget
 from dex_local_engine.errors import EngineError, guard_servicer_method
 from dex_local_engine.search_query import (
+    MAX_QUERY_DEPTH,
     FlowSearchRecord,
     IndexedValue,
     indexed_value_from_write,
@@ -221,6 +222,30 @@ async def test_sdk_sees_invalid_query_as_invalid_argument(client: AsyncClient) -
     with pytest.raises(DexServiceError) as raised:
         await client.search_flows("FlowType = 'Orders'", 10, "bogus")
     assert "next_page_token" in raised.value.detail
+
+
+def test_nesting_is_bounded_so_a_deep_query_is_invalid_not_a_recursion_error() -> None:
+    deepest = "(" * MAX_QUERY_DEPTH + "FlowType = 'Orders'" + ")" * MAX_QUERY_DEPTH
+    assert _ids(deepest) == ["o2", "o1"]
+    with pytest.raises(EngineError) as raised:
+        parse_search_query("(" * 1000 + "FlowType = 'Orders'" + ")" * 1000)
+    assert raised.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert f"nest deeper than {MAX_QUERY_DEPTH} levels" in raised.value.detail
+
+
+async def test_a_huge_bad_query_gets_a_clipped_invalid_argument(client: AsyncClient) -> None:
+    # The error names the bad token at the end of a 100 KB query; echoed in full it would pass
+    # gRPC's metadata limit and the caller would see a transport error instead.
+    query = "FlowType = '" + "x" * 100_000 + "' ;"
+    with pytest.raises(DexServiceError) as raised:
+        await client.search_flows(query, 10)
+    assert raised.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert "of 100,015 characters" in raised.value.detail
+    assert "unexpected character ';'" in raised.value.detail
+    assert len(raised.value.detail.encode()) <= 1024
+    with pytest.raises(DexServiceError) as raised:
+        await client.search_flows("(" * 1000 + "FlowType = 'Orders'" + ")" * 1000, 10)
+    assert raised.value.code is grpc.StatusCode.INVALID_ARGUMENT
 
 
 # --- Through the real engine -------------------------------------------------------------------

@@ -9,12 +9,16 @@ Run it with ``dex-local-engine serve --address 127.0.0.1:0 --database engine.db`
 
 __version__ = "0.3.0"
 
-from dex_local_engine.server import EngineServer, ServerConfig
+from dex_local_engine.exceptions import DexLocalEngineError, EngineConfigurationError
+from dex_local_engine.server import AddressInUseError, EngineServer, ServerConfig
 from dex_local_engine.store import Durability, StoreError
 from dex_local_engine.streams import StreamStoreBackend
 
 __all__ = [
+    "AddressInUseError",
+    "DexLocalEngineError",
     "Durability",
+    "EngineConfigurationError",
     "EngineServer",
     "ServerConfig",
     "StoreError",

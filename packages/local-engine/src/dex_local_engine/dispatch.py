@@ -15,6 +15,8 @@ from typing import Protocol, TypeAlias
 
 from dex.dexpb import dex_pb2 as pb
 
+from dex_local_engine.exceptions import DexLocalEngineError
+
 TaskRequest: TypeAlias = (
     pb.InvokeWaitForMethodRequest | pb.InvokeExecuteMethodRequest | pb.InvokeWorkerRPCRequest
 )
@@ -60,7 +62,7 @@ def note_on_worker(task: DispatchTask, on_worker: bool) -> None:
         task.on_worker(on_worker)
 
 
-class TaskNotStarted(Exception):
+class TaskNotStarted(DexLocalEngineError):
     """The task never reached a Worker that could have run it.
 
     Raised when a Worker rejects the task (NO_CAPACITY, unknown Step or RPC), when the Worker
@@ -70,7 +72,7 @@ class TaskNotStarted(Exception):
     """
 
 
-class WorkerLost(Exception):
+class WorkerLost(DexLocalEngineError):
     """The Worker disconnected after it received the task, so the attempt may have taken effect.
 
     The scheduler fails the attempt (attempt progress NOT_COMPLETED) and applies the retry policy.

@@ -53,6 +53,13 @@ from google.protobuf import any_pb2
 from google.rpc import status_pb2  # type: ignore[import-untyped]
 from grpc_status import rpc_status
 
+from dex_local_engine.exceptions import DexLocalEngineError
+from dex_local_engine.text_limits import (
+    MAX_ERROR_DETAIL_BYTES,
+    MAX_WORKER_STACK_TRACE_BYTES,
+    clip_text,
+)
+
 __all__ = [
     "EngineError",
     "abort_with_engine_error",
@@ -80,13 +87,14 @@ _RequestT = TypeVar("_RequestT")
 _ResponseT = TypeVar("_ResponseT")
 
 
-class EngineError(Exception):
+class EngineError(DexLocalEngineError):
     """A request failure the engine reports to the caller as a Dex service error.
 
     Attributes:
         code: Outer gRPC status code.
         sub_status: A ``pb.ErrorSubStatus`` value classifying the failure for the SDK.
-        detail: Human-readable text naming the problem (also the gRPC status message).
+        detail: Human-readable text naming the problem (also the gRPC status message), clipped
+            to ``MAX_ERROR_DETAIL_BYTES`` so the status always fits gRPC metadata.
         worker_error: For ``WORKER_API_ERROR`` failures caused by a Worker handler, the
             Worker's own error; its fields become ``original_worker_error_*``.
         worker_grpc_status: The Worker's gRPC status code number (``UNKNOWN`` = 2 for handler
@@ -112,11 +120,12 @@ class EngineError(Exception):
             pb.DISPATCH_TASK_ERROR_REASON_UNSPECIFIED
         ),
     ) -> None:
+        detail = clip_text(detail, MAX_ERROR_DETAIL_BYTES)
         super().__init__(detail)
         self.code = code
         self.sub_status = sub_status
         self.detail = detail
-        self.worker_error = worker_error
+        self.worker_error = _clipped_worker_error(worker_error)
         self.worker_grpc_status = worker_grpc_status
         self.dispatch_task_error_reason = dispatch_task_error_reason
 
@@ -147,6 +156,18 @@ class EngineError(Exception):
         return status_pb2.Status(code=self.code.value[0], message=self.detail, details=[packed])
 
 
+def _clipped_worker_error(error: pb.WorkerErrorResponse | None) -> pb.WorkerErrorResponse | None:
+    """A Worker's error with its detail and stack trace clipped to what a status can carry."""
+    if error is None:
+        return None
+    clipped = pb.WorkerErrorResponse()
+    clipped.CopyFrom(error)
+    clipped.detail = clip_text(error.detail, MAX_ERROR_DETAIL_BYTES)
+    clipped.error_type = clip_text(error.error_type, MAX_ERROR_DETAIL_BYTES)
+    clipped.stack_trace = clip_text(error.stack_trace, MAX_WORKER_STACK_TRACE_BYTES, keep="tail")
+    return clipped
+
+
 async def abort_with_engine_error(
     context: grpc.aio.ServicerContext[Any, Any], error: EngineError
 ) -> NoReturn:
@@ -157,7 +178,7 @@ async def abort_with_engine_error(
     """
     # types-grpcio omits aio abort_with_status; the runtime provides it.
     await cast(Any, context).abort_with_status(rpc_status.to_status(error.to_status()))
-    raise AssertionError("abort_with_status returned")  # pragma: no cover
+    raise error  # pragma: no cover (abort_with_status always raises)
 
 
 def _unexpected(method_name: str, exception: Exception) -> EngineError:

@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from dex.dexpb import dex_pb2 as pb
 from google.protobuf.message import Message
 
-from dex_local_engine.store import FlowRow, StoredMessage, StoredRun, ValueChanges
+from dex_local_engine.store import FlowRow, StoredMessage, StoredRun, StoreError, ValueChanges
 
 __all__ = [
     "ConditionState",
@@ -383,7 +383,7 @@ def load_run(stored: StoredRun) -> FlowRun:
     """Restore a run written by :func:`persist_run` (the engine's own database only)."""
     run = pickle.loads(stored.snapshot)
     if not isinstance(run, FlowRun):
-        raise TypeError("snapshot is not a Flow run")
+        raise StoreError("the database holds a Flow run snapshot this engine cannot read")
     if not stored.has_value_rows:
         # Written before Attributes and Channel messages had rows: the next commit writes them.
         return run

@@ -61,6 +61,7 @@ from dex_local_engine.dispatch import (
     WorkerLost,
     note_on_worker,
 )
+from dex_local_engine.exceptions import EngineConfigurationError
 
 __all__ = ["ListeningDispatcher"]
 
@@ -89,7 +90,9 @@ class ListeningDispatcher:
 
     def __init__(self, *, connect_wait_seconds: float = 1.0) -> None:
         if connect_wait_seconds <= 0:
-            raise ValueError("connect_wait_seconds must be positive")
+            raise EngineConfigurationError(
+                f"connect_wait_seconds must be positive, got {connect_wait_seconds}"
+            )
         self._connect_wait_seconds = connect_wait_seconds
         self._channels: dict[str, grpc.aio.Channel] = {}
 
@@ -103,14 +106,14 @@ class ListeningDispatcher:
         """Run ``task`` on the listening Worker at ``task.listening_address``; yield its frames.
 
         Raises:
-            ValueError: ``task.listening_address`` is None (a pull task).
+            EngineConfigurationError: ``task.listening_address`` is None (a pull task).
             TaskNotStarted: the Worker could not be reached, or ended the call cleanly before
                 any output.
             WorkerLost: the call broke after it reached the Worker, or the Worker went away
                 after output.
         """
         if not task.listening_address:
-            raise ValueError(f"task {task.task_id} has no listening address")
+            raise EngineConfigurationError(f"task {task.task_id} has no listening address")
         if isinstance(task.request, pb.InvokeWorkerRPCRequest):
             return self._dispatch_rpc(task, task.request)
         return self._dispatch_step_method(task)

@@ -61,6 +61,7 @@ from dex_local_engine.dispatch import (
     WorkerLost,
     note_on_worker,
 )
+from dex_local_engine.exceptions import EngineConfigurationError
 from dex_local_engine.pull_worker_registry import (
     Assignment,
     Exclusions,
@@ -95,7 +96,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
 
     def __init__(self, *, no_capacity_retry_seconds: float = 1.0) -> None:
         if no_capacity_retry_seconds <= 0:
-            raise ValueError(
+            raise EngineConfigurationError(
                 f"no_capacity_retry_seconds must be positive, got {no_capacity_retry_seconds}"
             )
         self._no_capacity_retry_seconds = no_capacity_retry_seconds

@@ -65,6 +65,7 @@ from dex_local_engine.errors import EngineError, invalid_argument
 
 __all__ = [
     "DEFAULT_SEARCH_PAGE_SIZE",
+    "MAX_QUERY_DEPTH",
     "FlowSearchRecord",
     "IndexedValue",
     "SearchQuery",
@@ -223,13 +224,14 @@ def _search_value(value: pb.Value, index_type: pb.IndexType) -> SearchValue | No
     return None
 
 
-def _parse_bool(text: str) -> bool:
+def _parse_bool(text: str) -> bool | None:
+    """The boolean ``text`` spells, or None (the value is then not indexed)."""
     folded = text.strip().lower()
     if folded in ("true", "1", "t"):
         return True
     if folded in ("false", "0", "f"):
         return False
-    raise ValueError(text)
+    return None
 
 
 def _parse_datetime(text: str) -> datetime:
@@ -301,8 +303,23 @@ def _classify(kind: str, raw: str, start: int) -> _Token:
     return _Token("key", raw.strip("`"), start)
 
 
+_QUOTED_QUERY_CHARS = 200
+"""Characters of a long query quoted in its error, around the bad token."""
+
+
+def _quoted_query(text: str, position: int) -> str:
+    """The query as an error quotes it: whole when short, else the part around ``position``."""
+    if len(text) <= _QUOTED_QUERY_CHARS:
+        return repr(text)
+    start = max(0, position - _QUOTED_QUERY_CHARS // 2)
+    excerpt = text[start : start + _QUOTED_QUERY_CHARS]
+    return f"of {len(text):,} characters, near {excerpt!r},"
+
+
 def _syntax_error(text: str, position: int, problem: str) -> EngineError:
-    return invalid_argument(f"invalid search query {text!r} at position {position}: {problem}")
+    return invalid_argument(
+        f"invalid search query {_quoted_query(text, position)} at position {position}: {problem}"
+    )
 
 
 # --- Query model ---------------------------------------------------------------------------
@@ -382,6 +399,9 @@ def _field(record: FlowSearchRecord, key: str) -> IndexedValue | None:
 
 # --- Parser --------------------------------------------------------------------------------
 
+MAX_QUERY_DEPTH = 64
+"""Deepest nesting of parentheses a query may use (the parser and the predicates recurse)."""
+
 
 class _Parser:
     def __init__(self, text: str, known_keys: Mapping[str, pb.IndexType] | None) -> None:
@@ -389,6 +409,8 @@ class _Parser:
         self.tokens = _tokenize(text)
         self.index = 0
         self.known_keys = known_keys
+        self.depth = 0
+        """Open parentheses around the current token."""
 
     @property
     def current(self) -> _Token:
@@ -438,8 +460,12 @@ class _Parser:
 
     def parse_primary(self) -> _Predicate:
         if self.at("op", "("):
+            if self.depth >= MAX_QUERY_DEPTH:
+                raise self.error(f"parentheses nest deeper than {MAX_QUERY_DEPTH} levels")
             self.advance()
+            self.depth += 1
             inner = self.parse_or()
+            self.depth -= 1
             self.expect("op", ")", what="')'")
             return inner
         key_token = self.expect("key", what="a search attribute name or '('")
@@ -591,15 +617,19 @@ def _coerce(
         if index_type == pb.INDEX_TYPE_DOUBLE and not isinstance(literal, bool):
             return float(literal)
         if index_type == pb.INDEX_TYPE_BOOL:
-            return literal if isinstance(literal, bool) else _parse_bool(str(literal))
+            parsed = literal if isinstance(literal, bool) else _parse_bool(str(literal))
+            if parsed is not None:
+                return parsed
         if index_type == pb.INDEX_TYPE_DATETIME and isinstance(literal, str):
             return _parse_datetime(literal)
     except ValueError:
         pass
-    where = f" at position {token.position}" if token is not None else ""
+    position = token.position if token is not None else 0
+    where = f" at position {position}" if token is not None else ""
     type_name = pb.IndexType.Name(index_type).removeprefix("INDEX_TYPE_")
     raise invalid_argument(
-        f"invalid search query {text!r}{where}: {literal!r} is not a {type_name} value for {key!r}"
+        f"invalid search query {_quoted_query(text, position)}{where}: {literal!r} is not a "
+        f"{type_name} value for {key!r}"
     )
 
 

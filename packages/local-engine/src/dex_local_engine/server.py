@@ -19,6 +19,7 @@ from dex.dexpb import dex_pb2_grpc
 from dex_local_engine.database_lock import DatabaseLock
 from dex_local_engine.dispatch import Dispatcher
 from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS, Engine
+from dex_local_engine.exceptions import DexLocalEngineError
 from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE
 from dex_local_engine.flow_service import FlowService
 from dex_local_engine.flow_state import FlowRun
@@ -41,7 +42,7 @@ bookkeeping, so a short retry keeps back-to-back Steps from stalling."""
 _log = logging.getLogger(__name__)
 
 
-class AddressInUseError(Exception):
+class AddressInUseError(DexLocalEngineError):
     """The listen address cannot be bound (busy port or bad host)."""
 
 

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from pathlib import Path
 
+from dex_local_engine.exceptions import DexLocalEngineError
+
 __all__ = [
     "Durability",
     "FlowRow",
@@ -93,7 +95,7 @@ _MAX_QUERY_PARAMETERS = 500
 """Blob IDs per ``IN (...)`` query (SQLite allows at least 999 parameters)."""
 
 
-class StoreError(Exception):
+class StoreError(DexLocalEngineError):
     """The database cannot be opened or used (the message names the file and the cause)."""
 
 

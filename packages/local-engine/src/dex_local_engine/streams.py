@@ -455,18 +455,14 @@ class StreamStore:
             encoded_payload, encoded_mac = token.split(".")
             payload = _unb64(encoded_payload)
             if not hmac.compare_digest(_unb64(encoded_mac), self._token_mac(payload)):
-                raise ValueError("the token's MAC does not match")
+                raise _token_not_issued()  # forged, or issued before a restart
             fields = json.loads(payload)
             if not isinstance(fields, dict) or fields.get("v") != _TOKEN_VERSION:
-                raise ValueError("unknown token version")
+                raise _token_not_issued()  # another token format
             milliseconds, sequence = (int(part) for part in str(fields["i"]).split("-"))
             scope = (fields["t"], fields["f"], fields["s"])
         except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error):
-            raise invalid_argument(
-                "invalid Stream resume token: it is not a token this engine issued (tokens "
-                "issued before an engine restart are refused too); read from the Stream's head "
-                "with an empty token instead"
-            ) from None
+            raise _token_not_issued() from None
         if scope != (flow_type, flow_id, stream_name):
             raise invalid_argument(
                 f"invalid Stream resume token: it belongs to another Stream (flow type "
@@ -474,6 +470,14 @@ class StreamStore:
                 f"{flow_type!r}, flow {flow_id!r}, stream {stream_name!r}"
             )
         return (milliseconds, sequence)
+
+
+def _token_not_issued() -> EngineError:
+    return invalid_argument(
+        "invalid Stream resume token: it is not a token this engine issued (tokens "
+        "issued before an engine restart are refused too); read from the Stream's head "
+        "with an empty token instead"
+    )
 
 
 def _b64(data: bytes) -> str:
