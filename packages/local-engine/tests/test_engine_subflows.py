@@ -89,7 +89,8 @@ class Slow(Flow[str]):
         return PersistenceSchema.of(self.never)
 
     async def handle_timeout(self, context: dex.AsyncContext) -> StepDecision:  # type: ignore[override]
-        return go_to(Finish, "timed-out")
+        # As on Dex, the handler runs beside the Flow's Steps; it ends the stalled one itself.
+        return go_to(Finish, "timed-out").with_canceling_steps(Stall)
 
 
 class Stepless(Flow[None]):

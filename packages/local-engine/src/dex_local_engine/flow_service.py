@@ -17,6 +17,7 @@ from dex.dexpb import dex_pb2_grpc
 from google.protobuf import empty_pb2
 
 from dex_local_engine import __version__, errors
+from dex_local_engine.closed_results import flow_result
 from dex_local_engine.engine import Engine
 from dex_local_engine.flow_state import FlowRun, StepPhase
 from dex_local_engine.search_query import search_flows
@@ -46,15 +47,6 @@ def _wait_seconds(requested: int) -> float:
     if requested < 0:
         raise errors.invalid_argument(f"wait time must not be negative, got {requested}")
     return min(float(requested) or DEFAULT_LONG_POLL_SECONDS, MAX_LONG_POLL_SECONDS)
-
-
-def _flow_result(run: FlowRun, needs_results: bool) -> pb.FlowResult:
-    result = pb.FlowResult(
-        flow_status=run.status, error_type=run.error_type, error_message=run.error_message
-    )
-    if needs_results:
-        result.results.extend(run.results)
-    return result
 
 
 class FlowService(dex_pb2_grpc.FlowServiceServicer):
@@ -135,7 +127,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
         timeout = _wait_seconds(request.wait_time_seconds)
         if not await self._wait_for(run, lambda: not run.is_running, timeout):
             raise errors.long_poll_timeout(f"flow {request.flow_id!r} to close")
-        return _flow_result(run, request.needs_results)
+        return flow_result(run, needs_results=request.needs_results)
 
     @guard
     async def GetFlowSummary(

@@ -18,6 +18,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex_local_engine import errors
 from dex_local_engine.attribute_locks import AttributeLocks
 from dex_local_engine.blob_values import BlobStore
+from dex_local_engine.closed_results import FAIL_BY_CLIENT_REASON, flow_timeout_message
 from dex_local_engine.flow_runs import FlowRuns
 from dex_local_engine.flow_state import START_FROM, FlowRun, StepExecution
 from dex_local_engine.flow_writes import apply_attribute_writes
@@ -198,15 +199,19 @@ class RunLifecycle:
     def stop_flow(self, request: pb.StopFlowRequest) -> None:
         """Cancel, terminate or fail a running Flow."""
         run = self._runs.get_running(request.flow_id, request.run_id)
-        reason = request.reason or "stopped by StopFlow"
         if request.stop_type == pb.STOP_TYPE_TERMINATE:
-            self.close(run, pb.FLOW_STATUS_TERMINATED, NO_ERROR, reason)
+            # Dex's history keeps a termination's reason; its result reports none.
+            self.close(run, pb.FLOW_STATUS_TERMINATED, NO_ERROR, request.reason)
         elif request.stop_type == pb.STOP_TYPE_FAIL:
             self.close(
-                run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_CLIENT_API_FAILING_FLOW, reason
+                run,
+                pb.FLOW_STATUS_FAILED,
+                pb.FLOW_ERROR_TYPE_CLIENT_API_FAILING_FLOW,
+                request.reason or FAIL_BY_CLIENT_REASON,
             )
         else:
-            self.close(run, pb.FLOW_STATUS_CANCELED, NO_ERROR, reason)
+            # CANCEL, and an unspecified stop type as on Dex: a cancellation carries no reason.
+            self.close(run, pb.FLOW_STATUS_CANCELED, NO_ERROR, "")
         self._journal.commit(run)
 
     # ------------------------------------------------------------------ Flow timeouts
@@ -236,18 +241,20 @@ class RunLifecycle:
             self._start_timeout_handler(run)
             return
         if policy == pb.FLOW_TIMEOUT_POLICY_CANCEL:
-            self.close(run, pb.FLOW_STATUS_CANCELED, NO_ERROR, "flow timed out")
+            self.close(run, pb.FLOW_STATUS_CANCELED, NO_ERROR, "")
         else:
-            self.close(
-                run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, "flow timed out"
-            )
+            message = flow_timeout_message(run.start_request.flow_timeout_seconds)
+            self.close(run, pb.FLOW_STATUS_FAILED, pb.FLOW_ERROR_TYPE_FLOW_TIMEOUT, message)
         self._journal.commit(run)
 
     def _start_timeout_handler(self, run: FlowRun) -> None:
-        """Cancel the running Steps and run ``Flow.handle_timeout`` as a Step of its own."""
+        """Run ``Flow.handle_timeout`` as a Step of its own, beside the running Steps.
+
+        As on Dex, the handler does not stop the other Steps: its decision does what any Step's
+        decision does (``force_fail``, ``force_complete`` or canceling Steps end them).
+        """
         run.timeout_handled = True
         handler = run.start_request.flow_start_options.timeout_handler_options
-        self._steps.end_all_steps(run)
         options = pb.StepOptions(
             skip_wait_for=True,
             execute_timeout_seconds=handler.method_timeout_seconds,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dex.dexpb import dex_pb2 as pb
 
+from dex_local_engine.closed_results import flow_result
 from dex_local_engine.conditions import sub_flow_id
 from dex_local_engine.flow_runs import FlowRuns
 from dex_local_engine.flow_state import FlowRun, StepExecution
@@ -39,12 +40,7 @@ class SubFlows:
         child = self._runs.find(flow_id)
         if child is None or child.is_running:
             return None
-        return pb.FlowResult(
-            flow_status=child.status,
-            results=child.results,
-            error_type=child.error_type,
-            error_message=child.error_message,
-        )
+        return flow_result(child)
 
     def start(
         self, run: FlowRun, step: StepExecution, waiting: pb.WaitingCondition
