@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any, cast
 
 import dex_agents._session.client as client_module
 import grpc
 import pytest
-from dex import AsyncClient, ErrorSubStatus, Flow, RpcLockConflictError
+from dex import AsyncClient, ErrorSubStatus, Flow, FlowInfo, FlowStatus, RpcLockConflictError
 from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
@@ -51,6 +52,10 @@ class _ConflictingClient:
                 flow_id,
             )
         return True
+
+    async def describe_flow(self, flow_id: str) -> FlowInfo:
+        # The client checks each session's Flow type once before its first RPC.
+        return FlowInfo(flow_id, "run-1", "ClientTest", FlowStatus.RUNNING, datetime.now(UTC))
 
 
 def _sessions(client: _ConflictingClient) -> AgentSessionClient:

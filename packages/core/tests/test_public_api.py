@@ -36,6 +36,9 @@ ROOT_API: dict[str, tuple[str, ...]] = {
         "AgentSessionStepType",
         "CompactContextInput",
         "agent_codec_registry",
+        "MAX_SESSION_ID_BYTES",
+        "validate_session_id",
+        "is_blank_text",
     ),
     "runner": (
         "AgentFrameworkRunner",
@@ -88,6 +91,7 @@ ROOT_API: dict[str, tuple[str, ...]] = {
         "ConfigurationError",
         "ConfigurationTypeError",
         "RunnerContractError",
+        "SessionFlowTypeError",
         "ToolExecutionError",
     ),
     "values": (
@@ -186,6 +190,7 @@ ROOT_API: dict[str, tuple[str, ...]] = {
     "plans": ("build_plan_note",),
     "settings": (
         "MAX_SESSION_SETTINGS_BYTES",
+        "MAX_SESSION_SETTINGS_DEPTH",
         "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
         "INVALID_START_SESSION_SETTINGS_REASON",
         "validate_session_settings",
@@ -428,7 +433,7 @@ def test_root_exports_exactly_the_frozen_api() -> None:
     names = _root_names()
     assert len(names) == len(set(names)), "a name is listed under two areas"
     assert sorted(dex_agents.__all__) == sorted([*names, "__version__"])
-    assert len(dex_agents.__all__) == 161
+    assert len(dex_agents.__all__) == 166
 
 
 @pytest.mark.parametrize("module_name", sorted(SUBPACKAGE_API))

@@ -124,6 +124,7 @@ from dex_agents._session.persistence import (
 from dex_agents._session.settings import (
     INVALID_START_SESSION_SETTINGS_REASON,
     MAX_SESSION_SETTINGS_BYTES,
+    MAX_SESSION_SETTINGS_DEPTH,
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
     TurnSessionSettings,
     session_settings_size,
@@ -138,6 +139,7 @@ from dex_agents._spend_limit import (
     ModelSpendRefusal,
     ModelSpendReport,
 )
+from dex_agents._text_validity import MAX_SESSION_ID_BYTES, is_blank_text, validate_session_id
 from dex_agents._tool_policy import (
     McpToolAnnotations,
     ResolvedToolPolicy,
@@ -196,6 +198,7 @@ from dex_agents.exceptions import (
     ConfigurationTypeError,
     DexAgentsError,
     RunnerContractError,
+    SessionFlowTypeError,
     ToolExecutionError,
 )
 
@@ -220,7 +223,9 @@ __all__ = [
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
     "INVALID_START_SESSION_SETTINGS_REASON",
+    "MAX_SESSION_ID_BYTES",
     "MAX_SESSION_SETTINGS_BYTES",
+    "MAX_SESSION_SETTINGS_DEPTH",
     "MISSING_TOOL_TASK_POLLER",
     "MODEL_SPEND_LIMIT_ERROR_PREFIX",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
@@ -316,6 +321,7 @@ __all__ = [
     "ResolvedToolPolicy",
     "RunModelLimit",
     "RunnerContractError",
+    "SessionFlowTypeError",
     "SessionSettings",
     "SteerUserMessageRequest",
     "TodoStatus",
@@ -355,6 +361,7 @@ __all__ = [
     "estimate_stored_input_tokens",
     "estimate_text_tokens",
     "is_approval_required",
+    "is_blank_text",
     "message_sequence_key",
     "plan_execution_key",
     "require_deferred_tool_execution",
@@ -362,5 +369,6 @@ __all__ = [
     "session_settings_size",
     "tool_call_idempotency_key",
     "tool_effect_from_mcp_tool_annotations",
+    "validate_session_id",
     "validate_session_settings",
 ]

@@ -23,6 +23,7 @@ from enum import StrEnum
 from typing import Final, NoReturn, TypeAlias
 
 from dex_agents._json_values import JsonObject, JsonValue
+from dex_agents._text_validity import is_blank_text
 from dex_agents._values import (
     AgentTodo,
     QuestionResolution,
@@ -498,7 +499,7 @@ def is_allowed_question_answer(
         >>> is_allowed_question_answer("  ", choices=(), allows_free_text=True)
         False
     """
-    if not isinstance(answer, str) or not answer.strip():
+    if not isinstance(answer, str) or is_blank_text(answer):
         return False
     return allows_free_text or not choices or answer in choices
 

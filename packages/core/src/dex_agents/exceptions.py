@@ -12,6 +12,8 @@ Every error keeps the built-in base a caller may already catch (``ValueError`` f
 - ``RunnerContractError``: a runner broke the runner contract while a session ran, such as by
   returning a value of the wrong type from ``run_model_step``; the Step attempt fails with it.
 - ``ToolExecutionError``: a tool failed in a way the model should see.
+- ``SessionFlowTypeError``: an ``AgentSessionClient`` was asked about a session of another Flow
+  type; it is also a ``FlowNotActiveOrNotFoundError``, so such a session reads as not found.
 
 Example:
     >>> from dex_agents import AgentSessionOptions
@@ -24,11 +26,15 @@ Example:
 
 from __future__ import annotations
 
+import grpc
+from dex import ErrorSubStatus, FlowNotActiveOrNotFoundError
+
 __all__ = [
     "ConfigurationError",
     "ConfigurationTypeError",
     "DexAgentsError",
     "RunnerContractError",
+    "SessionFlowTypeError",
     "ToolExecutionError",
 ]
 
@@ -64,3 +70,34 @@ class ToolExecutionError(DexAgentsError):
         >>> def find_order(order_id: int) -> str:
         ...     raise ToolExecutionError(f"order {order_id} does not exist")
     """
+
+
+class SessionFlowTypeError(DexAgentsError, FlowNotActiveOrNotFoundError):
+    """An ``AgentSessionClient`` was called for a session of another Flow type.
+
+    A client serves only the sessions of its own ``AgentSessionFlow``, so an application that
+    authorizes by Flow type cannot be led to read or approve another type's session through it.
+    It subclasses the SDK's ``FlowNotActiveOrNotFoundError``: code that answers "not found" for a
+    missing session answers the same for a foreign one.
+
+    Attributes:
+        expected_flow_type: The client's Flow type.
+        actual_flow_type: The session's Flow type.
+
+    Example:
+        >>> error = SessionFlowTypeError("s-1", "support_agent", "billing_agent")
+        >>> isinstance(error, FlowNotActiveOrNotFoundError), error.flow_id
+        (True, 's-1')
+    """
+
+    def __init__(self, session_id: str, expected_flow_type: str, actual_flow_type: str) -> None:
+        super().__init__(
+            grpc.StatusCode.NOT_FOUND,
+            ErrorSubStatus.FLOW_NOT_EXISTS,
+            f"session {session_id!r} is a {actual_flow_type!r} session, not one of this "
+            f"client's Flow type {expected_flow_type!r}",
+            "agent_session_client",
+            session_id,
+        )
+        self.expected_flow_type = expected_flow_type
+        self.actual_flow_type = actual_flow_type

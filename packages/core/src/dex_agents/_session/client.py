@@ -13,12 +13,14 @@ from dex import (
     AsyncClient,
     Flow,
     FlowConfig,
+    FlowNotFoundError,
     RpcLockConflictError,
     StartFlowOptions,
 )
 
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents._session.settings import validate_session_settings
+from dex_agents._text_validity import validate_session_id
 from dex_agents._values import (
     AgentMessagesPage,
     AgentSessionStartInput,
@@ -33,7 +35,7 @@ from dex_agents._values import (
     SteerUserMessageRequest,
     UpdateSessionSettingsRequest,
 )
-from dex_agents.exceptions import ConfigurationTypeError
+from dex_agents.exceptions import ConfigurationTypeError, SessionFlowTypeError
 
 __all__ = [
     "AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE",
@@ -50,11 +52,18 @@ LOCK_CONFLICT_RETRY_SECONDS: Final = 5.0
 """How long the client retries an RPC that lost an Attribute lock to a concurrent Step."""
 
 _LOCK_CONFLICT_BACKOFF_SECONDS: Final = 0.05
+# Sessions whose Flow type a client checked; a session keeps its type, so each is asked once.
+_CHECKED_SESSIONS_LIMIT: Final = 10_000
 _ResultT = TypeVar("_ResultT")
 
 
 class AgentSessionClient:
     """Starts agent sessions of one ``AgentSessionFlow`` and calls their RPCs.
+
+    Every method checks the session ID first (``validate_session_id``) and serves only sessions of
+    its own Flow type: the first call for a session asks Dex for the session's Flow type (one
+    ``describe_flow``), and a session of another type raises ``SessionFlowTypeError``, a
+    ``FlowNotActiveOrNotFoundError``, so it reads as not found.
 
     Args:
         client: An ``AsyncClient`` whose Registry holds ``flow``.
@@ -84,11 +93,32 @@ class AgentSessionClient:
             )
         self._client = client
         self._flow = flow
+        self._checked_sessions: dict[str, None] = {}
 
     @property
     def flow(self) -> AgentSessionFlow:
         """The session Flow this client calls."""
         return self._flow
+
+    async def _check_session(self, session_id: str) -> None:
+        """Check the ID, then, once per session, that the session is of this client's Flow type."""
+        validate_session_id(session_id)
+        if session_id in self._checked_sessions:
+            return
+        try:
+            info = await self._client.describe_flow(session_id)
+        except FlowNotFoundError:
+            # The RPC itself then raises the SDK's usual FlowNotActiveOrNotFoundError.
+            return
+        if info.flow_type != self._flow.get_flow_type():
+            raise SessionFlowTypeError(session_id, self._flow.get_flow_type(), info.flow_type)
+        self._remember_checked(session_id)
+
+    def _remember_checked(self, session_id: str) -> None:
+        if len(self._checked_sessions) >= _CHECKED_SESSIONS_LIMIT:
+            # Forget the oldest; dicts keep insertion order.
+            del self._checked_sessions[next(iter(self._checked_sessions))]
+        self._checked_sessions[session_id] = None
 
     async def start_session(
         self,
@@ -119,10 +149,13 @@ class AgentSessionClient:
             The run ID Dex assigned.
 
         Raises:
-            ConfigurationError: When ``session_settings`` is not a JSON object of at most 16 KiB.
+            ConfigurationError: When ``session_id`` is not a valid session ID (see
+                ``validate_session_id``), or ``session_settings`` is not a JSON object of at most
+                16 KiB and 64 levels; nothing is started.
             FlowAlreadyStartedError: When a session with this ID exists.
             DexServiceError: When Dex refuses the start.
         """
+        validate_session_id(session_id)
         validate_session_settings(session_settings or {})
         base = options if options is not None else StartFlowOptions()
         config = base.config_override if base.config_override is not None else FlowConfig()
@@ -135,7 +168,9 @@ class AgentSessionClient:
             session_settings=dict(session_settings or {}),
             plan_mode=plan_mode,
         )
-        return await self._client.start_flow(self._flow, session_id, start_input, start_options)
+        run_id = await self._client.start_flow(self._flow, session_id, start_input, start_options)
+        self._remember_checked(session_id)
+        return run_id
 
     async def send_user_message(
         self, session_id: str, text: str, *, plan_mode: bool = False
@@ -146,6 +181,7 @@ class AgentSessionClient:
             ``False`` for blank text and for ``plan_mode`` while plan mode is off; ``True`` once
             the message is queued.
         """
+        await self._check_session(session_id)
         return await self._client.invoke_rpc(
             self._flow.send_user_message,
             session_id,
@@ -170,6 +206,7 @@ class AgentSessionClient:
         Raises:
             RpcLockConflictError: When the lock stays taken for 5 seconds.
         """
+        await self._check_session(session_id)
         request = ResolveInterruptRequest(
             interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
         )
@@ -190,6 +227,7 @@ class AgentSessionClient:
         Raises:
             RpcLockConflictError: When the lock stays taken for 5 seconds.
         """
+        await self._check_session(session_id)
         request = AnswerQuestionRequest(interrupt_id=interrupt_id, answer=answer)
         return await _retry_lock_conflicts(
             lambda: self._client.invoke_rpc(self._flow.answer_question, session_id, request)
@@ -206,6 +244,7 @@ class AgentSessionClient:
             and is draft or active, no execution of it is pending, and nothing is queued, steered,
             or pending.
         """
+        await self._check_session(session_id)
         request = ExecutePlanRequest(revision=revision)
         try:
             return await _retry_lock_conflicts(
@@ -235,6 +274,7 @@ class AgentSessionClient:
             ChannelMessageNotFoundError: When the session consumed the queued message while the
                 RPC ran; nothing changed, so reload the snapshot and let the user choose again.
         """
+        await self._check_session(session_id)
         request = SteerUserMessageRequest(text=text, message_id=message_id, plan_mode=plan_mode)
         return await self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
 
@@ -247,6 +287,7 @@ class AgentSessionClient:
         Raises:
             ChannelMessageNotFoundError: When the session consumed it while the RPC ran.
         """
+        await self._check_session(session_id)
         request = DeleteQueuedMessageRequest(message_id=message_id)
         return await self._client.invoke_rpc(self._flow.delete_queued_message, session_id, request)
 
@@ -266,6 +307,7 @@ class AgentSessionClient:
         Raises:
             RpcLockConflictError: When the locks stay taken for 5 seconds.
         """
+        await self._check_session(session_id)
         request = CancelTurnRequest(turn_id=turn_id)
         return await _retry_lock_conflicts(
             lambda: self._client.invoke_rpc(self._flow.cancel_turn, session_id, request)
@@ -280,10 +322,11 @@ class AgentSessionClient:
             ``False`` before the session initialized.
 
         Raises:
-            ConfigurationError: When ``session_settings`` is not a JSON object of at most 16 KiB; nothing
-                is sent.
+            ConfigurationError: When ``session_settings`` is not a JSON object of at most 16 KiB
+                and 64 levels; nothing is sent.
         """
         validate_session_settings(session_settings)
+        await self._check_session(session_id)
         request = UpdateSessionSettingsRequest(session_settings=dict(session_settings))
         return await self._client.invoke_rpc(
             self._flow.update_session_settings, session_id, request
@@ -291,12 +334,14 @@ class AgentSessionClient:
 
     async def get_agent_snapshot(self, session_id: str) -> AgentSnapshot:
         """Return the session's state, newest messages, interrupts, tool calls, and usage."""
+        await self._check_session(session_id)
         return await self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id)
 
     async def list_agent_messages(
         self, session_id: str, *, after_sequence: int | None = None, limit: int = 50
     ) -> AgentMessagesPage:
         """Return one page of stored messages after ``after_sequence``, oldest first."""
+        await self._check_session(session_id)
         return await self._client.invoke_rpc(
             self._flow.list_agent_messages,
             session_id,

@@ -14,6 +14,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Final
 
+from dex_agents._text_validity import is_blank_text
 from dex_agents._values import (
     AgentInterrupt,
     AgentState,
@@ -83,10 +84,10 @@ def decide_steer(
     if has_text == has_id:
         return SteerDecision.REFUSE
     if has_text and (
-        not str(request.text).strip() or (request.plan_mode and not plan_mode_enabled)
+        is_blank_text(str(request.text)) or (request.plan_mode and not plan_mode_enabled)
     ):
         return SteerDecision.REFUSE
-    if has_id and not str(request.message_id).strip():
+    if has_id and is_blank_text(str(request.message_id)):
         return SteerDecision.REFUSE
     active = state is not None and state.active_turn_id is not None
     if not active:
@@ -179,7 +180,7 @@ def steered_turn_user_messages(
         >>> steered_turn_user_messages([AgentUserMessage("a"), AgentUserMessage("b", plan_mode=True)])
         (['a', 'b'], True)
     """
-    texts = [message.text for message in messages if message.text.strip()]
+    texts = [message.text for message in messages if not is_blank_text(message.text)]
     return texts, any(message.plan_mode for message in messages)
 
 

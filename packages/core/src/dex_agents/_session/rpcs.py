@@ -48,6 +48,7 @@ from dex_agents._session.transitions import (
     InterruptResolutionDecision,
     decide_interrupt_resolution,
 )
+from dex_agents._text_validity import is_blank_text
 from dex_agents._values import (
     SNAPSHOT_MESSAGE_LIMIT,
     AgentSnapshot,
@@ -83,7 +84,7 @@ def send_user_message(
 ) -> bool:
     """Stage a queued user message; ``False`` for blank text, and for ``plan_mode`` while plan
     mode is off."""
-    if not message.text.strip():
+    if is_blank_text(message.text):
         return False
     if message.plan_mode and not options.plan_mode_enabled:
         return False

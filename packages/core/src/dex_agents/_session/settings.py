@@ -5,6 +5,8 @@ merged. The Step that starts a turn copies them into ``TurnSessionSettings`` tag
 (:class:`TurnSessionSettings`), and the turn's model calls read only that copy, so a running turn
 keeps the settings it started with. A copy an earlier turn left reads as no settings.
 
+Depth rule: objects and arrays nest at most :data:`MAX_SESSION_SETTINGS_DEPTH` levels.
+
 Size rule: the compact JSON text, UTF-8 with non-ASCII unescaped, is at most
 :data:`MAX_SESSION_SETTINGS_BYTES`. Cores write some floats and U+2028/U+2029 differently, so the
 session's own checks accept :data:`SESSION_SETTINGS_SIZE_TOLERANCE_BYTES` more
@@ -33,6 +35,7 @@ from dex_agents.exceptions import ConfigurationError
 __all__ = [
     "INVALID_START_SESSION_SETTINGS_REASON",
     "MAX_SESSION_SETTINGS_BYTES",
+    "MAX_SESSION_SETTINGS_DEPTH",
     "SESSION_SETTINGS_SIZE_TOLERANCE_BYTES",
     "TurnSessionSettings",
     "decode_session_settings",
@@ -48,6 +51,8 @@ MAX_SESSION_SETTINGS_BYTES: Final = 16 * 1024
 """Largest compact JSON text of session settings, in UTF-8 bytes (16 KiB)."""
 SESSION_SETTINGS_SIZE_TOLERANCE_BYTES: Final = 1024
 """Extra bytes the session's own checks accept, for JSON the cores write differently (1 KiB)."""
+MAX_SESSION_SETTINGS_DEPTH: Final = 64
+"""Deepest nesting of objects and arrays in session settings (the settings object is depth 1)."""
 INVALID_START_SESSION_SETTINGS_REASON: Final = "invalid start session settings"
 """Start of the reason with which ``StartAgentSession`` fails a session for its settings."""
 
@@ -239,13 +244,17 @@ def _plain_settings(settings: object) -> JsonObject:
     if not isinstance(settings, Mapping):
         kind = "null" if settings is None else type(settings).__name__
         raise ConfigurationError(f"session settings must be a JSON object, got {kind}")
-    plain = _plain_json(settings, "settings", set())
+    plain = _plain_json(settings, "settings", set(), 1)
     assert isinstance(plain, dict)
     return plain
 
 
-def _plain_json(value: object, where: str, open_containers: set[int]) -> JsonValue:
-    """Return ``value`` as plain JSON, refusing anything ``json.dumps`` would change or reject."""
+def _plain_json(value: object, where: str, open_containers: set[int], depth: int) -> JsonValue:
+    """Return ``value`` as plain JSON, refusing anything ``json.dumps`` would change or reject.
+
+    ``depth`` counts the containers ``value`` is in, itself included when it is one; a bound far
+    below Python's recursion limit keeps every encoder and decoder of the settings working.
+    """
     if value is None or isinstance(value, (str, bool, int)):
         return value
     if isinstance(value, float):
@@ -256,6 +265,10 @@ def _plain_json(value: object, where: str, open_containers: set[int]) -> JsonVal
         _not_serializable(f"{where} is of type {type(value).__name__}")
     if id(value) in open_containers:
         _not_serializable(f"{where} contains itself")
+    if depth > MAX_SESSION_SETTINGS_DEPTH:
+        raise ConfigurationError(
+            f"session settings are nested more than {MAX_SESSION_SETTINGS_DEPTH} levels deep"
+        )
     open_containers.add(id(value))
     try:
         if isinstance(value, Mapping):
@@ -264,10 +277,10 @@ def _plain_json(value: object, where: str, open_containers: set[int]) -> JsonVal
                 if not isinstance(key, str):
                     # json.dumps would turn the key into text silently, so the value would change.
                     _not_serializable(f"{where} has a key that is not a string: {key!r}")
-                plain[key] = _plain_json(item, f"{where}[{key!r}]", open_containers)
+                plain[key] = _plain_json(item, f"{where}[{key!r}]", open_containers, depth + 1)
             return plain
         return [
-            _plain_json(item, f"{where}[{index}]", open_containers)
+            _plain_json(item, f"{where}[{index}]", open_containers, depth + 1)
             for index, item in enumerate(value)
         ]
     finally:

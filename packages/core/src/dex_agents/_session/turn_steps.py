@@ -46,6 +46,7 @@ from dex_agents._session.step_options import (
 )
 from dex_agents._session.transitions import unfinished_tool_calls
 from dex_agents._session.turns import begin_turn, fail_active_turn
+from dex_agents._text_validity import is_blank_text
 from dex_agents._values import (
     AgentSessionStartInput,
     AgentState,
@@ -80,7 +81,7 @@ class StartAgentSession(SessionStep[AgentSessionStartInput]):
         PENDING_INTERRUPTS.set(context, [])
         SESSION_SETTINGS.set(context, encode_session_settings(input.session_settings))
         state = AgentState()
-        if not input.initial_message.strip():
+        if is_blank_text(input.initial_message):
             AGENT_STATE.set(context, state)
             return go_to_many(self._runtime.movements.await_user_message())
         mode = turn_interaction_mode(
@@ -117,7 +118,7 @@ class AwaitUserMessage(SessionStep[None]):
         if TURN_CONTROL_REQUESTS.results(context):
             return go_to_many(movements.apply_turn_control())
         state = AGENT_STATE.get(context) or AgentState()
-        messages = [m for m in QUEUED_USER_MESSAGES.results(context) if m.text.strip()]
+        messages = [m for m in QUEUED_USER_MESSAGES.results(context) if not is_blank_text(m.text)]
         # A message that came with an approval wins; the approval is then dropped.
         approval = take_plan_approval(context)
         if messages:
