@@ -403,7 +403,9 @@ async def test_an_unreachable_listening_worker_times_the_attempt_out_as_not_star
         assert failed is not None, "the unreachable attempt never timed out"
         assert failed.step_execute_failed.context.step_type == "Ghost"
         assert failed.step_execute_failed.context.final_attempt == 1
-        assert "timeout" in failed.step_execute_failed.output.failure.backend_error
+        failure = failed.step_execute_failed.output.failure
+        assert failure.backend_error == "TIMEOUT_TYPE_START_TO_CLOSE"
+        assert "exceeded its timeout" in failure.details.detail
 
 
 def test_sync_client_drives_a_flow(tmp_path: Path) -> None:

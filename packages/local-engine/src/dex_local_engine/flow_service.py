@@ -21,6 +21,7 @@ from dex_local_engine.closed_results import flow_result
 from dex_local_engine.engine import Engine
 from dex_local_engine.flow_state import FlowRun, StepPhase
 from dex_local_engine.search_query import search_flows
+from dex_local_engine.step_failures import step_method_failure
 from dex_local_engine.streams import StreamStore
 from dex_local_engine.wire_values import ensure_value
 
@@ -349,8 +350,10 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
                         else pb.INTERNAL_TIMER_STATUS_PENDING,
                     )
             if step.last_failure is not None:
-                state.last_failure_info.backend_error = step.last_failure.detail
-                state.last_failure_info.attempt = step.attempt - 1
+                # The attempt now pending (or running) is the next one after the failure.
+                state.last_failure_info.CopyFrom(
+                    step_method_failure(step.last_failure, step.attempt - 1)
+                )
         for name, queue in run.channels.items():
             response.pending_channel_messages[name].messages.extend(queue)
         self._engine.blobs.hydrate(response)

@@ -51,7 +51,10 @@ class HeartbeatWindow:
 
     def restart(self) -> None:
         """A frame arrived: the Worker has ``seconds`` again."""
-        if self._timeout is None or self._seconds is None:
+        if self._timeout is None or self._seconds is None or self._timeout.expired():
+            # An expiring window cannot be moved (asyncio raises): the attempt already timed out,
+            # and the dispatcher's report of the task going back to waiting must not turn that
+            # heartbeat timeout into a dispatch error.
             return
         if self._on_worker:
             self._timeout.reschedule(asyncio.get_running_loop().time() + self._seconds)

@@ -94,9 +94,12 @@ def _enum_name(enum: EnumTypeWrapper, number: int, prefix: str) -> str:
 
 
 def _failure_fields(failure: pb.StepMethodFailure) -> JsonFields:
+    # A Worker's error is in original_worker_error_*; a failure the server saw (a timeout, a lost
+    # Worker) has its text in details.detail, or only its kind in backend_error.
+    details = failure.details
     return {
-        "error": failure.backend_error,
-        "error_type": failure.details.original_worker_error_type,
+        "error": details.original_worker_error_detail or details.detail or failure.backend_error,
+        "error_type": details.original_worker_error_type or failure.backend_error,
     }
 
 

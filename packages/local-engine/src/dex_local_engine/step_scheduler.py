@@ -40,6 +40,7 @@ from dex_local_engine.flow_writes import apply_method_writes
 from dex_local_engine.result_checks import malformed_result, oversized_result
 from dex_local_engine.retry_policy import DEFAULT_TOTAL_RETRY_DURATION, retry_interval
 from dex_local_engine.run_journal import RunJournal
+from dex_local_engine.step_failures import step_method_failure
 from dex_local_engine.store import InflightRow
 from dex_local_engine.task_requests import method_request
 from dex_local_engine.task_runner import AttemptFailure, TaskOutcome, TaskRunner
@@ -645,18 +646,7 @@ def _event_context(step: StepExecution) -> pb.StepMethodEventContext:
 
 def _method_failure(step: StepExecution, error: pb.WorkerErrorResponse) -> pb.StepMethodFailure:
     """The failure of the current attempt of ``step``, as history events carry it."""
-    return pb.StepMethodFailure(
-        backend_error=error.detail,
-        attempt=step.attempt,
-        details=pb.ServiceErrorResponse(
-            detail=error.detail,
-            sub_status=pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
-            original_worker_error_detail=error.detail,
-            original_worker_error_type=error.error_type,
-            original_worker_error_status=error.grpc_status,
-            original_worker_error_stack_trace=error.stack_trace,
-        ),
-    )
+    return step_method_failure(error, step.attempt)
 
 
 def _event_input(step: StepExecution) -> pb.StepMethodEventInput:
