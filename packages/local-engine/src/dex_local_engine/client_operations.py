@@ -32,7 +32,7 @@ from dex_local_engine.result_checks import has_effects, malformed_writes, refuse
 from dex_local_engine.run_journal import RunJournal
 from dex_local_engine.step_scheduler import StepScheduler
 from dex_local_engine.task_requests import rpc_request
-from dex_local_engine.task_runner import AttemptFailure, TaskRunner
+from dex_local_engine.task_runner import UNKNOWN_NAME_ERROR_TYPE, AttemptFailure, TaskRunner
 from dex_local_engine.value_limits import oversized_values
 from dex_local_engine.wire_values import ensure_value
 
@@ -165,6 +165,8 @@ class ClientOperations:
             raise errors.flow_not_active(request.flow_id)
         outcome = await self._run_rpc(run, request, keys)
         if isinstance(outcome, AttemptFailure):
+            if outcome.error.error_type == f"dex_local_engine.{UNKNOWN_NAME_ERROR_TYPE}":
+                raise errors.unknown_rpc(request.rpc_name, run.flow_type)
             if outcome.error.error_type.startswith("dex_local_engine."):
                 raise errors.worker_unavailable(outcome.error.detail)
             raise errors.worker_api_error(outcome.error)

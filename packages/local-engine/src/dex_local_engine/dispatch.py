@@ -72,6 +72,14 @@ class TaskNotStarted(DexLocalEngineError):
     """
 
 
+class UnknownTaskName(DexLocalEngineError):
+    """Every connected Worker of the task's Flow type declined it as unknown (an RPC name).
+
+    The task never ran. A synchronous RPC fails at once with NOT_FOUND rather than waiting out its
+    timeout for a Worker that knows the name.
+    """
+
+
 class WorkerLost(DexLocalEngineError):
     """The Worker disconnected after it received the task, so the attempt may have taken effect.
 

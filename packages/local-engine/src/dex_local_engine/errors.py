@@ -76,6 +76,7 @@ __all__ = [
     "request_timeout",
     "rpc_lock_conflict",
     "unimplemented",
+    "unknown_rpc",
     "worker_api_error",
     "worker_unavailable",
 ]
@@ -391,3 +392,13 @@ def unimplemented(method_name: str) -> EngineError:
 def internal_error(detail: str) -> EngineError:
     """An engine invariant broke; the request failed but the engine keeps serving."""
     return EngineError(grpc.StatusCode.INTERNAL, pb.ERROR_SUB_STATUS_UNCATEGORIZED, detail)
+
+
+def unknown_rpc(rpc_name: str, flow_type: str) -> EngineError:
+    """No connected Worker of the Flow type knows the RPC (SDK: WorkerInvocationError, NOT_FOUND)."""
+    return EngineError(
+        grpc.StatusCode.NOT_FOUND,
+        pb.ERROR_SUB_STATUS_WORKER_API_ERROR,
+        f"RPC {rpc_name!r} is unknown to every connected Worker of flow type {flow_type!r}",
+        dispatch_task_error_reason=pb.DISPATCH_TASK_ERROR_REASON_UNKNOWN_NAME,
+    )

@@ -58,6 +58,7 @@ from dex_local_engine.dispatch import (
     DispatchTask,
     TaskFrame,
     TaskNotStarted,
+    UnknownTaskName,
     WorkerLost,
     note_on_worker,
 )
@@ -73,12 +74,14 @@ from dex_local_engine.pull_worker_registry import (
     StreamGoneEvent,
     WorkerStream,
 )
+from dex_local_engine.request_decoding import UndecodableRequest
 
 __all__ = ["PullDispatchStats", "PullDispatcher", "PullStreamInfo"]
 
 _LOGGER = logging.getLogger(__name__)
 _EOF: object = grpc.aio.EOF  # type: ignore[attr-defined]  # missing from the grpc stubs
 _PROBE_SECONDS = 5.0
+_REJECT_REASONS = frozenset(pb.PollWorkerTaskRejectReason.values())
 
 
 class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
@@ -109,6 +112,8 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
 
         Raises:
             TaskNotStarted: the stream broke before the task was written to it.
+            UnknownTaskName: an RPC that every connected Worker of its Flow type declined as
+                unknown (a Step waits for a Worker that knows it instead).
             WorkerLost: the stream broke after the task was written to it, or ended after output
                 but before the final frame.
         """
@@ -128,6 +133,11 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
                             return
                     elif isinstance(event, RejectEvent):
                         self._note_reject(assignment, event, exclusions)
+                        if _is_rpc(task) and self._registry.all_workers_lack_name(task, exclusions):
+                            raise UnknownTaskName(
+                                f"no connected Worker of flow type {task.flow_type!r} "
+                                "knows this RPC"
+                            )
                         break
                     elif event.is_half_close and not assignment.has_output:
                         # A retiring stream: the Worker rejects or drops tasks once it drains.
@@ -185,6 +195,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
         writer = asyncio.create_task(_write_frames(stream, context))
         detail = "the Worker's stream broke"
         is_half_close = False
+        problem = None
         try:
             while True:
                 request = await context.read()
@@ -195,7 +206,10 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
                 problem = self._handle_request(stream, request)
                 if problem is not None:
                     detail = problem
-                    await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
+                    # No new task for this stream; let the writer finish what it is writing.
+                    stream.is_draining = True
+                    await _written_so_far(stream, writer)
+                    break
         finally:
             self._registry.remove_stream(stream, detail, is_half_close=is_half_close)
             writer.cancel()
@@ -205,14 +219,26 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
             finally:
                 # Even when the server cancels this handler: a dispatch awaits these answers.
                 stream.fail_unwritten()
+        if problem is not None:
+            # Only now that no write is in flight can the call end with a status.
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, problem)
 
     def _handle_request(
-        self, stream: WorkerStream, request: pb.PollWorkerTaskRequest
+        self, stream: WorkerStream, request: pb.PollWorkerTaskRequest | UndecodableRequest
     ) -> str | None:
+        """Route one frame; a sentence naming what is wrong with it ends the stream."""
+        if isinstance(request, UndecodableRequest):
+            return request.problem
         kind = request.WhichOneof("frame")
         if kind == "task_frame":
             self._registry.on_task_frame(stream, request.task_frame)
         elif kind == "reject":
+            reason = request.reject.reason
+            if reason not in _REJECT_REASONS:
+                # The Worker did decline: the task goes elsewhere, then the stream ends.
+                request.reject.reason = pb.POLL_WORKER_TASK_REJECT_REASON_UNSPECIFIED
+                self._registry.on_reject(stream, request.reject)
+                return f"PollWorkerTask reject has an unknown reason {reason}"
             self._registry.on_reject(stream, request.reject)
         elif kind == "register":
             return "PollWorkerTask register is only valid as the first frame of a stream"
@@ -254,6 +280,16 @@ async def _is_still_connected(stream: WorkerStream, writer: asyncio.Task[None]) 
     """
     if not stream.carries_unstarted_task:
         return True
+    return await _written_so_far(stream, writer)
+
+
+async def _written_so_far(stream: WorkerStream, writer: asyncio.Task[None]) -> bool:
+    """Queue a ``ping`` and wait until it was written (so every frame before it was), the writer
+    ended, or a few seconds passed; True when the ping was written.
+
+    A call can end with a status only while no write is in flight (else grpc fails the call
+    with TOO_MANY_OPERATIONS and the peer gets no status).
+    """
     written: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
     stream.send(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing()), written)
     waiting: set[asyncio.Future[Any]] = {written, writer}
@@ -261,7 +297,9 @@ async def _is_still_connected(stream: WorkerStream, writer: asyncio.Task[None]) 
     return written.done() and written.result()
 
 
-def _registration_problem(request: pb.PollWorkerTaskRequest) -> str | None:
+def _registration_problem(request: pb.PollWorkerTaskRequest | UndecodableRequest) -> str | None:
+    if isinstance(request, UndecodableRequest):
+        return request.problem
     kind = request.WhichOneof("frame")
     if kind != "register":
         return f"the first PollWorkerTask frame must be register, got {kind or 'an empty frame'}"
@@ -273,6 +311,10 @@ def _registration_problem(request: pb.PollWorkerTaskRequest) -> str | None:
     if not register.flow_types:
         return f"PollWorkerTask register for queue {register.queue!r} lists no Flow types"
     return None
+
+
+def _is_rpc(task: DispatchTask) -> bool:
+    return isinstance(task.request, pb.InvokeWorkerRPCRequest)
 
 
 def _poll_worker_task(task: DispatchTask) -> pb.PollWorkerTask:

@@ -407,6 +407,14 @@ class PullWorkerRegistry:
                 self._release_unsent(waiter.future.result())
             raise
 
+    def all_workers_lack_name(self, task: DispatchTask, exclusions: Exclusions) -> bool:
+        """Whether every connected Worker that serves ``task`` said it does not know its name."""
+        return all(
+            stream.app_worker_id in exclusions.unknown_name
+            for stream in self._streams.values()
+            if stream.serves(task)
+        )
+
     def abandon(self, assignment: Assignment) -> None:
         """The dispatcher stops listening: ask the Worker to cancel an unfinished task.
 

@@ -25,6 +25,7 @@ from dex_local_engine.flow_service import FlowService
 from dex_local_engine.flow_state import FlowRun
 from dex_local_engine.listening_dispatch import ListeningDispatcher
 from dex_local_engine.pull_dispatch import PullDispatcher
+from dex_local_engine.request_decoding import add_decoding_servicer
 from dex_local_engine.store import Durability, Store
 from dex_local_engine.streams import StreamStore, StreamStoreBackend
 
@@ -151,10 +152,10 @@ class EngineServer:
             store, router, write_stream, config.default_worker_address, config.closed_run_cache
         )
         await engine.recover()
-        dex_pb2_grpc.add_FlowServiceServicer_to_server(  # type: ignore[no-untyped-call]
-            FlowService(engine, streams), server
+        add_decoding_servicer(
+            dex_pb2_grpc.add_FlowServiceServicer_to_server, FlowService(engine, streams), server
         )
-        dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(pull, server)  # type: ignore[no-untyped-call]
+        add_decoding_servicer(dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server, pull, server)
         await server.start()
         return cls(server, engine, store, pull, router, port, lock)
 

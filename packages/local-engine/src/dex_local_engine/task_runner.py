@@ -26,6 +26,7 @@ from dex_local_engine.dispatch import (
     TaskFrame,
     TaskNotStarted,
     TaskRequest,
+    UnknownTaskName,
     WorkerLost,
 )
 from dex_local_engine.flow_state import FlowRun, StepExecution
@@ -33,6 +34,7 @@ from dex_local_engine.heartbeat_window import HeartbeatWindow
 from dex_local_engine.wire_values import ensure_value
 
 __all__ = [
+    "UNKNOWN_NAME_ERROR_TYPE",
     "AttemptFailure",
     "DispatcherRouter",
     "StreamWriter",
@@ -43,6 +45,9 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 _REDISPATCH_DELAY = 0.05
+
+UNKNOWN_NAME_ERROR_TYPE = "UnknownName"
+"""The ``dex_local_engine.`` error type of an RPC no connected Worker knows."""
 
 DispatcherRouter = Callable[[str | None], Dispatcher]
 """Returns the dispatcher for a listening Worker address, or for pull Workers (None)."""
@@ -143,6 +148,8 @@ class TaskRunner:
         except TaskNotStarted:
             await asyncio.sleep(_REDISPATCH_DELAY)
             return None
+        except UnknownTaskName as unknown:
+            return _failure(str(unknown), UNKNOWN_NAME_ERROR_TYPE, reached_worker=False)
         except WorkerLost as lost:
             detail = f"the Worker was lost during the attempt: {lost}"
             return _failure(detail, "WorkerLost", reached_worker=True)
