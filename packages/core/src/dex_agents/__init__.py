@@ -6,6 +6,9 @@ names, by area (see the package README for what each does):
 
 - session: ``AgentSessionFlow``, ``AgentSessionClient``, ``AgentSessionOptions`` and its limits,
   ``AgentSessionStepType``, ``CompactContextInput``, ``agent_codec_registry``;
+- turn-level calls: ``AgentSessionClient.run_turn``/``wait_for_turn``/``stream_events``, their
+  synchronous ``SyncAgentSessionClient``, ``TurnResult``, ``TurnStatus``, ``TurnToolCall``,
+  ``TurnTimeoutError``, ``StreamStoreDisabledError``;
 - runner: the runner contract (``AgentFrameworkRunner``, its optional protocols, the values the
   session hands a runner and takes back) and the model-visible texts it shares;
 - adapter kit: the current deferred tool call, ``ToolSource``/``ListedTool``, ``dump_json_text``
@@ -131,6 +134,15 @@ from dex_agents._session.settings import (
     validate_session_settings,
 )
 from dex_agents._session.step_types import AgentSessionStepType
+from dex_agents._session.sync_client import SyncAgentSessionClient
+from dex_agents._session.turn_results import (
+    DEFAULT_TURN_TIMEOUT_SECONDS,
+    TurnResult,
+    TurnStatus,
+    TurnTimeoutError,
+    TurnToolCall,
+)
+from dex_agents._session.turn_waits import StreamStoreDisabledError
 from dex_agents._spend_limit import (
     MODEL_SPEND_LIMIT_ERROR_PREFIX,
     ModelCallIdentity,
@@ -220,6 +232,7 @@ __all__ = [
     "CONTEXT_SUMMARY_NOTE_HEADER",
     "CONTEXT_SUMMARY_TRANSCRIPT_HEADER",
     "DEFAULT_EVENT_STREAM_CAPACITY_BYTES",
+    "DEFAULT_TURN_TIMEOUT_SECONDS",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
     "INVALID_START_SESSION_SETTINGS_REASON",
@@ -324,6 +337,8 @@ __all__ = [
     "SessionFlowTypeError",
     "SessionSettings",
     "SteerUserMessageRequest",
+    "StreamStoreDisabledError",
+    "SyncAgentSessionClient",
     "TodoStatus",
     "ToolCallCancellation",
     "ToolCallCompleted",
@@ -346,7 +361,11 @@ __all__ = [
     "TurnCompleted",
     "TurnControlRequest",
     "TurnReplySequence",
+    "TurnResult",
     "TurnSessionSettings",
+    "TurnStatus",
+    "TurnTimeoutError",
+    "TurnToolCall",
     "UnfinishedTurnMessageBuilder",
     "UpdateSessionSettingsRequest",
     "__version__",

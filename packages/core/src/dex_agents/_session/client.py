@@ -4,22 +4,41 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any, Final, TypeVar
 
 from dex import (
     ActiveStepSearchMode,
     AsyncClient,
+    DexServiceError,
     Flow,
     FlowConfig,
+    FlowNotActiveOrNotFoundError,
     FlowNotFoundError,
+    LongPollTimeoutError,
     RpcLockConflictError,
     StartFlowOptions,
+    StreamMessage,
 )
 
+from dex_agents._events import AgentEvent
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents._session.settings import validate_session_settings
+from dex_agents._session.turn_results import (
+    DEFAULT_TURN_TIMEOUT_SECONDS,
+    STREAM_POLL_SECONDS,
+    TurnResult,
+    _TurnTracker,
+)
+from dex_agents._session.turn_waits import (
+    NextEvent,
+    check_timeout,
+    raise_if_stream_store_disabled,
+    run_plan_async,
+    turn_wait_plan,
+)
 from dex_agents._text_validity import validate_session_id
 from dex_agents._values import (
     AgentMessagesPage,
@@ -35,12 +54,14 @@ from dex_agents._values import (
     SteerUserMessageRequest,
     UpdateSessionSettingsRequest,
 )
-from dex_agents.exceptions import ConfigurationTypeError, SessionFlowTypeError
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError, SessionFlowTypeError
 
 __all__ = [
     "AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE",
     "LOCK_CONFLICT_RETRY_SECONDS",
     "AgentSessionClient",
+    "session_start_arguments",
+    "tracker_after",
 ]
 
 AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE: Final = ActiveStepSearchMode.WITH_WAIT_FOR
@@ -155,18 +176,13 @@ class AgentSessionClient:
             FlowAlreadyStartedError: When a session with this ID exists.
             DexServiceError: When Dex refuses the start.
         """
-        validate_session_id(session_id)
-        validate_session_settings(session_settings or {})
-        base = options if options is not None else StartFlowOptions()
-        config = base.config_override if base.config_override is not None else FlowConfig()
-        start_options = replace(
-            base,
-            config_override=replace(config, active_step_search_mode=active_step_search_mode),
-        )
-        start_input = AgentSessionStartInput(
-            initial_message=initial_message,
-            session_settings=dict(session_settings or {}),
-            plan_mode=plan_mode,
+        start_input, start_options = session_start_arguments(
+            session_id,
+            initial_message,
+            session_settings,
+            active_step_search_mode,
+            options,
+            plan_mode,
         )
         run_id = await self._client.start_flow(self._flow, session_id, start_input, start_options)
         self._remember_checked(session_id)
@@ -347,6 +363,211 @@ class AgentSessionClient:
             session_id,
             ListAgentMessagesRequest(after_sequence=after_sequence, limit=limit),
         )
+
+    async def latest_event_token(self, session_id: str) -> str:
+        """The ``AgentEvents`` resume token after the newest event, ``""`` when there is none.
+
+        Reading from it sees only what comes next; pass it to ``wait_for_turn`` or
+        ``stream_events``. One ``ListStreamMessages`` call.
+
+        Raises:
+            ConfigurationError: ``session_id`` is not a valid session ID.
+            StreamStoreDisabledError: The Dex server keeps no Stream messages.
+        """
+        validate_session_id(session_id)
+        try:
+            page = await self._client.list_stream_messages(session_id, self._flow.agent_events, 1)
+        except DexServiceError as error:
+            raise_if_stream_store_disabled(error, session_id)
+            raise
+        return page.messages[0].resume_token if page.messages else ""
+
+    async def stream_events(
+        self,
+        session_id: str,
+        resume_token: str = "",
+        *,
+        poll_timeout: timedelta = timedelta(seconds=STREAM_POLL_SECONDS),
+    ) -> AsyncIterator[StreamMessage[AgentEvent]]:
+        """Yield the session's events after ``resume_token`` as they come, without end.
+
+        ``""`` starts at the oldest retained event. Each message carries the event
+        (``message.value``) and the token to resume after it (``message.resume_token``): keep
+        the last one to continue after a reconnect. A long poll of ``poll_timeout`` that sees
+        nothing is asked again. Events are best effort: the snapshot is the truth.
+
+        Raises:
+            StreamStoreDisabledError: The Dex server keeps no Stream messages.
+
+        Example:
+            >>> import asyncio
+            >>> from dex_agents.testing import in_process_worker
+            >>> async def first_event_type() -> str:
+            ...     async with in_process_worker([flow], server_address, tmp_path / "c") as dex:
+            ...         sessions = dex.sessions(flow)
+            ...         await sessions.run_turn("events-example", "Hi")
+            ...         async for message in sessions.stream_events("events-example"):
+            ...             return message.value.type
+            ...     return ""
+            >>> asyncio.run(first_event_type())
+            'turn_started'
+        """
+        validate_session_id(session_id)
+        token = resume_token
+        while True:
+            message = await self._next_event(
+                session_id, NextEvent(token, poll_timeout, poll_timeout.total_seconds() + 5)
+            )
+            if message is None:
+                continue
+            token = message.resume_token
+            yield message
+
+    async def run_turn(
+        self,
+        session_id: str,
+        message: str,
+        *,
+        timeout: float = DEFAULT_TURN_TIMEOUT_SECONDS,
+    ) -> TurnResult:
+        """Send ``message`` and wait until the turn it starts ends or waits for a person.
+
+        Starts session ``session_id`` with ``message`` when it does not exist. A message sent
+        while another turn runs is queued, and the wait is for the turn it starts after that one.
+        The wait follows ``AgentEvents`` (one read per event, one snapshot at the end), and stops
+        at the first approval or question that waits (``TurnStatus.WAITING_FOR_PERSON``): answer
+        it, then pass the result to ``wait_for_turn`` to follow the turn on.
+
+        Args:
+            session_id: The session, started when it does not exist.
+            message: The user message; it must not be blank.
+            timeout: Seconds to wait for the turn to end or stop.
+
+        Returns:
+            The turn's status, last assistant text, tool calls, pending interrupts and error.
+
+        Raises:
+            ConfigurationError: ``message`` is blank or ``timeout`` is not positive.
+            TurnTimeoutError: The turn did not end or stop in time; it keeps running, and the
+                error carries the token to wait on.
+            StreamStoreDisabledError: The Dex server keeps no Stream messages.
+
+        Example:
+            >>> import asyncio
+            >>> from dex_agents.testing import in_process_worker
+            >>> async def ask() -> TurnResult:
+            ...     async with in_process_worker([flow], server_address, tmp_path / "c") as dex:
+            ...         return await dex.sessions(flow).run_turn("turn-example", "Hi")
+            >>> result = asyncio.run(ask())
+            >>> result.status, result.text
+            (<TurnStatus.COMPLETED: 'completed'>, 'Hello')
+        """
+        if not message.strip():
+            raise ConfigurationError("run_turn needs a message that is not blank")
+        check_timeout(timeout)
+        token = await self.latest_event_token(session_id)
+        try:
+            await self.send_user_message(session_id, message)
+        except (FlowNotFoundError, FlowNotActiveOrNotFoundError):
+            # A stopped session also lands here; starting it then raises FlowAlreadyStartedError.
+            await self.start_session(session_id, message)
+        tracker = _TurnTracker(session_id, wait_for_start=True)
+        return await self._follow(tracker, token, timeout)
+
+    async def wait_for_turn(
+        self,
+        session_id: str,
+        after: str | TurnResult,
+        *,
+        turn_id: str | None = None,
+        timeout: float = DEFAULT_TURN_TIMEOUT_SECONDS,
+    ) -> TurnResult:
+        """Wait from a point of the event Stream until a turn ends or waits for a person.
+
+        Pass a ``TurnResult`` to follow its turn on (after answering its approval, say; the tool
+        calls it saw are kept), or a resume token (``latest_event_token``, or
+        ``TurnTimeoutError.resume_token``) to follow ``turn_id``, or without ``turn_id`` the first
+        turn with an event after the token.
+
+        Raises:
+            ConfigurationError: ``timeout`` is not positive, or ``after`` is a result of another
+                session.
+            TurnTimeoutError: The turn did not end or stop in time.
+            StreamStoreDisabledError: The Dex server keeps no Stream messages.
+        """
+        validate_session_id(session_id)
+        check_timeout(timeout)
+        tracker, token = tracker_after(session_id, after, turn_id)
+        return await self._follow(tracker, token, timeout)
+
+    async def _follow(self, tracker: _TurnTracker, token: str, timeout: float) -> TurnResult:
+        session_id = tracker.session_id
+        return await run_plan_async(
+            turn_wait_plan(tracker, token, timeout),
+            lambda request: self._next_event(session_id, request),
+            lambda: self.get_agent_snapshot(session_id),
+        )
+
+    async def _next_event(
+        self, session_id: str, request: NextEvent
+    ) -> StreamMessage[AgentEvent] | None:
+        try:
+            async with asyncio.timeout(request.remaining):
+                return await self._client.read_stream(
+                    session_id, self._flow.agent_events, request.token, timeout=request.poll
+                )
+        except (LongPollTimeoutError, TimeoutError):
+            return None
+        except DexServiceError as error:
+            raise_if_stream_store_disabled(error, session_id)
+            raise
+
+
+def session_start_arguments(
+    session_id: str,
+    initial_message: str,
+    session_settings: Mapping[str, object] | None,
+    active_step_search_mode: ActiveStepSearchMode,
+    options: StartFlowOptions | None,
+    plan_mode: bool,
+) -> tuple[AgentSessionStartInput, StartFlowOptions]:
+    """The Flow input and start options of ``start_session`` (async and synchronous alike).
+
+    Raises:
+        ConfigurationError: When ``session_id`` is not a valid session ID, or ``session_settings``
+            is not a JSON object of at most 16 KiB and 64 levels.
+    """
+    validate_session_id(session_id)
+    validate_session_settings(session_settings or {})
+    base = options if options is not None else StartFlowOptions()
+    config = base.config_override if base.config_override is not None else FlowConfig()
+    start_options = replace(
+        base,
+        config_override=replace(config, active_step_search_mode=active_step_search_mode),
+    )
+    start_input = AgentSessionStartInput(
+        initial_message=initial_message,
+        session_settings=dict(session_settings or {}),
+        plan_mode=plan_mode,
+    )
+    return start_input, start_options
+
+
+def tracker_after(
+    session_id: str, after: str | TurnResult, turn_id: str | None
+) -> tuple[_TurnTracker, str]:
+    """The tracker and token ``wait_for_turn`` starts from.
+
+    Raises:
+        ConfigurationError: ``after`` is a result of another session.
+    """
+    if isinstance(after, TurnResult):
+        if after.session_id != session_id:
+            raise ConfigurationError(
+                f"the result is of session {after.session_id}, not of {session_id}"
+            )
+        return _TurnTracker.continuing(after), after.resume_token
+    return _TurnTracker(session_id, turn_id), after
 
 
 async def _retry_lock_conflicts(call: Callable[[], Awaitable[_ResultT]]) -> _ResultT:
