@@ -317,11 +317,15 @@ async def test_the_sync_client_runs_turns_and_answers_approvals(
         )
         final = await asyncio.to_thread(sessions.wait_for_turn, "s1", result, timeout=60)
         assert (final.status, final.text) == (TurnStatus.COMPLETED, "Done: refunded order 7")
-        with pytest.raises(TurnTimeoutError):
+        with pytest.raises(TurnTimeoutError) as raised:
             await asyncio.to_thread(sessions.run_turn, "s1", "hang on order 7", timeout=1)
         _GATE.set()
-        snapshot = await asyncio.to_thread(sessions.get_agent_snapshot, "s1")
-        assert snapshot.state is not None and snapshot.state.turn_count == 2
+        late = await asyncio.to_thread(
+            lambda: sessions.wait_for_turn(
+                "s1", raised.value.resume_token, turn_id=raised.value.turn_id, timeout=60
+            )
+        )
+        assert (late.turn_id, late.text) == ("turn-2", "Done: order 7 found late")
     finally:
         client.close()
         cache.close()
