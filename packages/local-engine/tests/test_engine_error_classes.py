@@ -23,6 +23,7 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_local_engine.store.StoreError": Exception,
     "dex_local_engine.server.AddressInUseError": Exception,
     "dex_local_engine.dispatch.TaskNotStarted": Exception,
+    "dex_local_engine.dispatch.UnknownTaskName": Exception,
     "dex_local_engine.dispatch.WorkerLost": Exception,
 }
 
