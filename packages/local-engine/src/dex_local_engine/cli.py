@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
 import logging
 import sys
@@ -11,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS
+from dex_local_engine.event_loop import choose_event_loop, run_on_event_loop
 from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE
 from dex_local_engine.server import AddressInUseError, ServerConfig, serve
 from dex_local_engine.store import Durability, StoreError
@@ -96,6 +96,11 @@ def _run_serve(arguments: argparse.Namespace) -> int:
         if problem is not None:
             print(f"dex-local-engine: {option} {value!r}: {problem}", file=sys.stderr)
             return 1
+    try:
+        _, loop_factory = choose_event_loop()
+    except ValueError as problem:
+        print(f"dex-local-engine: {problem}", file=sys.stderr)
+        return 1
     config = ServerConfig(
         address,
         arguments.database,
@@ -105,7 +110,7 @@ def _run_serve(arguments: argparse.Namespace) -> int:
         StreamStoreBackend(arguments.stream_store),
     )
     try:
-        asyncio.run(serve(config))
+        run_on_event_loop(serve(config), loop_factory)
     except (StoreError, AddressInUseError) as error:
         print(f"dex-local-engine: {error}", file=sys.stderr)
         return 1

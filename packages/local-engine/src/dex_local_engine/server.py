@@ -19,6 +19,7 @@ from dex.dexpb import dex_pb2_grpc
 from dex_local_engine.database_lock import DatabaseLock
 from dex_local_engine.dispatch import Dispatcher
 from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS, Engine
+from dex_local_engine.event_loop import freeze_startup_objects
 from dex_local_engine.exceptions import DexLocalEngineError
 from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE
 from dex_local_engine.flow_service import FlowService
@@ -181,6 +182,7 @@ async def serve(config: ServerConfig, ready: asyncio.Event | None = None) -> Non
         AddressInUseError: the address cannot be bound.
     """
     server = await EngineServer.start(config)
+    freeze_startup_objects()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     # Before the ready line: a supervisor may signal the engine as soon as it reads it.
