@@ -299,6 +299,9 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "wait_until",
         }
     ),
+    "dex_agents.runtime": frozenset(
+        {"DEFAULT_RUNTIME_DIRECTORY", "ENGINE_ADDRESS_FILE", "LocalRuntime", "LocalRuntimeError"}
+    ),
     "dex_agents.ui_stream": frozenset(
         {
             "AGENT_EVENT_STREAM_HEADERS",
