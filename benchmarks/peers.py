@@ -22,6 +22,15 @@ Contestants (``--only`` takes a comma-separated subset; all by default):
   ``durability="sync"`` (each checkpoint written before the next step, the mode that never runs
   a finished node again); ``langgraph-sqlite-async``: the same with LangGraph's default
   ``durability="async"``;
+- ``openai-agents``, ``dex-agents-openai-agents``, ``dbos-openai-agents``: the OpenAI Agents SDK
+  agent in process, through our adapter, and run by ``dbos_openai_agents.DBOSRunner`` in one
+  ``@DBOS.workflow`` per turn (tools ``@DBOS.step``s);
+- ``google-adk``, ``dex-agents-google-adk``, ``dbos-google-adk``: the Google ADK agent in process
+  (one in-memory session), through our adapter, and with ``dbos_google_adk.DBOSPlugin`` on its
+  Runner in one ``@DBOS.workflow`` per turn (tools ``@DBOS.step``s);
+- ``claude-agent-sdk``, ``dex-agents-claude-agent-sdk``: the Claude Agent SDK (the real CLI
+  against a local fake API) in process and through our adapter; its benchmark agent has only the
+  READ turn (two model calls, one tool call), so compare these two rows with each other only;
 - ``restate``: the Pydantic AI agent as ``restate.ext.pydantic.RestateAgent`` (model calls and,
   with ``auto_wrap_tools``, tool calls journaled) in a Virtual Object that keeps the conversation,
   served by hypercorn in this process, behind a ``restate-server`` process. The server is an npm
@@ -64,7 +73,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -99,9 +108,9 @@ class PeerOptions:
     peer_sqlite: PeerSqlite
     restate_server: str | None
 
-    def turn_options(self, framework: str) -> Options:
-        """``adapter_turns``' options for ``framework``'s read-write turn."""
-        return Options(framework, self.turns, self.warmup, self.model_latency_ms, _SHAPE)
+    def turn_options(self, framework: str, shape: TurnShape = _SHAPE) -> Options:
+        """``adapter_turns``' options for ``framework``'s turn (read-write unless ``shape``)."""
+        return Options(framework, self.turns, self.warmup, self.model_latency_ms, shape)
 
 
 class Skipped(Exception):
@@ -119,6 +128,7 @@ class Contestant:
             durability (``None`` for the baselines themselves).
         ours: The dex-agents contestant of the same framework, for the same-framework ratio.
         measure: Its measured turns: wall seconds each, and CPU seconds of all its processes.
+        shape: Its turn's tools.
     """
 
     name: str
@@ -126,6 +136,8 @@ class Contestant:
     framework_baseline: str | None
     ours: str | None
     measure: Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]
+    shape: TurnShape = _SHAPE
+    """Its turn; only a read-write contestant is compared with the (read-write) baseline."""
 
 
 @dataclass
@@ -166,19 +178,23 @@ def _import_peer(module: str) -> Any:
 # --- in process and dex-agents -----------------------------------------------------------------
 
 
-def _in_process(framework: str) -> Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]:
+def _in_process(
+    framework: str, shape: TurnShape = _SHAPE
+) -> Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]:
     async def measure(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
-        turn_options = options.turn_options(framework)
-        agent = load_agent(framework, options.model_latency_ms, _SHAPE)
+        turn_options = options.turn_options(framework, shape)
+        agent = load_agent(framework, options.model_latency_ms, shape)
         return await time_turns(agent.run_in_process, turn_options, f"{framework} in process:")
 
     return measure
 
 
-def _dex_agents(framework: str) -> Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]:
+def _dex_agents(
+    framework: str, shape: TurnShape = _SHAPE
+) -> Callable[[PeerOptions, Path], Awaitable[MeasuredTurns]]:
     async def measure(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
-        turn_options = options.turn_options(framework)
-        agent = load_agent(framework, options.model_latency_ms, _SHAPE)
+        turn_options = options.turn_options(framework, shape)
+        agent = load_agent(framework, options.model_latency_ms, shape)
         return await measure_durable(agent, turn_options, state_dir)
 
     return measure
@@ -200,14 +216,12 @@ def _sqlite_settings(path: Path) -> str:
     return f"journal_mode={journal}"
 
 
-async def _measure_dbos(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
-    """The Pydantic AI agent with ``DBOSDurability``: one DBOS workflow per turn, on SQLite."""
+@contextlib.contextmanager
+def _dbos_launched(options: PeerOptions, state_dir: Path, name: str) -> Iterator[Any]:
+    """DBOS on a SQLite system database in ``state_dir``, launched after the body registers its
+    functions (call the yielded ``launch``); destroyed afterwards. Notes the SQLite settings."""
     dbos = _import_peer("dbos")
-    durability = _import_peer("pydantic_ai.durable_exec.dbos")
     sqlalchemy = _import_peer("sqlalchemy")
-    from adapter_agents.pydantic_ai import build_agent
-
-    DBOS = dbos.DBOS
     database = state_dir / "dbos.sqlite"
     synchronous: list[int] = []
 
@@ -218,14 +232,55 @@ async def _measure_dbos(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
 
     # DBOS builds its own SQLAlchemy engine; a class-level listener reaches its connections.
     sqlalchemy.event.listen(sqlalchemy.Engine, "connect", on_connect)
-    DBOS(
+    dbos.DBOS(
         config={
-            "name": "peers-benchmark",
+            "name": name,
             "system_database_url": f"sqlite:///{database}",
             "log_level": "WARNING",
         }
     )
     try:
+        yield dbos
+        _NOTES.append(
+            f"SQLite {_sqlite_settings(database)}, synchronous={sorted(set(synchronous))} "
+            "(0 OFF, 1 NORMAL, 2 FULL)"
+        )
+    finally:
+        dbos.DBOS.destroy(destroy_registry=True)
+        sqlalchemy.event.remove(sqlalchemy.Engine, "connect", on_connect)
+
+
+async def _time_dbos_turns(
+    dbos: Any,
+    workflow: Callable[[str], Awaitable[str]],
+    options: PeerOptions,
+    framework: str,
+    label: str,
+) -> MeasuredTurns:
+    """Time turns that each run ``workflow`` under a fresh workflow ID; note the last one's steps."""
+    DBOS = dbos.DBOS
+    workflow_ids: list[str] = []
+
+    async def run_turn(text: str) -> str:
+        workflow_id = f"peers-turn-{len(workflow_ids) + 1}"
+        workflow_ids.append(workflow_id)
+        with dbos.SetWorkflowID(workflow_id):
+            return await workflow(text)
+
+    measured = await time_turns(run_turn, options.turn_options(framework), label)
+    steps = await DBOS.list_workflow_steps_async(workflow_ids[-1])
+    names = ", ".join(str(step["function_name"]) for step in steps)
+    _NOTES.append(f"the last turn's workflow recorded {len(steps)} steps: {names}")
+    return measured
+
+
+async def _measure_dbos(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
+    """The Pydantic AI agent with ``DBOSDurability``: one DBOS workflow per turn, on SQLite."""
+    durability = _import_peer("pydantic_ai.durable_exec.dbos")
+    from adapter_agents.pydantic_ai import build_agent
+
+    with _dbos_launched(options, state_dir, "peers-benchmark") as dbos:
+        DBOS = dbos.DBOS
         agent = build_agent(
             options.model_latency_ms / 1000.0,
             _SHAPE,
@@ -233,6 +288,7 @@ async def _measure_dbos(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
             wrap_tool=DBOS.step(),
             capabilities=[durability.DBOSDurability()],
         )
+        history: list[ModelMessage] = []
 
         async def run_agent(
             text: str, history: list[ModelMessage]
@@ -242,31 +298,72 @@ async def _measure_dbos(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
 
         turn: Callable[..., Awaitable[tuple[str, list[ModelMessage]]]]
         turn = DBOS.workflow(name="peers_benchmark_turn")(run_agent)
-
         DBOS.launch()
-        history: list[ModelMessage] = []
-        workflow_ids: list[str] = []
 
-        async def run_turn(text: str) -> str:
-            workflow_id = f"peers-turn-{len(workflow_ids) + 1}"
-            workflow_ids.append(workflow_id)
-            with dbos.SetWorkflowID(workflow_id):
-                output, messages = await turn(text, history)
+        async def run_workflow(text: str) -> str:
+            output, messages = await turn(text, history)
             history[:] = messages
             return str(output)
 
-        measured = await time_turns(run_turn, options.turn_options("dbos"), "dbos:")
-        steps = await DBOS.list_workflow_steps_async(workflow_ids[-1])
-        names = ", ".join(str(step["function_name"]) for step in steps)
-        _NOTES.append(f"the last turn's workflow recorded {len(steps)} steps: {names}")
-        _NOTES.append(
-            f"SQLite {_sqlite_settings(database)}, synchronous={sorted(set(synchronous))} "
-            "(0 OFF, 1 NORMAL, 2 FULL)"
+        return await _time_dbos_turns(dbos, run_workflow, options, "dbos", "dbos:")
+
+
+async def _measure_dbos_openai_agents(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
+    """The OpenAI Agents SDK agent run by ``DBOSRunner`` in one DBOS workflow per turn."""
+    runner = _import_peer("dbos_openai_agents")
+    from adapter_agents.openai_agents import RUN_CONFIG, build_agent
+
+    with _dbos_launched(options, state_dir, "peers-benchmark-openai-agents") as dbos:
+        DBOS = dbos.DBOS
+        agent = build_agent(options.model_latency_ms / 1000.0, _SHAPE, wrap_tool=DBOS.step())
+        history: list[Any] = []
+
+        async def run_agent(items: list[Any]) -> tuple[str, list[Any]]:
+            result = await runner.DBOSRunner.run(agent, items, run_config=RUN_CONFIG)
+            return str(result.final_output), result.to_input_list()
+
+        turn: Callable[..., Awaitable[tuple[str, list[Any]]]]
+        turn = DBOS.workflow(name="peers_benchmark_openai_agents_turn")(run_agent)
+        DBOS.launch()
+
+        async def run_workflow(text: str) -> str:
+            output, items = await turn([*history, {"role": "user", "content": text}])
+            history[:] = items
+            return output
+
+        return await _time_dbos_turns(
+            dbos, run_workflow, options, "openai-agents", "dbos-openai-agents:"
         )
-        return measured
-    finally:
-        DBOS.destroy(destroy_registry=True)
-        sqlalchemy.event.remove(sqlalchemy.Engine, "connect", on_connect)
+
+
+async def _measure_dbos_google_adk(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
+    """The Google ADK agent with ``DBOSPlugin`` on its Runner, one DBOS workflow per turn."""
+    plugin = _import_peer("dbos_google_adk")
+    from adapter_agents.google_adk import APP_NAME, USER_ID, build_llm_agent, run_adk_turn
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+
+    with _dbos_launched(options, state_dir, "peers-benchmark-google-adk") as dbos:
+        DBOS = dbos.DBOS
+        agent = build_llm_agent(options.model_latency_ms / 1000.0, _SHAPE, wrap_tool=DBOS.step())
+        runner = Runner(
+            app_name=APP_NAME,
+            agent=agent,
+            plugins=[plugin.DBOSPlugin()],
+            session_service=InMemorySessionService(),
+        )
+        session_id = "peers-benchmark"
+
+        async def run_agent(text: str) -> str:
+            return await run_adk_turn(runner, session_id, text)
+
+        turn: Callable[[str], Awaitable[str]]
+        turn = DBOS.workflow(name="peers_benchmark_google_adk_turn")(run_agent)
+        DBOS.launch()
+        await runner.session_service.create_session(
+            app_name=APP_NAME, user_id=USER_ID, session_id=session_id
+        )
+        return await _time_dbos_turns(dbos, turn, options, "google-adk", "dbos-google-adk:")
 
 
 def _langgraph_sqlite(
@@ -562,6 +659,64 @@ CONTESTANTS: Final = (
         "dex-agents-langgraph",
         _langgraph_sqlite("async"),
     ),
+    Contestant(
+        "openai-agents",
+        "OpenAI Agents SDK Runner.run in process, no durability",
+        None,
+        None,
+        _in_process("openai-agents"),
+    ),
+    Contestant(
+        "dex-agents-openai-agents",
+        "OpenAI Agents SDK agent as a dex-agents session",
+        "openai-agents",
+        "dex-agents-openai-agents",
+        _dex_agents("openai-agents"),
+    ),
+    Contestant(
+        "dbos-openai-agents",
+        "OpenAI Agents SDK + dbos-openai-agents DBOSRunner, DBOS SQLite system database",
+        "openai-agents",
+        "dex-agents-openai-agents",
+        _measure_dbos_openai_agents,
+    ),
+    Contestant(
+        "google-adk",
+        "Google ADK Runner in process (in-memory session), no durability",
+        None,
+        None,
+        _in_process("google-adk"),
+    ),
+    Contestant(
+        "dex-agents-google-adk",
+        "Google ADK agent as a dex-agents session",
+        "google-adk",
+        "dex-agents-google-adk",
+        _dex_agents("google-adk"),
+    ),
+    Contestant(
+        "dbos-google-adk",
+        "Google ADK Runner + dbos-google-adk DBOSPlugin, DBOS SQLite system database",
+        "google-adk",
+        "dex-agents-google-adk",
+        _measure_dbos_google_adk,
+    ),
+    Contestant(
+        "claude-agent-sdk",
+        "Claude Agent SDK client in process (the CLI, a local fake API); READ turn only",
+        None,
+        None,
+        _in_process("claude-agent-sdk", TurnShape.READ),
+        TurnShape.READ,
+    ),
+    Contestant(
+        "dex-agents-claude-agent-sdk",
+        "Claude Agent SDK agent as a dex-agents session; READ turn only",
+        "claude-agent-sdk",
+        "dex-agents-claude-agent-sdk",
+        _dex_agents("claude-agent-sdk", TurnShape.READ),
+        TurnShape.READ,
+    ),
 )
 _BY_NAME: Final = {contestant.name: contestant for contestant in CONTESTANTS}
 _OURS: Final = "dex-agents"
@@ -612,7 +767,8 @@ def report_rows(results: Mapping[str, Result]) -> list[list[str]]:
     rows = []
     for name, result in results.items():
         contestant = result.contestant
-        above_baseline = _overhead(results, name, _BASELINE) if name != _BASELINE else None
+        comparable = name != _BASELINE and contestant.shape is _SHAPE
+        above_baseline = _overhead(results, name, _BASELINE) if comparable else None
         above_framework = _overhead(results, name, contestant.framework_baseline)
         ours_same = (
             _overhead(results, contestant.ours, contestant.framework_baseline)

@@ -45,6 +45,26 @@ def test_peers_times_the_baseline_and_dex_agents_read_write_turn() -> None:
     assert "stepwise: durable turn 2:" in done.stderr
 
 
+def test_peers_runs_the_openai_agents_and_google_adk_read_write_turns_in_process_and_durable() -> (
+    None
+):
+    names = ("openai-agents", "dex-agents-openai-agents", "google-adk", "dex-agents-google-adk")
+    done = _run(
+        "--only", ",".join(names), "--turns", "2", "--warmup", "0", "--model-latency-ms", "5"
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    for framework in ("openai-agents", "google-adk"):
+        in_process, ours = (
+            _row(done.stdout, framework),
+            _row(done.stdout, f"dex-agents-{framework}"),
+        )
+        # Three model sleeps of 5 ms each, and the durable turn costs more than the in-process one.
+        assert float(ours[1]) > float(in_process[1]) > 15.0
+        # Its overhead above its own framework, and the same-framework ratio to itself.
+        assert float(ours[4]) > 0 and ours[6] == "1.00"
+        assert f"{framework}: durable turn 2:" in done.stderr
+
+
 @pytest.mark.skipif(
     importlib.util.find_spec("dbos") is not None, reason="the peers group is installed here"
 )
