@@ -1,11 +1,14 @@
-"""The ``dex-agents`` command line: ``dex-agents demo`` and ``dex-agents doctor``."""
+"""The ``dex-agents`` command line: ``dex-agents demo``, ``worker`` and ``doctor``."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
+import os
 import sys
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 
 from dex_agents._demo import (
@@ -17,6 +20,14 @@ from dex_agents._demo import (
     run_demo,
 )
 from dex_agents._doctor import run_doctor
+from dex_agents._worker_command import (
+    DEFAULT_WORKER_ADDRESS,
+    SERVER_ADDRESS_ENV,
+    WorkerExitStatus,
+    WorkerImportError,
+    WorkerOptions,
+    run_worker,
+)
 
 __all__ = ["main"]
 
@@ -63,6 +74,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--api-base", metavar="URL", help="the provider endpoint for --model, such as a proxy"
     )
+    _add_worker_parser(commands)
     commands.add_parser(
         "doctor",
         help="report the installed dex-agents packages and whether they are on one version line",
@@ -76,6 +88,89 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+_WORKER_EXIT_STATUSES = """exit statuses:
+  0  stopped by SIGTERM or SIGINT (running Steps had --drain-timeout to finish)
+  1  the Worker stopped by itself with an error after it was ready
+  2  a wrong command line
+  3  an import path names no Flows (missing module or attribute, an import error, or not a
+     Flow, a list of Flows, or a factory of them)
+  4  the Worker could not reach the engine or register with it
+"""
+
+
+def _add_worker_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    worker = commands.add_parser(
+        "worker",
+        help="serve an application's Flows with a Worker process (module:attribute ...)",
+        description=(
+            "Serve the Flows that the import paths name with one pull Worker. Each path is "
+            "module:attribute and names a Flow, a list of Flows, or a factory (a callable "
+            "without arguments returning either); the current directory is importable. Prints "
+            "one line once registered; SIGTERM or SIGINT stops it gracefully."
+        ),
+        epilog=_WORKER_EXIT_STATUSES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    worker.add_argument("import_paths", nargs="+", metavar="MODULE:ATTRIBUTE")
+    worker.add_argument(
+        "--address",
+        help=f"the engine, host:port (default: ${SERVER_ADDRESS_ENV} or {DEFAULT_WORKER_ADDRESS})",
+    )
+    worker.add_argument("--task-slots", type=int, default=8, help="Steps run at once (default: 8)")
+    worker.add_argument(
+        "--blob-cache",
+        type=Path,
+        help="the blob cache directory (default: a temporary one, removed at exit)",
+    )
+    worker.add_argument(
+        "--blob-cache-mib", type=int, default=64, help="the blob cache's size (default: 64)"
+    )
+    worker.add_argument(
+        "--drain-timeout",
+        type=float,
+        default=30.0,
+        help="seconds running Steps get to finish after SIGTERM/SIGINT (default: 30)",
+    )
+    worker.add_argument(
+        "--log-level",
+        default="INFO",
+        choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+        help="the log level of its stderr (default: INFO)",
+    )
+
+
+def _run_worker_command(arguments: argparse.Namespace) -> int:
+    if arguments.task_slots < 1 or arguments.blob_cache_mib < 1 or arguments.drain_timeout < 0:
+        print(
+            "dex-agents worker: --task-slots and --blob-cache-mib must be at least 1 and "
+            "--drain-timeout not negative",
+            file=sys.stderr,
+        )
+        return WorkerExitStatus.USAGE
+    logging.basicConfig(
+        level=arguments.log_level,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    options = WorkerOptions(
+        import_paths=tuple(arguments.import_paths),
+        server_address=(
+            arguments.address or os.environ.get(SERVER_ADDRESS_ENV) or DEFAULT_WORKER_ADDRESS
+        ),
+        task_slots=arguments.task_slots,
+        blob_cache=arguments.blob_cache,
+        blob_cache_bytes=arguments.blob_cache_mib * 1024 * 1024,
+        drain_timeout=timedelta(seconds=arguments.drain_timeout),
+    )
+    try:
+        return asyncio.run(run_worker(options))
+    except WorkerImportError as failure:
+        print(f"dex-agents worker: {failure}", file=sys.stderr)
+        return WorkerExitStatus.BAD_IMPORT_PATH
+    except KeyboardInterrupt:  # before the signal handlers were installed
+        return 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``dex-agents``; returns the exit status.
 
@@ -84,11 +179,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         dex-agents demo
         dex-agents demo --session demo-1a2b3c4d --approve
         dex-agents demo --model openai/gpt-5-mini
+        dex-agents worker myapp.agents:flows --address 127.0.0.1:8801
         dex-agents doctor
     """
     arguments = _parser().parse_args(argv)
     if arguments.command == "doctor":
         return run_doctor()
+    if arguments.command == "worker":
+        return _run_worker_command(arguments)
     if arguments.api_base and not arguments.model:
         print("dex-agents demo: --api-base needs --model", file=sys.stderr)
         return 2

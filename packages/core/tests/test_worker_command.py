@@ -1,0 +1,174 @@
+"""``dex-agents worker`` as a process against the real engine: it serves, it stops gracefully on
+SIGTERM in the middle of a Step (finishing it, or cutting it off for Dex to retry or record), and
+a bad import path gives a clear error and exit status 3."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+
+import pytest
+from dex import AsyncClient, BlobCacheConfig, ClientOptions, Registry, WorkerTarget, open_blob_cache
+from dex_agents import AgentSessionClient, AgentToolCallStatus, TurnStatus, agent_codec_registry
+from dex_agents.testing import EngineLogs, EngineProcess, FileGate
+from dex_agents.testing._child_process import orphan_guarded
+from worker_command_test_support import GATES_ENV, flows, support_flow
+
+_TESTS_DIR = Path(__file__).resolve().parent
+
+
+def _command(*arguments: str) -> list[str]:
+    script = Path(sys.executable).with_name("dex-agents")
+    return [str(script), "worker", *arguments]
+
+
+def _env(gates: Path) -> dict[str, str]:
+    path = os.pathsep.join(filter(None, [str(_TESTS_DIR), os.environ.get("PYTHONPATH")]))
+    return {**os.environ, "PYTHONPATH": path, GATES_ENV: str(gates)}
+
+
+@contextmanager
+def _worker(address: str, gates: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
+    process = subprocess.Popen(
+        orphan_guarded(_command("worker_command_test_support:flows", "--address", address, *extra)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(gates),
+    )
+    try:
+        assert process.stdout is not None
+        ready = process.stdout.readline()
+        assert ready.startswith("dex-agents worker ready: serving WorkerSupportAgent, "), ready + (
+            process.stderr.read() if process.poll() is not None and process.stderr else ""
+        )
+        yield process
+    finally:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+
+
+@asynccontextmanager
+async def _engine_and_sessions(tmp_path: Path) -> AsyncIterator[tuple[str, AgentSessionClient]]:
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-cache"), 16 * 1024 * 1024))
+    client = AsyncClient(
+        Registry(flows, agent_codec_registry(), allow_async_handlers=True),
+        cache,
+        ClientOptions(server_address=engine.server_address, worker_target=WorkerTarget(pull=True)),
+    )
+    try:
+        yield engine.server_address, AgentSessionClient(client, support_flow)
+    finally:
+        await client.close()
+        cache.close()
+        await engine.stop()
+
+
+async def _exit_status(process: subprocess.Popen[str]) -> int:
+    return await asyncio.to_thread(process.wait, 60)
+
+
+async def test_the_worker_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
+    async with _engine_and_sessions(tmp_path) as (address, sessions):
+        with _worker(address, tmp_path / "gates", "--task-slots", "2") as worker:
+            result = await sessions.run_turn("s1", "hello", timeout=60)
+            assert (result.status, result.text) == (TurnStatus.COMPLETED, "You said: hello")
+            worker.send_signal(signal.SIGTERM)
+            assert await _exit_status(worker) == 0
+
+
+async def test_sigterm_mid_step_lets_the_step_finish_within_the_drain_time(
+    tmp_path: Path,
+) -> None:
+    gates = tmp_path / "gates"
+    gate = FileGate(gates, "lookup")
+    async with _engine_and_sessions(tmp_path) as (address, sessions):
+        token = ""
+        with _worker(address, gates, "--drain-timeout", "60") as worker:
+            await sessions.start_session("s1", "where is my order?")
+            await gate.wait_until_reached(timeout=60)
+            worker.send_signal(signal.SIGTERM)
+            await asyncio.sleep(0.5)
+            assert worker.poll() is None  # draining: the tool still runs
+            gate.release()
+            assert await _exit_status(worker) == 0
+        # The next model call needs a Worker: a replacement finishes the turn.
+        with _worker(address, gates):
+            result = await sessions.wait_for_turn("s1", token, turn_id="turn-1", timeout=60)
+        assert result.text == "Done: order 7 was delivered"
+        assert gate.reached_count == 1
+
+
+async def test_a_step_cut_off_after_the_drain_time_is_retried_or_recorded(
+    tmp_path: Path,
+) -> None:
+    gates = tmp_path / "gates"
+    lookup, refund = FileGate(gates, "lookup"), FileGate(gates, "refund")
+    async with _engine_and_sessions(tmp_path) as (address, sessions):
+        with _worker(address, gates, "--drain-timeout", "1") as worker:
+            await sessions.start_session("read", "where is my order?")
+            await lookup.wait_until_reached(timeout=60)
+            write = await sessions.run_turn("write", "refund please", timeout=60)
+            (approval,) = write.pending_interrupts
+            await sessions.resolve_interrupt("write", approval.interrupt_id, approved=True)
+            await refund.wait_until_reached(timeout=60)
+            worker.send_signal(signal.SIGTERM)
+            assert await _exit_status(worker) == 0  # after one second, both tools cut off
+        lookup.release()
+        refund.release()
+        with _worker(address, gates):
+            read = await sessions.wait_for_turn("read", "", turn_id="turn-1", timeout=90)
+            written = await sessions.wait_for_turn("write", write, timeout=90)
+        # The read ran again on the replacement; the write that may have run is not repeated.
+        assert read.text == "Done: order 7 was delivered"
+        assert lookup.reached_count == 2
+        (call,) = written.tool_calls
+        assert call.status is AgentToolCallStatus.OUTCOME_UNKNOWN
+        assert refund.reached_count == 1
+
+
+@pytest.mark.parametrize(
+    ("import_path", "message"),
+    [
+        ("worker_command_test_support", "is not an import path: write module:attribute"),
+        ("no_such_module_here:flows", "no module named 'no_such_module_here'"),
+        ("worker_command_test_support:missing", "has no attribute 'missing'"),
+        ("worker_command_test_support:not_a_flow", "is str, not a Flow"),
+        ("dex_agents:AgentSessionClient", "is the class AgentSessionClient, not a Flow"),
+    ],
+)
+def test_a_bad_import_path_exits_3_with_a_clear_error(
+    tmp_path: Path, import_path: str, message: str
+) -> None:
+    finished = subprocess.run(
+        _command(import_path, "--address", "127.0.0.1:1"),
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=120,
+    )
+    assert finished.returncode == 3, finished.stderr
+    assert message in finished.stderr
+    assert finished.stdout == ""
+
+
+def test_an_unreachable_engine_exits_4(tmp_path: Path) -> None:
+    finished = subprocess.run(
+        _command("worker_command_test_support:build_flows", "--address", "127.0.0.1:1"),
+        capture_output=True,
+        text=True,
+        env=_env(tmp_path),
+        timeout=120,
+    )
+    assert finished.returncode == 4, finished.stderr
+    assert "did not register with 127.0.0.1:1" in finished.stderr
