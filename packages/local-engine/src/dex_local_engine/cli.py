@@ -1,4 +1,4 @@
-"""``dex-local-engine`` command line: ``serve`` and ``history``."""
+"""``dex-local-engine`` command line: ``serve``, ``history`` and ``reset``."""
 
 from __future__ import annotations
 
@@ -66,6 +66,27 @@ def _parser() -> argparse.ArgumentParser:
         help="print only Step method events (completed or failed), one line per Step method",
     )
     history_parser.add_argument("flow_id")
+    reset_parser = commands.add_parser(
+        "reset", help="time travel: start a new run of a Flow from a point in its history"
+    )
+    reset_parser.add_argument("--address", required=True, help="HOST:PORT of a Dex server")
+    point = reset_parser.add_mutually_exclusive_group()
+    point.add_argument("--beginning", action="store_true", help="from the start Step (the default)")
+    point.add_argument("--to-time", default="", help="keep the events before this RFC 3339 time")
+    point.add_argument(
+        "--to-step-type", default="", help="before the first Step method of this type started"
+    )
+    point.add_argument(
+        "--to-step-execution", default="", help="before this Step execution's --method started"
+    )
+    reset_parser.add_argument("--method", choices=("wait_for", "execute"), default="")
+    reset_parser.add_argument("--reason", default="", help="recorded with the reset")
+    reset_parser.add_argument(
+        "--skip-writes-reapply",
+        action="store_true",
+        help="drop the RPC and Channel writes after the reset point instead of applying them again",
+    )
+    reset_parser.add_argument("flow_id")
     return parser
 
 
@@ -119,6 +140,25 @@ def _run_serve(arguments: argparse.Namespace) -> int:
     return 0
 
 
+def _run_reset(arguments: argparse.Namespace) -> int:
+    reset_cli = importlib.import_module("dex_local_engine.reset_cli")
+    point = reset_cli.ResetPoint(
+        time=arguments.to_time,
+        step_type=arguments.to_step_type,
+        step_execution_id=arguments.to_step_execution,
+        method=arguments.method,
+    )
+    return int(
+        reset_cli.run_reset(
+            arguments.address,
+            arguments.flow_id,
+            point,
+            reason=arguments.reason,
+            skip_writes_reapply=arguments.skip_writes_reapply,
+        )
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status.
 
@@ -130,6 +170,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     if arguments.command == "serve":
         return _run_serve(arguments)
+    if arguments.command == "reset":
+        return _run_reset(arguments)
     history_cli = importlib.import_module("dex_local_engine.history_cli")
     return int(
         history_cli.run_history(

@@ -11,6 +11,7 @@ snapshot together with the history events it produced. The parts, one concern ea
 - :mod:`~dex_local_engine.step_scheduler`: Step executions, attempts and their outcomes,
   conditions and Timers;
 - :mod:`~dex_local_engine.sub_flows`: child Flows of waiting Steps;
+- :mod:`~dex_local_engine.flow_reset`: time travel (``ResetFlow``), a new run replayed from history;
 - :mod:`~dex_local_engine.client_operations`: Channel, Attribute, Timer and config requests of
   Clients, and RPCs.
 
@@ -27,6 +28,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex_local_engine.attribute_locks import AttributeLocks
 from dex_local_engine.blob_values import BlobStore
 from dex_local_engine.client_operations import ClientOperations
+from dex_local_engine.flow_reset import FlowResetter
 from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE, FlowRuns
 from dex_local_engine.flow_state import FlowRun, StepPhase
 from dex_local_engine.run_journal import RunJournal
@@ -73,12 +75,15 @@ class Engine:
         self._lifecycle = RunLifecycle(
             self._journal, self.runs, self._steps, locks, self.blobs, default_worker_address
         )
-        self._steps.connect(self._lifecycle, SubFlows(self.runs, self._lifecycle))
+        sub_flows = SubFlows(self.runs, self._lifecycle, self._journal)
+        self._steps.connect(self._lifecycle, sub_flows)
+        resetter = FlowResetter(self._journal, self.runs, self._steps, self._lifecycle, sub_flows)
         self._operations = ClientOperations(
             self._journal, self.runs, self._steps, locks, tasks, self.blobs
         )
         self.start_flow = self._lifecycle.start_flow
         self.stop_flow = self._lifecycle.stop_flow
+        self.reset_flow = resetter.reset_flow
         self.publish = self._operations.publish
         self.delete_message = self._operations.delete_message
         self.set_attributes = self._operations.set_attributes

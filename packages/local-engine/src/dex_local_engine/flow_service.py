@@ -159,7 +159,7 @@ class FlowService(dex_pb2_grpc.FlowServiceServicer):
     async def ResetFlow(
         self, request: pb.ResetFlowRequest, context: _Context
     ) -> pb.ResetFlowResponse:
-        raise errors.unimplemented("ResetFlow (time travel)")
+        return pb.ResetFlowResponse(run_id=self._engine.reset_flow(request))
 
     @guard
     async def TriggerContinueAsNew(

@@ -38,6 +38,8 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 from google.protobuf.internal.enum_type_wrapper import EnumTypeWrapper
 
+from dex_local_engine.cli_errors import describe_call_error
+
 __all__ = [
     "STEP_METHOD_EVENT_TYPES",
     "event_fields",
@@ -259,17 +261,10 @@ def run_history(
             for line in lines(_history_events(stub, flow_id)):
                 print(line, file=out)
         except grpc.RpcError as error:
-            print(f"dex-local-engine history: {_describe(error, address, flow_id)}", file=err)
+            print(
+                f"dex-local-engine history: {describe_call_error(error, 'GetHistoryEvents', address, flow_id)}",
+                file=err,
+            )
             return 1
     out.flush()
     return 0
-
-
-def _describe(error: grpc.RpcError, address: str, flow_id: str) -> str:
-    code = error.code() if isinstance(error, grpc.Call) else grpc.StatusCode.UNKNOWN
-    details = (error.details() if isinstance(error, grpc.Call) else "") or str(error)
-    if code is grpc.StatusCode.NOT_FOUND:
-        return f"flow {flow_id!r} does not exist ({details})"
-    if code is grpc.StatusCode.UNAVAILABLE:
-        return f"cannot reach a Dex server at {address}: {details}"
-    return f"GetHistoryEvents for flow {flow_id!r} failed with {code.name}: {details}"

@@ -61,6 +61,20 @@ class RunJournal:
             HistoryRow(run.run_id, event.event_id, event.SerializeToString())
         )
 
+    def copy_event(self, run: FlowRun, original: pb.FlowHistoryEvent) -> None:
+        """Record ``original`` (another run's event) in ``run``'s history, keeping its time.
+
+        Time travel copies the events before the reset point into the new run, as Dex does.
+        """
+        event = pb.FlowHistoryEvent()
+        event.CopyFrom(original)
+        event.event_id = run.next_event_id
+        event.run_attempt = run.run_attempt
+        run.next_event_id += 1
+        self._pending_history.setdefault(run.run_id, []).append(
+            HistoryRow(run.run_id, event.event_id, event.SerializeToString())
+        )
+
     def drop_events(self, run: FlowRun) -> None:
         """Forget the events recorded since the last commit (a transition that went wrong)."""
         self._pending_history.pop(run.run_id, None)

@@ -29,7 +29,12 @@ from dex_local_engine.step_scheduler import NO_ERROR, StepScheduler
 from dex_local_engine.value_limits import oversized_values
 from dex_local_engine.wire_values import ensure_value
 
-__all__ = ["DEFAULT_WORKER_ADDRESS", "TIMEOUT_HANDLER_STEP_TYPE", "RunLifecycle"]
+__all__ = [
+    "DEFAULT_WORKER_ADDRESS",
+    "TIMEOUT_HANDLER_STEP_TYPE",
+    "RunLifecycle",
+    "timeout_handler_movement",
+]
 
 DEFAULT_WORKER_ADDRESS = "127.0.0.1:8803"
 """Where Flows started without a worker target are dispatched: the SDK's default Worker listener."""
@@ -254,23 +259,9 @@ class RunLifecycle:
         decision does (``force_fail``, ``force_complete`` or canceling Steps end them).
         """
         run.timeout_handled = True
-        handler = run.start_request.flow_start_options.timeout_handler_options
-        options = pb.StepOptions(
-            skip_wait_for=True,
-            execute_timeout_seconds=handler.method_timeout_seconds,
-            heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
-            execute_retry_policy=handler.retry_policy,
-            execute_failure_policy=handler.failure_policy,
-            execute_failure_proceed_step_type=handler.failure_proceed_step_type,
-            execute_failure_proceed_step_options=handler.failure_proceed_step_options,
-            execute_durability_override=handler.durability_override,
-            execute_lock_attribute_keys=handler.lock_attribute_keys,
-            execute_load_attribute_map_instances=handler.load_attribute_map_instances,
-            execute_load_channel_names=handler.load_channel_names,
-            execute_load_channel_map_instances=handler.load_channel_map_instances,
+        step = self._steps.new_step(
+            run, timeout_handler_movement(run), START_FROM, time.time(), has_input=False
         )
-        movement = pb.StepMovement(step_type=TIMEOUT_HANDLER_STEP_TYPE, step_options=options)
-        step = self._steps.new_step(run, movement, START_FROM, time.time(), has_input=False)
         self._journal.commit(run)
         self._steps.launch(run, step)
 
@@ -360,3 +351,28 @@ class RunLifecycle:
             self._steps.launch_soon(run, step)
         asyncio.get_running_loop().call_soon(self._arm_flow_timeout, run, now + delay)
         return True
+
+
+def timeout_handler_movement(run: FlowRun) -> pb.StepMovement:
+    """The Step movement that runs ``Flow.handle_timeout`` of ``run`` with its handler options.
+
+    Example::
+
+        step = steps.new_step(run, timeout_handler_movement(run), START_FROM, now, has_input=False)
+    """
+    handler = run.start_request.flow_start_options.timeout_handler_options
+    options = pb.StepOptions(
+        skip_wait_for=True,
+        execute_timeout_seconds=handler.method_timeout_seconds,
+        heartbeat_timeout_seconds=handler.heartbeat_timeout_seconds,
+        execute_retry_policy=handler.retry_policy,
+        execute_failure_policy=handler.failure_policy,
+        execute_failure_proceed_step_type=handler.failure_proceed_step_type,
+        execute_failure_proceed_step_options=handler.failure_proceed_step_options,
+        execute_durability_override=handler.durability_override,
+        execute_lock_attribute_keys=handler.lock_attribute_keys,
+        execute_load_attribute_map_instances=handler.load_attribute_map_instances,
+        execute_load_channel_names=handler.load_channel_names,
+        execute_load_channel_map_instances=handler.load_channel_map_instances,
+    )
+    return pb.StepMovement(step_type=TIMEOUT_HANDLER_STEP_TYPE, step_options=options)

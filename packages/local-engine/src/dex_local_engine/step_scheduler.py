@@ -438,12 +438,14 @@ class StepScheduler:
             ),
         )
         self.end_step(run, step)
-        started = self._apply_decision(run, step, response.step_decision)
+        started = self.apply_decision(run, step, response.step_decision)
         self.after_steps_changed(run, started)
 
-    def _apply_decision(
+    def apply_decision(
         self, run: FlowRun, step: StepExecution, decision: pb.StepDecision
     ) -> list[StepExecution]:
+        """Apply ``step``'s decision to ``run``: cancels, close decisions, next Steps (not yet
+        committed or launched); returns the Steps it started."""
         now = time.time()
         self.cancel_steps(run, decision.cancel_step_types, None)
         self.cancel_steps(run, decision.cancel_sibling_step_types, step.from_step_execution_id)

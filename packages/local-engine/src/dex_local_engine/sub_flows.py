@@ -13,7 +13,9 @@ from dex_local_engine.closed_results import flow_result
 from dex_local_engine.conditions import sub_flow_id
 from dex_local_engine.flow_runs import FlowRuns
 from dex_local_engine.flow_state import FlowRun, StepExecution
+from dex_local_engine.run_journal import RunJournal
 from dex_local_engine.run_lifecycle import RunLifecycle
+from dex_local_engine.step_scheduler import NO_ERROR
 from dex_local_engine.wire_values import ensure_value
 
 __all__ = ["SubFlows"]
@@ -31,9 +33,10 @@ class SubFlows:
             sub_flows.begin(child)
     """
 
-    def __init__(self, runs: FlowRuns, lifecycle: RunLifecycle) -> None:
+    def __init__(self, runs: FlowRuns, lifecycle: RunLifecycle, journal: RunJournal) -> None:
         self._runs = runs
         self._lifecycle = lifecycle
+        self._journal = journal
 
     def result(self, flow_id: str) -> pb.FlowResult | None:
         """The SubFlow's result once it closed, else None."""
@@ -50,14 +53,8 @@ class SubFlows:
         for index, condition in enumerate(waiting.sub_flow_conditions):
             child_id = sub_flow_id(run.flow_id, step.step_execution_id, index)
             existing = self._runs.find(child_id)
-            policy = condition.options.reuse_policy
-            if existing is not None and (
-                existing.is_running
-                or policy in (pb.SUB_FLOW_REUSE_POLICY_UNSPECIFIED, pb.SUB_FLOW_REUSE_POLICY_ATTACH)
-                or (
-                    policy == pb.SUB_FLOW_REUSE_POLICY_RESTART_IF_PREVIOUS_EXITS_ABNORMALLY
-                    and existing.status == pb.FLOW_STATUS_COMPLETED
-                )
+            if existing is not None and not self._replaces(
+                existing, condition.options.reuse_policy
             ):
                 continue
             options = condition.options
@@ -83,6 +80,25 @@ class SubFlows:
             child, _ = self._lifecycle.create_run(request, parent_flow_id=run.flow_id)
             started.append(child)
         return started
+
+    def _replaces(self, existing: FlowRun, policy: pb.SubFlowReusePolicy) -> bool:
+        """Whether a new run replaces the SubFlow's ``existing`` run, as Dex resolves it.
+
+        ``ATTACH`` never replaces; ``ALWAYS_RESTART`` always does, terminating a running one;
+        ``RESTART_IF_PREVIOUS_EXITS_ABNORMALLY`` (also the default) replaces a run that closed
+        other than completed. A Step execution meets its SubFlows' existing runs only when its
+        ``wait_for`` runs again for the same Flow ID: a Flow ID reused, or time travel.
+        """
+        if policy == pb.SUB_FLOW_REUSE_POLICY_ATTACH:
+            return False
+        if policy == pb.SUB_FLOW_REUSE_POLICY_ALWAYS_RESTART:
+            if existing.is_running:
+                self._lifecycle.close(
+                    existing, pb.FLOW_STATUS_TERMINATED, NO_ERROR, "replaced by a new SubFlow run"
+                )
+                self._journal.commit(existing)
+            return True
+        return not existing.is_running and existing.status != pb.FLOW_STATUS_COMPLETED
 
     def begin(self, child: FlowRun) -> None:
         """Persist and launch a SubFlow made by :meth:`start`."""
