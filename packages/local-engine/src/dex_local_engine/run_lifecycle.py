@@ -175,6 +175,9 @@ class RunLifecycle:
     def _check_reuse(self, existing: FlowRun, request: pb.StartFlowRequest) -> str | None:
         options = request.flow_start_options
         policy = options.id_reuse_policy
+        if existing.is_running and request.request_id and request.request_id == existing.request_id:
+            # The same start request again (a retried call): Dex answers with the run it started.
+            return existing.run_id
         if existing.is_running:
             if policy == pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING:
                 self.close(existing, pb.FLOW_STATUS_TERMINATED, NO_ERROR, "terminated by a new run")

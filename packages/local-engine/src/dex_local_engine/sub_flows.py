@@ -77,6 +77,8 @@ class SubFlows:
                     timeout_handler_options=options.timeout_handler_options,
                 ),
             )
+            if options.HasField("retry_policy"):
+                request.flow_start_options.retry_policy.CopyFrom(options.retry_policy)
             child, _ = self._lifecycle.create_run(request, parent_flow_id=run.flow_id)
             started.append(child)
         return started
