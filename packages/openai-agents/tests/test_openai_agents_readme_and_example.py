@@ -1,6 +1,6 @@
 """The README's example and ``examples/openai-agents/durable_turn.py``, run as written in a child
-process: the README's against a private local engine (its address replacing ``127.0.0.1:8801``),
-the example with the embedded engine it starts itself."""
+process, each with the embedded engine it starts itself; the README's twice, the second run
+continuing the same session in the same database."""
 
 from __future__ import annotations
 
@@ -18,7 +18,6 @@ from dex_agents.testing import (
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
-README_ADDRESS = "127.0.0.1:8801"
 
 
 def _readme_example() -> str:
@@ -49,28 +48,27 @@ async def _run(script: Path, cwd: Path) -> str:
 
 
 async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
-    source = _readme_example()
-    assert f'SERVER = "{README_ADDRESS}"' in source
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
+    script = tmp_path / "agent.py"
+    script.write_text(_readme_example())
+    first = await _run(script, tmp_path)
+    second = await _run(script, tmp_path)
+
+    for turn, output in (("turn-1", first), ("turn-2", second)):
+        assert output.splitlines() == [
+            "approval asked for refund_order",
+            f"{turn} completed Done: refunded order 7 (idempotency key session-42/{turn}/call_refund)",
+            "  lookup_order: succeeded",
+            "  refund_order: succeeded",
+        ]
+    database = tmp_path / ".dex-agents" / "engine.db"
+    engine = await EngineProcess.start_local(database, EngineLogs.in_directory(tmp_path))
     try:
-        script = tmp_path / "agent.py"
-        script.write_text(source.replace(README_ADDRESS, engine.server_address))
-        output = await _run(script, tmp_path)
         history = await read_step_history(engine.server_address, "session-42")
     finally:
         await engine.stop()
-
-    assert "approval asked for refund_order" in output
-    assert "lookup_order" in output
-    assert "refunded order 7 (idempotency key session-42/turn-1/call_refund)" in output
-    assert output.rstrip().endswith(
-        "assistant Done: refunded order 7 (idempotency key session-42/turn-1/call_refund)"
-    )
     executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
     named = ["RunModel", "CallTool", "AwaitToolApproval", "CallSingleAttemptTool"]
-    assert [step for step in executed if step in named] == [
+    one_turn = [
         "RunModel",
         "CallTool",
         "RunModel",
@@ -78,6 +76,7 @@ async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
         "CallSingleAttemptTool",
         "RunModel",
     ]
+    assert [step for step in executed if step in named] == one_turn * 2
 
 
 async def test_the_example_script_prints_the_turns_events_and_messages(tmp_path: Path) -> None:
