@@ -31,13 +31,13 @@ def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
     script = tmp_path / "readme_example.py"
     script.write_text(code)
 
-    output = _run(script).splitlines()
-
-    assert output == [
-        'waiting for approval of refund_order {"order_id":"7"}',
-        "Order 7 is refunded.",
-        "refund keys: ['session-1/turn-1/r1']",
-    ]
+    # Twice: the second run continues the session in the same database.
+    for turn in ("turn-1", "turn-2"):
+        assert _run(script).splitlines() == [
+            'waiting for approval of refund_order {"order_id":"7"}',
+            "Order 7 is refunded.",
+            f"refund keys: ['session-1/{turn}/r1']",
+        ]
 
 
 def test_the_example_prints_the_turns_events_and_stored_messages() -> None:
