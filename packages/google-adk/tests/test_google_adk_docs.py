@@ -8,31 +8,25 @@ import subprocess
 import sys
 from pathlib import Path
 
-from dex_agents.testing import EngineLogs, EngineProcess
-
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
 README = PACKAGE_DIR / "README.md"
 EXAMPLE = REPOSITORY_DIR / "examples" / "google-adk" / "support_agent.py"
-README_ADDRESS = "127.0.0.1:8801"
 
 
 def _blocks(text: str) -> list[tuple[str, str]]:
     return re.findall(r"```(\w*)\n(.*?)```", text, flags=re.DOTALL)
 
 
-async def test_the_readme_example_runs_against_dex_local_engine(tmp_path: Path) -> None:
+def test_the_readme_example_runs_as_written_twice(tmp_path: Path) -> None:
     text = README.read_text()
     section = text.split("## A complete example", 1)[1].split("\n## ", 1)[0]
     code = next(body for language, body in _blocks(section) if language == "python")
     expected = _blocks(section.split("It prints", 1)[1])[0][1]
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        script = tmp_path / "support_agent.py"
-        assert README_ADDRESS in code
-        script.write_text(code.replace(README_ADDRESS, engine.server_address))
+    script = tmp_path / "support_agent.py"
+    script.write_text(code)
+    outputs = []
+    for _ in range(2):
         result = subprocess.run(
             [sys.executable, str(script)],
             cwd=tmp_path,
@@ -41,10 +35,11 @@ async def test_the_readme_example_runs_against_dex_local_engine(tmp_path: Path) 
             timeout=240,
             env={**os.environ, "PYTHONPATH": ""},
         )
-    finally:
-        await engine.stop()
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout == expected
+        assert result.returncode == 0, result.stderr[-3000:]
+        outputs.append(result.stdout)
+    assert outputs[0] == expected
+    # The second run continues the session in the same database.
+    assert outputs[1] == expected.replace("turn-1", "turn-2")
 
 
 def test_the_example_script_prints_the_turns_events_and_messages() -> None:
