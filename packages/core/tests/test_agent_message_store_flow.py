@@ -158,18 +158,20 @@ async def test_a_session_in_the_old_single_window_layout_reads_and_moves_over(
     assert [m.sequence for m in runner.model_calls[-1].messages] == list(range(1, 32))
 
 
-async def test_a_message_too_large_for_the_server_fails_its_own_turn(tmp_path: Path) -> None:
-    # Text and framework item each hold the reply, so 2.5 MB of text is a 5 MB message: over the
-    # server's value limit. 1.2 MB of text (2.4 MB) is over a chunk's 1 MiB but fits the server.
-    sizes = {"huge": 2_500_000, "large": 1_200_000}
+async def test_a_message_too_large_to_store_fails_its_own_turn(tmp_path: Path) -> None:
+    # Text and framework item each hold the reply, so 2.5 MB of text is a 5 MB message: over
+    # MAX_STORED_MESSAGE_BYTES (and the server's value limit). 300 KB of text (600 KB) is over
+    # this Flow type's 256 KiB chunk limit but within the budget.
+    sizes = {"huge": 2_500_000, "large": 300_000}
 
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
         text = turn.messages[-1].text or ""
         return TurnCompleted((assistant("z" * sizes.get(text, 3)),), AgentUsage())
 
     runner = ScriptedRunner(script)
+    options = AgentSessionOptions(message_chunk_max_bytes=256 * 1024)
     async with swappable_worker_stack(tmp_path) as stack:
-        flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=AgentSessionOptions())
+        flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)
         async with stack.serve(flow) as sessions:
             await sessions.start_session("s1", "huge")
             failed = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(1), timeout=120)
@@ -177,13 +179,15 @@ async def test_a_message_too_large_for_the_server_fails_its_own_turn(tmp_path: P
             stored = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(2), timeout=120)
             attributes = await stack.attributes("s1")
 
-    # The oversized reply went straight into its own chunk, so RunModel's own commit was refused.
+    # The oversized reply is measured as stored before anything is written: its turn fails.
     assert failed.state is not None
-    assert "AGENT_MESSAGE_CHUNKS/000000000002" in (failed.state.last_turn_error or "")
+    assert (failed.state.last_turn_error or "").startswith(
+        "the model's answer is too large to store: its message 1 is"
+    )
     assert [m.text for m in failed.messages] == ["huge"]
-    # At once: the server refuses the value, so no attempt is retried.
+    # At once: a retry cannot make the answer fit.
     assert len([t for t in runner.model_calls if t.turn_id == "turn-1"]) == 1
-    # A reply over the chunk limit that the server accepts is stored in a chunk of its own.
+    # A reply over the chunk limit but within the budget is stored in a chunk of its own.
     assert stored.state is not None and stored.state.last_turn_error is None
-    assert [len(m.text or "") for m in stored.messages] == [4, 5, 1_200_000]
+    assert [len(m.text or "") for m in stored.messages] == [4, 5, 300_000]
     assert attributes.instance_keys("AGENT_MESSAGE_CHUNKS") == ["000000000003"]

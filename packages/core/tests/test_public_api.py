@@ -39,6 +39,11 @@ ROOT_API: dict[str, tuple[str, ...]] = {
         "MAX_SESSION_ID_BYTES",
         "validate_session_id",
         "is_blank_text",
+        "MAX_STORED_MESSAGE_BYTES",
+        "MAX_TOOL_RESULT_BYTES",
+        "MAX_RPC_OUTPUT_BYTES",
+        "TOOL_RESULT_TOO_LARGE_ERROR_PREFIX",
+        "CUT_TEXT_MARKER",
     ),
     "turn calls": (
         "SyncAgentSessionClient",
@@ -445,7 +450,7 @@ def test_root_exports_exactly_the_frozen_api() -> None:
     names = _root_names()
     assert len(names) == len(set(names)), "a name is listed under two areas"
     assert sorted(dex_agents.__all__) == sorted([*names, "__version__"])
-    assert len(dex_agents.__all__) == 173
+    assert len(dex_agents.__all__) == 178
 
 
 @pytest.mark.parametrize("module_name", sorted(SUBPACKAGE_API))

@@ -133,6 +133,13 @@ from dex_agents._session.settings import (
     session_settings_size,
     validate_session_settings,
 )
+from dex_agents._session.size_budgets import (
+    CUT_TEXT_MARKER,
+    MAX_RPC_OUTPUT_BYTES,
+    MAX_STORED_MESSAGE_BYTES,
+    MAX_TOOL_RESULT_BYTES,
+    TOOL_RESULT_TOO_LARGE_ERROR_PREFIX,
+)
 from dex_agents._session.step_types import AgentSessionStepType
 from dex_agents._session.sync_client import SyncAgentSessionClient
 from dex_agents._session.turn_results import (
@@ -231,14 +238,18 @@ __all__ = [
     "CONTEXT_SUMMARY_INSTRUCTIONS",
     "CONTEXT_SUMMARY_NOTE_HEADER",
     "CONTEXT_SUMMARY_TRANSCRIPT_HEADER",
+    "CUT_TEXT_MARKER",
     "DEFAULT_EVENT_STREAM_CAPACITY_BYTES",
     "DEFAULT_TURN_TIMEOUT_SECONDS",
     "FRAMEWORK_RUN_STATE",
     "INTERRUPT_RESOLUTIONS",
     "INVALID_START_SESSION_SETTINGS_REASON",
+    "MAX_RPC_OUTPUT_BYTES",
     "MAX_SESSION_ID_BYTES",
     "MAX_SESSION_SETTINGS_BYTES",
     "MAX_SESSION_SETTINGS_DEPTH",
+    "MAX_STORED_MESSAGE_BYTES",
+    "MAX_TOOL_RESULT_BYTES",
     "MISSING_TOOL_TASK_POLLER",
     "MODEL_SPEND_LIMIT_ERROR_PREFIX",
     "OUTCOME_UNKNOWN_TOOL_RESULT",
@@ -253,6 +264,7 @@ __all__ = [
     "TOOL_CALL_CANCELLATIONS",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "TOOL_CALL_RESULTS",
+    "TOOL_RESULT_TOO_LARGE_ERROR_PREFIX",
     "TURN_CANCELLATION_REQUEST",
     "TURN_CANCELLED_TOOL_RESULT",
     "TURN_CONTROL_REQUESTS",

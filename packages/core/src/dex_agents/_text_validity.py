@@ -12,9 +12,11 @@ each with U+FFFD where text comes from a model or a tool (the session stores the
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import unicodedata
-from typing import Final
+from enum import Enum
+from typing import Final, TypeVar, cast
 
 from dex_agents.exceptions import ConfigurationError
 
@@ -22,6 +24,7 @@ __all__ = [
     "MAX_SESSION_ID_BYTES",
     "is_blank_text",
     "replace_unencodable_text",
+    "replace_unencodable_values",
     "session_id_problem",
     "unencodable_text_problem",
     "validate_session_id",
@@ -146,3 +149,47 @@ def _shown_id(session_id: str) -> str:
     if len(session_id) <= 80:
         return ascii(session_id) if _LONE_SURROGATE.search(session_id) else repr(session_id)
     return f"{ascii(session_id[:80])[:-1]}...' ({len(session_id)} characters)"
+
+
+_T = TypeVar("_T")
+
+
+def replace_unencodable_values(value: _T) -> _T:
+    """Return ``value`` with :func:`replace_unencodable_text` applied to every string in it.
+
+    Walks strings, tuples, lists, dicts (keys too) and dataclass instances, and returns ``value``
+    itself when nothing changed, so a value without a lone surrogate costs one scan.
+
+    Example:
+        >>> replace_unencodable_values({"a": ("x\\udc80", 1)})
+        {'a': ('x\\ufffd', 1)}
+    """
+    return cast("_T", _replaced(value, 0))
+
+
+def _replaced(value: object, depth: int) -> object:
+    if isinstance(value, str):
+        return replace_unencodable_text(value)
+    if depth > 64 or isinstance(value, (int, float, bool, bytes, type(None), Enum)):
+        return value
+    if isinstance(value, (tuple, list)):
+        items = [_replaced(item, depth + 1) for item in value]
+        if all(new is old for new, old in zip(items, value, strict=True)):
+            return value
+        return type(value)(items) if isinstance(value, list) else tuple(items)
+    if isinstance(value, dict):
+        pairs = [(_replaced(k, depth + 1), _replaced(v, depth + 1)) for k, v in value.items()]
+        if all(nk is k and nv is v for (nk, nv), (k, v) in zip(pairs, value.items(), strict=True)):
+            return value
+        return dict(pairs)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        changes = {}
+        for item in dataclasses.fields(value):
+            if not item.init:
+                continue
+            old = getattr(value, item.name)
+            new = _replaced(old, depth + 1)
+            if new is not old:
+                changes[item.name] = new
+        return dataclasses.replace(value, **changes) if changes else value
+    return value

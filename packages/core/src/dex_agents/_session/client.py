@@ -26,6 +26,7 @@ from dex import (
 from dex_agents._events import AgentEvent
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents._session.settings import validate_session_settings
+from dex_agents._session.size_budgets import reply_text_problem, user_text_problem
 from dex_agents._session.turn_results import (
     DEFAULT_TURN_TIMEOUT_SECONDS,
     STREAM_POLL_SECONDS,
@@ -39,7 +40,7 @@ from dex_agents._session.turn_waits import (
     run_plan_async,
     turn_wait_plan,
 )
-from dex_agents._text_validity import validate_session_id
+from dex_agents._text_validity import is_blank_text, validate_session_id
 from dex_agents._values import (
     AgentMessagesPage,
     AgentSessionStartInput,
@@ -60,6 +61,8 @@ __all__ = [
     "AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE",
     "LOCK_CONFLICT_RETRY_SECONDS",
     "AgentSessionClient",
+    "refuses_reply_text",
+    "refuses_user_text",
     "session_start_arguments",
     "tracker_after",
 ]
@@ -183,6 +186,7 @@ class AgentSessionClient:
             active_step_search_mode,
             options,
             plan_mode,
+            self._flow,
         )
         run_id = await self._client.start_flow(self._flow, session_id, start_input, start_options)
         self._remember_checked(session_id)
@@ -194,10 +198,13 @@ class AgentSessionClient:
         """Queue a user message; it starts a turn when the session waits for one.
 
         Returns:
-            ``False`` for blank text and for ``plan_mode`` while plan mode is off; ``True`` once
-            the message is queued.
+            ``False`` for blank text, for text the session cannot store (a lone surrogate, or
+            over ``MAX_STORED_MESSAGE_BYTES`` as stored; such text is not sent), and for
+            ``plan_mode`` while plan mode is off; ``True`` once the message is queued.
         """
         await self._check_session(session_id)
+        if refuses_user_text(self._flow, text):
+            return False
         return await self._client.invoke_rpc(
             self._flow.send_user_message,
             session_id,
@@ -217,12 +224,15 @@ class AgentSessionClient:
         Retries ``RpcLockConflictError`` (a Step holding ``PendingInterrupts``) for 5 seconds.
 
         Returns:
-            ``False`` when the interrupt is not pending or is past its deadline.
+            ``False`` when the interrupt is not pending or is past its deadline, or
+            ``rejection_message`` holds a lone surrogate or is over ``MAX_TOOL_RESULT_BYTES``.
 
         Raises:
             RpcLockConflictError: When the lock stays taken for 5 seconds.
         """
         await self._check_session(session_id)
+        if refuses_reply_text(rejection_message):
+            return False
         request = ResolveInterruptRequest(
             interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
         )
@@ -238,12 +248,15 @@ class AgentSessionClient:
 
         Returns:
             ``False`` when the interrupt is not a pending question, is past its deadline, or the
-            answer is blank or not an allowed choice.
+            answer is blank, not an allowed choice, holds a lone surrogate, or is over
+            ``MAX_TOOL_RESULT_BYTES``.
 
         Raises:
             RpcLockConflictError: When the lock stays taken for 5 seconds.
         """
         await self._check_session(session_id)
+        if refuses_reply_text(answer):
+            return False
         request = AnswerQuestionRequest(interrupt_id=interrupt_id, answer=answer)
         return await _retry_lock_conflicts(
             lambda: self._client.invoke_rpc(self._flow.answer_question, session_id, request)
@@ -283,14 +296,17 @@ class AgentSessionClient:
         message, in order. While no turn is active, ``text`` is queued like ``send_user_message``.
 
         Returns:
-            ``False`` for both or neither of ``text`` and ``message_id``, blank text, a message no
-            longer queued, or a turn that does not accept steering.
+            ``False`` for both or neither of ``text`` and ``message_id``, blank text, text the
+            session cannot store (as for ``send_user_message``), a message no longer queued, or
+            a turn that does not accept steering.
 
         Raises:
             ChannelMessageNotFoundError: When the session consumed the queued message while the
                 RPC ran; nothing changed, so reload the snapshot and let the user choose again.
         """
         await self._check_session(session_id)
+        if text is not None and refuses_user_text(self._flow, text):
+            return False
         request = SteerUserMessageRequest(text=text, message_id=message_id, plan_mode=plan_mode)
         return await self._client.invoke_rpc(self._flow.steer_user_message, session_id, request)
 
@@ -530,15 +546,21 @@ def session_start_arguments(
     active_step_search_mode: ActiveStepSearchMode,
     options: StartFlowOptions | None,
     plan_mode: bool,
+    flow: AgentSessionFlow,
 ) -> tuple[AgentSessionStartInput, StartFlowOptions]:
     """The Flow input and start options of ``start_session`` (async and synchronous alike).
 
     Raises:
-        ConfigurationError: When ``session_id`` is not a valid session ID, or ``session_settings``
-            is not a JSON object of at most 16 KiB and 64 levels.
+        ConfigurationError: When ``session_id`` is not a valid session ID, ``session_settings``
+            is not a JSON object of at most 16 KiB and 64 levels, or ``initial_message`` holds a
+            lone surrogate or is over ``MAX_STORED_MESSAGE_BYTES`` as ``flow`` stores it.
     """
     validate_session_id(session_id)
     validate_session_settings(session_settings or {})
+    if not is_blank_text(initial_message):
+        problem = user_text_problem(flow.runner.build_user_message, initial_message)
+        if problem is not None:
+            raise ConfigurationError(f"initial_message cannot be stored: {problem}")
     base = options if options is not None else StartFlowOptions()
     config = base.config_override if base.config_override is not None else FlowConfig()
     start_options = replace(
@@ -551,6 +573,19 @@ def session_start_arguments(
         plan_mode=plan_mode,
     )
     return start_input, start_options
+
+
+def refuses_user_text(flow: AgentSessionFlow, text: str) -> bool:
+    """Whether the client answers ``False`` for user ``text`` without sending it: a lone
+    surrogate, or a message over ``MAX_STORED_MESSAGE_BYTES`` as ``flow``'s runner stores it.
+    The RPC checks the same, so a caller past the client gets ``False`` too."""
+    return user_text_problem(flow.runner.build_user_message, text) is not None
+
+
+def refuses_reply_text(text: str | None) -> bool:
+    """Whether the client answers ``False`` for an answer or rejection message without sending
+    it: a lone surrogate, or over ``MAX_TOOL_RESULT_BYTES``."""
+    return reply_text_problem(text, "the text") is not None
 
 
 def tracker_after(

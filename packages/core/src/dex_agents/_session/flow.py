@@ -197,7 +197,9 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
     def send_user_message(self, context: Context, message: AgentUserMessage) -> RPCResult[bool]:
         """Queue a user message for the next turn; ``False`` for blank text or ``plan_mode``
         (plan mode is off)."""
-        return RPCResult(rpcs.send_user_message(context, message, self._runtime.options))
+        return RPCResult(
+            rpcs.send_user_message(context, message, self._runtime.options, self._runtime.runner)
+        )
 
     @rpc(
         lock_attributes=(PENDING_PLAN_EXECUTION.lock(),),
@@ -247,7 +249,9 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         """Steer the running turn with new text or a queued message; while no turn is active, queue
         the text. ``False`` for both or neither, blank text, a message no longer queued, or a turn
         that does not accept steering. Locks nothing."""
-        return RPCResult(rpcs.steer_user_message(context, request, self._runtime.options))
+        return RPCResult(
+            rpcs.steer_user_message(context, request, self._runtime.options, self._runtime.runner)
+        )
 
     @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
     def delete_queued_message(

@@ -47,6 +47,8 @@ from dex_agents._session.persistence import (
     AGENT_MESSAGES,
     CONTEXT_SUMMARY,
 )
+from dex_agents._session.size_budgets import fit_message_page
+from dex_agents._text_validity import replace_unencodable_values
 from dex_agents._values import (
     AgentMessage,
     AgentMessagesPage,
@@ -254,12 +256,17 @@ def page_messages(context: Context, after_sequence: int | None, limit: int) -> A
 
     Returns:
         The page, with ``next_after_sequence`` set when more messages follow and
-        ``deleted_before_sequence`` set once retention deleted messages.
+        ``deleted_before_sequence`` set once retention deleted messages. It holds fewer than
+        ``limit`` messages when more would pass ``MAX_RPC_OUTPUT_BYTES`` (at least one, cut when
+        it does not fit alone), and lone surrogates of a session stored before they were refused
+        read as U+FFFD.
     """
     stored = load_stored_messages(context)
-    return page_agent_messages(
+    page = page_agent_messages(
         stored.messages, stored.index, after_sequence=after_sequence, limit=limit
     )
+    # Whatever was stored, the page stays under the RPC limit.
+    return fit_message_page(page)
 
 
 def _read_window(
@@ -286,7 +293,8 @@ def _read_window(
             wanted.append(key)
 
     def decode(key: str) -> AgentMessage:
-        return AGENT_MESSAGES.get(context, key)
+        # A session stored before text was checked may hold a lone surrogate: read it as U+FFFD.
+        return replace_unencodable_values(AGENT_MESSAGES.get(context, key))
 
     if cache is None:
         return [*placeholders, *(decode(key) for key in wanted)]
@@ -316,7 +324,7 @@ def _read_chunks(
             raise MessageLayoutError(
                 f"AgentMessageChunks instance {key} listed in AgentMessageIndex is missing"
             )
-        return chunk
+        return replace_unencodable_values(chunk)
 
     keys = [entry.key for entry in chunks_to_load(index, after_sequence=after_sequence)]
     if cache is None:

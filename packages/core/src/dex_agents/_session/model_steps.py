@@ -49,6 +49,7 @@ from dex_agents._session.persistence import (
 )
 from dex_agents._session.records import record_usage
 from dex_agents._session.settings import session_settings_of_turn
+from dex_agents._session.size_budgets import oversized_outcome_problem
 from dex_agents._session.spend import (
     model_call_identity,
     refused_model_call_error,
@@ -125,6 +126,12 @@ class RunModel(SessionStep[None]):
         outcome = await runtime.runner.run_model_step(turn, heartbeat, span)
         events = runtime.event_writer(context, state.active_turn_id)
         await report_model_spend(runtime, spend_call, outcome.usage)
+        too_large = oversized_outcome_problem(outcome)
+        if too_large is not None:
+            # Seeds: a message too large to store fails this turn at once, never the session.
+            record_usage(context, events, outcome.usage)
+            span.completed(outcome.usage, outcome.model_call_metadata)
+            return fail_active_turn(context, runtime, state, too_large, events)
         if isinstance(outcome, TurnCompleted):
             return self._complete(context, state, turn, outcome, events, span)
         return self._defer_tool_calls(context, state, turn, outcome, events, span)

@@ -38,17 +38,23 @@ from dex_agents._session.persistence import (
     TURN_CONTROL_REQUESTS,
 )
 from dex_agents._session.records import load_all_tool_calls, tool_calls_in_order
+from dex_agents._session.runner_facade import RunnerFacade
 from dex_agents._session.settings import (
     SESSION_SETTINGS_SIZE_TOLERANCE_BYTES,
     decode_session_settings,
     encode_session_settings,
     session_settings_problem,
 )
+from dex_agents._session.size_budgets import (
+    fit_snapshot,
+    reply_text_problem,
+    user_text_problem,
+)
 from dex_agents._session.transitions import (
     InterruptResolutionDecision,
     decide_interrupt_resolution,
 )
-from dex_agents._text_validity import is_blank_text
+from dex_agents._text_validity import is_blank_text, replace_unencodable_values
 from dex_agents._values import (
     SNAPSHOT_MESSAGE_LIMIT,
     AgentSnapshot,
@@ -80,11 +86,17 @@ __all__ = [
 
 
 def send_user_message(
-    context: Context, message: AgentUserMessage, options: AgentSessionOptions
+    context: Context,
+    message: AgentUserMessage,
+    options: AgentSessionOptions,
+    runner: RunnerFacade,
 ) -> bool:
-    """Stage a queued user message; ``False`` for blank text, and for ``plan_mode`` while plan
-    mode is off."""
+    """Stage a queued user message; ``False`` for blank text, text the session cannot store (a
+    lone surrogate, or over ``MAX_STORED_MESSAGE_BYTES`` as stored), and for ``plan_mode`` while
+    plan mode is off."""
     if is_blank_text(message.text):
+        return False
+    if user_text_problem(runner.build_user_message, message.text) is not None:
         return False
     if message.plan_mode and not options.plan_mode_enabled:
         return False
@@ -93,7 +105,10 @@ def send_user_message(
 
 
 def steer_user_message(
-    context: Context, request: SteerUserMessageRequest, options: AgentSessionOptions
+    context: Context,
+    request: SteerUserMessageRequest,
+    options: AgentSessionOptions,
+    runner: RunnerFacade,
 ) -> bool:
     """Stage a steer; return the RPC's output.
 
@@ -105,6 +120,10 @@ def steer_user_message(
     state = AGENT_STATE.get(context)
     decision = decide_steer(request, state, plan_mode_enabled=options.plan_mode_enabled)
     if decision is SteerDecision.REFUSE:
+        return False
+    if request.text is not None and (
+        user_text_problem(runner.build_user_message, str(request.text)) is not None
+    ):
         return False
     if decision is SteerDecision.QUEUE_TEXT:
         QUEUED_USER_MESSAGES.publish(
@@ -199,6 +218,8 @@ def answer_question(context: Context, request: AnswerQuestionRequest) -> bool:
     """Stage an answer to a pending question; ``False`` when it is not a pending question, is past
     its deadline, or the answer is blank or not an allowed choice. Needs the
     ``PendingInterrupts`` lock."""
+    if reply_text_problem(request.answer, "the answer") is not None:
+        return False
     interrupts = PENDING_INTERRUPTS.get(context) or []
     decision = decide_question_answer(interrupts, request, datetime.now(UTC))
     return _publish_resolution(context, request.interrupt_id, decision)
@@ -208,6 +229,8 @@ def resolve_interrupt(context: Context, request: ResolveInterruptRequest) -> boo
     """Stage the approval or rejection of a pending approval, or the decline of a question;
     ``False`` when it is not pending or past its deadline. Needs the ``PendingInterrupts``
     lock."""
+    if reply_text_problem(request.rejection_message, "the rejection message") is not None:
+        return False
     interrupts = PENDING_INTERRUPTS.get(context) or []
     decision = decide_interrupt_resolution(interrupts, request, datetime.now(UTC))
     return _publish_resolution(context, request.interrupt_id, decision)
@@ -239,7 +262,7 @@ def agent_snapshot(context: Context, cache: MessageDecodeCache) -> AgentSnapshot
         cache=cache,
     )
     queued = listed_messages(context, QUEUED_USER_MESSAGES)
-    return AgentSnapshot(
+    snapshot = AgentSnapshot(
         state=state,
         messages=stored.messages,
         deleted_before_sequence=stored.deleted_before_sequence,
@@ -257,3 +280,5 @@ def agent_snapshot(context: Context, cache: MessageDecodeCache) -> AgentSnapshot
         steered_messages=listed_messages(context, STEERED_USER_MESSAGES),
         session_settings=next_turn_session_settings(context),
     )
+    # Whatever was stored, the output stays under the RPC limit and encodable.
+    return fit_snapshot(replace_unencodable_values(snapshot))

@@ -5,7 +5,10 @@ protocols ``ToolTaskPoller``, ``ToolTaskCanceller``, ``ContextCompactionRunner``
 ``UnfinishedTurnMessageBuilder`` and ``PlanModeRunner``), and each runner call the Steps make goes
 through one method here: it runs the call with the Step attempt's background heartbeat, sets the
 current deferred tool call where a tool runs, and checks what the runner returned against the
-contract, raising ``RunnerContractError`` for a value of the wrong type. Tracing hangs its spans
+contract, raising ``RunnerContractError`` for a value of the wrong type. What a model call or a
+tool returns has each lone surrogate replaced by U+FFFD before the session stores it, and a tool
+result over ``MAX_TOOL_RESULT_BYTES`` becomes a ``ToolExecutionError`` (the call records
+``failed``). Tracing hangs its spans
 on these methods: each model call runs inside its ``chat`` span's ``running()`` (the activation
 root current, a failure recorded), and each tool call or task poll inside its ``execute_tool``
 span, the current span while the tool runs.
@@ -13,10 +16,11 @@ span, the current span while the tool runs.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Iterator, Sequence
+from typing import Any, Final, TypeVar
 
 from dex_agents._deferred_tool_context import _deferred_tool_execution_scope
 from dex_agents._runner_contract import (
@@ -44,9 +48,11 @@ from dex_agents._runner_contract import (
 )
 from dex_agents._session.heartbeat import Heartbeat
 from dex_agents._session.options import AgentSessionOptions
+from dex_agents._session.size_budgets import tool_outcome_problem, tool_text_within_budget
+from dex_agents._text_validity import replace_unencodable_values
 from dex_agents._tracing.session_tracing import ModelCallSpan, ToolCallSpan
 from dex_agents._values import FrameworkMessage, MessageRole
-from dex_agents.exceptions import ConfigurationTypeError, RunnerContractError
+from dex_agents.exceptions import ConfigurationTypeError, RunnerContractError, ToolExecutionError
 
 __all__ = ["RunnerFacade"]
 
@@ -162,7 +168,7 @@ class RunnerFacade:
                     "run_model_step must return TurnCompleted or ToolCallsRequested, "
                     f"got {type(outcome).__name__}"
                 )
-        return outcome
+        return replace_unencodable_values(outcome)
 
     async def execute_deferred_tool_call(
         self, execution: DeferredToolExecution, heartbeat: Heartbeat, span: ToolCallSpan
@@ -180,7 +186,7 @@ class RunnerFacade:
         with span.running():
             try:
                 async with heartbeat.in_background():
-                    with _deferred_tool_execution_scope(execution):
+                    with _deferred_tool_execution_scope(execution), _storable_tool_errors():
                         outcome: object = await self._runner.execute_deferred_tool_call(execution)
             finally:
                 execution.events.close()
@@ -189,7 +195,7 @@ class RunnerFacade:
                     "execute_deferred_tool_call must return ToolExecutionResult, "
                     f"ToolInputRequested, or ToolTaskStarted, got {type(outcome).__name__}"
                 )
-        return outcome
+            return _storable_tool_outcome(outcome)
 
     async def poll_tool_task(
         self, poll: ToolTaskPoll, heartbeat: Heartbeat, span: ToolCallSpan
@@ -209,13 +215,14 @@ class RunnerFacade:
             )
         with span.running():
             async with heartbeat.in_background():
-                outcome: object = await runner.poll_tool_task(poll)
+                with _storable_tool_errors():
+                    outcome: object = await runner.poll_tool_task(poll)
             if not isinstance(outcome, ToolExecutionResult | ToolTaskPending | ToolInputRequested):
                 raise RunnerContractError(
                     "poll_tool_task must return ToolExecutionResult, ToolTaskPending, or "
                     f"ToolInputRequested, got {type(outcome).__name__}"
                 )
-        return outcome
+            return _storable_tool_outcome(outcome)
 
     async def cancel_tool_task(
         self, cancellation: ToolTaskCancellation, heartbeat: Heartbeat
@@ -261,7 +268,7 @@ class RunnerFacade:
                     "summarize_context must return a ContextSummaryResult with text, got "
                     f"{type(result).__name__}"
                 )
-        return result
+        return replace_unencodable_values(result)
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """The runner's messages of an unfinished turn, or none.
@@ -286,13 +293,40 @@ class RunnerFacade:
                 "values; storing only the note"
             )
             return ()
-        return messages
+        return replace_unencodable_values(messages)
 
     def _compaction_runner(self) -> ContextCompactionRunner:
         runner = self._runner
         if not isinstance(runner, ContextCompactionRunner):
             raise RunnerContractError(f"runner {self.name} is not a ContextCompactionRunner")
         return runner
+
+
+_OutcomeT = TypeVar("_OutcomeT")
+
+
+def _storable_tool_outcome(outcome: _OutcomeT) -> _OutcomeT:
+    """``outcome`` with lone surrogates replaced; a result over the budget raises
+    ``ToolExecutionError``, so the call records ``failed`` instead of a value Dex cannot hold."""
+    storable = replace_unencodable_values(outcome)
+    problem = tool_outcome_problem(storable)
+    if problem is not None:
+        raise ToolExecutionError(problem)
+    return storable
+
+
+@contextlib.contextmanager
+def _storable_tool_errors() -> Iterator[None]:
+    """Re-raise a ``ToolExecutionError`` with a message the session can store: lone surrogates
+    replaced and cut to ``MAX_TOOL_RESULT_BYTES``."""
+    try:
+        yield
+    except ToolExecutionError as error:
+        message = str(error)
+        storable = tool_text_within_budget(replace_unencodable_values(message))
+        if storable == message:
+            raise
+        raise ToolExecutionError(storable) from error
 
 
 def _require_role(message: object, source: str) -> FrameworkMessage:

@@ -30,6 +30,7 @@ from dex_agents._json_values import (
     dump_json_text,
     resolve_wire_value_annotations,
 )
+from dex_agents._text_validity import unencodable_text_problem
 from dex_agents.exceptions import ConfigurationError
 
 __all__ = [
@@ -255,7 +256,11 @@ def _plain_json(value: object, where: str, open_containers: set[int], depth: int
     ``depth`` counts the containers ``value`` is in, itself included when it is one; a bound far
     below Python's recursion limit keeps every encoder and decoder of the settings working.
     """
-    if value is None or isinstance(value, (str, bool, int)):
+    if isinstance(value, str):
+        if unencodable_text_problem(value, "") is not None:
+            _not_serializable(f"{where} holds a lone surrogate, which UTF-8 cannot encode")
+        return value
+    if value is None or isinstance(value, (bool, int)):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -277,6 +282,8 @@ def _plain_json(value: object, where: str, open_containers: set[int], depth: int
                 if not isinstance(key, str):
                     # json.dumps would turn the key into text silently, so the value would change.
                     _not_serializable(f"{where} has a key that is not a string: {key!r}")
+                if unencodable_text_problem(key, "") is not None:
+                    _not_serializable(f"{where} has a key with a lone surrogate: {key!a}")
                 plain[key] = _plain_json(item, f"{where}[{key!r}]", open_containers, depth + 1)
             return plain
         return [

@@ -135,14 +135,18 @@ class SyncAgentSessionClient:
             active_step_search_mode,
             options,
             plan_mode,
+            self._flow,
         )
         run_id = self._client.start_flow(self._flow, session_id, start_input, start_options)
         self._checked_sessions.add(session_id)
         return run_id
 
     def send_user_message(self, session_id: str, text: str, *, plan_mode: bool = False) -> bool:
-        """Queue a user message; ``False`` for blank text or ``plan_mode`` without plan mode."""
+        """Queue a user message; ``False`` for blank text, text the session cannot store, or
+        ``plan_mode`` without plan mode (see ``AgentSessionClient.send_user_message``)."""
         self._check_session(session_id)
+        if _async_client.refuses_user_text(self._flow, text):
+            return False
         return self._client.invoke_rpc(
             self._flow.send_user_message,
             session_id,
@@ -163,6 +167,8 @@ class SyncAgentSessionClient:
             RpcLockConflictError: When the lock stays taken for 5 seconds.
         """
         self._check_session(session_id)
+        if _async_client.refuses_reply_text(rejection_message):
+            return False
         request = ResolveInterruptRequest(
             interrupt_id=interrupt_id, approved=approved, rejection_message=rejection_message
         )
@@ -177,6 +183,8 @@ class SyncAgentSessionClient:
             RpcLockConflictError: When the lock stays taken for 5 seconds.
         """
         self._check_session(session_id)
+        if _async_client.refuses_reply_text(answer):
+            return False
         request = AnswerQuestionRequest(interrupt_id=interrupt_id, answer=answer)
         return _retry_lock_conflicts(
             lambda: self._client.invoke_rpc(self._flow.answer_question, session_id, request)

@@ -37,6 +37,7 @@ from dex_agents._session.settings import (
     invalid_start_session_settings_reason,
     session_settings_problem,
 )
+from dex_agents._session.size_budgets import user_text_problem
 from dex_agents._session.step_base import SessionStep
 from dex_agents._session.step_options import (
     await_user_message_step_options,
@@ -83,6 +84,11 @@ class StartAgentSession(SessionStep[AgentSessionStartInput]):
         state = AgentState()
         if is_blank_text(input.initial_message):
             AGENT_STATE.set(context, state)
+            return go_to_many(self._runtime.movements.await_user_message())
+        problem = user_text_problem(self._runtime.runner.build_user_message, input.initial_message)
+        if problem is not None:
+            # Past the client's check: the session starts without the turn, and says why.
+            AGENT_STATE.set(context, replace(state, last_turn_error=f"initial {problem}"))
             return go_to_many(self._runtime.movements.await_user_message())
         mode = turn_interaction_mode(
             [input.plan_mode and self._runtime.options.plan_mode_enabled], None

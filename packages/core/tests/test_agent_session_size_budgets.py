@@ -1,0 +1,218 @@
+"""Issue 36 cases 1 and 3 through the real engine: size budgets hold end to end.
+
+A user message too large to store is refused where it enters (the client and the RPC both return
+``False``, ``start_session`` raises), a model answer too large fails only its turn, a tool result
+too large fails only its call, and the snapshot and message pages stay under the RPC output limit
+whatever was stored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dex_agents._session.size_budgets as size_budgets
+import pytest
+from agent_session_test_support import (
+    ScriptedRunner,
+    SessionStack,
+    assistant,
+    final_answer_with_results,
+    idle_after_turns,
+    request_tools,
+    running_session_stack,
+    tool_call,
+)
+from dex import FlowStatus
+from dex_agents import (
+    CUT_TEXT_MARKER,
+    MAX_RPC_OUTPUT_BYTES,
+    MAX_STORED_MESSAGE_BYTES,
+    TOOL_RESULT_TOO_LARGE_ERROR_PREFIX,
+    AgentSessionOptions,
+    AgentSessionStartInput,
+    AgentSnapshot,
+    AgentToolCallStatus,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    AgentUsage,
+    AgentUserMessage,
+    ConfigurationError,
+    DeferredToolExecution,
+    SteerUserMessageRequest,
+    ToolEffect,
+    ToolExecutionResult,
+    ToolPolicy,
+    TurnCompleted,
+)
+from dex_agents._session.message_layout import encoded_json_size
+from dex_agents.testing import wait_for_agent_snapshot
+
+# The issue's probes: each was accepted and then failed the whole session.
+OVERSIZED_TEXTS = {
+    "2 MB ASCII": "a" * 2_000_000,
+    "1.05 MB CJK": "会" * 350_000,
+    "720 KB emoji": "😀" * 180_000,
+}
+
+
+def _echo(turn: AgentTurnContext) -> AgentTurnOutcome:
+    return TurnCompleted((assistant(f"echo {len(turn.messages[-1].text or '')}"),), AgentUsage())
+
+
+async def _running_after_first_turn(stack: SessionStack, session_id: str) -> None:
+    await stack.sessions.start_session(session_id, "hi")
+    await wait_for_agent_snapshot(stack.sessions, session_id, idle_after_turns(1))
+
+
+async def _still_works(stack: SessionStack, session_id: str, turns: int) -> AgentSnapshot:
+    """The session takes another message and completes its turn: nothing broke it."""
+    assert await stack.sessions.send_user_message(session_id, "still there?")
+    snapshot = await wait_for_agent_snapshot(stack.sessions, session_id, idle_after_turns(turns))
+    assert snapshot.messages[-1].text == f"echo {len('still there?')}"
+    return snapshot
+
+
+async def test_oversized_user_messages_are_refused_where_they_enter(tmp_path: Path) -> None:
+    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+        await _running_after_first_turn(stack, "s")
+        for name, text in OVERSIZED_TEXTS.items():
+            assert not await stack.sessions.send_user_message("s", text), name
+            assert not await stack.sessions.steer_user_message("s", text), name
+            # Past the client's check, the RPC itself refuses it and stores nothing.
+            raw = await stack.client.invoke_rpc(
+                stack.flow.send_user_message, "s", AgentUserMessage(text)
+            )
+            assert raw is False, name
+            raw = await stack.client.invoke_rpc(
+                stack.flow.steer_user_message, "s", SteerUserMessageRequest(text=text)
+            )
+            assert raw is False, name
+        snapshot = await stack.sessions.get_agent_snapshot("s")
+        assert snapshot.queued_messages == () and snapshot.steered_messages == ()
+        assert len(snapshot.messages) == 2
+        await _still_works(stack, "s", 2)
+        # A large message that fits is stored whole.
+        fits = "b" * 400_000
+        assert await stack.sessions.send_user_message("s", fits)
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(3))
+        assert snapshot.messages[-2].text == fits
+
+
+async def test_an_oversized_initial_message_never_fails_the_session(tmp_path: Path) -> None:
+    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+        text = OVERSIZED_TEXTS["2 MB ASCII"]
+        with pytest.raises(ConfigurationError, match="initial_message cannot be stored"):
+            await stack.sessions.start_session("s", text)
+        # Past the client's check the session starts without the turn and says why.
+        await stack.client.start_flow(stack.flow, "raw", AgentSessionStartInput(text))
+        snapshot = await wait_for_agent_snapshot(
+            stack.sessions, "raw", lambda snapshot: snapshot if snapshot.state else None
+        )
+        assert snapshot.state is not None and snapshot.messages == ()
+        assert str(snapshot.state.last_turn_error).startswith("initial the message is")
+        assert "over the limit of 1048576 bytes" in str(snapshot.state.last_turn_error)
+        await _still_works(stack, "raw", 1)
+
+
+def _huge_answer_once(turn: AgentTurnContext) -> AgentTurnOutcome:
+    if turn.turn_id == "turn-2":
+        return TurnCompleted((assistant("z" * 1_500_000),), AgentUsage())
+    return _echo(turn)
+
+
+async def test_an_oversized_model_answer_fails_its_turn_not_the_session(tmp_path: Path) -> None:
+    runner = ScriptedRunner(_huge_answer_once)
+    async with running_session_stack(tmp_path, runner) as stack:
+        await _running_after_first_turn(stack, "s")
+        assert await stack.sessions.send_user_message("s", "say a lot")
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(2))
+        assert snapshot.state is not None
+        error = str(snapshot.state.last_turn_error)
+        assert error.startswith("the model's answer is too large to store: its message 1 is")
+        # Failed at once: one model call for the turn, no retry of the same answer.
+        assert [turn.turn_id for turn in runner.model_calls].count("turn-2") == 1
+        assert snapshot.messages[-1].text == "say a lot"
+        await _still_works(stack, "s", 3)
+        info = await stack.client.describe_flow("s")
+        assert info.status is FlowStatus.RUNNING
+
+
+def _fetch_then_answer(turn: AgentTurnContext) -> AgentTurnOutcome:
+    if not turn.is_resuming:
+        return request_tools(turn, tool_call(turn, "c1", "fetch", {}))
+    return final_answer_with_results(turn)
+
+
+async def _fetch_huge(call: DeferredToolExecution) -> ToolExecutionResult:
+    return ToolExecutionResult("p" * 600_000)
+
+
+async def test_an_oversized_tool_result_fails_its_call_not_the_turn(tmp_path: Path) -> None:
+    runner = ScriptedRunner(_fetch_then_answer, {"fetch": _fetch_huge})
+    options = AgentSessionOptions(tool_policies={"fetch": ToolPolicy(ToolEffect.READ)})
+    async with running_session_stack(tmp_path, runner, options) as stack:
+        await stack.sessions.start_session("s", "fetch the page")
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        assert snapshot.state is not None and snapshot.state.last_turn_error is None
+        resumed = runner.model_calls[-1]
+        record = resumed.tool_calls["c1"]
+        assert record.status is AgentToolCallStatus.FAILED
+        assert str(record.error).startswith(TOOL_RESULT_TOO_LARGE_ERROR_PREFIX)
+        assert "its result is 600002 bytes, over the limit of 262144 bytes" in str(record.error)
+        # The tool ran once: a too-large result is not retried.
+        assert len(runner.tool_calls) == 1
+        assert "fetch=" in str(snapshot.messages[-1].text)
+
+
+async def test_snapshot_and_pages_stay_under_the_rpc_limit(tmp_path: Path) -> None:
+    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+        await _running_after_first_turn(stack, "s")
+        # Each stored message is just under its budget: text plus a framework item repeating it.
+        big = "m" * (MAX_STORED_MESSAGE_BYTES // 2 - 1024)
+        for turn in range(2, 6):
+            assert await stack.sessions.send_user_message("s", big)
+            await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(turn))
+        snapshot = await stack.sessions.get_agent_snapshot("s")
+        assert encoded_json_size(snapshot) <= MAX_RPC_OUTPUT_BYTES
+        assert snapshot.messages[-1].text == f"echo {len(big)}"
+        assert snapshot.messages[-2].text == big
+        # The newest messages that fit, without a gap, and fewer than everything stored.
+        sequences = [message.sequence for message in snapshot.messages]
+        assert sequences == list(range(sequences[0], 11)) and sequences[0] > 1
+        # Pages by bytes as well as by count: every message exactly once, each page in budget.
+        seen: list[int] = []
+        after: int | None = None
+        while True:
+            page = await stack.sessions.list_agent_messages("s", after_sequence=after, limit=200)
+            assert encoded_json_size(page) <= MAX_RPC_OUTPUT_BYTES
+            assert page.messages
+            seen.extend(message.sequence for message in page.messages)
+            if page.next_after_sequence is None:
+                break
+            after = page.next_after_sequence
+        assert seen == list(range(1, 11))
+        await _still_works(stack, "s", 6)
+
+
+async def test_a_message_stored_before_the_budgets_still_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+        await _running_after_first_turn(stack, "s")
+        # An earlier release stored any message the engine took: 3.4 MB as stored.
+        monkeypatch.setattr(size_budgets, "MAX_STORED_MESSAGE_BYTES", 8 * 1024 * 1024)
+        old = "o" * 1_700_000
+        assert await stack.sessions.send_user_message("s", old)
+        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(2))
+        monkeypatch.undo()
+        snapshot = await stack.sessions.get_agent_snapshot("s")
+        assert encoded_json_size(snapshot) <= MAX_RPC_OUTPUT_BYTES
+        assert snapshot.messages[-1].text == f"echo {len(old)}"
+        page = await stack.sessions.list_agent_messages("s", after_sequence=2)
+        assert [message.sequence for message in page.messages] == [3]
+        cut = page.messages[0]
+        assert str(cut.text).endswith(CUT_TEXT_MARKER) and str(cut.text).startswith("ooo")
+        assert page.next_after_sequence == 3
+        page = await stack.sessions.list_agent_messages("s", after_sequence=3)
+        assert [message.sequence for message in page.messages] == [4]
+        await _still_works(stack, "s", 3)
