@@ -1,19 +1,18 @@
 """A durable Claude Agent SDK agent: one turn with a read and an approved refund, no API key.
 
-Run it with ``uv run python examples/claude-agent-sdk/refund_agent.py``. It starts the embedded
-Dex engine, a Worker in this process, and a local fake Anthropic API that plays the model, then
-runs one turn through the real Claude Code CLI: the model looks up order 7 (a read, run inside
-the agent loop), asks to refund it (a write, deferred to its own tool Step after an approval),
-and answers. It prints the turn's events and the stored messages.
+Run it with ``uv run python examples/claude-agent-sdk/refund_agent.py``. ``LocalRuntime``
+starts the embedded Dex engine on ``./.dex-agents/engine.db`` and a Worker in this process; a
+local fake Anthropic API plays the model. One turn runs through the real Claude Code CLI: the
+model looks up order 7 (a read, run inside the agent loop), asks to refund it (a write, deferred
+to its own tool Step after an approval), and answers. It prints the approval, the turn's events
+and how the turn ended; a second run continues the same session with its second turn.
 """
 
 import asyncio
-import tempfile
-from pathlib import Path
 
 from claude_agent_sdk import tool
-from dex_agents import AgentSessionFlow, AgentSessionOptions, AgentStatus, ToolEffect, ToolPolicy
-from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker, wait_for_agent_snapshot
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy, TurnStatus
+from dex_agents.runtime import LocalRuntime
 from dex_agents_claude_agent_sdk import ClaudeAgentSdkRunner, current_deferred_tool_execution
 from dex_agents_claude_agent_sdk.testing import (
     FAKE_API_KEY_ENVIRONMENT,
@@ -46,7 +45,6 @@ def play_the_model(request: FakeModelRequest) -> FakeModelReply:
 
 
 async def main() -> None:
-    directory = Path(tempfile.mkdtemp(prefix="claude-agent-sdk-example-"))
     model_api = FakeAnthropicServer()
     await model_api.start()
     runner = ClaudeAgentSdkRunner(
@@ -66,38 +64,27 @@ async def main() -> None:
             }
         ),
     )
-    engine = await EngineProcess.start_local(
-        directory / "engine.db", EngineLogs.in_directory(directory)
-    )
     try:
-        async with in_process_worker([flow], engine.server_address, directory / "cache") as dex:
-            sessions = dex.sessions(flow)
-            await sessions.start_session("session-1", "Please refund order 7")
-            approval = await wait_for_agent_snapshot(
-                sessions, "session-1", lambda s: next(iter(s.pending_interrupts), None)
-            )
-            print(f"approval asked for {approval.tool_name} ({approval.interrupt_id})")
-            await sessions.resolve_interrupt("session-1", approval.interrupt_id, approved=True)
-            snapshot = await wait_for_agent_snapshot(
-                sessions,
-                "session-1",
-                lambda s: (
-                    s
-                    if s.state
-                    and s.state.turn_count == 1
-                    and s.state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-                    else None
-                ),
-            )
-            events = await dex.client.list_stream_messages("session-1", flow.agent_events, 200)
+        async with LocalRuntime([flow]) as runtime:
+            sessions = runtime.sessions()
+            start = await sessions.latest_event_token("session-1")
+            result = await sessions.run_turn("session-1", "Please refund order 7")
+            while result.status is TurnStatus.WAITING_FOR_PERSON:
+                for approval in result.pending_interrupts:
+                    print(f"approval asked for {approval.tool_name} ({approval.interrupt_id})")
+                    await sessions.resolve_interrupt(
+                        "session-1", approval.interrupt_id, approved=True
+                    )
+                result = await sessions.wait_for_turn("session-1", result)
             print("events:")
-            for message in reversed(events.messages):  # the newest comes first
+            async for message in sessions.stream_events("session-1", start):
                 print(f"  {message.value.type} {message.value.payload}")
-            print("stored messages:")
-            for stored in snapshot.messages:
-                print(f"  {stored.role}: {stored.text or stored.tool_output or stored.tool_name}")
+                if message.value.type == "turn_completed":
+                    break
+            print(result.turn_id, result.status, result.text)
+            for call in result.tool_calls:
+                print(f"  {call.tool_name}: {call.status}")
     finally:
-        await engine.stop()
         await model_api.close()
 
 
