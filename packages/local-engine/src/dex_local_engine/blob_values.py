@@ -286,6 +286,13 @@ class BlobStore:
         self.hydrate(resolved)
         return resolved
 
+    def holds(self, blob_id: str) -> bool:
+        """Whether ``blob_id`` names a blob the engine holds (stored, or due with the next
+        commit), so a reference to it resolves after that commit, across restarts."""
+        if blob_id in self._cache or blob_id in self._pending or blob_id in self._written:
+            return True
+        return bool(self._store.load_blobs([blob_id]))
+
     def is_paging_failure(self, error: pb.WorkerErrorResponse) -> bool:
         """Whether a Worker failed only because a ``LoadBlobs`` page left blobs for later."""
         text = f"{error.detail}\n{error.stack_trace}"

@@ -28,11 +28,20 @@ from dex_local_engine.flow_writes import (
     publish,
     require_pending,
 )
-from dex_local_engine.result_checks import has_effects, malformed_writes, refuse_oversized
+from dex_local_engine.result_checks import (
+    MALFORMED_RESULT_ERROR_TYPE,
+    has_effects,
+    malformed_rpc_result,
+    refuse_oversized,
+)
 from dex_local_engine.run_journal import RunJournal
 from dex_local_engine.step_scheduler import StepScheduler
 from dex_local_engine.task_requests import rpc_request
-from dex_local_engine.task_runner import UNKNOWN_NAME_ERROR_TYPE, AttemptFailure, TaskRunner
+from dex_local_engine.task_runner import (
+    UNKNOWN_NAME_ERROR_TYPE,
+    AttemptFailure,
+    TaskRunner,
+)
 from dex_local_engine.value_limits import oversized_values
 from dex_local_engine.wire_values import ensure_value
 
@@ -167,6 +176,10 @@ class ClientOperations:
         if isinstance(outcome, AttemptFailure):
             if outcome.error.error_type == f"dex_local_engine.{UNKNOWN_NAME_ERROR_TYPE}":
                 raise errors.unknown_rpc(request.rpc_name, run.flow_type)
+            if outcome.error.error_type == MALFORMED_RESULT_ERROR_TYPE:
+                raise errors.failed_precondition(
+                    f"RPC {request.rpc_name!r} result refused: {outcome.error.detail}"
+                )
             if outcome.error.error_type.startswith("dex_local_engine."):
                 raise errors.worker_unavailable(outcome.error.detail)
             raise errors.worker_api_error(outcome.error)
@@ -176,9 +189,7 @@ class ClientOperations:
             decision=outcome.step_decision,
             others=[("the RPC output", outcome.output)],
         )
-        problem = problem or malformed_writes(
-            outcome.upsert_attributes, outcome.publish_to_channel, outcome.step_decision
-        )
+        problem = problem or malformed_rpc_result(outcome, self._blobs.holds)
         if problem is not None:
             raise errors.failed_precondition(f"RPC {request.rpc_name!r} result refused: {problem}")
         if not run.is_running:

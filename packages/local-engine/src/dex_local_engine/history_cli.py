@@ -92,6 +92,9 @@ def event_lines(events: Iterator[pb.FlowHistoryEvent]) -> Iterator[str]:
 
 
 def _enum_name(enum: EnumTypeWrapper, number: int, prefix: str) -> str:
+    if number not in enum.values():
+        # The engine refuses such values where they enter; an older database may hold one.
+        return str(number)
     return str(enum.Name(number)).removeprefix(prefix)
 
 

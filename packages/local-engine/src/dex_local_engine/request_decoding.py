@@ -68,17 +68,23 @@ def _safe_deserializer(
 
 def _refusing_unary(
     method: Callable[[Any, _Context], Awaitable[Any]],
+    check: Callable[[Any], None] | None,
 ) -> Callable[[Any, _Context], Awaitable[Any]]:
     @functools.wraps(method)
     async def refuse_undecodable(request: Any, context: _Context) -> Any:
         if is_undecodable(request):
             await errors.abort_with_engine_error(context, errors.invalid_argument(request.problem))
+        if check is not None:
+            try:
+                check(request)
+            except errors.EngineError as error:
+                await errors.abort_with_engine_error(context, error)
         return await method(request, context)
 
     return refuse_undecodable
 
 
-def _decoding_handler(handler: Any) -> Any:
+def _decoding_handler(handler: Any, check: Callable[[Any], None] | None) -> Any:
     """``handler`` (a generated ``grpc.RpcMethodHandler`` namedtuple) with a deserializer that
     marks bad bodies, and a unary method that refuses them.
 
@@ -88,7 +94,7 @@ def _decoding_handler(handler: Any) -> Any:
         "request_deserializer": _safe_deserializer(handler.request_deserializer)
     }
     if not handler.request_streaming and not handler.response_streaming:
-        changes["unary_unary"] = _refusing_unary(handler.unary_unary)
+        changes["unary_unary"] = _refusing_unary(handler.unary_unary, check)
     return handler._replace(**changes)
 
 
@@ -106,7 +112,10 @@ class _HandlerCapture:
 
 
 def add_decoding_servicer(
-    add_to_server: Callable[[Any, Any], None], servicer: object, server: grpc.aio.Server
+    add_to_server: Callable[[Any, Any], None],
+    servicer: object,
+    server: grpc.aio.Server,
+    check: Callable[[Any], None] | None = None,
 ) -> None:
     """Register ``servicer`` as ``add_to_server`` would, with undecodable bodies refused.
 
@@ -114,11 +123,13 @@ def add_decoding_servicer(
         add_to_server: a generated ``dex_pb2_grpc.add_<Service>Servicer_to_server``.
         servicer: the servicer instance.
         server: the grpc.aio server (not yet started).
+        check: runs on every decoded unary request before the servicer; an ``EngineError`` it
+            raises is the call's answer.
     """
     capture = _HandlerCapture()
     add_to_server(servicer, capture)
     for service_name, handlers in capture.services.items():
-        decoding = {name: _decoding_handler(handler) for name, handler in handlers.items()}
+        decoding = {name: _decoding_handler(h, check) for name, h in handlers.items()}
         server.add_generic_rpc_handlers(
             (grpc.method_handlers_generic_handler(service_name, decoding),)
         )

@@ -5,46 +5,42 @@ A result that fails a check is refused as a whole, so nothing of it is applied.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
 
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine import errors
+from dex_local_engine.field_checks import BlobReferences, field_problem
 from dex_local_engine.value_limits import oversized_values
 
 __all__ = [
+    "MALFORMED_RESULT_ERROR_TYPE",
     "has_effects",
     "malformed_result",
-    "malformed_writes",
+    "malformed_rpc_result",
     "oversized_result",
     "refuse_oversized",
 ]
 
 
-def malformed_writes(
-    attributes: Iterable[pb.AttributeWrite],
-    messages: Iterable[pb.ChannelMessage],
-    decision: pb.StepDecision | None,
-) -> str | None:
-    """A sentence naming the first malformed write or movement, or None."""
-    if any(not write.key for write in attributes):
-        return "the result writes an Attribute with an empty key"
-    if any(not message.channel_name for message in messages):
-        return "the result publishes a Channel message with an empty channel name"
-    if decision is not None and any(not m.step_type for m in decision.next_steps):
-        return "the result moves to a Step with an empty Step type"
-    return None
+MALFORMED_RESULT_ERROR_TYPE = "dex_local_engine.MalformedResult"
+"""``error_type`` of a Step method failure caused by a Worker result the engine refused."""
 
 
 def malformed_result(
     response: pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse,
+    is_known_blob: Callable[[str], bool],
 ) -> str | None:
     """Why a Step method result cannot be applied, or None."""
-    decision = (
-        response.step_decision if isinstance(response, pb.InvokeExecuteMethodResponse) else None
-    )
-    problem = malformed_writes(response.upsert_attributes, response.publish_to_channel, decision)
+    problem = field_problem(response, BlobReferences.KNOWN, is_known_blob)
     return None if problem is None else f"the Worker returned a malformed result: {problem}"
+
+
+def malformed_rpc_result(
+    response: pb.InvokeWorkerRPCResponse, is_known_blob: Callable[[str], bool]
+) -> str | None:
+    """Why an RPC result cannot be applied, or None."""
+    return field_problem(response, BlobReferences.KNOWN, is_known_blob)
 
 
 def refuse_oversized(problem: str | None) -> None:

@@ -26,6 +26,7 @@ from dex_local_engine.flow_service import FlowService
 from dex_local_engine.flow_state import FlowRun
 from dex_local_engine.listening_dispatch import ListeningDispatcher
 from dex_local_engine.pull_dispatch import PullDispatcher
+from dex_local_engine.request_checks import refuse_bad_request
 from dex_local_engine.request_decoding import add_decoding_servicer
 from dex_local_engine.store import Durability, Store
 from dex_local_engine.streams import StreamStore, StreamStoreBackend
@@ -154,7 +155,10 @@ class EngineServer:
         )
         await engine.recover()
         add_decoding_servicer(
-            dex_pb2_grpc.add_FlowServiceServicer_to_server, FlowService(engine, streams), server
+            dex_pb2_grpc.add_FlowServiceServicer_to_server,
+            FlowService(engine, streams),
+            server,
+            refuse_bad_request,
         )
         add_decoding_servicer(dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server, pull, server)
         await server.start()

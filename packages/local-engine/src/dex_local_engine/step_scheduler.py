@@ -37,7 +37,11 @@ from dex_local_engine.blob_values import BlobStore
 from dex_local_engine.conditions import evaluate_step, start_waiting
 from dex_local_engine.flow_state import FlowRun, MethodKind, StepExecution, StepPhase
 from dex_local_engine.flow_writes import apply_method_writes
-from dex_local_engine.result_checks import malformed_result, oversized_result
+from dex_local_engine.result_checks import (
+    MALFORMED_RESULT_ERROR_TYPE,
+    malformed_result,
+    oversized_result,
+)
 from dex_local_engine.retry_policy import DEFAULT_TOTAL_RETRY_DURATION, retry_interval
 from dex_local_engine.run_journal import RunJournal
 from dex_local_engine.step_failures import step_method_failure
@@ -335,6 +339,7 @@ class StepScheduler:
             )
             heartbeat = float(options.heartbeat_timeout_seconds) or None
             problem = oversized_task(request, f"{method.value} of {step.step_execution_id}")
+            error_type = TOO_LARGE_ERROR_TYPE
             outcome: TaskOutcome | None = None
             if problem is None:
                 marker = InflightRow(run.run_id, step.step_execution_id, method.value, step.attempt)
@@ -352,16 +357,21 @@ class StepScheduler:
         if problem is None and isinstance(
             outcome, pb.InvokeWaitForMethodResponse | pb.InvokeExecuteMethodResponse
         ):
-            problem = malformed_result(outcome) or oversized_result(outcome)
+            malformed = malformed_result(outcome, self._blobs.holds)
+            problem = malformed or oversized_result(outcome)
+            error_type = TOO_LARGE_ERROR_TYPE if malformed is None else MALFORMED_RESULT_ERROR_TYPE
         if problem is not None:
             if run.is_running and step.step_execution_id in run.steps:
-                error = pb.WorkerErrorResponse(detail=problem, error_type=TOO_LARGE_ERROR_TYPE)
+                error = pb.WorkerErrorResponse(detail=problem, error_type=error_type)
                 self._method_failed(run, step, error)
             return
         if outcome is None or not run.is_running or step.step_execution_id not in run.steps:
             return
         if isinstance(outcome, AttemptFailure):
-            self._attempt_failed(run, step, outcome)
+            if outcome.error.error_type == MALFORMED_RESULT_ERROR_TYPE:
+                self._method_failed(run, step, outcome.error)  # a retry would answer the same
+            else:
+                self._attempt_failed(run, step, outcome)
         elif isinstance(outcome, pb.InvokeWaitForMethodResponse):
             self._wait_for_completed(run, step, outcome)
         elif isinstance(outcome, pb.InvokeExecuteMethodResponse):

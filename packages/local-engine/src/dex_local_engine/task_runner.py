@@ -31,6 +31,7 @@ from dex_local_engine.dispatch import (
 )
 from dex_local_engine.flow_state import FlowRun, StepExecution
 from dex_local_engine.heartbeat_window import HeartbeatWindow
+from dex_local_engine.result_checks import MALFORMED_RESULT_ERROR_TYPE
 from dex_local_engine.wire_values import ensure_value
 
 __all__ = [
@@ -45,6 +46,13 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 _REDISPATCH_DELAY = 0.05
+
+_FRAME_TYPES: dict[type[TaskRequest], type[TaskFrame]] = {
+    pb.InvokeWaitForMethodRequest: pb.InvokeWaitForMethodOutput,
+    pb.InvokeExecuteMethodRequest: pb.InvokeExecuteMethodOutput,
+    pb.InvokeWorkerRPCRequest: pb.InvokeWorkerRPCResponse,
+}
+"""The frames a Worker may answer each kind of task with (besides a ``WorkerErrorResponse``)."""
 
 UNKNOWN_NAME_ERROR_TYPE = "UnknownName"
 """The ``dex_local_engine.`` error type of an RPC no connected Worker knows."""
@@ -142,7 +150,7 @@ class TaskRunner:
                         raise TaskNotStarted("the Worker ended the task before it ran") from None
                     reached = True
                     heartbeat.restart()
-                    final = self._on_frame(run, step, frame)
+                    final = self._on_frame(run, step, request, frame)
                     if final is not None:
                         return final
         except TaskNotStarted:
@@ -165,13 +173,18 @@ class TaskRunner:
             await frames.aclose()  # type: ignore[attr-defined]
 
     def _on_frame(
-        self, run: FlowRun, step: StepExecution | None, frame: TaskFrame
+        self, run: FlowRun, step: StepExecution | None, request: TaskRequest, frame: TaskFrame
     ) -> TaskOutcome | None:
         if isinstance(frame, pb.WorkerErrorResponse):
             if self._blobs.is_paging_failure(frame):
                 # The handler never ran; the Worker cached one page of blobs.
                 raise TaskNotStarted("the Worker loaded a page of blobs; next page")
             return AttemptFailure(frame, reached_worker=True)
+        if not isinstance(frame, _FRAME_TYPES[type(request)]):
+            given, wanted = type(frame).DESCRIPTOR.name, type(request).DESCRIPTOR.name
+            detail = f"the Worker answered a {wanted} task with a {given} frame"
+            error = pb.WorkerErrorResponse(detail=detail, error_type=MALFORMED_RESULT_ERROR_TYPE)
+            return AttemptFailure(error, reached_worker=True)
         if isinstance(frame, pb.InvokeWorkerRPCResponse):
             return frame
         kind = frame.WhichOneof("output")
