@@ -17,6 +17,8 @@ from collections.abc import Callable, Coroutine, Mapping
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
+from dex_local_engine.exceptions import EngineConfigurationError
+
 __all__ = [
     "EVENT_LOOP_ENV",
     "EventLoopKind",
@@ -50,7 +52,7 @@ def choose_event_loop(
     """The loop to serve on: uvloop unless it is missing or ``DEX_LOCAL_ENGINE_EVENT_LOOP`` says asyncio.
 
     Raises:
-        ValueError: When ``DEX_LOCAL_ENGINE_EVENT_LOOP`` names no known loop, or names uvloop
+        EngineConfigurationError: (a ValueError) When ``DEX_LOCAL_ENGINE_EVENT_LOOP`` names no known loop, or names uvloop
             where it is not installed.
 
     Example:
@@ -61,14 +63,16 @@ def choose_event_loop(
     requested = settings.get(EVENT_LOOP_ENV, "").strip().lower()
     if requested and requested not in set(EventLoopKind):
         known = ", ".join(kind.value for kind in EventLoopKind)
-        raise ValueError(f"{EVENT_LOOP_ENV}={requested!r}: expected one of {known}")
+        raise EngineConfigurationError(f"{EVENT_LOOP_ENV}={requested!r}: expected one of {known}")
     if requested == EventLoopKind.ASYNCIO:
         return EventLoopKind.ASYNCIO, asyncio.new_event_loop
     try:
         uvloop: Any = importlib.import_module("uvloop")
     except ImportError:
         if requested == EventLoopKind.UVLOOP:
-            raise ValueError(f"{EVENT_LOOP_ENV}=uvloop: uvloop is not installed") from None
+            raise EngineConfigurationError(
+                f"{EVENT_LOOP_ENV}=uvloop: uvloop is not installed"
+            ) from None
         return EventLoopKind.ASYNCIO, asyncio.new_event_loop
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     return EventLoopKind.UVLOOP, factory

@@ -26,6 +26,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
 
 from dex_local_engine.cli_errors import describe_call_error
+from dex_local_engine.exceptions import EngineConfigurationError
 
 __all__ = ["ResetPoint", "run_reset"]
 
@@ -54,16 +55,16 @@ class ResetPoint:
         """The ``ResetFlowRequest`` for ``flow_id``.
 
         Raises:
-            ValueError: when more than one selector is set, or ``method`` is unknown or given
+            EngineConfigurationError: (a ValueError) when more than one selector is set, or ``method`` is unknown or given
                 without ``step_execution_id``.
         """
         chosen = [
             name for name in ("time", "step_type", "step_execution_id") if getattr(self, name)
         ]
         if len(chosen) > 1:
-            raise ValueError(f"choose one reset point, not {' and '.join(chosen)}")
+            raise EngineConfigurationError(f"choose one reset point, not {' and '.join(chosen)}")
         if self.method and not self.step_execution_id:
-            raise ValueError("--method goes with --to-step-execution")
+            raise EngineConfigurationError("--method goes with --to-step-execution")
         request = pb.ResetFlowRequest(
             flow_id=flow_id, reason=reason, skip_writes_reapply=skip_writes_reapply
         )
@@ -75,7 +76,9 @@ class ResetPoint:
             request.step_type = self.step_type
         elif self.step_execution_id:
             if self.method not in _METHODS:
-                raise ValueError("--to-step-execution needs --method wait_for or execute")
+                raise EngineConfigurationError(
+                    "--to-step-execution needs --method wait_for or execute"
+                )
             request.reset_type = pb.FLOW_RESET_TYPE_STEP_EXECUTION_ID
             request.step_execution_id = self.step_execution_id
             request.step_method = _METHODS[self.method]
@@ -108,7 +111,7 @@ def run_reset(
     err = err if err is not None else sys.stderr
     try:
         if not flow_id:
-            raise ValueError("FLOW_ID must not be empty")
+            raise EngineConfigurationError("FLOW_ID must not be empty")
         request = point.request(flow_id, reason, skip_writes_reapply)
     except ValueError as problem:
         print(f"dex-local-engine reset: {problem}", file=err)
