@@ -8,7 +8,17 @@ from typing import Any, cast
 import dex_agents._session.client as client_module
 import grpc
 import pytest
-from dex import AsyncClient, ErrorSubStatus, Flow, FlowInfo, FlowStatus, RpcLockConflictError
+from dex import (
+    ActiveStepSearchMode,
+    AsyncClient,
+    ErrorSubStatus,
+    Flow,
+    FlowInfo,
+    FlowStatus,
+    IdReusePolicy,
+    RpcLockConflictError,
+    StartFlowOptions,
+)
 from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
@@ -84,3 +94,18 @@ async def test_resolve_interrupt_gives_up_after_the_retry_window(
 def test_client_refuses_a_flow_that_is_not_a_session_flow() -> None:
     with pytest.raises(ConfigurationTypeError, match="AgentSessionFlow"):
         AgentSessionClient(cast(AsyncClient, object()), cast(Flow[Any], object()))
+
+
+def test_a_session_id_is_never_reused_unless_the_caller_asks() -> None:
+    """Dex's DEFAULT ID reuse policy would start a closed session's ID afresh."""
+
+    def policy(options: StartFlowOptions | None) -> IdReusePolicy:
+        _, start = client_module.session_start_arguments(
+            "s-1", "", None, ActiveStepSearchMode.WITH_WAIT_FOR, options, False
+        )
+        return start.id_reuse_policy
+
+    assert policy(None) is IdReusePolicy.DISALLOW
+    assert policy(StartFlowOptions()) is IdReusePolicy.DISALLOW
+    chosen = StartFlowOptions(id_reuse_policy=IdReusePolicy.ALLOW_IF_NOT_RUNNING)
+    assert policy(chosen) is IdReusePolicy.ALLOW_IF_NOT_RUNNING

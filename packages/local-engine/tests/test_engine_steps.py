@@ -423,8 +423,13 @@ async def test_start_attributes_and_id_reuse() -> None:
         await client.start_flow(flow, "k-reuse", "empty", options)
         result = await client.wait_for_flow("k-reuse", timeout=WAIT)
         assert result.completions[0].decode(str) == "drained:5"
+        disallow = dex.StartFlowOptions(id_reuse_policy=dex.IdReusePolicy.DISALLOW)
         with pytest.raises(dex.FlowAlreadyStartedError):
-            await client.start_flow(flow, "k-reuse", "empty")
+            await client.start_flow(flow, "k-reuse", "empty", disallow)
+        # DEFAULT reuses the ID of a closed Flow, as on Dex Server (ALLOW_IF_NOT_RUNNING).
+        await client.start_flow(flow, "k-reuse", "empty")
+        result = await client.wait_for_flow("k-reuse", timeout=WAIT)
+        assert result.completions[0].decode(str) == "drained:0"
         reuse = dex.StartFlowOptions(id_reuse_policy=dex.IdReusePolicy.ALLOW_IF_NOT_RUNNING)
         await client.start_flow(flow, "k-reuse", "empty", reuse)
         result = await client.wait_for_flow("k-reuse", timeout=WAIT)

@@ -188,7 +188,9 @@ class RunLifecycle:
             raise errors.flow_already_started(
                 request.flow_id, f"flow {request.flow_id!r} is already running"
             )
+        # An unspecified policy is ALLOW_IF_NO_RUNNING, as on Dex Server.
         allowed = policy in (
+            pb.ID_REUSE_POLICY_UNSPECIFIED,
             pb.ID_REUSE_POLICY_ALLOW_IF_NO_RUNNING,
             pb.ID_REUSE_POLICY_ALLOW_TERMINATE_IF_RUNNING,
         ) or (

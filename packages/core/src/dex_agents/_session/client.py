@@ -17,6 +17,7 @@ from dex import (
     FlowConfig,
     FlowNotActiveOrNotFoundError,
     FlowNotFoundError,
+    IdReusePolicy,
     LongPollTimeoutError,
     RpcLockConflictError,
     StartFlowOptions,
@@ -563,9 +564,13 @@ def session_start_arguments(
             raise ConfigurationError(f"initial_message cannot be stored: {problem}")
     base = options if options is not None else StartFlowOptions()
     config = base.config_override if base.config_override is not None else FlowConfig()
+    # Dex's DEFAULT reuses the ID of a closed Flow; a session ID names one session for good, so
+    # starting a stopped or ended session raises FlowAlreadyStartedError on every engine.
+    reuse = base.id_reuse_policy
     start_options = replace(
         base,
         config_override=replace(config, active_step_search_mode=active_step_search_mode),
+        id_reuse_policy=IdReusePolicy.DISALLOW if reuse is IdReusePolicy.DEFAULT else reuse,
     )
     start_input = AgentSessionStartInput(
         initial_message=initial_message,
