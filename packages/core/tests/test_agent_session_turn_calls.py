@@ -329,3 +329,13 @@ async def test_the_sync_client_runs_turns_and_answers_approvals(
     finally:
         client.close()
         cache.close()
+
+
+async def test_a_message_the_session_cannot_store_is_refused_before_sending(
+    stack: _Stack,
+) -> None:
+    with pytest.raises(ConfigurationError, match="cannot send the message"):
+        await stack.sessions.run_turn("s1", "a lone surrogate \ud800 here")
+    with pytest.raises(ConfigurationError, match="blank"):
+        await stack.sessions.run_turn("s1", "\u200b\n")
+    assert stack.calls == {}

@@ -62,6 +62,7 @@ __all__ = [
     "AGENT_SESSION_ACTIVE_STEP_SEARCH_MODE",
     "LOCK_CONFLICT_RETRY_SECONDS",
     "AgentSessionClient",
+    "check_turn_message",
     "refuses_reply_text",
     "refuses_user_text",
     "session_start_arguments",
@@ -464,7 +465,8 @@ class AgentSessionClient:
             The turn's status, last assistant text, tool calls, pending interrupts and error.
 
         Raises:
-            ConfigurationError: ``message`` is blank or ``timeout`` is not positive.
+            ConfigurationError: ``message`` is blank or cannot be stored (a lone surrogate, or too
+                large; nothing is sent), the session refused it, or ``timeout`` is not positive.
             TurnTimeoutError: The turn did not end or stop in time; it keeps running, and the
                 error carries the token to wait on.
             StreamStoreDisabledError: The Dex server keeps no Stream messages.
@@ -479,15 +481,17 @@ class AgentSessionClient:
             >>> result.status, result.text
             (<TurnStatus.COMPLETED: 'completed'>, 'Hello')
         """
-        if not message.strip():
-            raise ConfigurationError("run_turn needs a message that is not blank")
+        check_turn_message(self._flow, message)
         check_timeout(timeout)
         token = await self.latest_event_token(session_id)
         try:
-            await self.send_user_message(session_id, message)
+            accepted = await self.send_user_message(session_id, message)
         except (FlowNotFoundError, FlowNotActiveOrNotFoundError):
             # A stopped session also lands here; starting it then raises FlowAlreadyStartedError.
             await self.start_session(session_id, message)
+            accepted = True
+        if not accepted:
+            raise ConfigurationError(f"session {session_id} refused the message")
         tracker = _TurnTracker(session_id, wait_for_start=True)
         return await self._follow(tracker, token, timeout)
 
@@ -585,6 +589,19 @@ def refuses_user_text(flow: AgentSessionFlow, text: str) -> bool:
     surrogate, or a message over ``MAX_STORED_MESSAGE_BYTES`` as ``flow``'s runner stores it.
     The RPC checks the same, so a caller past the client gets ``False`` too."""
     return user_text_problem(flow.runner.build_user_message, text) is not None
+
+
+def check_turn_message(flow: AgentSessionFlow, message: str) -> None:
+    """Refuse a ``run_turn`` message that starts no turn, before anything is sent.
+
+    Raises:
+        ConfigurationError: ``message`` is blank, holds a lone surrogate, or is too large to store.
+    """
+    if is_blank_text(message):
+        raise ConfigurationError("run_turn needs a message that is not blank")
+    problem = user_text_problem(flow.runner.build_user_message, message)
+    if problem is not None:
+        raise ConfigurationError(f"run_turn cannot send the message: {problem}")
 
 
 def refuses_reply_text(text: str | None) -> bool:

@@ -252,18 +252,21 @@ class SyncAgentSessionClient:
         Dex takes long polls in whole seconds.
 
         Raises:
-            ConfigurationError: ``message`` is blank or ``timeout`` is not positive.
+            ConfigurationError: ``message`` is blank, cannot be stored, or was refused, or
+                ``timeout`` is not positive.
             TurnTimeoutError: The turn did not end or stop in time; it keeps running.
             StreamStoreDisabledError: The Dex server keeps no Stream messages.
         """
-        if not message.strip():
-            raise ConfigurationError("run_turn needs a message that is not blank")
+        _async_client.check_turn_message(self._flow, message)
         check_timeout(timeout)
         token = self.latest_event_token(session_id)
         try:
-            self.send_user_message(session_id, message)
+            accepted = self.send_user_message(session_id, message)
         except (FlowNotFoundError, FlowNotActiveOrNotFoundError):
             self.start_session(session_id, message)
+            accepted = True
+        if not accepted:
+            raise ConfigurationError(f"session {session_id} refused the message")
         return self._follow(_TurnTracker(session_id, wait_for_start=True), token, timeout)
 
     def wait_for_turn(
