@@ -1,5 +1,7 @@
 """The chat's routes over HTTP: every one refuses a caller without the token, and the session
-routes answer bad input, unknown sessions and refused resume tokens clearly."""
+routes answer bad input, unknown sessions and refused resume tokens clearly. Issue 36 case 9: a
+body over the limit answers 413, an unknown session's event stream 404, and no response may be
+framed."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 import pytest_asyncio
-from dex_agents_web_chat import TOKEN_COOKIE
+from dex_agents_web_chat import MAX_REQUEST_BODY_BYTES, TOKEN_COOKIE
 from web_chat_test_support import BEARER, TOKEN, ChatStack, RunningChat, serving_chat
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -195,3 +197,54 @@ async def test_bad_input_gets_a_clear_answer_and_changes_nothing(
     missing = await http.get("/static/secrets.txt", headers=BEARER)
     assert missing.status_code == 404
     assert await stack.sessions.get_agent_snapshot(session_id) == before
+
+
+async def test_a_body_over_the_limit_answers_413_and_changes_nothing(
+    stack: ChatStack, http: httpx.AsyncClient
+) -> None:
+    session_id = await _idle_session(stack, http)
+    before = await stack.sessions.get_agent_snapshot(session_id)
+    messages = f"/sessions/{session_id}/messages"
+    for size in (MAX_REQUEST_BODY_BYTES + 1, 5_000_000, 30_000_000):
+        response = await http.post(messages, json={"text": "x" * size}, headers=BEARER)
+        assert response.status_code == 413, response.text
+        assert f"over {MAX_REQUEST_BODY_BYTES} bytes" in response.text
+
+    async def chunked() -> AsyncIterator[bytes]:
+        yield b'{"text": "'
+        for _ in range(40):
+            yield b"y" * 65_536
+        yield b'"}'
+
+    # Without a Content-Length the chat stops reading at the limit too.
+    response = await http.post(
+        messages, content=chunked(), headers={**BEARER, "Content-Type": "application/json"}
+    )
+    assert response.status_code == 413, response.text
+    started = await http.post("/sessions", json={"message": "z" * 2_000_000}, headers=BEARER)
+    assert started.status_code == 413
+    # Within the body limit but too large for the session to store: refused, nothing queued.
+    refused = await http.post(messages, json={"text": "w" * 900_000}, headers=BEARER)
+    assert refused.status_code == 200 and refused.json() == {"accepted": False}
+    assert await stack.sessions.get_agent_snapshot(session_id) == before
+
+
+async def test_an_unknown_sessions_event_stream_answers_404(
+    stack: ChatStack, http: httpx.AsyncClient
+) -> None:
+    async with http.stream("GET", "/sessions/chat-nobody/events", headers=BEARER) as response:
+        assert response.status_code == 404
+        assert "chat-nobody" in (await response.aread()).decode()
+    session_id = await _idle_session(stack, http)
+    async with http.stream("GET", f"/sessions/{session_id}/events", headers=BEARER) as response:
+        assert response.status_code == 200
+
+
+async def test_no_response_may_be_framed(stack: ChatStack, http: httpx.AsyncClient) -> None:
+    session_id = await _idle_session(stack, http)
+    for method, template, body in ROUTES:
+        path = template.format(session=session_id)
+        for headers in (BEARER, None):
+            response = await _request(http, method, path, body, headers)
+            assert response.headers["content-security-policy"] == "frame-ancestors 'none'", path
+            assert response.headers["x-frame-options"] == "DENY", path

@@ -19,7 +19,7 @@ from dex_agents_web_chat._agent import (
     build_web_chat_flow,
     web_chat_model_reply,
 )
-from dex_agents_web_chat._app import RECONNECT_DELAY, create_web_chat_app
+from dex_agents_web_chat._app import MAX_REQUEST_BODY_BYTES, RECONNECT_DELAY, create_web_chat_app
 from dex_agents_web_chat._authorization import (
     TOKEN_COOKIE,
     Authorize,
@@ -29,6 +29,7 @@ from dex_agents_web_chat._authorization import (
 
 __all__ = [
     "DEFAULT_WORD_DELAY",
+    "MAX_REQUEST_BODY_BYTES",
     "RECONNECT_DELAY",
     "TOKEN_COOKIE",
     "WEB_CHAT_FLOW_TYPE",

@@ -13,7 +13,9 @@
 | ``POST /sessions/<id>/interrupts/<interrupt>/answer`` | ``answer_question``, ``{"answer": ...}`` |
 
 Every route calls the ``authorize`` hook first and answers 401 when it refuses. The actions
-answer ``{"accepted": <the RPC's bool>}``.
+answer ``{"accepted": <the RPC's bool>}``. A request body over :data:`MAX_REQUEST_BODY_BYTES`
+answers 413, and every response forbids framing (``Content-Security-Policy: frame-ancestors
+'none'``, ``X-Frame-Options: DENY``), so no other page can put the Approve button under a click.
 """
 
 from __future__ import annotations
@@ -43,13 +45,15 @@ from dex_agents.ui_stream import (
     stream_agent_event_frames,
 )
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dex_agents_web_chat._authorization import Authorize, is_authorized
 
-__all__ = ["RECONNECT_DELAY", "create_web_chat_app"]
+__all__ = ["MAX_REQUEST_BODY_BYTES", "RECONNECT_DELAY", "create_web_chat_app"]
 
 RECONNECT_DELAY: Final = timedelta(seconds=1)
 """The SSE ``retry`` the event route sends: how soon a dropped EventSource reconnects."""
@@ -59,13 +63,48 @@ _STATIC_FILES: Final = {
     "chat.js": "text/javascript; charset=utf-8",
     "chat.css": "text/css; charset=utf-8",
 }
+MAX_REQUEST_BODY_BYTES: Final = 1024 * 1024
+"""Largest request body the chat reads (1 MiB); a larger one answers 413. A message the session
+can store (``MAX_STORED_MESSAGE_BYTES`` as stored) always fits."""
+
 _NO_STORE: Final = {"Cache-Control": "no-store"}
+_NO_FRAMING: Final = (
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-frame-options", b"DENY"),
+)
 
 _Handler = Callable[[Request], Awaitable[Response]]
 
 
 class _BadRequest(Exception):
     """The request cannot be served as sent; the text says why."""
+
+
+class _UnknownSession(Exception):
+    """No session of the chat's Flow type has the ID the route names."""
+
+
+class _BodyTooLarge(Exception):
+    """The request body is over ``MAX_REQUEST_BODY_BYTES``."""
+
+
+class _NoFramingMiddleware:
+    """Adds the headers that forbid framing to every response, streams included."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+
+        async def send_without_framing(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", ()), *_NO_FRAMING]}
+            await send(message)
+
+        await self._app(scope, receive, send_without_framing)
 
 
 def create_web_chat_app(
@@ -96,6 +135,7 @@ def create_web_chat_app(
     session = "/sessions/{session_id}"
     interrupt = f"{session}/interrupts/{{interrupt_id}}"
     return Starlette(
+        middleware=[Middleware(_NoFramingMiddleware)],
         routes=[
             *routes,
             Route("/", chat.guarded(chat.page, session_route=False), methods=["GET"]),
@@ -110,7 +150,7 @@ def create_web_chat_app(
             Route(f"{session}/cancel", chat.guarded(chat.cancel), methods=["POST"]),
             Route(f"{interrupt}/resolve", chat.guarded(chat.resolve), methods=["POST"]),
             Route(f"{interrupt}/answer", chat.guarded(chat.answer), methods=["POST"]),
-        ]
+        ],
     )
 
 
@@ -149,7 +189,11 @@ class _WebChat:
                 return await handler(request)
             except _BadRequest as problem:
                 return PlainTextResponse(str(problem), status_code=400)
-            except (FlowNotFoundError, FlowNotActiveOrNotFoundError):
+            except _BodyTooLarge:
+                return PlainTextResponse(
+                    f"the request body is over {MAX_REQUEST_BODY_BYTES} bytes", status_code=413
+                )
+            except (FlowNotFoundError, FlowNotActiveOrNotFoundError, _UnknownSession):
                 return PlainTextResponse(f"no session {session_id!r}", status_code=404)
             except ChannelMessageNotFoundError:
                 # The session took the message while the RPC ran; the page reloads and retries.
@@ -184,6 +228,7 @@ class _WebChat:
         resume_token = request.headers.get("last-event-id") or request.query_params.get(
             "resume_token", ""
         )
+        await self._require_session(request.path_params["session_id"])
         try:
             frames = await stream_agent_event_frames(
                 self._client,
@@ -196,6 +241,14 @@ class _WebChat:
             # Stops the EventSource; the page loads the snapshot again.
             return Response(status_code=400)
         return StreamingResponse(self._event_body(frames), headers=dict(AGENT_EVENT_STREAM_HEADERS))
+
+    async def _require_session(self, session_id: str) -> None:
+        """Raise ``FlowNotFoundError`` or ``_UnknownSession`` (both answered 404) unless a session
+        of this chat's Flow type has this ID: an unknown session's event stream would only ever
+        keep alive."""
+        info = await self._client.describe_flow(session_id)
+        if info.flow_type != self._flow.get_flow_type():
+            raise _UnknownSession
 
     async def send(self, request: Request) -> Response:
         text = _required_text(await _json_body(request), "text")
@@ -261,12 +314,28 @@ async def _json_body(request: Request) -> dict[str, object]:
     if request.headers.get("content-type", "").split(";")[0].strip() != "application/json":
         raise _BadRequest("send the request body as application/json")
     try:
-        body = json.loads(await request.body() or b"{}")
+        body = json.loads(await _limited_body(request) or b"{}")
     except json.JSONDecodeError as error:
         raise _BadRequest(f"the request body is not JSON: {error}") from None
     if not isinstance(body, dict):
         raise _BadRequest("the request body must be a JSON object")
     return body
+
+
+async def _limited_body(request: Request) -> bytes:
+    """The body, read only up to ``MAX_REQUEST_BODY_BYTES``: a declared or streamed larger one
+    raises ``_BodyTooLarge`` before more is read."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_REQUEST_BODY_BYTES:
+        raise _BodyTooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_REQUEST_BODY_BYTES:
+            raise _BodyTooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 def _required_text(body: dict[str, object], name: str) -> str:
