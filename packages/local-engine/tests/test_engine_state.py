@@ -461,6 +461,10 @@ async def test_bad_requests_get_typed_errors_naming_the_problem() -> None:
             assert raised.value.code() is grpc.StatusCode.NOT_FOUND
             with pytest.raises(grpc.aio.AioRpcError) as raised:
                 await stub.ResetFlow(pb.ResetFlowRequest(flow_id="missing"))
+            assert raised.value.code() is grpc.StatusCode.INVALID_ARGUMENT
+            assert "time travel type is required" in (raised.value.details() or "")
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await stub.TriggerContinueAsNew(pb.TriggerContinueAsNewRequest(flow_id="missing"))
             assert raised.value.code() is grpc.StatusCode.UNIMPLEMENTED
             assert "not supported by dex-local-engine" in (raised.value.details() or "")
             with pytest.raises(grpc.aio.AioRpcError) as raised:

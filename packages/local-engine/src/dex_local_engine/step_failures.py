@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dex.dexpb import dex_pb2 as pb
 
-__all__ = ["ENGINE_ERROR_PREFIX", "step_method_failure"]
+__all__ = ["ENGINE_ERROR_PREFIX", "flow_failure_message", "step_method_failure"]
 
 ENGINE_ERROR_PREFIX = "dex_local_engine."
 """Error types of failures the engine saw itself (not an error a Worker returned)."""
@@ -71,3 +71,16 @@ def step_method_failure(error: pb.WorkerErrorResponse, attempt: int) -> pb.StepM
             detail=error.detail, sub_status=pb.ERROR_SUB_STATUS_UNCATEGORIZED
         )
     return pb.StepMethodFailure(backend_error=backend_error, attempt=attempt, details=details)
+
+
+def flow_failure_message(error: pb.WorkerErrorResponse) -> str:
+    """The error message of a Flow that a Step method's final failure failed, as Dex reports it.
+
+    Dex reports the Worker's error detail alone (or the server's own text for a failure it saw).
+    The attempt progress the engine appends to a recovery error is not part of it.
+
+    Example::
+
+        assert flow_failure_message(pb.WorkerErrorResponse(detail="boom")) == "boom"
+    """
+    return error.detail or error.error_type

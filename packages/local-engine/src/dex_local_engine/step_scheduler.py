@@ -44,7 +44,7 @@ from dex_local_engine.result_checks import (
 )
 from dex_local_engine.retry_policy import DEFAULT_TOTAL_RETRY_DURATION, retry_interval
 from dex_local_engine.run_journal import RunJournal
-from dex_local_engine.step_failures import step_method_failure
+from dex_local_engine.step_failures import flow_failure_message, step_method_failure
 from dex_local_engine.store import InflightRow
 from dex_local_engine.task_requests import method_request
 from dex_local_engine.task_runner import AttemptFailure, TaskOutcome, TaskRunner
@@ -567,7 +567,7 @@ class StepScheduler:
                 run,
                 pb.FLOW_STATUS_FAILED,
                 pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
-                f"Step {step.step_execution_id} wait_for failed: {detail}",
+                flow_failure_message(error),
             )
             self._journal.commit(run)
             return
@@ -598,7 +598,7 @@ class StepScheduler:
                 run,
                 pb.FLOW_STATUS_FAILED,
                 pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
-                f"Step {step.step_execution_id} execute failed: {detail}",
+                flow_failure_message(error),
             )
         self.after_steps_changed(run, started)
 
