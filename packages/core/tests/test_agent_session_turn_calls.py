@@ -28,6 +28,7 @@ from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
     AgentToolCallStatus,
+    BuiltInTool,
     ConfigurationError,
     InterruptKind,
     RunModelLimit,
@@ -79,6 +80,10 @@ def _reply(request: ModelRequest) -> ScriptedModelReply:
     results = ScriptedModelClient.tool_results(request)
     if "crash" in text:
         raise RuntimeError("the model provider is down")
+    if "ask" in text and not results:
+        return ScriptedModelReply(
+            tool_calls=[ScriptedToolCall("ask_user", {"question": "Which order?"})]
+        )
     if not results:
         tool = "slow_lookup" if "hang" in text else "lookup_order"
         return ScriptedModelReply(
@@ -95,6 +100,7 @@ def _flow() -> AgentSessionFlow:
         instructions="You help with orders.",
         model=ScriptedModelClient(_reply),
         tools=[lookup_order, refund_order, slow_lookup],
+        built_in_tools=frozenset({BuiltInTool.ASK_USER}),
     )
     options = replace(
         stepwise_agent_session_options(agent), run_model_limit=RunModelLimit(maximum_attempts=1)
@@ -211,6 +217,22 @@ async def test_run_turn_stops_on_an_approval_and_wait_for_turn_follows_it_on(
         "refund_order": AgentToolCallStatus.SUCCEEDED,
     }
     assert final.pending_interrupts == ()
+
+
+async def test_run_turn_stops_on_a_question_and_goes_on_after_the_answer(stack: _Stack) -> None:
+    result = await stack.sessions.run_turn("s1", "ask me something", timeout=60)
+    assert result.status is TurnStatus.WAITING_FOR_PERSON
+    (question,) = result.pending_interrupts
+    assert (question.kind, question.question) == (InterruptKind.QUESTION, "Which order?")
+    assert [(c.tool_name, c.status) for c in result.tool_calls] == [
+        ("ask_user", AgentToolCallStatus.AWAITING_ANSWER)
+    ]
+    assert await stack.sessions.answer_question("s1", question.interrupt_id, "order 7")
+    final = await stack.sessions.wait_for_turn("s1", result, timeout=60)
+    assert final.completed and final.text is not None and "order 7" in final.text
+    assert [(c.tool_name, c.status) for c in final.tool_calls] == [
+        ("ask_user", AgentToolCallStatus.SUCCEEDED)
+    ]
 
 
 async def test_a_rejected_approval_ends_the_turn_with_the_call_rejected(stack: _Stack) -> None:
