@@ -161,3 +161,21 @@ async def test_ctrl_c_stops_the_worker_and_the_engine(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+async def test_start_and_close_as_a_notebook_calls_them(tmp_path: Path) -> None:
+    first, second = _flow("FirstAgent"), _flow("SecondAgent")
+    runtime = await LocalRuntime([first, second], directory=tmp_path).start()
+    try:
+        with pytest.raises(LocalRuntimeError, match="already running"):
+            await runtime.start()
+        with pytest.raises(ConfigurationError, match="serves 2 session Flows; name one"):
+            runtime.sessions()
+        result = await runtime.sessions(second).run_turn("s1", "in a cell", timeout=60)
+        assert result.text == "in a cell"
+        assert await runtime.client.health_check()
+    finally:
+        await runtime.close()
+    assert not (tmp_path / ENGINE_ADDRESS_FILE).exists()
+    with pytest.raises(LocalRuntimeError, match="not running"):
+        runtime.client  # noqa: B018
