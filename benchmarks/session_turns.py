@@ -8,10 +8,12 @@ It measures, and prints as a table:
 
 1. the durable turn: a real ``dex-local-engine serve`` process (process-crash-safe, its default)
    and a Worker child process (``python -m session_turns``, as in production), timed from
-   ``send_user_message`` until the snapshot shows the turn completed. The client long-polls the
-   session's AgentEvents Stream for ``turn_completed`` and then reads the snapshot once to confirm
-   it (``--completion events``, the default), or polls the snapshot every ``--poll-interval-ms``
-   (``--completion poll``). Median over ``--turns`` turns after ``--warmup`` turns;
+   ``send_user_message`` until the session's state shows the turn completed. The client
+   long-polls the session's AgentEvents Stream for ``turn_completed`` and then reads the turn state
+   once with ``get_agent_state`` to confirm it (``--completion state``, the default; the answer is
+   checked from the turn's ``text_delta`` events), or reads the whole snapshot instead
+   (``--completion events``, what the client did before ``get_agent_state``), or polls the
+   snapshot every ``--poll-interval-ms`` (``--completion poll``). Median over ``--turns`` turns after ``--warmup`` turns;
 2. the same runner's calls made in process, no engine: ``run_model_step``,
    ``execute_deferred_tool_call``, ``run_model_step`` with the same script and tool; median;
 3. their ratio (goal: at most 1.10);
@@ -53,6 +55,7 @@ import dataclasses
 import functools
 import io
 import itertools
+import json
 import os
 import platform
 import pstats
@@ -80,6 +83,7 @@ from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
     AgentSnapshot,
+    AgentState,
     AgentStatus,
     AgentToolCall,
     AgentToolCallStatus,
@@ -163,6 +167,7 @@ _HISTORY_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
 class CompletionMode(StrEnum):
     """How the client learns that a durable turn completed."""
 
+    STATE = "state"
     EVENTS = "events"
     POLL = "poll"
 
@@ -356,11 +361,24 @@ def _turn_done(snapshot: AgentSnapshot, turn_count: int) -> bool:
     )
 
 
+def _state_done(state: AgentState, turn_count: int) -> bool:
+    return (
+        state.turn_count >= turn_count
+        and state.active_turn_id is None
+        and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+    )
+
+
 def _check_answer(session_id: str, snapshot: AgentSnapshot, turn_count: int) -> None:
-    state = snapshot.state
+    answer = snapshot.messages[-1].text if snapshot.messages else None
+    _check_state_and_text(session_id, snapshot.state, answer, turn_count)
+
+
+def _check_state_and_text(
+    session_id: str, state: AgentState | None, answer: str | None, turn_count: int
+) -> None:
     if state is None or state.turn_count != turn_count or state.last_turn_error:
         raise RuntimeError(f"session {session_id} did not complete turn {turn_count}: {state}")
-    answer = snapshot.messages[-1].text if snapshot.messages else None
     if not answer or not answer.startswith(_FINAL_PREFIX):
         raise RuntimeError(f"turn {turn_count} of session {session_id} answered {answer!r}")
 
@@ -382,6 +400,7 @@ class _DurableSession:
         self._completion = completion
         self._poll_interval = poll_interval
         self._resume_token = ""
+        self._turn_text: str | None = None
         self.turn_count = 0
 
     async def run_turn(self) -> TurnTiming:
@@ -403,14 +422,21 @@ class _DurableSession:
             event_seconds: float | None = None
             event_ns: int | None = None
             events_read = 0
-            if self._completion is CompletionMode.EVENTS:
+            if self._completion is not CompletionMode.POLL:
                 events_read = await self._read_until_turn_completed()
                 event_seconds = time.perf_counter() - started
                 event_ns = time.time_ns()
-            snapshot, snapshot_reads = await self._poll_snapshot()
+            if self._completion is CompletionMode.STATE:
+                state, snapshot_reads = await self._poll_state()
+            else:
+                snapshot, snapshot_reads = await self._poll_snapshot()
         snapshot_seconds = time.perf_counter() - started
         snapshot_ns = time.time_ns()
-        _check_answer(self._session_id, snapshot, self.turn_count)
+        if self._completion is CompletionMode.STATE:
+            # The answer as the turn's text_delta events carried it: no transcript is read.
+            _check_state_and_text(self._session_id, state, self._turn_text, self.turn_count)
+        else:
+            _check_answer(self._session_id, snapshot, self.turn_count)
         return TurnTiming(
             event_seconds,
             snapshot_seconds,
@@ -427,6 +453,7 @@ class _DurableSession:
         turn_id = f"turn-{self.turn_count}"
         flow = self._sessions.flow
         read = 0
+        texts: list[str] = []
         while True:
             try:
                 message = await self._client.read_stream(
@@ -437,11 +464,25 @@ class _DurableSession:
             self._resume_token = message.resume_token
             read += 1
             event = message.value
+            if event.turn_id == turn_id and event.type == AgentEventType.TEXT_DELTA:
+                texts.append(str(json.loads(event.payload)["text"]))
             if event.turn_id == turn_id and event.type in (
                 AgentEventType.TURN_COMPLETED,
                 AgentEventType.TURN_FAILED,
             ):
+                # The final answer is the last model call's text (earlier calls may say more).
+                self._turn_text = texts[-1] if texts else None
                 return read
+
+    async def _poll_state(self) -> tuple[AgentState, int]:
+        """The first ``get_agent_state`` that shows the turn completed, and how many reads."""
+        reads = 0
+        while True:
+            state = await self._sessions.get_agent_state(self._session_id)
+            reads += 1
+            if _state_done(state, self.turn_count):
+                return state, reads
+            await asyncio.sleep(self._poll_interval)
 
     async def _poll_snapshot(self) -> tuple[AgentSnapshot, int]:
         """The first snapshot that shows the turn completed, and how many reads it took."""
@@ -951,9 +992,10 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
     parser.add_argument(
         "--completion",
         choices=[mode.value for mode in CompletionMode],
-        default=CompletionMode.EVENTS.value,
-        help="events: long-poll AgentEvents for turn_completed, then read the snapshot once; "
-        "poll: read the snapshot every --poll-interval-ms (default events)",
+        default=CompletionMode.STATE.value,
+        help="state: long-poll AgentEvents for turn_completed, then read get_agent_state once "
+        "(the answer from the turn's text_delta events); events: the same, then the whole "
+        "snapshot; poll: read the snapshot every --poll-interval-ms (default state)",
     )
     parser.add_argument(
         "--poll-interval-ms",
@@ -1075,7 +1117,7 @@ def _print_report(
             ("ratio durable (turn_completed read) / in-process", _ratio(_median(event_times), base))
         )
     rows += [
-        ("durable turn until snapshot shows it completed, median", _ms(durable_median)),
+        ("durable turn until state or snapshot shows it completed, median", _ms(durable_median)),
         (
             "  first 5 / last 5 measured turns of the session, median",
             f"{_ms(_median(snapshot_times[:5]))} / {_ms(_median(snapshot_times[-5:]))}",
@@ -1145,11 +1187,11 @@ def _print_report(
     for label, value in rows:
         print(f"{label.ljust(width)}  {value}")
     print()
-    completion = (
-        "AgentEvents long-poll for turn_completed, then one snapshot read"
-        if options.completion is CompletionMode.EVENTS
-        else f"snapshot poll every {options.poll_interval * 1000:g} ms"
-    )
+    completion = {
+        CompletionMode.STATE: "AgentEvents long-poll for turn_completed, then one "
+        "get_agent_state read",
+        CompletionMode.EVENTS: "AgentEvents long-poll for turn_completed, then one snapshot read",
+    }.get(options.completion, f"snapshot poll every {options.poll_interval * 1000:g} ms")
     if durable.worker_cprofile:
         print("Worker child cProfile over the sequential turns:")
         print(durable.worker_cprofile)

@@ -46,6 +46,7 @@ from dex_agents._values import (
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSnapshot,
+    AgentState,
     AgentUserMessage,
     AnswerQuestionRequest,
     CancelTurnRequest,
@@ -370,6 +371,25 @@ class AgentSessionClient:
         """Return the session's state, newest messages, interrupts, tool calls, and usage."""
         await self._check_session(session_id)
         return await self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id)
+
+    async def get_agent_state(self, session_id: str) -> AgentState:
+        """Return the session's ``AgentState`` alone: whether a turn is active, its ID, the turn
+        count, and the last turn's error, without the messages, records, and Channels that
+        ``get_agent_snapshot`` loads and carries (a turn-state check costs the same at turn 100 as
+        at turn 1).
+
+        Raises:
+            SessionFlowTypeError: The session is of another Flow type.
+            FlowNotActiveOrNotFoundError: No running session has that ID.
+
+        Example::
+
+            state = await sessions.get_agent_state("session-1")
+            if state.active_turn_id is None:
+                print("waiting for a user message after", state.turn_count, "turns")
+        """
+        await self._check_session(session_id)
+        return await self._client.invoke_rpc(self._flow.get_agent_state, session_id)
 
     async def list_agent_messages(
         self, session_id: str, *, after_sequence: int | None = None, limit: int = 50

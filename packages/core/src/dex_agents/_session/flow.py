@@ -61,6 +61,7 @@ from dex_agents._values import (
     AgentMessagesPage,
     AgentSessionStartInput,
     AgentSnapshot,
+    AgentState,
     AgentUserMessage,
     AnswerQuestionRequest,
     CancelTurnRequest,
@@ -234,6 +235,12 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         """Return the state, the newest 200 messages, pending interrupts, the active turn's tool
         calls, usage, and the queued messages."""
         return RPCResult(rpcs.agent_snapshot(context, self._runtime.message_cache))
+
+    @rpc()
+    def get_agent_state(self, context: Context) -> RPCResult[AgentState]:
+        """Return the session's ``AgentState`` only (status, active turn, turn count, last error):
+        what a client that waits for a turn needs, without the transcript a snapshot carries."""
+        return RPCResult(rpcs.agent_state(context))
 
     @rpc(load_attribute_maps=(AGENT_MESSAGES, AGENT_MESSAGE_CHUNKS))
     def list_agent_messages(

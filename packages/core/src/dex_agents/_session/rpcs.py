@@ -58,6 +58,7 @@ from dex_agents._text_validity import is_blank_text, replace_unencodable_values
 from dex_agents._values import (
     SNAPSHOT_MESSAGE_LIMIT,
     AgentSnapshot,
+    AgentState,
     AgentUserMessage,
     AnswerQuestionRequest,
     CancelTurnRequest,
@@ -73,6 +74,7 @@ from dex_agents._values import (
 
 __all__ = [
     "agent_snapshot",
+    "agent_state",
     "answer_question",
     "delete_queued_message",
     "listed_messages",
@@ -247,6 +249,13 @@ def _publish_resolution(
     PENDING_INTERRUPTS.set(context, list(decision.remaining_interrupts))
     INTERRUPT_RESOLUTIONS.publish(context, interrupt_id, decision.resolution)
     return True
+
+
+def agent_state(context: Context) -> AgentState:
+    """Return ``get_agent_state``'s output: the ``AgentState`` Attribute alone, the default state
+    before the session's start Step stored one. The RPC loads no message, record, or Channel."""
+    state = AGENT_STATE.get(context)
+    return state if state is not None else AgentState()
 
 
 def agent_snapshot(context: Context, cache: MessageDecodeCache) -> AgentSnapshot:

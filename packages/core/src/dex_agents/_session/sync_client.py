@@ -44,6 +44,7 @@ from dex_agents._session.turn_waits import (
 from dex_agents._text_validity import validate_session_id
 from dex_agents._values import (
     AgentSnapshot,
+    AgentState,
     AgentUserMessage,
     AnswerQuestionRequest,
     CancelTurnRequest,
@@ -206,6 +207,12 @@ class SyncAgentSessionClient:
         """Return the session's state, newest messages, interrupts, tool calls, and usage."""
         self._check_session(session_id)
         return self._client.invoke_rpc(self._flow.get_agent_snapshot, session_id)
+
+    def get_agent_state(self, session_id: str) -> AgentState:
+        """Return the session's ``AgentState`` alone, without the transcript (see
+        ``AgentSessionClient.get_agent_state``)."""
+        self._check_session(session_id)
+        return self._client.invoke_rpc(self._flow.get_agent_state, session_id)
 
     def latest_event_token(self, session_id: str) -> str:
         """The ``AgentEvents`` resume token after the newest event, ``""`` when there is none.

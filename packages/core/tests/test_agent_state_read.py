@@ -1,0 +1,133 @@
+"""``get_agent_state``: the session's turn state alone, against the real engine and a pull Worker.
+
+A Stepwise agent whose model waits on a gate for the second turn, so the test can read the state
+while a turn runs, then after it ended, and compare it with the snapshot's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from dex import (
+    BlobCacheConfig,
+    Client,
+    ClientOptions,
+    FlowNotActiveOrNotFoundError,
+    Registry,
+    WorkerTarget,
+    open_blob_cache,
+)
+from dex_agents import (
+    AgentSessionClient,
+    AgentSessionFlow,
+    AgentState,
+    AgentStatus,
+    SyncAgentSessionClient,
+    agent_codec_registry,
+)
+from dex_agents.stepwise import (
+    AgentDefinition,
+    ModelRequest,
+    ScriptedModelClient,
+    ScriptedModelReply,
+    stepwise_agent_session_flow,
+)
+from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
+
+_GATE = asyncio.Event()
+_MODEL_WAITING = asyncio.Event()
+
+
+async def _reply(request: ModelRequest) -> ScriptedModelReply:
+    text = ScriptedModelClient.user_texts(request)[-1]
+    if "wait" in text:
+        _MODEL_WAITING.set()
+        await _GATE.wait()
+    return ScriptedModelReply(text=f"You said: {text}")
+
+
+def _flow() -> AgentSessionFlow:
+    agent = AgentDefinition(
+        name="echo", instructions="Echo the user.", model=ScriptedModelClient(_reply)
+    )
+    return stepwise_agent_session_flow(agent, flow_type="AgentStateReadAgent")
+
+
+@pytest.fixture
+async def sessions(tmp_path: Path) -> AsyncIterator[tuple[AgentSessionClient, str]]:
+    _GATE.clear()
+    _MODEL_WAITING.clear()
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    try:
+        flow = _flow()
+        async with in_process_worker([flow], engine.server_address, tmp_path / "cache") as dex:
+            yield dex.sessions(flow), engine.server_address
+            _GATE.set()
+    finally:
+        await engine.stop()
+
+
+async def test_agent_state_follows_the_turn_and_matches_the_snapshot(
+    sessions: tuple[AgentSessionClient, str],
+) -> None:
+    client, _ = sessions
+    first = await client.run_turn("s1", "hello", timeout=60)
+    assert first.completed
+    state = await client.get_agent_state("s1")
+    assert isinstance(state, AgentState)
+    assert (state.status, state.active_turn_id, state.turn_count) == (
+        AgentStatus.WAITING_FOR_USER_MESSAGE,
+        None,
+        1,
+    )
+    assert state == (await client.get_agent_snapshot("s1")).state
+
+    token = await client.latest_event_token("s1")
+    assert await client.send_user_message("s1", "please wait")
+    await asyncio.wait_for(_MODEL_WAITING.wait(), 60)
+    running = await client.get_agent_state("s1")
+    assert (running.status, running.active_turn_id, running.turn_count) == (
+        AgentStatus.RUNNING_MODEL,
+        "turn-2",
+        2,
+    )
+    assert running.last_message_sequence > state.last_message_sequence
+    _GATE.set()
+    finished = await client.wait_for_turn("s1", token, turn_id="turn-2", timeout=60)
+    assert finished.completed
+    after = await client.get_agent_state("s1")
+    assert (after.active_turn_id, after.turn_count) == (None, 2)
+    assert after == (await client.get_agent_snapshot("s1")).state
+
+
+async def test_agent_state_of_an_unknown_session_is_not_found(
+    sessions: tuple[AgentSessionClient, str],
+) -> None:
+    client, _ = sessions
+    with pytest.raises(FlowNotActiveOrNotFoundError):
+        await client.get_agent_state("no-such-session")
+
+
+async def test_the_sync_client_reads_the_same_state(
+    sessions: tuple[AgentSessionClient, str], tmp_path: Path
+) -> None:
+    client, server_address = sessions
+    assert (await client.run_turn("s1", "hello", timeout=60)).completed
+    flow = _flow()
+    registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "sync-cache"), 16 * 1024 * 1024))
+    options = ClientOptions(server_address=server_address, worker_target=WorkerTarget(pull=True))
+    sync_client = Client(registry, cache, options)
+    try:
+        sync_sessions = SyncAgentSessionClient(sync_client, flow)
+        state = await asyncio.to_thread(sync_sessions.get_agent_state, "s1")
+        assert state == await client.get_agent_state("s1")
+        assert state.turn_count == 1
+    finally:
+        await asyncio.to_thread(sync_client.close)
+        cache.close()
