@@ -65,6 +65,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -113,6 +114,7 @@ from dex_agents.testing import (
     AgentTestStack,
     run_agent_worker,
 )
+from engine_message_counts import COUNTS_FILE_ENV, install_hook, read_counts
 from turn_shape_floor import FloorTimings, measure_floor_turns
 from turn_shape_floor import build_flow as build_floor_flow
 
@@ -513,6 +515,8 @@ class DurableFigures:
     worker_cprofile: str
     engine_cprofile: str
     floor: FloorTimings
+    message_counts: dict[str, int] = dataclasses.field(default_factory=dict)
+    message_bytes: dict[str, int] = dataclasses.field(default_factory=dict)
 
 
 async def _sequential_turns(
@@ -602,8 +606,12 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         worker_cwd=_BENCHMARK_DIR,
         worker_env=worker_env,
     )
+    counts_file = state_dir / "engine-message-counts.json"
     if options.cprofile_engine:
         await _enter_with_engine_profiler(stack, state_dir, engine_cprofile_file)
+    elif options.count_messages:
+        hook_dir = install_hook(state_dir / "engine-count-hook")
+        await _enter_with_engine_hook(stack, hook_dir, COUNTS_FILE_ENV, counts_file)
     else:
         await stack.__aenter__()
     try:
@@ -612,10 +620,18 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         sessions = stack.sessions(flow)
         # AgentTestStack does not expose the engine's process; the benchmark only reads its CPU.
         engine_pid = stack._engine.process.pid if stack._engine is not None else None
-        cpu = _CpuMeter({"engine": engine_pid, "Worker": worker.pid, "client": os.getpid()})
+        processes = {"engine": engine_pid, "Worker": worker.pid, "client": os.getpid()}
+        cpu = (
+            _CountingCpuMeter(processes, engine_pid, counts_file)
+            if options.count_messages and engine_pid is not None
+            else _CpuMeter(processes)
+        )
         _progress(f"sequential durable turns ({options.warmup} warm-up + {options.turns})")
         timings = await _sequential_turns(stack.client, sessions, options, cpu)
         sequential_cpu = cpu.used()
+        counts, count_bytes = (
+            cpu.counted() if isinstance(cpu, _CountingCpuMeter) else (Counter(), Counter())
+        )
         _progress(
             "the same Step shape with empty Steps (turn_shape_floor.py), same engine and Worker"
         )
@@ -665,6 +681,8 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         cprofile_text,
         engine_cprofile_text,
         floor,
+        dict(counts),
+        dict(count_bytes),
     )
 
 
@@ -675,11 +693,18 @@ async def _enter_with_engine_profiler(
     hook_dir = state_dir / "engine-profile-hook"
     hook_dir.mkdir(parents=True, exist_ok=True)
     (hook_dir / "sitecustomize.py").write_text(_ENGINE_PROFILE_HOOK)
-    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", _ENGINE_CPROFILE_FILE_ENV)}
+    await _enter_with_engine_hook(stack, hook_dir, _ENGINE_CPROFILE_FILE_ENV, stats_file)
+
+
+async def _enter_with_engine_hook(
+    stack: AgentTestStack, hook_dir: Path, env_name: str, output_file: Path
+) -> None:
+    """Enter ``stack`` with ``hook_dir``'s ``sitecustomize`` in its engine, writing to a file."""
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", env_name)}
     os.environ["PYTHONPATH"] = os.pathsep.join(
         part for part in (str(hook_dir), saved["PYTHONPATH"]) if part
     )
-    os.environ[_ENGINE_CPROFILE_FILE_ENV] = str(stats_file)
+    os.environ[env_name] = str(output_file)
     try:
         await stack.__aenter__()
     finally:
@@ -713,6 +738,31 @@ class _CpuMeter:
             if before is not None and after is not None:
                 used[name] = after - before
         return used
+
+
+class _CountingCpuMeter(_CpuMeter):
+    """A ``_CpuMeter`` that also reads the engine's message counts at ``start`` and ``used``."""
+
+    def __init__(self, processes: Mapping[str, int | None], engine_pid: int, path: Path) -> None:
+        super().__init__(processes)
+        self._engine_pid = engine_pid
+        self._path = path
+        self._at_start: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
+        self._counted: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
+
+    def start(self) -> None:
+        self._at_start = read_counts(self._engine_pid, self._path)
+        super().start()
+
+    def used(self) -> dict[str, float]:
+        used = super().used()
+        counts, sizes = read_counts(self._engine_pid, self._path)
+        self._counted = (counts - self._at_start[0], sizes - self._at_start[1])
+        return used
+
+    def counted(self) -> tuple[Counter[str], Counter[str]]:
+        """Messages and frame bytes by kind between ``start`` and ``used``."""
+        return self._counted
 
 
 def _cpu_seconds(pid: int | None) -> float | None:
@@ -968,6 +1018,7 @@ class BenchmarkOptions:
     cprofile_worker: bool
     cprofile_engine: bool
     memoize_sdk: bool
+    count_messages: bool = False
 
 
 def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
@@ -1026,7 +1077,15 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
         help="experiment: memoize the SDK codec's typing.get_type_hints and the pull Worker's "
         "sdk_version() in the client and the Worker, to show what they cost (changes no file)",
     )
+    parser.add_argument(
+        "--count-messages",
+        action="store_true",
+        help="count the engine's gRPC calls and Worker frames by kind over the measured "
+        "sequential turns and print them per turn (engine_message_counts.py; costs engine CPU)",
+    )
     arguments = parser.parse_args(argv)
+    if arguments.count_messages and arguments.cprofile_engine:
+        parser.error("--count-messages and --cprofile-engine both hook the engine: pick one")
     for name in ("turns", "sessions"):
         if getattr(arguments, name) < 1:
             parser.error(f"--{name} must be at least 1, got {getattr(arguments, name)}")
@@ -1048,7 +1107,21 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
         cprofile_worker=arguments.cprofile_worker,
         cprofile_engine=arguments.cprofile_engine,
         memoize_sdk=arguments.memoize_sdk,
+        count_messages=arguments.count_messages,
     )
+
+
+def _print_message_counts(durable: DurableFigures, turns: int) -> None:
+    """The engine's calls and Worker frames per measured turn, by kind (``--count-messages``)."""
+    print(f"engine messages per measured turn (over {turns} turns), by kind:")
+    for kind, count in sorted(durable.message_counts.items()):
+        size = durable.message_bytes.get(kind)
+        per_turn_bytes = f"  {size / count / 1024:6.1f} KiB each" if size and count else ""
+        print(f"  {kind:<40} {count / turns:6.2f}{per_turn_bytes}")
+    calls = sum(n for kind, n in durable.message_counts.items() if kind.startswith("call "))
+    frames = sum(n for kind, n in durable.message_counts.items() if kind.startswith("frame "))
+    print(f"  {'all calls / all Worker frames':<40} {calls / turns:6.2f} / {frames / turns:.2f}")
+    print()
 
 
 def _progress(text: str) -> None:
@@ -1192,6 +1265,8 @@ def _print_report(
         "get_agent_state read",
         CompletionMode.EVENTS: "AgentEvents long-poll for turn_completed, then one snapshot read",
     }.get(options.completion, f"snapshot poll every {options.poll_interval * 1000:g} ms")
+    if durable.message_counts:
+        _print_message_counts(durable, len(durable.turns))
     if durable.worker_cprofile:
         print("Worker child cProfile over the sequential turns:")
         print(durable.worker_cprofile)
@@ -1240,6 +1315,8 @@ def _modifiers(options: BenchmarkOptions) -> str:
         notes.append("engine under cProfile (slowed)")
     if options.memoize_sdk:
         notes.append("EXPERIMENT --memoize-sdk: SDK get_type_hints and sdk_version memoized")
+    if options.count_messages:
+        notes.append("engine counting its messages (slowed)")
     return f" | {'; '.join(notes)}" if notes else ""
 
 
