@@ -71,7 +71,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Final
+from typing import Final, TypeVar
 
 import grpc
 from dex import AsyncClient, LongPollTimeoutError
@@ -153,6 +153,7 @@ if _path and sys.argv[1:2] == ["serve"]:
     _profiler.enable()
 """
 _WORKER_MODULE: Final = "session_turns"
+_ReadT = TypeVar("_ReadT")
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 
 _USER_TEXT: Final = "Where is order 7?"
@@ -478,22 +479,26 @@ class _DurableSession:
 
     async def _poll_state(self) -> tuple[AgentState, int]:
         """The first ``get_agent_state`` that shows the turn completed, and how many reads."""
-        reads = 0
-        while True:
-            state = await self._sessions.get_agent_state(self._session_id)
-            reads += 1
-            if _state_done(state, self.turn_count):
-                return state, reads
-            await asyncio.sleep(self._poll_interval)
+        return await self._poll(
+            self._sessions.get_agent_state, lambda state: _state_done(state, self.turn_count)
+        )
 
     async def _poll_snapshot(self) -> tuple[AgentSnapshot, int]:
         """The first snapshot that shows the turn completed, and how many reads it took."""
+        return await self._poll(
+            self._sessions.get_agent_snapshot,
+            lambda snapshot: _turn_done(snapshot, self.turn_count),
+        )
+
+    async def _poll(
+        self, read: Callable[[str], Awaitable[_ReadT]], is_done: Callable[[_ReadT], bool]
+    ) -> tuple[_ReadT, int]:
         reads = 0
         while True:
-            snapshot = await self._sessions.get_agent_snapshot(self._session_id)
+            value = await read(self._session_id)
             reads += 1
-            if _turn_done(snapshot, self.turn_count):
-                return snapshot, reads
+            if is_done(value):
+                return value, reads
             await asyncio.sleep(self._poll_interval)
 
 
