@@ -172,15 +172,16 @@ async def test_run_turn_follows_events_not_snapshot_polls(stack: _Stack) -> None
     await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)
     stack.calls.clear()
     await stack.sessions.run_turn("s1", "And now?", timeout=60)
-    # One send and one snapshot at the end; one token listing; the rest are event reads.
-    assert stack.calls.get("invoke_rpc") == 2
+    # One send, one token listing, one snapshot at the end, and one read per event. A long poll
+    # that saw nothing for 10 s (a very busy machine) costs one read and one snapshot more.
+    idle_polls = stack.calls["invoke_rpc"] - 2
+    assert 0 <= idle_polls <= 1
     assert stack.calls.get("list_stream_messages") == 1
     assert "start_flow" not in stack.calls
     reads = stack.calls["read_stream"]
     events = [m async for m in _take(stack.sessions, "s1", 500)]
     turn_two = [m for m in events if m.value.turn_id == "turn-2"]
-    # Each read returned one event of the turn (none timed out on this short turn).
-    assert reads == len(turn_two)
+    assert reads == len(turn_two) + idle_polls
 
 
 async def _take(sessions: AgentSessionClient, session_id: str, limit: int) -> AsyncIterator[Any]:
