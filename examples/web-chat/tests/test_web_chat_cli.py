@@ -33,6 +33,9 @@ async def test_the_command_serves_a_chat_turn_and_stops_on_ctrl_c(tmp_path: Path
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         env={**os.environ, TOKEN_ENV: token},
+        # A process group of its own stands for a terminal's foreground group: Ctrl+C signals
+        # every process in it, the engine child included unless it has a group of its own.
+        start_new_session=True,
     )
     try:
         assert process.stdout is not None
@@ -57,12 +60,22 @@ async def test_the_command_serves_a_chat_turn_and_stops_on_ctrl_c(tmp_path: Path
                 return str(snapshot["messages"][-1]["text"])
 
             text = await wait_until("the first turn to end", reply)
-        assert text == "Order 8 is two espresso cups, in transit."
-        assert (tmp_path / "chat" / "engine.db").exists()
+            assert text == "Order 8 is two espresso cups, in transit."
+            assert (tmp_path / "chat" / "engine.db").exists()
+            # Ctrl+C while a page follows the session: its event stream is open.
+            async with browser_like.stream("GET", f"/sessions/{session_id}/events") as events:
+                assert events.status_code == 200
+                os.killpg(process.pid, signal.SIGINT)
+                status = await asyncio.wait_for(process.wait(), 30)
     finally:
         if process.returncode is None:
-            process.send_signal(signal.SIGINT)
-        status = await asyncio.wait_for(process.wait(), 30)
-    stderr = await process.stderr.read() if process.stderr else b""
-    assert status in (0, 130), stderr.decode()
-    assert b"Traceback" not in stderr, stderr.decode()
+            os.killpg(process.pid, signal.SIGKILL)
+            await process.wait()
+    stderr = (await process.stderr.read() if process.stderr else b"").decode()
+    stdout = (await process.stdout.read() if process.stdout else b"").decode()
+    assert status == 130, stderr
+    # One line, and nothing else: no traceback, no Worker complaining about the engine.
+    assert stderr == "", stderr
+    assert stdout.strip().splitlines() == [
+        f"dex-agents-web-chat stopped; the sessions stay in {tmp_path / 'chat'}"
+    ], stdout

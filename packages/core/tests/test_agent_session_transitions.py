@@ -33,6 +33,7 @@ from dex_agents._session.transitions import (
     interrupt_for_approval,
     new_tool_call_record,
     record_tool_failure,
+    recovery_error_text,
     seconds_until,
     start_turn,
     unfinished_tool_calls,
@@ -163,6 +164,22 @@ def test_a_tool_step_that_never_started_records_failed_not_run() -> None:
     assert attempt_progress(crashed) is AttemptProgress.UNKNOWN
     timeout = RecoveryErrorInfo(detail="timed out", error_type="NOT_COMPLETED")
     assert attempt_progress(timeout) is AttemptProgress.NOT_COMPLETED
+
+
+def test_the_engine_trailer_stays_out_of_the_recorded_error() -> None:
+    """The ``(attempt_progress: ...)`` trailer is for ``attempt_progress``, not for people: a turn
+    error or a tool's error shows the detail without it."""
+    recovery = RecoveryErrorInfo(
+        detail="OpenAIException - 404: Not Found (attempt_progress: NOT_COMPLETED)",
+        error_type="NotFoundError",
+    )
+    assert attempt_progress(recovery) is AttemptProgress.NOT_COMPLETED
+    assert recovery_error_text(recovery) == "OpenAIException - 404: Not Found"
+    final = record_tool_failure(
+        _record(ToolEffect.READ), ToolFailureRoute.RECORD_TOOL_FAILURE, recovery
+    )
+    assert final.error == "OpenAIException - 404: Not Found"
+    assert recovery_error_text(None) == ""
 
 
 def test_attempt_progress_reads_the_local_engine_detail_trailer() -> None:

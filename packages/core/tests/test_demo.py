@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import queue
 import re
 import signal
@@ -19,7 +20,7 @@ _TIMEOUT_SECONDS = 60.0
 class _Demo:
     """One ``dex-agents demo`` process with its output read line by line."""
 
-    def __init__(self, directory: Path, *arguments: str) -> None:
+    def __init__(self, directory: Path, *arguments: str, own_group: bool = False) -> None:
         self.process = subprocess.Popen(
             [sys.executable, "-m", "dex_agents.cli", "demo", *arguments],
             cwd=directory,
@@ -27,6 +28,9 @@ class _Demo:
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
+            # A process group of its own stands for a terminal's foreground group, which Ctrl+C
+            # signals as a whole.
+            start_new_session=own_group,
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()
@@ -131,3 +135,40 @@ def test_reattaching_to_an_unknown_session_says_what_to_do(tmp_path: Path) -> No
     assert re.search(
         r"no session no-such-session .*Start a new one with: dex-agents demo", demo.output
     )
+
+
+def test_a_session_continues_with_the_next_message(tmp_path: Path) -> None:
+    """``--session X --message ...`` sends the next user message and follows the turn it starts."""
+    first = _Demo(tmp_path, "--message", "Order 7 broke, refund please", "--approve")
+    session_id = first.expect(r"Session ID: (\S+)").group(1)
+    first.expect(r"Turn finished\. .*--session " + re.escape(session_id) + r' --message "\.\.\."')
+    assert first.wait() == 0
+
+    second = _Demo(tmp_path, "--session", session_id, "--message", "Where is order 7 now?")
+    second.expect(r"Conversation so far:")
+    second.expect(r"assistant: Done\. Refunded 25\.99 USD")  # the first turn, as stored
+    second.expect(r"user: Where is order 7 now\?")
+    second.expect(r"-- turn-2 started")
+    second.expect(r"running lookup_order")
+    second.expect(r"assistant: Done\. .*ceramic teapot")  # no refund asked: no approval
+    second.expect(r"-- turn-2 completed")
+    second.expect(r"Turn finished")
+    assert second.wait() == 0
+    assert "refund_order" not in second.output.split("user: Where is order 7 now?")[1]
+
+
+def test_ctrl_c_stops_the_demo_quietly(tmp_path: Path) -> None:
+    """SIGINT while an approval waits: one line that says how to resume, no traceback, and no
+    Worker complaining about an engine that died first (the engine has its own process group)."""
+    demo = _Demo(tmp_path, own_group=True)
+    session_id = demo.expect(r"Session ID: (\S+)").group(1)
+    demo.expect(r"Approve refund_order\(.*\)\? Answer y or n:")
+    os.killpg(demo.process.pid, signal.SIGINT)  # Ctrl+C: the whole foreground group
+    status = demo.wait()
+
+    assert status == 130, demo.output
+    assert f"Interrupted. Resume with: dex-agents demo --session {session_id}" in demo.output
+    tail = demo.output.split("Interrupted.")[1]
+    assert "Traceback" not in demo.output
+    assert "disconnected" not in tail and "UNAVAILABLE" not in tail
+    assert tail.strip().count("\n") == 0, tail  # nothing after the one line

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -16,8 +17,11 @@ import pytest
 
 pytest.importorskip("litellm", reason="the litellm extra (dex-agents[litellm]) is not installed")
 
+from dex_agents._demo import TURN_FAILED_EXIT_STATUS
 from litellm_test_support.fake_providers import (
+    CHAT,
     RESPONSES,
+    FakeFailure,
     FakeProviderServer,
     FakeReply,
     FakeToolCall,
@@ -42,7 +46,10 @@ def _script(api: str, body: dict[str, Any]) -> FakeReply:
 @pytest.fixture
 def provider() -> Iterator[FakeProviderServer]:
     """The fake provider on its own loop, so the demo subprocess can call it at any time."""
-    server = FakeProviderServer(_script)
+    yield from _serving(FakeProviderServer(_script))
+
+
+def _serving(server: FakeProviderServer) -> Iterator[FakeProviderServer]:
     loop = asyncio.new_event_loop()
     started = threading.Event()
 
@@ -80,6 +87,8 @@ def test_the_demo_runs_on_a_litellm_model(tmp_path: Path, provider: FakeProvider
         "openai/gpt-5-mini",
         "--api-base",
         f"{provider.base_url}/v1",
+        "--api",
+        "responses",
         "--approve",
         env={"OPENAI_API_KEY": "dummy-key"},
     )
@@ -115,3 +124,79 @@ def test_without_a_key_the_demo_says_which_one_it_needs(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "needs ANTHROPIC_API_KEY in the environment" in result.stderr
     assert not (tmp_path / "engine.db").exists()  # nothing started
+
+
+class _ChatOnlyServer:
+    """An OpenAI-compatible server that speaks only Chat Completions (``/v1/responses`` is 404),
+    whose first answer to the user text "Where is order 7?" is a 500 (a call retried once)."""
+
+    def __init__(self) -> None:
+        self.failed_once = False
+
+    def script(self, api: str, body: dict[str, Any]) -> FakeReply | FakeFailure:
+        messages = body.get("messages", [])
+        if any(m.get("role") == "tool" for m in messages):
+            return FakeReply(text="Order 7 is a ceramic teapot, delivered.")
+        if "Where is order 7?" in str(messages[-1]) and not self.failed_once:
+            self.failed_once = True
+            return FakeFailure(status=500)
+        return FakeReply(
+            text="Looking it up.",
+            tool_calls=(FakeToolCall("c1", "lookup_order", {"order_id": "7"}),),
+        )
+
+
+@pytest.fixture
+def chat_only() -> Iterator[FakeProviderServer]:
+    yield from _serving(FakeProviderServer(_ChatOnlyServer().script, apis=frozenset({CHAT})))
+
+
+def test_an_openai_compatible_server_a_failed_turn_and_the_next_message(
+    tmp_path: Path, chat_only: FakeProviderServer
+) -> None:
+    """Against a server that speaks only Chat Completions: told to use the Responses API (by
+    the environment variable) the turn fails with one line that says what to do, no traceback
+    and no internal field, and exit status 4; the next message to that session (``--session
+    --message``) with ``--api-base`` alone uses Chat Completions, one failed attempt is one
+    WARNING line, and ``--verbose`` adds its traceback."""
+    base = f"{chat_only.base_url}/v1"
+    key = {"OPENAI_API_KEY": "dummy-key"}
+    failed = _demo(
+        tmp_path,
+        *("--model", "openai/local-model", "--api-base", base, "--message", "hi"),
+        env={**key, "DEX_AGENTS_LITELLM_API": "responses"},
+    )
+    output = failed.stdout + failed.stderr
+    assert failed.returncode == TURN_FAILED_EXIT_STATUS, output
+    [line] = [text for text in failed.stdout.splitlines() if text.startswith("The turn failed")]
+    assert "404" in line and "use --api chat_completions" in line
+    assert "Traceback" not in output and "attempt_progress" not in output
+    assert "Give Feedback" not in output and "Provider List" not in output
+    attempts = [text for text in failed.stderr.splitlines() if "RunModel attempt" in text]
+    assert attempts and all(text.startswith("WARNING ") for text in attempts), failed.stderr
+    assert all("NotFoundError" in text for text in attempts)
+    assert chat_only.bodies(CHAT) == []  # only /v1/responses was asked
+    session_id = re.search(r"Session ID: (\S+)", failed.stdout)
+    assert session_id is not None
+
+    chat_only.requests.clear()
+    continued = _demo(
+        tmp_path,
+        *("--session", session_id.group(1), "--message", "Where is order 7?"),
+        *("--model", "openai/local-model", "--api-base", base, "--verbose"),
+        env=key,
+    )
+    output = continued.stdout + continued.stderr
+    assert continued.returncode == 0, output
+    assert "assistant: Order 7 is a ceramic teapot, delivered." in continued.stdout
+    retried = [text for text in continued.stderr.splitlines() if "RunModel attempt" in text]
+    assert len(retried) == 1 and retried[0].startswith("WARNING "), continued.stderr
+    assert "InternalServerError" in retried[0]
+    assert "Traceback" in continued.stderr  # --verbose: the attempt's traceback at DEBUG
+    bodies = chat_only.bodies(CHAT)
+    assert len(bodies) == 3  # the failed attempt, its retry, and the answer after the tool
+    # The session continued: the model sees the first message of the session too.
+    assert [m["content"] for m in bodies[-1]["messages"] if m["role"] == "user"] == [
+        "hi",
+        "Where is order 7?",
+    ]

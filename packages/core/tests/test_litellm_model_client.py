@@ -86,6 +86,10 @@ def _request(*items: Any, tools: tuple[ModelToolDefinition, ...] = (TOOL,)) -> M
 
 def test_routing_and_options() -> None:
     assert LiteLLMModelClient("openai/gpt-5-mini").api == "responses"
+    # An endpoint of its own is most likely an OpenAI-compatible server: Chat Completions.
+    local = "http://127.0.0.1:8899/v1"
+    assert LiteLLMModelClient("openai/qwen", api_base=local).api == "chat_completions"
+    assert LiteLLMModelClient("openai/qwen", api="responses", api_base=local).api == "responses"
     assert LiteLLMModelClient("anthropic/claude-sonnet-4-5").api == "chat_completions"
     assert LiteLLMModelClient("openai/gpt-5-mini", api="chat_completions").item_provider == (
         "openai.chat_completions"
@@ -146,7 +150,7 @@ async def test_responses_api_stores_nothing_and_replays_encrypted_reasoning(
     provider: FakeProviderServer,
 ) -> None:
     writer = _Writer()
-    client = _client("openai/gpt-5-mini", provider)
+    client = _client("openai/gpt-5-mini", provider, api="responses")
     first, second = await _two_calls(client, writer, "Order 7 ships tomorrow")
 
     assert [item.kind for item in first.items] == [
@@ -201,7 +205,7 @@ async def test_anthropic_thinking_blocks_replay_with_their_signature(
 async def test_chat_completions_stream_and_cross_provider_replay(
     provider: FakeProviderServer,
 ) -> None:
-    responses = _client("openai/gpt-5-mini", provider)
+    responses = _client("openai/gpt-5-mini", provider, api="responses")
     chat = _client("openai/gpt-4o-mini", provider, api="chat_completions")
     writer = _Writer()
     first = await responses.call_model(_request(ModelUserText("Where is order 7?")), writer)
@@ -228,6 +232,19 @@ async def test_chat_completions_stream_and_cross_provider_replay(
         "tool_call_id": "call_1",
         "content": "Order 7 ships tomorrow",
     }
+
+
+async def test_an_api_base_reaches_a_server_that_speaks_only_chat_completions() -> None:
+    """vLLM, Ollama, llama.cpp and most gateways answer 404 on ``/v1/responses``: with an
+    ``api_base`` and no ``api`` the client calls Chat Completions, and one such call works."""
+    async with FakeProviderServer(_script, apis=frozenset({CHAT})) as server:
+        client = _client("openai/local-model", server)
+        first = await client.call_model(_request(ModelUserText("Where is order 7?")), _Writer())
+        assert [item.kind for item in first.items][-1] is ModelOutputItemKind.TOOL_CALL
+        assert [api for api, _ in server.requests] == [CHAT]
+        told = _client("openai/local-model", server, api="responses")
+        with pytest.raises(Exception, match=r"404|Not Found"):
+            await told.call_model(_request(ModelUserText("Where is order 7?")), _Writer())
 
 
 @pytest.mark.parametrize("failure", ["fail 429", "fail 500", "malformed"])

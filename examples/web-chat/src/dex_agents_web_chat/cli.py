@@ -9,16 +9,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import os
 import socket
 import sys
 from collections.abc import Sequence
 from datetime import timedelta
 from pathlib import Path
+from types import FrameType
 from typing import Final
 
 import uvicorn
 from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dex_agents_web_chat._agent import DEFAULT_WORD_DELAY, build_web_chat_flow
 from dex_agents_web_chat._app import create_web_chat_app
@@ -67,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
         )
     except KeyboardInterrupt:
+        # Ctrl+C: one line; the Worker drained and the engine stopped after it.
+        print(f"dex-agents-web-chat stopped; the sessions stay in {options.directory}", flush=True)
         return 130
     except ValueError as problem:
         print(f"dex-agents-web-chat: {problem}", file=sys.stderr)
@@ -103,8 +108,14 @@ async def serve(
             app = create_web_chat_app(
                 dex.client, flow, authorization.authorize, routes=[authorization.login_route()]
             )
-            server = uvicorn.Server(
-                uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=2)
+            stopping = asyncio.Event()
+            server = _Server(
+                uvicorn.Config(
+                    _EndResponsesOnStop(app, stopping),
+                    log_level="warning",
+                    timeout_graceful_shutdown=2,
+                ),
+                stopping,
             )
             serving = asyncio.create_task(server.serve(sockets=[listener]))
             while not server.started and not serving.done():
@@ -121,6 +132,64 @@ async def serve(
     finally:
         listener.close()
         await engine.stop()
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server that also sets ``stopping`` when a signal asks it to exit."""
+
+    def __init__(self, config: uvicorn.Config, stopping: asyncio.Event) -> None:
+        super().__init__(config)
+        self._stopping = stopping
+        self._loop = asyncio.get_running_loop()
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # A signal handler runs between two bytecodes: wake the loop through its own pipe.
+        self._loop.call_soon_threadsafe(self._stopping.set)
+
+
+class _EndResponsesOnStop:
+    """Ends every running response once ``stopping`` is set.
+
+    An open page keeps its event stream running forever; uvicorn would cancel it after the
+    graceful shutdown timeout and log the cancellation as an ASGI application error with a
+    traceback. Ending the stream here instead is a normal end: the browser reconnects to the
+    next server with ``Last-Event-ID``.
+    """
+
+    def __init__(self, app: ASGIApp, stopping: asyncio.Event) -> None:
+        self._app = app
+        self._stopping = stopping
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked_send(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        response = asyncio.ensure_future(self._app(scope, receive, tracked_send))
+        stop = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({response, stop}, return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:
+            response.cancel()
+            raise
+        finally:
+            stop.cancel()
+        if response.done():
+            response.result()
+            return
+        response.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await response
+        if not started:
+            await send({"type": "http.response.start", "status": 503, "headers": []})
+        await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 if __name__ == "__main__":

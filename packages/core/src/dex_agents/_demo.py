@@ -64,6 +64,10 @@ DEFAULT_DEMO_DIRECTORY = Path(".dex-agents")
 DEFAULT_DEMO_MESSAGE = "Hi! Order 7 arrived broken. Can I get a refund?"
 APPROVAL_PENDING_EXIT_STATUS = 3
 """Exit status when stdin closed while an approval was pending."""
+TURN_FAILED_EXIT_STATUS = 4
+"""Exit status when the turn the demo followed failed."""
+LITELLM_API_ENV = "DEX_AGENTS_LITELLM_API"
+"""Environment variable with ``--api``'s value when the option is not given."""
 
 _STREAM_POLL = timedelta(seconds=2)
 _WORKER_READY_TIMEOUT_SECONDS = 60.0
@@ -78,6 +82,14 @@ _FINISHED_EVENTS = frozenset(
         AgentEventType.TURN_CANCELLED,
     }
 )
+
+
+class DemoModelApi(StrEnum):
+    """Which provider API ``--model`` calls: OpenAI-compatible servers mostly speak only Chat
+    Completions (vLLM, Ollama, llama.cpp, LM Studio, most gateways)."""
+
+    CHAT_COMPLETIONS = "chat_completions"
+    RESPONSES = "responses"
 
 
 class ApprovalMode(StrEnum):
@@ -96,18 +108,23 @@ class DemoOptions:
         session_id: Reattach to this session instead of starting a new one.
         approval: Ask at the keyboard (stdin), or approve or reject without asking.
         directory: Where the engine database, logs and blob cache live.
-        message: The first user message of a new session.
+        message: The user message to send: the first of a new session (``None``:
+            ``DEFAULT_DEMO_MESSAGE``), or with ``session_id`` the next one of that session, whose
+            turn the demo then follows.
         model: A LiteLLM model name, such as ``openai/gpt-5-mini``, to run the agent on a real
             provider with the key from the environment; ``None`` keeps the scripted model.
         api_base: The provider endpoint for ``model``, such as a proxy; ``None`` for the default.
+        api: The provider API ``model`` calls; ``None`` lets ``LiteLLMModelClient`` choose (Chat
+            Completions with an ``api_base``, the Responses API for OpenAI models without).
     """
 
     session_id: str | None = None
     approval: ApprovalMode = ApprovalMode.ASK
     directory: Path = DEFAULT_DEMO_DIRECTORY
-    message: str = DEFAULT_DEMO_MESSAGE
+    message: str | None = None
     model: str | None = None
     api_base: str | None = None
+    api: DemoModelApi | None = None
 
 
 class DemoError(DexAgentsError):
@@ -159,7 +176,9 @@ _REAL_MODEL_INSTRUCTIONS = (
 )
 
 
-def build_demo_flow(model: str | None = None, api_base: str | None = None) -> AgentSessionFlow:
+def build_demo_flow(
+    model: str | None = None, api_base: str | None = None, api: DemoModelApi | None = None
+) -> AgentSessionFlow:
     """The demo's Stepwise support agent Flow: the scripted model, or a LiteLLM ``model``.
 
     Raises:
@@ -170,7 +189,7 @@ def build_demo_flow(model: str | None = None, api_base: str | None = None) -> Ag
         client: ModelClient = ScriptedModelClient(demo_model_reply)
         instructions = "You help customers with their orders."
     else:
-        client = _litellm_client(model, api_base)
+        client = _litellm_client(model, api_base, api)
         instructions = _REAL_MODEL_INSTRUCTIONS
     agent = AgentDefinition(
         name="support",
@@ -181,17 +200,29 @@ def build_demo_flow(model: str | None = None, api_base: str | None = None) -> Ag
     return stepwise_agent_session_flow(agent, flow_type=DEMO_FLOW_TYPE)
 
 
-def _litellm_client(model: str, api_base: str | None) -> ModelClient:
+def _litellm_client(model: str, api_base: str | None, api: DemoModelApi | None) -> ModelClient:
     try:
-        import litellm
-
-        from dex_agents.litellm import LiteLLMModelClient
+        # dex_agents.litellm first: it keeps LiteLLM on its bundled cost map before the import.
+        from dex_agents.litellm import (
+            CHAT_COMPLETIONS_API,
+            RESPONSES_API,
+            LiteLLMApi,
+            LiteLLMModelClient,
+        )
     except ImportError as error:
         raise DemoError(
             f'--model needs LiteLLM: install it with pip install "dex-agents[litellm]" ({error})'
         ) from error
+    import litellm
+
     try:
-        client = LiteLLMModelClient(model, api_base=api_base)
+        apis: dict[DemoModelApi, LiteLLMApi] = {
+            DemoModelApi.CHAT_COMPLETIONS: CHAT_COMPLETIONS_API,
+            DemoModelApi.RESPONSES: RESPONSES_API,
+        }
+        client = LiteLLMModelClient(
+            model, api=None if api is None else apis[api], api_base=api_base
+        )
     except ValueError as error:
         raise DemoError(str(error)) from error
     missing = litellm.validate_environment(model=model, api_base=api_base).get("missing_keys")
@@ -217,7 +248,7 @@ async def run_demo(options: DemoOptions, output: TextIO = sys.stdout) -> int:
 
 async def _run_in_directory(options: DemoOptions, terminal: _Terminal) -> int:
     # Built first: a model that cannot run fails before any process starts.
-    flow = build_demo_flow(options.model, options.api_base)
+    flow = build_demo_flow(options.model, options.api_base, options.api)
     terminal.progress(f"starting engine on {options.directory / 'engine.db'}...")
     engine = await _start_engine(options.directory)
     serving = False
@@ -316,6 +347,9 @@ class _DemoSession:
         self._terminal = terminal
         self._answered: set[str] = set()
         self._text_attempts: dict[str, int] = {}
+        # The turn that was running when --message was sent: its end is not the one followed.
+        self._earlier_turn: str | None = None
+        self._failed = False
 
     async def run(self) -> int:
         session_id = self._options.session_id or f"demo-{secrets.token_hex(4)}"
@@ -324,9 +358,12 @@ class _DemoSession:
         self._announce(session_id)
         try:
             if self._options.session_id is None:
-                self._terminal.line(f"user: {self._options.message}")
-                await self._sessions.start_session(session_id, self._options.message)
+                message = self._options.message or DEFAULT_DEMO_MESSAGE
+                self._terminal.line(f"user: {message}")
+                await self._sessions.start_session(session_id, message)
                 return await self._follow(session_id, "")
+            if self._options.message is not None:
+                return await self._continue(session_id, self._options.message)
             token = await self._reattach(session_id)
             if token is None:
                 return 0
@@ -352,18 +389,49 @@ class _DemoSession:
 
     async def _reattach(self, session_id: str) -> str | None:
         """Show the stored conversation; the Stream token to follow from, or None when done."""
+        snapshot = await self._show_conversation(session_id)
+        if _turn_finished(snapshot):
+            self._terminal.line(
+                "The session waits for the next user message; its turn finished. Send one with: "
+                f'{self._resume_command(session_id)} --message "..."'
+            )
+            return None
+        token = await self._stream_end(session_id)
+        self._terminal.line("The turn is still running; following it.")
+        return token
+
+    async def _continue(self, session_id: str, text: str) -> int:
+        """Send the next user message of the session and follow the turn that answers it.
+
+        A message sent while a turn runs waits in the queue: that turn is shown but not waited
+        for, the turn after it is.
+        """
+        snapshot = await self._show_conversation(session_id)
+        token = await self._stream_end(session_id)
+        if snapshot.state is not None and snapshot.state.active_turn_id is not None:
+            self._earlier_turn = snapshot.state.active_turn_id
+            self._terminal.line(
+                f"{self._earlier_turn} is still running; the message waits for it to finish."
+            )
+        self._terminal.line(f"user: {text}")
+        if not await self._sessions.send_user_message(session_id, text):
+            raise DemoError(
+                f"session {session_id} refused the message (a blank message, or the session "
+                "has ended). Start a new one with: dex-agents demo"
+            )
+        return await self._follow(session_id, token)
+
+    async def _show_conversation(self, session_id: str) -> AgentSnapshot:
         snapshot = await self._started_snapshot(session_id)
         self._terminal.line("Conversation so far:")
         for message in snapshot.messages:
             self._terminal.line(_render_message(message))
-        if _turn_finished(snapshot):
-            self._terminal.line("The session waits for the next user message; its turn finished.")
-            return None
+        return snapshot
+
+    async def _stream_end(self, session_id: str) -> str:
+        """The Stream token after the newest event: the snapshot already shows what is stored."""
         page = await self._client.list_stream_messages(session_id, self._flow.agent_events, 1)
-        # Follow only what comes next: the snapshot already shows everything stored.
-        token = page.messages[0].resume_token if page.messages else ""
-        self._terminal.line("The turn is still running; following it.")
-        return token
+        return page.messages[0].resume_token if page.messages else ""
 
     async def _snapshot(self, session_id: str) -> AgentSnapshot:
         try:
@@ -393,7 +461,12 @@ class _DemoSession:
             except LongPollTimeoutError:
                 # Streams are best effort; the snapshot is the truth.
                 snapshot = await self._snapshot(session_id)
-                if _turn_finished(snapshot):
+                # A queued message (--message) starts the followed turn soon: not finished yet.
+                if _turn_finished(snapshot) and not snapshot.queued_messages:
+                    # Streams are best effort: without the turn's event, the state tells.
+                    self._failed = snapshot.state is not None and bool(
+                        snapshot.state.last_turn_error
+                    )
                     return self._finish(session_id, snapshot)
                 if await self._answer_pending_approvals(session_id) != 0:
                     return APPROVAL_PENDING_EXIT_STATUS
@@ -405,18 +478,43 @@ class _DemoSession:
                 await self._answer_pending_approvals(session_id) != 0
             ):
                 return APPROVAL_PENDING_EXIT_STATUS
-            if event.type in _FINISHED_EVENTS:
+            if event.type in _FINISHED_EVENTS and event.turn_id != self._earlier_turn:
+                self._failed = event.type == AgentEventType.TURN_FAILED
                 return self._finish(session_id, await self._snapshot(session_id))
 
     def _finish(self, session_id: str, snapshot: AgentSnapshot) -> int:
         state = snapshot.state
-        if state is not None and state.last_turn_error:
-            self._terminal.line(f"The turn failed: {state.last_turn_error}")
+        if self._failed:
+            error = state.last_turn_error if state is not None else None
+            self._terminal.line(
+                f"The turn failed: {error or 'no error was recorded'}. {self._failure_hint(error)}"
+            )
         self._terminal.line(
-            f"Turn finished. Session {session_id} waits for the next message; "
-            f"show it with: dex-agents demo --session {session_id}{self._directory_flag()}"
+            f"Turn finished. Session {session_id} waits for the next message; send it with: "
+            f'{self._resume_command(session_id)} --message "..."'
         )
-        return 0
+        return TURN_FAILED_EXIT_STATUS if self._failed else 0
+
+    def _failure_hint(self, error: str | None) -> str:
+        """What to do about a failed turn, in one sentence."""
+        options = self._options
+        if options.model is None:
+            return "Run again with --verbose to see the Worker's tracebacks."
+        if (
+            options.api_base is not None
+            and options.api is DemoModelApi.RESPONSES
+            and error is not None
+            and ("404" in error or "NotFound" in error)
+        ):
+            return (
+                f"The server at {options.api_base} does not serve the Responses API; most "
+                "OpenAI-compatible servers speak only Chat Completions: use --api chat_completions."
+            )
+        where = f" and --api-base {options.api_base}" if options.api_base else ""
+        return (
+            f"Check --model {options.model}{where}, the API key, and the provider's status; "
+            "run again with --verbose to see the Worker's tracebacks."
+        )
 
     async def _answer_pending_approvals(self, session_id: str) -> int:
         snapshot = await self._snapshot(session_id)
@@ -487,7 +585,8 @@ class _DemoSession:
             case AgentEventType.TURN_COMPLETED:
                 self._terminal.line(f"-- {event.turn_id} completed")
             case AgentEventType.TURN_FAILED:
-                self._terminal.line(f"-- {event.turn_id} failed: {field('error')}")
+                # The reason follows on one line once the state is read (_finish).
+                self._terminal.line(f"-- {event.turn_id} failed")
             case _:
                 pass
 

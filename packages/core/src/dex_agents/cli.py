@@ -13,9 +13,10 @@ from pathlib import Path
 
 from dex_agents._demo import (
     DEFAULT_DEMO_DIRECTORY,
-    DEFAULT_DEMO_MESSAGE,
+    LITELLM_API_ENV,
     ApprovalMode,
     DemoError,
+    DemoModelApi,
     DemoOptions,
     run_demo,
 )
@@ -47,7 +48,11 @@ def _parser() -> argparse.ArgumentParser:
             "--session."
         ),
     )
-    demo.add_argument("--session", metavar="ID", help="reattach to this session")
+    demo.add_argument(
+        "--session",
+        metavar="ID",
+        help="reattach to this session; with --message, send it the next message",
+    )
     decision = demo.add_mutually_exclusive_group()
     decision.add_argument(
         "--approve", action="store_true", help="approve pending tool calls without asking"
@@ -61,7 +66,10 @@ def _parser() -> argparse.ArgumentParser:
         default=None,
         help="where the engine database and logs live (default: ./.dex-agents)",
     )
-    demo.add_argument("--message", help="the first user message of a new session")
+    demo.add_argument(
+        "--message",
+        help="the first user message of a new session, or with --session the next one",
+    )
     demo.add_argument(
         "--model",
         metavar="LITELLM_MODEL",
@@ -72,7 +80,27 @@ def _parser() -> argparse.ArgumentParser:
         ),
     )
     demo.add_argument(
-        "--api-base", metavar="URL", help="the provider endpoint for --model, such as a proxy"
+        "--api-base",
+        metavar="URL",
+        help=(
+            "the provider endpoint for --model, such as a proxy or an OpenAI-compatible server "
+            "(vLLM, Ollama, llama.cpp, LM Studio); implies --api chat_completions"
+        ),
+    )
+    demo.add_argument(
+        "--api",
+        choices=[api.value for api in DemoModelApi],
+        default=None,
+        help=(
+            "the provider API --model calls (default: $"
+            f"{LITELLM_API_ENV}, else chat_completions with --api-base and responses for "
+            "OpenAI models without it)"
+        ),
+    )
+    demo.add_argument(
+        "--verbose",
+        action="store_true",
+        help="log at DEBUG, with the tracebacks of failed Step attempts",
     )
     _add_worker_parser(commands)
     commands.add_parser(
@@ -190,11 +218,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     if arguments.api_base and not arguments.model:
         print("dex-agents demo: --api-base needs --model", file=sys.stderr)
         return 2
-    if arguments.session and arguments.message:
-        print(
-            "dex-agents demo: --message starts a new session; drop it or --session", file=sys.stderr
-        )
+    try:
+        api = _demo_api(arguments.api, arguments.api_base)
+    except ValueError as problem:
+        print(f"dex-agents demo: {problem}", file=sys.stderr)
         return 2
+    if api is not None and not arguments.model:
+        print("dex-agents demo: --api needs --model", file=sys.stderr)
+        return 2
+    if arguments.message is not None and not arguments.message.strip():
+        print("dex-agents demo: --message is blank", file=sys.stderr)
+        return 2
+    _configure_logging(verbose=arguments.verbose)
     approval = (
         ApprovalMode.APPROVE
         if arguments.approve
@@ -206,9 +241,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         session_id=arguments.session,
         approval=approval,
         directory=arguments.directory or DEFAULT_DEMO_DIRECTORY,
-        message=arguments.message or DEFAULT_DEMO_MESSAGE,
+        message=arguments.message,
         model=arguments.model,
         api_base=arguments.api_base,
+        api=api,
     )
     try:
         return asyncio.run(run_demo(options))
@@ -217,6 +253,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _demo_api(option: str | None, api_base: str | None) -> DemoModelApi | None:
+    """``--api``, else ``$DEX_AGENTS_LITELLM_API``, else Chat Completions with ``--api-base``.
+
+    Raises:
+        ValueError: The environment variable names no API.
+    """
+    chosen = option or os.environ.get(LITELLM_API_ENV, "").strip() or None
+    if chosen is None:
+        return DemoModelApi.CHAT_COMPLETIONS if api_base else None
+    try:
+        return DemoModelApi(chosen)
+    except ValueError:
+        allowed = " or ".join(api.value for api in DemoModelApi)
+        raise ValueError(f"{LITELLM_API_ENV}={chosen!r} is not an API; use {allowed}") from None
+
+
+def _configure_logging(*, verbose: bool) -> None:
+    """One line per record on stderr: WARNING and above, or everything of dex-agents and the
+    SDK with ``--verbose`` (the tracebacks of failed Step attempts are DEBUG)."""
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if verbose:
+        for name in ("dex_agents", "dex"):
+            logging.getLogger(name).setLevel(logging.DEBUG)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ from dex_agents.stepwise import AgentDefinition, function_tool, stepwise_agent_s
 BASE_URL_ENV = "FAKE_PROVIDER_BASE_URL"
 #: Flow type -> (LiteLLM model, API); each speaks another wire protocol to the fake server.
 MODELS: dict[str, tuple[str, LiteLLMApi | None]] = {
-    "ResponsesAgent": ("openai/gpt-5-mini", None),
+    "ResponsesAgent": ("openai/gpt-5-mini", "responses"),
     "ChatAgent": ("openai/gpt-4o-mini", "chat_completions"),
     "AnthropicAgent": ("anthropic/claude-sonnet-4-5", None),
 }

@@ -62,6 +62,8 @@ Script = Callable[[str, dict[str, Any]], FakeReply | FakeFailure | FakeStall]
 @dataclass
 class FakeProviderServer:
     script: Script
+    apis: frozenset[str] = frozenset({RESPONSES, CHAT, ANTHROPIC})
+    """The APIs served; a request to another one gets 404, as from a server without it."""
     requests: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     headers: list[dict[str, str]] = field(default_factory=list)
     port: int = 0
@@ -76,11 +78,14 @@ class FakeProviderServer:
 
     async def __aenter__(self) -> FakeProviderServer:
         app = web.Application()
-        app.router.add_post("/responses", self._handler(RESPONSES))
-        app.router.add_post("/v1/responses", self._handler(RESPONSES))
-        app.router.add_post("/chat/completions", self._handler(CHAT))
-        app.router.add_post("/v1/chat/completions", self._handler(CHAT))
-        app.router.add_post("/v1/messages", self._handler(ANTHROPIC))
+        routes = {
+            RESPONSES: ("/responses", "/v1/responses"),
+            CHAT: ("/chat/completions", "/v1/chat/completions"),
+            ANTHROPIC: ("/v1/messages",),
+        }
+        for api in sorted(self.apis):
+            for path in routes[api]:
+                app.router.add_post(path, self._handler(api))
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)

@@ -51,6 +51,7 @@ __all__ = [
     "interrupt_for_approval",
     "new_tool_call_record",
     "record_tool_failure",
+    "recovery_error_text",
     "remove_interrupt",
     "seconds_until",
     "start_turn",
@@ -411,7 +412,23 @@ def record_tool_failure(
 def _recovery_detail(recovery: RecoveryErrorInfo | None) -> str:
     if recovery is None:
         return "the tool Step failed without a recovery error"
-    return recovery.detail or recovery.error_type or "the tool Step failed"
+    return recovery_error_text(recovery) or recovery.error_type or "the tool Step failed"
+
+
+def recovery_error_text(recovery: RecoveryErrorInfo | None) -> str:
+    """Return the recovery error's detail for people: without the engine's
+    ``(attempt_progress: ...)`` trailer, which only :func:`attempt_progress` reads; ``""`` when
+    there is none.
+
+    Example:
+        >>> recovery_error_text(
+        ...     RecoveryErrorInfo(detail="404: Not Found (attempt_progress: NOT_COMPLETED)", error_type="")
+        ... )
+        '404: Not Found'
+    """
+    if recovery is None or not recovery.detail:
+        return ""
+    return _ATTEMPT_PROGRESS_TRAILER.sub("", recovery.detail).rstrip()
 
 
 def unfinished_tool_calls(

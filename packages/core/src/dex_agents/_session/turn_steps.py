@@ -45,7 +45,7 @@ from dex_agents._session.step_options import (
     resume_turn_step_options,
     turn_failure_step_options,
 )
-from dex_agents._session.transitions import unfinished_tool_calls
+from dex_agents._session.transitions import recovery_error_text, unfinished_tool_calls
 from dex_agents._session.turns import begin_turn, fail_active_turn
 from dex_agents._text_validity import is_blank_text
 from dex_agents._values import (
@@ -206,7 +206,6 @@ class RecordTurnFailure(SessionStep[FailedStepInput]):
         state = AGENT_STATE.get(context)
         if state is None or state.active_turn_id is None:
             return go_to_many(self._runtime.movements.await_user_message())
-        recovery = context.recovery_error
-        error = recovery.detail if recovery is not None and recovery.detail else "the turn failed"
+        error = recovery_error_text(context.recovery_error) or "the turn failed"
         events = self._runtime.event_writer(context, state.active_turn_id)
         return fail_active_turn(context, self._runtime, state, error, events)

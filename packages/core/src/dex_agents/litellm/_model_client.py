@@ -1,6 +1,6 @@
 """LiteLLMModelClient: one model call per RunModel through LiteLLM.
 
-OpenAI models use the Responses API with ``store=False`` and
+OpenAI models without an ``api_base`` use the Responses API with ``store=False`` and
 ``include=["reasoning.encrypted_content"]``, so no conversation state lives at the provider and
 encrypted reasoning replays unchanged; every other provider uses streaming Chat Completions,
 keeping Anthropic ``thinking_blocks`` with their signature. Each output item is stored as the
@@ -53,7 +53,7 @@ __all__ = [
 LiteLLMApi: TypeAlias = Literal["responses", "chat_completions"]
 """Which provider API a LiteLLMModelClient calls."""
 RESPONSES_API: Final = "responses"
-"""``api=`` for the Responses API, the default for ``openai/`` models."""
+"""``api=`` for the Responses API, the default for ``openai/`` models without an ``api_base``."""
 CHAT_COMPLETIONS_API: Final = "chat_completions"
 """``api=`` for streaming Chat Completions, the default for every other provider."""
 ApiKeyProvider: TypeAlias = Callable[[], str | Awaitable[str]]
@@ -102,8 +102,10 @@ class LiteLLMModelClient:
         model: A LiteLLM model name, such as ``"openai/gpt-5-mini"`` or
             ``"anthropic/claude-sonnet-4-5"``.
         api: ``"responses"`` or ``"chat_completions"``; ``None`` picks the Responses API for models
-            LiteLLM routes to OpenAI and Chat Completions otherwise.
-        api_base: The provider endpoint, for a proxy or a local server.
+            LiteLLM routes to OpenAI without an ``api_base``, and Chat Completions otherwise.
+        api_base: The provider endpoint, for a proxy or a local server. An OpenAI-compatible
+            server (vLLM, Ollama, llama.cpp, LM Studio, most gateways) speaks only Chat
+            Completions, so an ``api_base`` implies it unless ``api`` says otherwise.
         api_key_provider: Returns the API key for each call; without it LiteLLM reads the
             Worker's environment (``OPENAI_API_KEY``, ``ANTHROPIC_API_KEY``, ...). Credentials never
             come from Flow input or Attributes.
@@ -153,7 +155,7 @@ class LiteLLMModelClient:
                 'such as "openai/gpt-5-mini"'
             ) from error
         chosen: LiteLLMApi = api or (
-            RESPONSES_API if provider == "openai" else CHAT_COMPLETIONS_API
+            RESPONSES_API if provider == "openai" and api_base is None else CHAT_COMPLETIONS_API
         )
         self._model = model
         self._route = _Route(provider, chosen)

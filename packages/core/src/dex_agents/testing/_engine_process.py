@@ -137,7 +137,9 @@ class EngineProcess:
         if stream_store_disabled:
             command += ["--stream-store", "disabled"]
         logs.stdout.unlink(missing_ok=True)
-        process = _start(command, logs)
+        # Its own process group: Ctrl+C in a terminal reaches this process only, which stops its
+        # Workers first and the engine last, instead of an engine gone under running Workers.
+        process = _start(command, logs, own_process_group=True)
         deadline = time.monotonic() + timeout
         while True:
             ready = _READY_LINE.search(_read(logs.stdout))
@@ -225,10 +227,20 @@ class EngineProcess:
 
 
 def _start(
-    command: list[str], logs: EngineLogs, env: dict[str, str] | None = None
+    command: list[str],
+    logs: EngineLogs,
+    env: dict[str, str] | None = None,
+    *,
+    own_process_group: bool = False,
 ) -> subprocess.Popen[bytes]:
     try:
-        return start_child(command, stdout_path=logs.stdout, stderr_path=logs.stderr, env=env)
+        return start_child(
+            command,
+            stdout_path=logs.stdout,
+            stderr_path=logs.stderr,
+            env=env,
+            own_process_group=own_process_group,
+        )
     except OSError as failure:
         raise EngineStartError(f"cannot start {command[0]}: {failure}") from failure
 

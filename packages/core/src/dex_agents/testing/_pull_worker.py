@@ -7,6 +7,8 @@ from typing import Final
 
 from dex import AsyncWorker, BlobCache, PullWorkerOptions, Registry, WorkerOptions
 
+from dex_agents._worker_logging import quiet_worker_logging
+
 __all__ = ["BLOB_CACHE_BYTES", "new_pull_worker"]
 
 BLOB_CACHE_BYTES: Final = 64 * 1024 * 1024
@@ -24,8 +26,10 @@ def new_pull_worker(
     """An ``AsyncWorker`` serving pull queues, with one idle stream per task slot.
 
     A burst of parallel tool Steps or concurrent sessions then needs no new streams (the engine
-    registers spares lazily).
+    registers spares lazily). A failed Step attempt logs one WARNING line, its traceback at DEBUG
+    (``quiet_worker_logging``).
     """
+    quiet_worker_logging()
     return AsyncWorker(
         registry,
         cache,
