@@ -9,6 +9,7 @@ import pytest
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     STEERED_TOOL_RESULT,
+    TURN_CANCELLED_NOTE,
     TURN_CANCELLED_TOOL_RESULT,
     AgentSnapshot,
     AgentToolCallStatus,
@@ -16,7 +17,13 @@ from dex_agents import (
     MessageRole,
 )
 from dex_agents.testing import wait_for_agent_snapshot
-from dex_agents.testing.scenarios import REPORT_TOOL, ScenarioCall, ScenarioCommand, model_gate_name
+from dex_agents.testing.scenarios import (
+    REPORT_TOOL,
+    ScenarioCall,
+    ScenarioCommand,
+    model_gate_name,
+    model_input_user_texts,
+)
 from scenario_support.harness import Scenario, assistant_texts
 from scenario_support.runners import runner_supports
 
@@ -120,9 +127,15 @@ async def test_cancel_during_a_model_call_drops_its_answer(scenario: Scenario) -
     assert not await sessions.cancel_turn("cancel-model", "turn-1")
     assert await sessions.send_user_message("cancel-model", "after the cancel")
     snapshot = await scenario.wait_for_turn_end("cancel-model", turns=2)
-    # The cancelled call's answer never reaches the session.
+    # The cancelled call's answer never reaches the session; the stopped turn's note does.
     assert assistant_texts(snapshot) == ["Echo: after the cancel"]
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    stopped = [m for m in snapshot.messages if m.turn_id == "turn-1"]
+    assert [(m.role, m.text) for m in stopped][-1] == (MessageRole.USER, TURN_CANCELLED_NOTE)
+    # The next model call sees the note between the unanswered message and the new one.
+    seen = model_input_user_texts(scenario.log)[-1]
+    assert seen[-2:] == [TURN_CANCELLED_NOTE, "after the cancel"], seen
+    assert len(seen) == 3 and seen[0] != TURN_CANCELLED_NOTE, seen
     assert "FinishTurnCancellation" in await scenario.executed_step_types("cancel-model")
 
 

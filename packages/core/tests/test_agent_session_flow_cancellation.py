@@ -21,6 +21,7 @@ from agent_session_test_support import (
 )
 from dex_agents import (
     STEERED_TOOL_RESULT,
+    TURN_CANCELLED_NOTE,
     TURN_CANCELLED_TOOL_RESULT,
     AgentSessionOptions,
     AgentSnapshot,
@@ -76,19 +77,31 @@ async def test_cancel_during_a_model_call_drops_its_answer(tmp_path: Path) -> No
         assert not await sessions.cancel_turn("s", "turn-2")
         assert await sessions.cancel_turn("s", "turn-1")
         snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
-        # The cancelled call finishing later commits nothing.
+        # The cancelled call finishing later commits nothing; the note says the turn stopped.
         gate.opened.set()
-        assert [m.text for m in snapshot.messages] == ["hello"]
+        assert [m.text for m in snapshot.messages] == ["hello", TURN_CANCELLED_NOTE]
+        assert snapshot.messages[-1].role is MessageRole.USER
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
         # The turn has ended: a cancel naming it now answers False (no turn is active).
         assert not await sessions.cancel_turn("s", "turn-1")
         # The session goes on: the next message starts turn-2.
         assert await sessions.send_user_message("s", "again")
         snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
-        assert [m.text for m in snapshot.messages] == ["hello", "again", "answer of turn-2"]
+        assert [m.text for m in snapshot.messages] == [
+            "hello",
+            TURN_CANCELLED_NOTE,
+            "again",
+            "answer of turn-2",
+        ]
+        # The next model call sees the note between the unanswered message and the new one.
+        assert [m.text for m in runner.model_calls[-1].messages] == [
+            "hello",
+            TURN_CANCELLED_NOTE,
+            "again",
+        ]
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_cancelled")
         assert events[-1].turn_id == "turn-1"
-        assert events[-1].payload_json() == {"message_count": 1}
+        assert events[-1].payload_json() == {"message_count": 2}  # the message and the note
         assert "turn_completed" not in [e.type for e in events]
 
 
@@ -210,6 +223,7 @@ async def test_cancel_while_a_tool_runs_lets_it_finish(tmp_path: Path) -> None:
         # No model call after the cancellation: the turn ended once the tool finished.
         assert len(runner.model_calls) == 1
         note = snapshot.messages[-1].text or ""
+        assert note.startswith(TURN_CANCELLED_NOTE)
         assert "slow result" in note and TURN_CANCELLED_TOOL_RESULT in note
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_cancelled")
         assert [e.type for e in events].count("turn_cancelled") == 1

@@ -81,6 +81,7 @@ ROOT_API: dict[str, tuple[str, ...]] = {
         "HeartbeatFunction",
         "describe_tool_call_outcome",
         "build_turn_failure_note",
+        "build_turn_cancelled_note",
         "tool_call_idempotency_key",
         "MISSING_TOOL_TASK_POLLER",
         "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
@@ -88,6 +89,7 @@ ROOT_API: dict[str, tuple[str, ...]] = {
         "STEERED_TOOL_RESULT",
         "TURN_CANCELLED_TOOL_RESULT",
         "TURN_FAILURE_NOTE_HEADER",
+        "TURN_CANCELLED_NOTE",
         "TURN_FAILURE_NOTE_FOOTER",
     ),
     "adapter kit": (
@@ -339,6 +341,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "MAIN_FLOW_TYPE",
             "MCP_FLOW_TYPE",
             "MODEL_FAILURE",
+            "MODEL_INPUT_INVOCATION",
             "MODEL_INVOCATION",
             "PLAN_FLOW_TYPE",
             "QUESTION_BUILT_IN_TOOLS",
@@ -375,6 +378,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "build_scenario_flows",
             "list_scenario_mcp_tools",
             "invocation_log",
+            "model_input_user_texts",
             "load_scenario_runner",
             "mcp_extra_installed",
             "model_gate_name",
@@ -450,7 +454,7 @@ def test_root_exports_exactly_the_frozen_api() -> None:
     names = _root_names()
     assert len(names) == len(set(names)), "a name is listed under two areas"
     assert sorted(dex_agents.__all__) == sorted([*names, "__version__"])
-    assert len(dex_agents.__all__) == 178
+    assert len(dex_agents.__all__) == 180
 
 
 @pytest.mark.parametrize("module_name", sorted(SUBPACKAGE_API))

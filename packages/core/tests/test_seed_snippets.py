@@ -35,6 +35,7 @@ from dex import (
     open_blob_cache,
 )
 from dex_agents import (
+    TURN_CANCELLED_NOTE,
     AgentEvent,
     AgentEventType,
     AgentInterrupt,
@@ -535,9 +536,11 @@ async def test_steering_and_cancellation_snippet(tmp_path: Path) -> None:
         last = await wait_for_agent_snapshot(sessions, "session-42", _idle_after(3))
         # Plan mode is off for this agent.
         assert not await sessions.send_user_message("session-42", "Plan it", plan_mode=True)
-    # The cancelled turn's answer was dropped; the steered messages started turn-2, in order.
+    # The cancelled turn's answer was dropped and its note says so; the steered messages started
+    # turn-2, in order.
     assert [(m.role, m.text, m.turn_id) for m in final.messages] == [
         (MessageRole.USER, "Find my open tickets", "turn-1"),
+        (MessageRole.USER, TURN_CANCELLED_NOTE, "turn-1"),
         (MessageRole.USER, "Also check order 8", "turn-2"),
         (MessageRole.USER, "Use the staging account instead", "turn-2"),
         (MessageRole.ASSISTANT, "echo Use the staging account instead", "turn-2"),

@@ -102,6 +102,7 @@ def build_claude_agent_sdk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
             model_call_index=request.model_call_index,
             tool_outputs=request.tool_outputs,
             session_settings=settings,
+            user_texts=request.user_texts,
         )
         calls = [FakeToolCall(call.tool, call.arguments) for call in reply.tool_calls]
         return FakeModelReply(text=reply.text, tool_calls=calls)

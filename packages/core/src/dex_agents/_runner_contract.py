@@ -55,6 +55,7 @@ __all__ = [
     "OUTCOME_UNKNOWN_TOOL_RESULT",
     "STEERED_TOOL_RESULT",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
+    "TURN_CANCELLED_NOTE",
     "TURN_CANCELLED_TOOL_RESULT",
     "TURN_FAILURE_NOTE_FOOTER",
     "TURN_FAILURE_NOTE_HEADER",
@@ -86,6 +87,7 @@ __all__ = [
     "ToolTaskStarted",
     "TurnCompleted",
     "UnfinishedTurnMessageBuilder",
+    "build_turn_cancelled_note",
     "build_turn_failure_note",
     "describe_tool_call_outcome",
     "runner_supports_plan_mode",
@@ -113,6 +115,11 @@ TURN_FAILURE_NOTE_HEADER: Final = "[Dex] The previous turn failed after these to
 """First line of :func:`build_turn_failure_note`."""
 TURN_FAILURE_NOTE_FOOTER: Final = "Do not repeat these tool calls unless the user asks again."
 """Last line of :func:`build_turn_failure_note`."""
+TURN_CANCELLED_NOTE: Final = (
+    "[Dex] The user stopped the previous turn before it finished; its answer was not sent."
+)
+"""First line of :func:`build_turn_cancelled_note`: the note a cancelled turn ends with, so the
+next turn's model does not see a user message as if it were still unanswered."""
 
 HeartbeatFunction: TypeAlias = Callable[[], Awaitable[None]]
 """Records one heartbeat of the current Step attempt."""
@@ -815,14 +822,40 @@ def build_turn_failure_note(records: Iterable[AgentToolCall]) -> str:
     ordered = sorted(records, key=lambda record: record.deferral_order)
     if not ordered:
         raise ConfigurationError("a turn failure note needs at least one tool call record")
-    lines = [TURN_FAILURE_NOTE_HEADER]
-    lines.extend(
+    return "\n".join(
+        [TURN_FAILURE_NOTE_HEADER, *_ran_call_lines(ordered), TURN_FAILURE_NOTE_FOOTER]
+    )
+
+
+def build_turn_cancelled_note(records: Iterable[AgentToolCall] = ()) -> str:
+    """Return the note a turn that ``cancel_turn`` stopped ends with.
+
+    :data:`TURN_CANCELLED_NOTE`, then, when tool calls of the turn ran, one line per final
+    record in ``deferral_order`` (as in :func:`build_turn_failure_note`) and
+    :data:`TURN_FAILURE_NOTE_FOOTER`.
+
+    Raises:
+        ConfigurationError: When a record is not final.
+
+    Example:
+        >>> print(build_turn_cancelled_note())
+        [Dex] The user stopped the previous turn before it finished; its answer was not sent.
+    """
+    ordered = sorted(records, key=lambda record: record.deferral_order)
+    if not ordered:
+        return TURN_CANCELLED_NOTE
+    header = "These tool calls ran before it stopped:"
+    lines = [TURN_CANCELLED_NOTE, header, *_ran_call_lines(ordered), TURN_FAILURE_NOTE_FOOTER]
+    return "\n".join(lines)
+
+
+def _ran_call_lines(ordered: Sequence[AgentToolCall]) -> list[str]:
+    """One line per record of a note: the call, its status and its model-visible outcome."""
+    return [
         f"- {record.tool_name} {record.arguments} -> {record.status.value}: "
         f"{describe_tool_call_outcome(record)}"
         for record in ordered
-    )
-    lines.append(TURN_FAILURE_NOTE_FOOTER)
-    return "\n".join(lines)
+    ]
 
 
 def validate_tool_calls_requested(outcome: ToolCallsRequested, turn: AgentTurnContext) -> None:

@@ -122,6 +122,11 @@ class ScenarioLlm(BaseLlm):
             model_call_index=1 + sum(content.role == "model" for content in turn),
             tool_outputs=_function_response_texts(turn),
             session_settings=self.settings,
+            user_texts=[
+                "".join(part.text or "" for part in content.parts or ())
+                for content in llm_request.contents
+                if _is_user_text(content)
+            ],
         )
         async for response in _reply_responses(reply, stream):
             yield response

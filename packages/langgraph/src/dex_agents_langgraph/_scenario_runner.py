@@ -110,6 +110,7 @@ def scenario_chat_model(
             model_call_index=call_index,
             tool_outputs=[m.text for m in turn_messages if isinstance(m, ToolMessage)],
             session_settings=session_settings,
+            user_texts=[m.text for m in messages if isinstance(m, HumanMessage)],
         )
         calls = [
             ToolCall(name=call.tool, args=dict(call.arguments), id=f"call-{call_index}-{n}")

@@ -109,6 +109,7 @@ def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
             model_call_index=index,
             tool_outputs=call.tool_outputs_since_user(),
             session_settings=settings,
+            user_texts=call.user_texts(),
         )
         if answer.tool_calls:
             return [

@@ -66,13 +66,11 @@ class ModelCallInput:
     def last_user_text(self) -> str:
         """The text of the last user message, ``""`` when there is none."""
         index = self.last_user_index()
-        if index < 0:
-            return ""
-        content = self.items[index].get("content")
-        if isinstance(content, str):
-            return content
-        parts = content if isinstance(content, list) else []
-        return "".join(str(part.get("text", "")) for part in parts if isinstance(part, dict))
+        return _item_text(self.items[index]) if index >= 0 else ""
+
+    def user_texts(self) -> list[str]:
+        """The text of every user message, oldest first."""
+        return [_item_text(item) for item in self.items if item.get("role") == "user"]
 
     def tool_outputs_since_user(self) -> list[str]:
         """The outputs of ``function_call_output`` items after the last user message, in order."""
@@ -207,3 +205,11 @@ class ReplyFunctionModel(Model):
             total_tokens=input_tokens + output_tokens,
         )
         return ModelStep(output=output, usage=usage, response_id=f"resp-{self.model}")
+
+
+def _item_text(item: JsonObject) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    parts = content if isinstance(content, list) else []
+    return "".join(str(part.get("text", "")) for part in parts if isinstance(part, dict))

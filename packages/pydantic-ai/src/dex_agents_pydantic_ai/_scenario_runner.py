@@ -44,7 +44,14 @@ from dex_agents.testing.scenarios import (
     stop_at_report_gate,
 )
 from pydantic_ai import Agent, RunContext, Tool, ToolFailed
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from dex_agents_pydantic_ai._context_window_flow import build_pydantic_ai_context_window_flow
@@ -96,6 +103,13 @@ def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
             model_call_index=view.model_call_index,
             tool_outputs=view.tool_outputs,
             session_settings=settings,
+            user_texts=[
+                part.content
+                for message in messages
+                if isinstance(message, ModelRequest)
+                for part in message.parts
+                if isinstance(part, UserPromptPart) and isinstance(part.content, str)
+            ],
         )
         if not reply.tool_calls:
             return ModelResponse(parts=[TextPart(reply.text or "")])

@@ -72,7 +72,13 @@ def end_turn(
     records, and write ``turn_steered`` or ``turn_cancelled``."""
     events = runtime.event_writer(context, state.active_turn_id)
     state = end_controlled_turn(
-        store_unfinished_turn(context, runtime, state, note_with_transcript=False)
+        store_unfinished_turn(
+            context,
+            runtime,
+            state,
+            note_with_transcript=False,
+            cancelled=reason is CancellationReason.TURN_CANCELLED,
+        )
     )
     AGENT_STATE.set(context, state)
     if reason is CancellationReason.TURN_CANCELLED:

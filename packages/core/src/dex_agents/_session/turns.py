@@ -15,7 +15,11 @@ from dex import AsyncContext, StepDecision, go_to_many
 
 from dex_agents._event_writer import AgentEventWriter, write_event_payload
 from dex_agents._events import TurnFailedPayload, TurnStartedPayload
-from dex_agents._runner_contract import AgentTurnContext, build_turn_failure_note
+from dex_agents._runner_contract import (
+    AgentTurnContext,
+    build_turn_cancelled_note,
+    build_turn_failure_note,
+)
 from dex_agents._session.compaction import summary_of_session
 from dex_agents._session.heartbeat import Heartbeat
 from dex_agents._session.message_decode_cache import MessageDecodeCache
@@ -168,18 +172,23 @@ def store_unfinished_turn(
     state: AgentState,
     *,
     note_with_transcript: bool,
+    cancelled: bool = False,
 ) -> AgentState:
     """Store what an unfinished turn did and clear its records; return the state with them.
 
     Stores the runner's unfinished-turn messages when it builds them and, when the turn has final
     tool call records, one note listing them, so the next turn's model does not repeat a write. A
-    failed turn stores both (``note_with_transcript``); a steered or cancelled turn stores the note
-    only when the runner builds no transcript.
+    failed turn stores both (``note_with_transcript``); a steered turn stores the note only when
+    the runner builds no transcript. A ``cancelled`` turn always ends with
+    ``build_turn_cancelled_note``, in every runner: its user message may have no answer, and the
+    next turn's model must see that the user stopped it.
     """
     turn = build_turn_context(context, runtime, state, AgentEventWriter.discarding())
     final_records = [record for record in tool_calls_in_order(turn.tool_calls) if record.is_final]
     messages: list[FrameworkMessage] = [*runtime.runner.build_unfinished_turn_messages(turn)]
-    if final_records and (note_with_transcript or not messages):
+    if cancelled:
+        messages.append(runtime.runner.build_user_message(build_turn_cancelled_note(final_records)))
+    elif final_records and (note_with_transcript or not messages):
         messages.append(runtime.runner.build_user_message(build_turn_failure_note(final_records)))
     state, _ = store_messages(context, runtime, state, messages, turn_id=turn.turn_id)
     clear_turn_records(context, turn.tool_calls)

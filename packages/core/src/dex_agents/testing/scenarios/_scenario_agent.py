@@ -51,6 +51,9 @@ INSTRUCTIONS = "You are the scenario agent of the shared test suite."
 """The instructions every runner gives the scenario agent."""
 MODEL_INVOCATION = "model"
 """The ``InvocationLog`` name of a real model call of the scenario agent."""
+MODEL_INPUT_INVOCATION = "model-input"
+"""The ``InvocationLog`` name whose key is the JSON list of the user texts one model call saw
+(:func:`model_input_user_texts` reads them back)."""
 BROKEN_TOOL_ERROR = "the broken tool always fails"
 """The ``ToolExecutionError`` text of the ``broken`` tool."""
 MODEL_FAILURE = "the scripted model fails after the tools ran"
@@ -184,6 +187,12 @@ class ScenarioCommand:
         )
 
 
+def model_input_user_texts(log: InvocationLog) -> list[list[str]]:
+    """The user texts each logged model call saw (``scripted_reply(user_texts=...)``), oldest
+    call first."""
+    return [list(json.loads(key)) for key in log.keys(MODEL_INPUT_INVOCATION)]
+
+
 def model_gate_name(call_index: int) -> str:
     """The ``FileGate`` name at which the ``call_index``-th model call of a turn stops (from 1)."""
     return f"model-call-{call_index}"
@@ -211,17 +220,23 @@ async def scripted_reply(
     model_call_index: int,
     tool_outputs: Sequence[str],
     session_settings: Mapping[str, object] | None = None,
+    *,
+    user_texts: Sequence[str] | None = None,
 ) -> ScenarioReply:
     """The scenario model: deterministic in its input, as a rerun RunModel needs.
 
     ``model_call_index`` counts the model calls of the current turn from 1. A text reply ends
     with `` [model=<m>]`` when the turn's ``session_settings`` name a model, so a scenario sees
-    which settings each turn ran with.
+    which settings each turn ran with. ``user_texts``, every user text of the model's input in
+    order as the framework passed it, is logged under ``MODEL_INPUT_INVOCATION``, so a scenario
+    checks what the model saw (such as the note a cancelled turn left).
 
     Raises:
         RuntimeError: The command asks to fail after the tools ran.
     """
     spec.invocation_log.record(MODEL_INVOCATION, key=f"call-{model_call_index}")
+    if user_texts is not None:
+        spec.invocation_log.record(MODEL_INPUT_INVOCATION, key=json.dumps(list(user_texts)))
     command = ScenarioCommand.from_message(last_user_text)
     suffix = _settings_suffix(session_settings)
     if command is None:

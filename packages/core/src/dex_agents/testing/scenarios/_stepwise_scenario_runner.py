@@ -82,6 +82,7 @@ def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
                     result.output for result in ScriptedModelClient.tool_results(request)
                 ],
                 session_settings=settings,
+                user_texts=ScriptedModelClient.user_texts(request),
             )
             return ScriptedModelReply(
                 text=reply.text,
