@@ -125,25 +125,48 @@ class FlowResetter:
             raise errors.failed_precondition(
                 f"ResetFlow: the reset point of flow {request.flow_id!r} is after it closed"
             )
+        new = self._replayed_run(request, old, replayed, suffix)
         if old.is_running:
             reason = request.reason or DEFAULT_RESET_REASON
             self._lifecycle.close(old, pb.FLOW_STATUS_TERMINATED, NO_ERROR, reason)
             self._journal.commit(old)
-        new, _ = self._lifecycle.create_run(old.start_request, parent_flow_id=old.parent_flow_id)
-        new.config.CopyFrom(old.config)
-        replay = _Replay(new, self._steps, self._sub_flows)
-        for event in replayed:
-            self._journal.copy_event(new, event)
-            replay.apply(event)
-        fork = pb.TimeTravelForkHistoryEvent(previous_run_id=old.run_id)
-        self._journal.event(new, time_travel_fork=fork)
-        if not request.skip_writes_reapply:
-            for event in suffix:
-                kind = event.WhichOneof("payload")
-                if kind in _REAPPLIED:
-                    self._journal.event(new, **{kind: replay.reapply(event)})
         self._begin(new)
         return new.run_id
+
+    def _replayed_run(
+        self,
+        request: pb.ResetFlowRequest,
+        old: FlowRun,
+        replayed: Sequence[pb.FlowHistoryEvent],
+        suffix: Sequence[pb.FlowHistoryEvent],
+    ) -> FlowRun:
+        """The new run (latest, not yet committed) with ``replayed`` and the reapplied writes.
+
+        When building it fails, nothing is left behind: ``old`` is the latest run again.
+        """
+        new, _ = self._lifecycle.create_run(old.start_request, parent_flow_id=old.parent_flow_id)
+        try:
+            new.config.CopyFrom(old.config)
+            replay = _Replay(new, self._steps, self._sub_flows)
+            for event in replayed:
+                self._journal.copy_event(new, event)
+                replay.apply(event)
+            fork = pb.TimeTravelForkHistoryEvent(previous_run_id=old.run_id)
+            self._journal.event(new, time_travel_fork=fork)
+            if not request.skip_writes_reapply:
+                for event in suffix:
+                    kind = event.WhichOneof("payload")
+                    if kind in _REAPPLIED:
+                        self._journal.event(new, **{kind: replay.reapply(event)})
+            if not new.is_running:
+                raise errors.failed_precondition(
+                    f"ResetFlow: the reset point of flow {request.flow_id!r} is after it closed"
+                )
+        except Exception:
+            self._journal.drop_events(new)
+            self._runs.discard(new, old)
+            raise
+        return new
 
     def _events(self, run: FlowRun) -> list[pb.FlowHistoryEvent]:
         events: list[pb.FlowHistoryEvent] = []

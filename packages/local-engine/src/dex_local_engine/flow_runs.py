@@ -103,6 +103,15 @@ class FlowRuns:
         self._running[run.flow_id] = run
         self._closed.pop(run.flow_id, None)
 
+    def discard(self, run: FlowRun, previous: FlowRun) -> None:
+        """Forget the never-committed new ``run``: ``previous`` is its Flow ID's latest run again."""
+        if self._running.get(run.flow_id) is run:
+            del self._running[run.flow_id]
+        if previous.is_running:
+            self._running[previous.flow_id] = previous
+        else:
+            self._remember_closed(previous)
+
     def retire(self, run: FlowRun) -> None:
         """``run``'s close was committed: it leaves the running runs (cached for a while)."""
         if self._running.get(run.flow_id) is run:
