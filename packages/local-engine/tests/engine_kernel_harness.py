@@ -128,9 +128,9 @@ async def sdk_client(
 
 @asynccontextmanager
 async def sdk_worker(
-    engine: EngineProcess, flows: list[dex.Flow]
+    engine: EngineProcess, flows: list[dex.Flow], task_slots: int = 8
 ) -> AsyncIterator[dex.AsyncWorker]:  # type: ignore[type-arg]
-    """A real SDK AsyncWorker polling the engine (pull mode)."""
+    """A real SDK AsyncWorker polling the engine (pull mode) with ``task_slots`` task slots."""
     # The Worker's start fails at once if its first call meets the connection a killed engine
     # left in gRPC's per-process pool, still in reconnect backoff; wait until it is serving.
     await _serving(engine.address)
@@ -140,7 +140,7 @@ async def sdk_worker(
         _cache(),
         WorkerOptions(
             server_address=engine.address,
-            pull=PullWorkerOptions(max_concurrent_tasks=8, stop_drain_timeout=_seconds(2)),
+            pull=PullWorkerOptions(max_concurrent_tasks=task_slots, stop_drain_timeout=_seconds(2)),
         ),
     )
     serving = asyncio.create_task(worker.start())

@@ -1,10 +1,12 @@
-"""An attempt lost to an engine restart counts against ``maximum_attempts``: never one run too many.
+"""An attempt lost to an engine restart counts against ``maximum_attempts``: never one run too many;
+and only an attempt a Worker took is lost (issue 36 case 6).
 
 A Step method in flight when the engine is SIGKILLed may have run, so the restarted engine fails
 that attempt as lost and its retry policy decides. ``maximum_attempts`` bounds how often the method
 may have run, restarts included: that is what keeps a single-attempt tool Step's write from
 running twice. (Letting lost attempts run free was tried and the fault-injection test caught
-non-idempotent writes running twice.)
+non-idempotent writes running twice.) A Step that only waited in the engine for a free Worker
+slot never reached a Worker, so it runs normally after the restart and uses no attempt.
 """
 
 from __future__ import annotations
@@ -74,3 +76,74 @@ async def test_attempts_lost_to_engine_kills_count_against_maximum_attempts() ->
         result
     )
     assert started_attempts == [1, 2]
+
+
+write_attempts: list[tuple[str, int]] = []
+"""(Flow ID, attempt) of each start of a single-attempt write Step."""
+
+
+class _OneAttemptWrite(Step[str]):
+    """A non-idempotent write: one attempt only."""
+
+    def get_step_options(self) -> StepOptions:
+        return StepOptions(execute_retry=RetryPolicy(maximum_attempts=1))
+
+    async def execute(self, context: dex.AsyncContext, input: str) -> dex.StepDecision:
+        write_attempts.append((context.flow_id, context.attempt))
+        if input == "hold":
+            await asyncio.sleep(3600)  # on the Worker until the engine dies
+        return dex.force_complete(f"wrote {input}")
+
+
+class Write(_OneAttemptWrite):
+    pass
+
+
+class HoldingWrite(_OneAttemptWrite):
+    pass
+
+
+class WriteFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Write())
+
+
+class HoldingFlow(Flow[str]):
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(HoldingWrite())
+
+
+async def _write_started(flow_id: str) -> None:
+    for _ in range(600):
+        if any(started == flow_id for started, _ in write_attempts):
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the write of {flow_id} never started: {write_attempts}")
+
+
+async def test_a_step_that_waited_for_a_worker_runs_normally_after_a_restart() -> None:
+    write_attempts.clear()
+    waiting, holding = WriteFlow(), HoldingFlow()
+    async with running_engine() as engine:
+        async with (
+            sdk_client(engine, [waiting, holding]) as client,
+            sdk_worker(engine, [holding]),  # no Worker serves WriteFlow yet
+        ):
+            await client.start_flow(holding, "holder", "hold")
+            await _write_started("holder")
+            await client.start_flow(waiting, "waiter", "w")  # its task waits in the engine
+            engine.kill()
+        engine.start()
+        async with (
+            sdk_client(engine, [waiting, holding]) as client,
+            sdk_worker(engine, [waiting, holding]),
+        ):
+            await reachable(client)
+            waiter = await client.wait_for_flow("waiter", timeout=WAIT)
+            holder = await client.wait_for_flow("holder", timeout=WAIT)
+    assert waiter.status is FlowStatus.COMPLETED, (waiter.error_message, write_attempts)
+    assert write_attempts.count(("waiter", 1)) == 1 and ("waiter", 2) not in write_attempts
+    # The write that was on a Worker may have run: lost, and with one attempt it fails.
+    assert holder.status is FlowStatus.FAILED, holder
+    assert "the engine stopped while this attempt was in flight" in (holder.error_message or "")
+    assert write_attempts.count(("holder", 1)) == 1

@@ -52,8 +52,11 @@ class DispatchTask:
     deadline: datetime
     """Absolute time (UTC) when the attempt times out; the Worker is told so."""
     on_worker: Callable[[bool], None] | None = None
-    """Told ``True`` when the task is handed to a Worker and ``False`` when it goes back to waiting
-    for one (a rejection), so a heartbeat timeout counts only time spent on a Worker."""
+    """Told ``True`` just before the task is handed to a Worker (before it can be written) and
+    ``False`` when it goes back to waiting for one without having run (a rejection, a retiring
+    stream), so a heartbeat timeout counts only time spent on a Worker and the attempt's in-flight
+    marker exists only while a Worker may run it. A dispatch that ends with
+    :class:`TaskNotStarted` leaves the ``False`` to its caller."""
 
 
 def note_on_worker(task: DispatchTask, on_worker: bool) -> None:

@@ -175,10 +175,22 @@ async def abort_with_engine_error(
     """Abort the current call with ``error``'s rich status.
 
     Raises:
-        grpc.aio.AbortError: always (that is how grpc.aio ends a call).
+        grpc.aio.AbortError: always (that is how grpc.aio ends a call), or
+            asyncio.CancelledError when the caller already left.
     """
-    # types-grpcio omits aio abort_with_status; the runtime provides it.
-    await cast(Any, context).abort_with_status(rpc_status.to_status(error.to_status()))
+    if context.cancelled():
+        # The caller left (its deadline passed): no status can reach it, and grpc would log
+        # the failed send as an error.
+        raise asyncio.CancelledError
+    try:
+        # types-grpcio omits aio abort_with_status; the runtime provides it.
+        await cast(Any, context).abort_with_status(rpc_status.to_status(error.to_status()))
+    except grpc.aio.AbortError:
+        raise
+    except Exception:
+        if context.cancelled():  # the caller left while the status was being sent
+            raise asyncio.CancelledError from None
+        raise
     raise error  # pragma: no cover (abort_with_status always raises)
 
 

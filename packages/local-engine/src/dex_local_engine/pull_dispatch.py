@@ -123,8 +123,8 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
             delivered = asyncio.get_running_loop().create_future()
             try:
                 response = pb.PollWorkerTaskResponse(task=_poll_worker_task(task))
+                note_on_worker(task, True)  # before the task can be written to the stream
                 assignment.stream.send(response, delivered)
-                note_on_worker(task, True)
                 while True:
                     event = await assignment.events.get()
                     if isinstance(event, FrameEvent):
@@ -145,8 +145,9 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
                     else:
                         # The stream's end resolves ``delivered`` (written or not) right after.
                         raise _stream_gone_error(assignment, event, await delivered)
-            finally:
+                # Declined, or a retiring stream: the task never ran and waits for a Worker again.
                 note_on_worker(task, False)
+            finally:
                 self._registry.abandon(assignment)
 
     # Administration ------------------------------------------------------------------------

@@ -40,10 +40,6 @@ class RunJournal:
         """Long polls waiting for a run to change; woken by every commit."""
         self._pending_history: dict[str, list[HistoryRow]] = {}
         self._finished_inflight: dict[str, list[str]] = {}
-        self._dispatching: dict[str, list[InflightRow]] = {}
-        self._premarked: dict[str, set[InflightRow]] = {}
-        """Per run, attempts whose in-flight marker was written with the commit that made them
-        runnable."""
         self._new_runs: set[str] = set()
 
     def event(self, run: FlowRun, **payload: Any) -> None:
@@ -87,19 +83,13 @@ class RunJournal:
         """The next commit removes the in-flight marker of ``step_execution_id``."""
         self._finished_inflight.setdefault(run.run_id, []).append(step_execution_id)
 
-    def mark_dispatching(self, marker: InflightRow) -> None:
-        """The next commit writes ``marker``: its attempt is launched right after that commit."""
-        self._dispatching.setdefault(marker.run_id, []).append(marker)
-
     def mark_inflight(self, marker: InflightRow) -> None:
-        """Write ``marker`` now, unless the commit that made its attempt runnable wrote it."""
-        premarked = self._premarked.get(marker.run_id)
-        if premarked is not None and marker in premarked:
-            premarked.discard(marker)
-            if not premarked:
-                del self._premarked[marker.run_id]
-        else:
-            self.store.mark_inflight(marker)
+        """Write ``marker`` now: a Worker is about to take its attempt."""
+        self.store.mark_inflight(marker)
+
+    def unmark_inflight(self, marker: InflightRow) -> None:
+        """Remove ``marker`` now: its attempt went back to waiting without running."""
+        self.store.unmark_inflight(marker)
 
     def commit(self, run: FlowRun) -> None:
         """Write ``run``'s state with its pending events, markers and blobs; wake its waiters.
@@ -108,21 +98,17 @@ class RunJournal:
         """
         history = self._pending_history.pop(run.run_id, [])
         finished = [(run.run_id, s) for s in self._finished_inflight.pop(run.run_id, [])]
-        dispatching = self._dispatching.pop(run.run_id, [])
         is_new = run.run_id in self._new_runs
         self._new_runs.discard(run.run_id)
         blobs = self._blobs.pending_rows()
         closed = not run.is_running
         record = self._runs.closed_record(run) if closed else None
         flow = persist_run(run, is_new=is_new, search_record=record)
-        self.store.commit([flow], history, finished, dispatching, blobs)
+        self.store.commit([flow], history, finished, blobs)
         self._blobs.mark_written(blobs)
         if closed:
             # Committed: the run leaves memory and is read from the database from now on.
-            self._premarked.pop(run.run_id, None)
             self._runs.retire(run)
-        elif dispatching:
-            self._premarked.setdefault(run.run_id, set()).update(dispatching)
         self.waiters.notify(run.run_id)
 
     def history(self, run: FlowRun, from_event_id: int, limit: int) -> list[pb.FlowHistoryEvent]:

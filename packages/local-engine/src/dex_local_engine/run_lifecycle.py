@@ -165,8 +165,6 @@ class RunLifecycle:
 
     def begin_run(self, run: FlowRun) -> None:
         """Persist a run made by :meth:`create_run` and start its Steps and Flow timer."""
-        for step in run.steps.values():
-            self._steps.mark_dispatching(run, step)
         self._journal.commit(run)
         self._arm_flow_timeout(run)
         for step in list(run.steps.values()):

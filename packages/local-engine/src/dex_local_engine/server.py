@@ -36,11 +36,16 @@ __all__ = ["MAX_MESSAGE_BYTES", "AddressInUseError", "EngineServer", "ServerConf
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Largest gRPC message the engine sends or accepts (gRPC's default is 4 MiB)."""
 
-_NO_CAPACITY_RETRY_SECONDS = 0.005
-"""How soon a task is offered again to a Worker that declined it for lack of capacity.
+_NO_CAPACITY_RETRY_SECONDS = 0.25
+"""The longest a task avoids a Worker stream that declined it for lack of capacity.
 
-An SDK pull stream declines a task that arrives between its final frame and the end of its own
-bookkeeping, so a short retry keeps back-to-back Steps from stalling."""
+Retries start at 2 ms and double: an SDK pull stream declines a task that arrives between its
+final frame and the end of its own bookkeeping, so the first retries come quickly and keep
+back-to-back Steps from stalling. A Worker whose slots are all busy declines on every idle
+stream until one of its busy streams finishes a task (that stream then takes the task at once);
+each offer writes the attempt's in-flight marker and each decline removes it, so the retries of
+such a Worker slow down to this interval instead of writing the database hundreds of times a
+second."""
 
 _log = logging.getLogger(__name__)
 

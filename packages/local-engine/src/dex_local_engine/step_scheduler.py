@@ -200,22 +200,6 @@ class StepScheduler:
         run.steps[step.step_execution_id] = step
         return step
 
-    def mark_dispatching(self, run: FlowRun, step: StepExecution) -> None:
-        """Write the in-flight marker of a Step launched right after the coming commit.
-
-        Only for a Step whose attempt starts at once (no backoff wait, no lock to wait for).
-        """
-        if (
-            step.step_execution_id in run.steps
-            and step.phase is not StepPhase.WAITING
-            and step.retry_at <= time.time()
-            and not _lock_keys(step)
-            and not self.closing
-        ):
-            self._journal.mark_dispatching(
-                InflightRow(run.run_id, step.step_execution_id, step.method.value, step.attempt)
-            )
-
     def launch(self, run: FlowRun, step: StepExecution) -> None:
         """Start the driver of ``step`` unless it has one."""
         key = (run.run_id, step.step_execution_id)
@@ -270,8 +254,6 @@ class StepScheduler:
             self.closer.close(run, pb.FLOW_STATUS_COMPLETED, NO_ERROR, "")
         if run.is_running:
             self.evaluate_waiting(run, commit=False)
-            for new_step in started:
-                self.mark_dispatching(run, new_step)
         self._journal.commit(run)
         if run.is_running:
             for new_step in started:
@@ -343,12 +325,16 @@ class StepScheduler:
             outcome: TaskOutcome | None = None
             if problem is None:
                 marker = InflightRow(run.run_id, step.step_execution_id, method.value, step.attempt)
-                self._journal.mark_inflight(marker)
                 # A task no Worker started goes out again under the same attempt; its timeout
                 # still runs from the first dispatch, as it does while a pull task waits.
                 deadline = self._attempt_deadlines.setdefault(marker, now + timeout)
                 outcome = await self._tasks.run(
-                    run, request, max(deadline - time.time(), 0.001), heartbeat, step
+                    run,
+                    request,
+                    max(deadline - time.time(), 0.001),
+                    heartbeat,
+                    step,
+                    _InflightMarker(self._journal, marker),
                 )
                 if outcome is not None or not run.is_running:
                     self._attempt_deadlines.pop(marker, None)
@@ -415,8 +401,6 @@ class StepScheduler:
         else:
             _reset_method(step, StepPhase.EXECUTE)
         self.evaluate_waiting(run, commit=False)
-        if step.phase is StepPhase.EXECUTE:
-            self.mark_dispatching(run, step)
         self._journal.commit(run)
         for child in started:
             self.sub_flows.begin(child)
@@ -635,6 +619,27 @@ class StepScheduler:
             if not state.completed
         ]
         self._timer_handles[key] = handles
+
+
+class _InflightMarker:
+    """Keeps an attempt's in-flight marker true: written just before a Worker takes the task,
+    removed when the task goes back to waiting without having run.
+
+    So after a restart only an attempt a Worker may have started counts as lost; a Step that was
+    queued, or waited for a free Worker, runs again under the same attempt.
+    """
+
+    def __init__(self, journal: RunJournal, marker: InflightRow) -> None:
+        self._journal = journal
+        self._marker = marker
+        self._written = False
+
+    def __call__(self, on_worker: bool) -> None:
+        if on_worker and not self._written:
+            self._journal.mark_inflight(self._marker)  # committed before the task is written
+        elif not on_worker and self._written:
+            self._journal.unmark_inflight(self._marker)
+        self._written = on_worker
 
 
 def _lock_keys(step: StepExecution) -> Sequence[str]:

@@ -6,9 +6,10 @@ message, so a Step's commit rewrites the small snapshot and only the values that
 same transaction as the history events that changed them. A value too large to keep inline is
 a row of ``blobs`` (its SHA-256, the serialized value) written in the same transaction as the
 first row or event that refers to it, so no committed reference ever names a missing blob. A
-separate ``inflight`` table records Step method attempts that were handed to a dispatcher, so a
-restarted engine can tell an attempt that may have run (lost: retried per policy) from a Step
-that was only queued (dispatched again with the same attempt).
+separate ``inflight`` table records Step method attempts a Worker took (written just before the
+task goes to it, removed when it declines), so a restarted engine can tell an attempt that may
+have run (lost: retried per policy) from a Step that was only queued or waiting for a free Worker
+(dispatched again with the same attempt).
 
 The database runs in WAL mode. ``process-crash-safe`` durability (the default) writes every commit
 to the database file before the engine acknowledges it but does not fsync, so a killed engine
@@ -341,20 +342,26 @@ class Store:
             (row.run_id, row.step_execution_id, row.method, row.attempt),
         )
 
+    def unmark_inflight(self, row: InflightRow) -> None:
+        """Forget the marker of an attempt that went back to waiting without running."""
+        self._db.execute(
+            "DELETE FROM inflight WHERE run_id = ? AND step_execution_id = ? AND method = ? "
+            "AND attempt = ?",
+            (row.run_id, row.step_execution_id, row.method, row.attempt),
+        )
+
     def commit(
         self,
         flows: list[FlowRow],
         history: list[HistoryRow],
         finished: Sequence[tuple[str, str]] = (),
-        dispatching: Sequence[InflightRow] = (),
         blobs: Sequence[tuple[str, bytes]] = (),
     ) -> None:
         """Write Flow snapshots, append history and update in-flight markers atomically.
 
         ``blobs`` are ``(blob_id, serialized Value)`` rows the snapshots, value rows or events
-        refer to (written first, so a reference never outlives a failed commit). ``finished`` lists ``(run_id, step_execution_id)`` whose in-flight marker is removed;
-        ``dispatching`` lists attempts about to be handed to Workers (marked after the removals),
-        so a Step's whole hot path stays one transaction.
+        refer to (written first, so a reference never outlives a failed commit). ``finished`` lists
+        ``(run_id, step_execution_id)`` whose in-flight marker is removed.
         """
         db = self._db
         db.execute("BEGIN")
@@ -390,12 +397,6 @@ class Store:
                 db.executemany(
                     "DELETE FROM inflight WHERE run_id = ? AND step_execution_id = ?",
                     list(finished),
-                )
-            if dispatching:
-                db.executemany(
-                    "INSERT OR REPLACE INTO inflight "
-                    "(run_id, step_execution_id, method, attempt) VALUES (?, ?, ?, ?)",
-                    [(r.run_id, r.step_execution_id, r.method, r.attempt) for r in dispatching],
                 )
             db.execute("COMMIT")
         except BaseException:

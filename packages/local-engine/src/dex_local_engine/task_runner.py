@@ -123,10 +123,22 @@ class TaskRunner:
         timeout: float,
         heartbeat_timeout: float | None,
         step: StepExecution | None,
+        on_worker: Callable[[bool], None] | None = None,
     ) -> TaskOutcome | None:
-        """Dispatch one attempt until its final frame; None when it must be dispatched again."""
+        """Dispatch one attempt until its final frame; None when it must be dispatched again.
+
+        ``on_worker`` learns ``True`` just before a Worker takes the task and ``False`` when the
+        task went back to waiting without having run (a decline, a stream that ended before the
+        task reached it).
+        """
         listening = _listening_address(run)
         heartbeat = HeartbeatWindow(heartbeat_timeout)
+
+        def note_on_worker(is_on_worker: bool) -> None:
+            heartbeat.on_worker(is_on_worker)
+            if on_worker is not None:
+                on_worker(is_on_worker)
+
         task = DispatchTask(
             task_id=str(uuid.uuid4()),
             flow_id=run.flow_id,
@@ -135,7 +147,7 @@ class TaskRunner:
             listening_address=listening,
             request=request,
             deadline=datetime.fromtimestamp(time.time() + timeout, UTC),
-            on_worker=heartbeat.on_worker,
+            on_worker=note_on_worker,
         )
         reached = False
         frames = self._dispatchers(listening).dispatch(task).__aiter__()
@@ -154,6 +166,7 @@ class TaskRunner:
                     if final is not None:
                         return final
         except TaskNotStarted:
+            note_on_worker(False)
             await asyncio.sleep(_REDISPATCH_DELAY)
             return None
         except UnknownTaskName as unknown:
