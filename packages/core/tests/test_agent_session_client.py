@@ -100,8 +100,9 @@ def test_a_session_id_is_never_reused_unless_the_caller_asks() -> None:
     """Dex's DEFAULT ID reuse policy would start a closed session's ID afresh."""
 
     def policy(options: StartFlowOptions | None) -> IdReusePolicy:
+        flow = AgentSessionFlow(_Runner(), flow_type="ClientTest")
         _, start = client_module.session_start_arguments(
-            "s-1", "", None, ActiveStepSearchMode.WITH_WAIT_FOR, options, False
+            "s-1", "", None, ActiveStepSearchMode.WITH_WAIT_FOR, options, False, flow
         )
         return start.id_reuse_policy
 

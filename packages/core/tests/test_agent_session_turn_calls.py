@@ -19,6 +19,7 @@ from dex import (
     BlobCacheConfig,
     Client,
     ClientOptions,
+    FlowAlreadyStartedError,
     Registry,
     WorkerTarget,
     open_blob_cache,
@@ -362,3 +363,10 @@ async def test_a_message_the_session_cannot_store_is_refused_before_sending(
     with pytest.raises(ConfigurationError, match="blank"):
         await stack.sessions.run_turn("s1", "\u200b\n")
     assert stack.calls == {}
+
+
+async def test_run_turn_on_a_stopped_session_refuses_to_reuse_its_id(stack: _Stack) -> None:
+    assert (await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)).completed
+    await stack.client.stop_flow("s1")
+    with pytest.raises(FlowAlreadyStartedError):
+        await stack.sessions.run_turn("s1", "Are you there?", timeout=60)

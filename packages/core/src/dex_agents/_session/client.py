@@ -470,8 +470,8 @@ class AgentSessionClient:
     ) -> TurnResult:
         """Send ``message`` and wait until the turn it starts ends or waits for a person.
 
-        Starts session ``session_id`` with ``message`` when it does not exist (or is stopped: a new
-        run, where the ID reuse policy allows it, as ``start_session`` does). A message sent
+        Starts session ``session_id`` with ``message`` when it does not exist; a stopped session
+        raises ``FlowAlreadyStartedError`` (``start_session`` never reuses an ID). A message sent
         while another turn runs is queued, and the wait is for the turn it starts after that one.
         The wait follows ``AgentEvents`` (one read per event, one snapshot at the end), and stops
         at the first approval or question that waits (``TurnStatus.WAITING_FOR_PERSON``): answer
@@ -508,8 +508,7 @@ class AgentSessionClient:
         try:
             accepted = await self.send_user_message(session_id, message)
         except (FlowNotFoundError, FlowNotActiveOrNotFoundError):
-            # A stopped session lands here too: start_session then starts a new run under the ID
-            # where the ID reuse policy allows it, or raises FlowAlreadyStartedError.
+            # A stopped session lands here too; start_session then raises FlowAlreadyStartedError.
             await self.start_session(session_id, message)
             accepted = True
         if not accepted:
