@@ -18,6 +18,7 @@ from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import dex
+import grpc
 import pytest
 from dex import (
     Attribute,
@@ -34,6 +35,7 @@ from dex import (
     SubFlow,
     SubFlowOptions,
     SubFlowReusePolicy,
+    Timer,
     TimeTravelOptions,
     TimeTravelStepMethod,
     TimeTravelType,
@@ -42,7 +44,9 @@ from dex import (
     graceful_complete,
     rpc,
 )
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc
+from engine_kernel_harness import EngineProcess, running_engine, sdk_client, sdk_worker
 from engine_test_support import engine_command
 
 WAIT = timedelta(seconds=30)
@@ -166,9 +170,45 @@ class Parent(Flow[str]):
         return PersistenceSchema.of()
 
 
+class Nap(Step[str]):
+    async def wait_for(self, context: dex.AsyncContext, input: str) -> Wait:
+        return Wait.until(Timer.by_duration(timedelta(hours=1)))
+
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+        return graceful_complete("napped")
+
+
+class Listen(Step[str]):
+    def __init__(self, flow: Napper) -> None:
+        self.flow = flow
+
+    async def wait_for(self, context: dex.AsyncContext, input: str) -> Wait:
+        CALLS[f"{context.flow_id}/Listen.wait_for"] += 1
+        return Wait.until(self.flow.pings.for_one())
+
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+        return graceful_complete("heard")
+
+
+class Napper(Flow[str]):
+    def __init__(self) -> None:
+        self.pings = Channel("pings", str)
+
+    def get_steps(self) -> StepList[str]:
+        return StepList.start_step(Nap()).other_steps(Listen(self))
+
+    def get_persistence_schema(self) -> PersistenceSchema:
+        return PersistenceSchema.of(self.pings)
+
+    @rpc
+    async def listen(self, context: dex.Context, text: str) -> RPCResult[str]:
+        return RPCResult(text, next_steps=(dex.StepMovement.of(Listen, text),))
+
+
 ORDER = Order()
 PARENT = Parent()
-FLOWS: list[Flow] = [ORDER, CHILD, PARENT]  # type: ignore[type-arg]
+NAPPER = Napper()
+FLOWS: list[Flow] = [ORDER, CHILD, PARENT, NAPPER]  # type: ignore[type-arg]
 
 
 async def _calls(flow_id: str) -> dict[str, int]:
@@ -462,8 +502,60 @@ async def test_the_reset_command_travels_and_history_shows_the_fork() -> None:
         ],
         key=str,
     )
+    assert lines[5]["previous_run_id"] == first_run
     assert summary[5:] == [
         ("time_travel_fork", None),
         ("step_execute_completed", "Ship-1"),
         ("flow_closed", None),
     ]
+
+
+async def _flow_state(engine: EngineProcess, flow_id: str) -> pb.GetFlowStateResponse:
+    async with grpc.aio.insecure_channel(engine.address) as channel:
+        stub = dex_pb2_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+        state: pb.GetFlowStateResponse = await stub.GetFlowState(
+            pb.GetFlowStateRequest(flow_id=flow_id)
+        )
+        return state
+
+
+async def _waiting(engine: EngineProcess, flow_id: str, count: int) -> pb.GetFlowStateResponse:
+    for _ in range(600):
+        state = await _flow_state(engine, flow_id)
+        phases = [s.phase for s in state.active_step_executions]
+        if phases.count(pb.ACTIVE_STEP_PHASE_WAITING) == count:
+            return state
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{flow_id}: not {count} waiting Steps")
+
+
+async def test_a_replayed_timer_keeps_its_firing_time() -> None:
+    """Nap-1's Timer started before the reset point (Listen-1's wait_for, which an RPC started
+    later): it is not started again."""
+    async with (
+        running_engine() as engine,
+        sdk_worker(engine, FLOWS),
+        sdk_client(engine, FLOWS) as client,
+    ):
+        await client.start_flow(NAPPER, "nap-1", "x")
+        await _waiting(engine, "nap-1", 1)
+        await client.invoke_rpc(NAPPER.listen, "nap-1", "x")
+        before = await _waiting(engine, "nap-1", 2)
+        await asyncio.sleep(1.1)  # so a Timer started again would fire in a later second
+        await client.time_travel(
+            "nap-1",
+            TimeTravelOptions(
+                type=TimeTravelType.STEP_EXECUTION_ID,
+                step_execution_id="Listen-1",
+                step_method=TimeTravelStepMethod.WAIT_FOR,
+            ),
+        )
+        after = await _waiting(engine, "nap-1", 2)
+        await client.stop_flow("nap-1")
+
+    def nap_timers(state: pb.GetFlowStateResponse) -> list[int]:
+        (nap,) = [s for s in state.active_step_executions if s.step_execution_id == "Nap-1"]
+        return [timer.firing_unix_timestamp_seconds for timer in nap.timers]
+
+    assert nap_timers(after) == nap_timers(before) != []
+    assert (await _calls("nap-1"))["Listen.wait_for"] == 2

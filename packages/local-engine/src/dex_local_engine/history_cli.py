@@ -178,6 +178,8 @@ def event_fields(event: pb.FlowHistoryEvent) -> JsonFields:
         fields.update(
             _writes_fields(rpc.upsert_attributes, rpc.publish_to_channel, rpc.delete_from_channel)
         )
+    elif event_type == "time_travel_fork":
+        fields["previous_run_id"] = event.time_travel_fork.previous_run_id
     elif event_type in ("channel_external_publish", "channel_external_delete"):
         messages = getattr(event, event_type).messages
         fields["channels"] = [message.channel_name for message in messages]
