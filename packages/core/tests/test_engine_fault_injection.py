@@ -447,15 +447,21 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
     assert not twice, f"{context}: non-idempotent writes ran twice: {twice}"
     for record, final in zip(records, finals, strict=True):
         _check_session(record, final, send_counts, f"{context}, {record.session_id}")
-    unknown = sum(
-        OUTCOME_UNKNOWN_TOOL_RESULT in (m.tool_output or "")
-        for final in finals
+    unknown_keys = [
+        tool_call_idempotency_key(record.session_id, m.turn_id or "", m.tool_call_id or "")
+        for record, final in zip(records, finals, strict=True)
         for m in final.messages
         if m.tool_name == NON_IDEMPOTENT_TOOL
-    )
+        and OUTCOME_UNKNOWN_TOOL_RESULT in (m.tool_output or "")
+    ]
+    unknown = len(unknown_keys)
+    # An attempt a Worker took may have run or not; one that only waited in the engine never
+    # counts as lost, so its write is never outcome-unknown.
+    never_ran = sum(send_counts[key] == 0 for key in unknown_keys)
     print(
         f"{context}: {plan.sessions} sessions x {plan.turns} turns; "
-        f"{len(send_keys)} send_once runs, {unknown} outcome-unknown results, "
+        f"{len(send_keys)} send_once runs, {unknown} outcome-unknown results "
+        f"({never_ran} of them never ran), "
         f"{sum(r.resends for r in records)} resent messages, "
         f"{sum(len(r.failed_turns) for r in records)} turns failed by lost attempts; the faults took {faults_took:.1f} s, "
         f"the sessions {sessions_took:.1f} s"
