@@ -19,8 +19,9 @@ pytest.importorskip(
     "playwright.async_api", reason="Playwright is not installed: uv sync --all-packages"
 )
 
+from dex_agents import TURN_CANCELLED_NOTE
 from playwright.async_api import expect
-from web_chat_page import ChatPage
+from web_chat_page import SHORT_VIEWPORT, ChatPage
 from web_chat_test_support import ChatStack, RunningChat, chat_stack, serving_chat
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -108,23 +109,28 @@ async def test_answer_a_question_in_the_page(browser: Any, chat: RunningChat) ->
     assert page.errors == []
 
 
-async def test_stop_pressed_twice_stops_the_turn_and_both_presses_succeed(
+async def test_stop_pressed_twice_stops_the_turn_once_and_shows_it_stopped(
     browser: Any, stack: ChatStack, chat: RunningChat
 ) -> None:
     page = await ChatPage.open(browser, chat)
     await page.send("slow:stop tell me everything about order 7")
     await stack.gate("stop").wait_until_reached()
     await expect(page.live_text()).to_have_text(["Let "])
-    # A double click: two presses before the page hears back from the first.
+    # A double click: the first press disables Stop until the turn ended, so one request goes.
     await page.page.dblclick("#stop")
-    await expect(page.actions("stop")).to_have_count(2)
-    await expect(page.actions("stop", accepted=True)).to_have_count(2)
+    await expect(page.actions("stop", accepted=True)).to_have_count(1)
     await page.wait_for_turn_end()
     stack.gate("stop").release()
+    await expect(page.actions("stop")).to_have_count(1)
 
     snapshot = await stack.idle_snapshot(page.session_id, turns=1)
-    assert [message.role for message in snapshot.messages] == ["user"]
+    assert [message.role for message in snapshot.messages] == ["user", "user"]
+    assert snapshot.messages[-1].text == TURN_CANCELLED_NOTE
     await expect(page.stored_replies()).to_have_count(0)
+    # The page shows the turn as stopped: its note, and the text it streamed, not sent.
+    stopped = page.page.locator("#transcript .message.note.stopped")
+    await expect(stopped).to_contain_text("turn stopped")
+    await expect(page.page.locator("#transcript .message.stopped-text")).to_contain_text("Let")
     await expect(page.page.locator("#stop")).to_be_disabled()
     # The session goes on with the next message.
     await page.send("where is order 7?")
@@ -259,3 +265,72 @@ async def test_without_a_stream_store_the_page_polls_the_snapshot(
         await expect(page.page.locator("body")).to_have_attribute("data-polling", "true")
         assert await page.live_text().count() == 0
         assert page.errors == []
+
+
+DOCS_SCREENSHOTS_ENV = "DEX_WEB_CHAT_DOCS_SCREENSHOTS"
+"""A directory where the following test saves its screenshots (the repository's ``docs/``)."""
+
+
+def _screenshot_path(tmp_path: Path, name: str) -> Path:
+    directory = os.environ.get(DOCS_SCREENSHOTS_ENV)
+    return Path(directory) / name if directory else tmp_path / name
+
+
+async def _scroll_y(page: ChatPage) -> float:
+    value: float = await page.page.evaluate("window.scrollY")
+    return value
+
+
+async def test_the_page_follows_the_newest_content_unless_the_reader_scrolled_up(
+    browser: Any, stack: ChatStack, chat: RunningChat, tmp_path: Path
+) -> None:
+    """In an 800 px-high window: each new reply and the approval prompt come into view; after
+    the reader scrolled up, new content leaves the page where it is and a "new messages" button
+    brings them down. State labels are words; call and interrupt IDs sit behind a toggle."""
+    page = await ChatPage.open(browser, chat, viewport=SHORT_VIEWPORT)
+    status = page.page.locator("#session-status")
+    new_messages = page.page.locator("#new-messages")
+    for number in range(1, 5):
+        await page.send(f"where is order 7? ({number})")
+        await page.wait_for_turn_end()
+        await expect(page.stored_replies().last).to_be_in_viewport()
+    heights = await page.page.evaluate("[document.scrollingElement.scrollHeight, innerHeight]")
+    assert heights[0] > heights[1], heights  # the conversation is taller than the window
+    await expect(status).to_have_text("waiting for your message")
+
+    await page.send("Please refund order 7")
+    approval = page.prompt("approval")
+    # The prompt is below a conversation taller than the window: it was scrolled into view.
+    await expect(approval.locator("button.reject")).to_be_in_viewport()
+    await expect(status).to_have_text("running tools (turn 5)")
+    await expect(status).to_have_attribute("data-status", "running_tools")
+    card = page.tool_call("refund_order")
+    await expect(card.locator("details.ids")).not_to_have_attribute("open", "")
+    await expect(card.locator("details.ids code")).not_to_be_visible()
+    await page.page.screenshot(path=_screenshot_path(tmp_path, "web-chat-follows.png"))
+    await approval.locator("button.reject").click()
+    await page.wait_for_turn_end()
+    await expect(page.stored_replies().last).to_be_in_viewport()
+    # The action log names what was done; the interrupt ID is behind the toggle.
+    entry = page.actions("reject", accepted=True)
+    await expect(entry.locator(".action-text")).to_have_text("reject refund_order: sent")
+    ids = entry.locator("details.ids")
+    await expect(ids.locator("code")).not_to_be_visible()
+    await ids.locator("summary").click()
+    await expect(ids.locator("code")).to_be_visible()
+    await expect(ids.locator("code")).to_contain_text("interrupt ")
+
+    # The reader scrolls up; the next turn (sent from elsewhere) does not move the page.
+    await page.page.evaluate("window.scrollTo(0, 0)")
+    await expect(new_messages).to_be_hidden()
+    replies = await page.stored_replies().count()
+    assert await stack.sessions.send_user_message(page.session_id, "where is order 7? (6)")
+    await expect(page.stored_replies()).to_have_count(replies + 2)
+    await expect(new_messages).to_be_visible()
+    await expect(page.stored_replies().last).not_to_be_in_viewport()
+    assert await _scroll_y(page) == 0
+    await page.page.screenshot(path=_screenshot_path(tmp_path, "web-chat-new-messages.png"))
+    await new_messages.click()
+    await expect(page.stored_replies().last).to_be_in_viewport()
+    await expect(new_messages).to_be_hidden()
+    assert page.errors == []

@@ -9,6 +9,8 @@ from playwright.async_api import Locator, Page, expect
 from web_chat_test_support import PAGE_TIMEOUT_MS, TOKEN, RunningChat
 
 VIEWPORT: Final = {"width": 900, "height": 820}
+SHORT_VIEWPORT: Final = {"width": 900, "height": 800}
+"""The 800 px-high window of the following tests: a few turns overflow it."""
 
 expect.set_options(timeout=PAGE_TIMEOUT_MS)
 
@@ -23,9 +25,16 @@ class ChatPage:
         page.set_default_timeout(PAGE_TIMEOUT_MS)
 
     @classmethod
-    async def open(cls, browser: Any, chat: RunningChat, session_id: str | None = None) -> ChatPage:
+    async def open(
+        cls,
+        browser: Any,
+        chat: RunningChat,
+        session_id: str | None = None,
+        *,
+        viewport: dict[str, int] = VIEWPORT,
+    ) -> ChatPage:
         """Log in with the token and open the page: a new session, or ``session_id``."""
-        context = await browser.new_context(viewport=VIEWPORT)
+        context = await browser.new_context(viewport=viewport)
         chat.closers.append(context.close)
         chat_page = cls(await context.new_page())
         await chat_page.page.goto(f"{chat.base_url}/login?token={TOKEN}")
@@ -65,7 +74,7 @@ class ChatPage:
 
     def stored_replies(self) -> Locator:
         """The assistant messages rendered from the snapshot's stored messages."""
-        return self.page.locator("#transcript .message.assistant:not(.live)")
+        return self.page.locator("#transcript .message.assistant:not(.live):not(.stopped-text)")
 
     def live_text(self) -> Locator:
         """The live text segments of unfinished turns."""
@@ -82,7 +91,8 @@ class ChatPage:
 
     async def wait_for_turn_end(self) -> None:
         """The page shows no running turn and no live text."""
-        await expect(self.page.locator("#session-status")).to_have_text("waiting_for_user_message")
+        status = self.page.locator("#session-status")
+        await expect(status).to_have_attribute("data-status", "waiting_for_user_message")
         await expect(self.live_text()).to_have_count(0)
 
     async def transcript(self) -> str:

@@ -10,6 +10,10 @@
 // - After turn_completed, turn_failed, turn_steered or turn_cancelled, the turn's live text is
 //   replaced by the stored messages of a fresh snapshot.
 // - Prompts (approvals, questions) come from the snapshot's pending_interrupts.
+// - The page follows the newest content (messages, live text, prompts) while the reader is at
+//   the bottom; once they scroll up it stays put and shows a "new messages" button instead.
+// - A stopped turn keeps its note ("[Dex] The user stopped ...") and, until the page reloads,
+//   the partial text it streamed, marked as not sent.
 // - A Step writes its events before it commits, so a snapshot read right after an event can
 //   still show the state before it. Each event says what the snapshot must show once its Step
 //   committed (the turn ended, the interrupt pending, ...); the page reads the snapshot again,
@@ -26,6 +30,14 @@ const REFRESHING = new Set([
   "timer_started", "plan_updated", "tool_task_started",
 ]);
 const NOTE_PREFIX = "[Dex]";
+const STOPPED_NOTE_PREFIX = "[Dex] The user stopped the previous turn";
+const FOLLOW_SLACK_PX = 48;
+const STATUS_LABELS = {
+  waiting_for_user_message: "waiting for your message",
+  running_model: "thinking",
+  running_tools: "running tools",
+  compacting_context: "compacting the conversation",
+};
 const FINAL_TOOL_STATUSES = new Set(["rejected", "succeeded", "failed", "outcome_unknown"]);
 const EXPECTATION_LIFETIME_MS = 30000;
 const EXPECTATION_RETRY_MS = 150;
@@ -45,6 +57,10 @@ const state = {
   resolvedInterrupts: new Set(),
   expectationTimer: null,
   pollTimer: null,
+  following: true, // the reader is at the bottom: new content scrolls into view
+  stopped: new Map(), // turn_id -> partial texts of a turn that Stop ended, never stored
+  stopping: null, // the turn a Stop press asked to cancel: Stop stays disabled until it ends
+  renderedHtml: "",
 };
 
 const $ = (id) => document.getElementById(id);
@@ -89,14 +105,51 @@ function sessionPath(suffix) {
   return `/sessions/${encodeURIComponent(state.sessionId)}${suffix}`;
 }
 
-function logAction(action, text, accepted) {
+// ``ids`` (call and interrupt IDs) sit behind a details toggle: a reader rarely needs them.
+function logAction(action, text, accepted, ids) {
   const item = document.createElement("li");
   item.dataset.action = action;
   item.dataset.accepted = String(accepted);
-  item.textContent = text;
-  $("actions").append(item);
-  item.scrollIntoView({ block: "nearest" });
+  item.append(element("span", "action-text", text));
+  if (ids) item.append(idDetails(ids));
+  const log = $("actions");
+  log.append(item);
+  log.scrollTop = log.scrollHeight;
 }
+
+function idDetails(ids) {
+  const details = element("details", "ids");
+  details.append(element("summary", "", "details"), element("code", "", ids));
+  return details;
+}
+
+// --- following the conversation -----------------------------------------------------------
+
+function atBottom() {
+  const page = document.scrollingElement;
+  return page.scrollHeight - page.scrollTop - page.clientHeight <= FOLLOW_SLACK_PX;
+}
+
+function scrollToNewest() {
+  const page = document.scrollingElement;
+  page.scrollTop = page.scrollHeight;
+  state.following = true;
+  $("new-messages").hidden = true;
+}
+
+// After the transcript or the prompts changed: follow, or offer the way down.
+function afterContentChange(grew) {
+  if (state.following) {
+    scrollToNewest();
+  } else if (grew) {
+    $("new-messages").hidden = false;
+  }
+}
+
+window.addEventListener("scroll", () => {
+  state.following = atBottom();
+  if (state.following) $("new-messages").hidden = true;
+}, { passive: true });
 
 // --- snapshot and stream ------------------------------------------------------------------
 
@@ -227,7 +280,9 @@ function setSnapshot(snapshot) {
       refreshSnapshot();
     }, EXPECTATION_RETRY_MS);
   }
+  const before = document.scrollingElement.scrollHeight;
   renderPrompts();
+  afterContentChange(document.scrollingElement.scrollHeight > before);
   queueRender();
 }
 
@@ -271,6 +326,7 @@ function applyEvent(event) {
   const holds = expectationOf(event, payload);
   if (holds) state.expectations.push({ holds, until: Date.now() + EXPECTATION_LIFETIME_MS });
   if (FINISHED.has(event.type) || REFRESHING.has(event.type)) refreshSnapshot();
+  if (event.type === "turn_cancelled") keepStoppedText(turnId);
   // A turn the snapshot already shows finished is rendered from its stored messages.
   if (!turnId || isFinished(turnId) || FINISHED.has(event.type)) {
     queueRender();
@@ -295,6 +351,16 @@ function applyEvent(event) {
       break;
   }
   queueRender();
+}
+
+// The text a stopped turn streamed was never stored: keep it on this page, marked as such.
+function keepStoppedText(turnId) {
+  const turn = state.live.get(turnId);
+  if (!turn) return;
+  const texts = [...turn.segments.values()]
+    .filter((segment) => segment.kind === "text_delta" && segment.text)
+    .map((segment) => segment.text);
+  if (texts.length) state.stopped.set(turnId, texts);
 }
 
 function appendText(turn, event, text) {
@@ -330,8 +396,10 @@ function queueRender() {
   state.renderQueued = true;
   requestAnimationFrame(() => {
     state.renderQueued = false;
-    renderTranscript();
+    const before = document.scrollingElement.scrollHeight;
+    const changed = renderTranscript();
     renderControls();
+    afterContentChange(changed && document.scrollingElement.scrollHeight >= before);
   });
 }
 
@@ -365,7 +433,13 @@ function renderTranscript() {
       nodes.push(card);
       continue;
     }
-    nodes.push(messageNode(message.role, message.text || message.tool_output || ""));
+    const text = message.text || message.tool_output || "";
+    if (message.role === "user" && text.startsWith(STOPPED_NOTE_PREFIX)) {
+      for (const partial of state.stopped.get(message.turn_id) || []) {
+        nodes.push(messageNode("assistant", partial, "stopped: not sent"));
+      }
+    }
+    nodes.push(messageNode(message.role, text));
   }
   const liveTurns = [...state.live.entries()].sort((a, b) => a[1].number - b[1].number);
   for (const [turnId, turn] of liveTurns) {
@@ -392,13 +466,23 @@ function renderTranscript() {
   for (const queued of snapshot.queued_messages || []) {
     nodes.push(messageNode("user", queued.text, "queued"));
   }
+  // Only a real change counts as news: a refresh that renders the same must not scroll.
+  const html = nodes.map((node) => node.outerHTML).join("");
+  if (html === state.renderedHtml) return false;
+  state.renderedHtml = html;
   transcript.replaceChildren(...nodes);
+  return true;
 }
 
 function messageNode(role, text, badge) {
   const isNote = role === "user" && text.startsWith(NOTE_PREFIX);
-  const node = element("div", `message ${isNote ? "note" : role}${badge ? " queued" : ""}`, text);
+  const stopped = isNote && text.startsWith(STOPPED_NOTE_PREFIX);
+  const partial = role === "assistant" && badge !== undefined;
+  const kind = isNote ? `note${stopped ? " stopped" : ""}` : role;
+  const queued = badge && !partial ? " queued" : "";
+  const node = element("div", `message ${kind}${queued}${partial ? " stopped-text" : ""}`, text);
   node.dataset.role = isNote ? "note" : role;
+  if (stopped) node.prepend(element("span", "badge", "turn stopped"));
   if (badge) node.prepend(element("span", "badge", badge));
   return node;
 }
@@ -411,17 +495,25 @@ function toolCard(toolCallId, toolName, argumentsText, status, output) {
   card.append(element("span", "tool-name", `${toolName}(${argumentsText || ""})`));
   card.append(element("span", "tool-status", status.replaceAll("_", " ")));
   if (output !== undefined) card.append(element("span", "tool-output", output));
+  card.append(idDetails(`call ${toolCallId}`));
   return card;
 }
 
 function renderControls() {
   const current = state.snapshot && state.snapshot.state;
-  $("session-status").textContent = current
-    ? `${current.status}${current.active_turn_id ? ` (${current.active_turn_id})` : ""}`
-    : "starting";
+  const label = $("session-status");
+  label.dataset.status = current ? current.status : "starting";
+  label.textContent = current ? statusLabel(current) : "starting";
   const running = activeTurnId() !== null;
-  $("stop").disabled = !running;
+  $("stop").disabled = !running || state.stopping === activeTurnId();
   $("steer").disabled = !running;
+}
+
+// "running tools (turn 2)" for running_tools of turn-2; the raw status is data-status.
+function statusLabel(current) {
+  const label = STATUS_LABELS[current.status] || current.status.replaceAll("_", " ");
+  const number = turnNumber(current.active_turn_id);
+  return number ? `${label} (turn ${number})` : label;
 }
 
 // Prompts are kept by interrupt ID, so a refresh never drops what the user is typing.
@@ -442,6 +534,7 @@ function promptShell(interrupt, title) {
   const node = element("div", "prompt");
   node.dataset.interruptId = interrupt.interrupt_id;
   node.dataset.kind = interrupt.kind;
+  node.dataset.toolName = interrupt.tool_name || "";
   node.append(element("h2", "", title));
   return node;
 }
@@ -505,9 +598,11 @@ async function settle(node, route, body, action) {
   try {
     const { accepted } = await api(
       sessionPath(`/interrupts/${encodeURIComponent(interruptId)}/${route}`), body);
-    logAction(action, `${action} ${interruptId}: ${accepted ? "sent" : "no longer pending"}`, accepted);
+    const what = `${action} ${node.dataset.toolName || "the request"}`;
+    logAction(action, `${what}: ${accepted ? "sent" : "no longer pending"}`, accepted,
+      `interrupt ${interruptId}`);
   } catch (error) {
-    logAction(action, `${action} ${interruptId} failed: ${error.message}`, false);
+    logAction(action, `${action} failed: ${error.message}`, false, `interrupt ${interruptId}`);
     for (const button of node.querySelectorAll("button")) button.disabled = false;
   }
   refreshSnapshot();
@@ -531,12 +626,15 @@ async function send(route, action) {
 
 async function stop() {
   const turnId = activeTurnId();
-  if (!turnId) return;
+  if (!turnId || state.stopping === turnId) return;
+  state.stopping = turnId;
+  $("stop").disabled = true;
   try {
     const { accepted } = await api(sessionPath("/cancel"), { turn_id: turnId });
-    logAction("stop", `stop ${turnId}: ${accepted ? "requested" : "nothing to stop"}`, accepted);
+    const turn = `turn ${turnNumber(turnId)}`;
+    logAction("stop", `stop ${turn}: ${accepted ? "requested" : "nothing to stop"}`, accepted);
   } catch (error) {
-    logAction("stop", `stop ${turnId} failed: ${error.message}`, false);
+    logAction("stop", `stop failed: ${error.message}`, false);
   }
   refreshSnapshot();
 }
@@ -553,6 +651,7 @@ $("composer").addEventListener("keydown", (event) => {
 });
 $("steer").addEventListener("click", () => send("/steer", "steer"));
 $("stop").addEventListener("click", stop);
+$("new-messages").addEventListener("click", scrollToNewest);
 
 boot().catch((error) => {
   console.error(error);
