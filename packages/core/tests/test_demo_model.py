@@ -200,3 +200,52 @@ def test_an_openai_compatible_server_a_failed_turn_and_the_next_message(
         "hi",
         "Where is order 7?",
     ]
+
+
+_HOSTILE = "\x1b[2J\x1b]0;owned\x07\r\u202e"
+
+
+def _hostile_script(api: str, body: dict[str, Any]) -> FakeReply:
+    """A model and tools whose text carries terminal escape sequences and a bidi override."""
+    outputs = [  # tool results, whichever API the demo speaks
+        item
+        for item in [*body.get("input", []), *body.get("messages", [])]
+        if item.get("type") == "function_call_output" or item.get("role") == "tool"
+    ]
+    if not outputs:
+        lookup = FakeToolCall("c1", "lookup_order", {"order_id": f"7{_HOSTILE}"})
+        return FakeReply(text=f"Looking{_HOSTILE} it up.", tool_calls=(lookup,))
+    if len(outputs) == 1:
+        refund = FakeToolCall("c2", "refund_order", {"order_id": f"7{_HOSTILE}", "amount_cents": 1})
+        return FakeReply(text="Refunding.", tool_calls=(refund,))
+    return FakeReply(text=f"Done{_HOSTILE}\nfor real.")
+
+
+@pytest.fixture
+def hostile() -> Iterator[FakeProviderServer]:
+    yield from _serving(FakeProviderServer(_hostile_script))
+
+
+def test_the_demo_prints_model_and_tool_text_with_control_characters_escaped(
+    tmp_path: Path, hostile: FakeProviderServer
+) -> None:
+    """Issue 36 case 10: no text of a model or a tool reaches the terminal as an escape."""
+    result = _demo(
+        tmp_path,
+        "--model",
+        "openai/gpt-5-mini",
+        "--api-base",
+        f"{hostile.base_url}/v1",
+        "--approve",
+        env={"OPENAI_API_KEY": "dummy-key"},
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    for raw in ("\x1b", "\x07", "\r", "\u202e"):
+        assert raw not in result.stdout, repr(raw)
+    escaped = "\\x1b[2J\\x1b]0;owned\\x07\\x0d\\u202e"
+    assert f"assistant: Looking{escaped} it up." in result.stdout  # model text
+    # The approval line shows the tool arguments as JSON text: escaped there already.
+    approval = next(line for line in result.stdout.splitlines() if "Approval needed" in line)
+    assert approval.startswith('Approval needed for refund_order({"order_id": "7\\u001b[2J')
+    # Model text keeps its own newlines.
+    assert f"Done{escaped}\nfor real." in result.stdout

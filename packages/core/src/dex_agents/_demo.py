@@ -18,13 +18,14 @@ import re
 import secrets
 import sys
 import threading
+import unicodedata
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Final, TextIO
 
 from dex import (
     AsyncClient,
@@ -307,7 +308,13 @@ async def _start_engine(directory: Path) -> EngineProcess:
 
 
 class _Terminal:
-    """Everything the demo prints, flushed at once so a pipe sees it live."""
+    """Everything the demo prints, flushed at once so a pipe sees it live.
+
+    Model and tool text reaches these lines, so every control character (ESC of a terminal
+    escape sequence, a carriage return, a C1 control) and every bidirectional override prints
+    escaped, as ``\\x1b`` or ``\\u202e``: no text can move the cursor, recolour the screen or
+    disguise the approval prompt. Model text keeps its newlines; a line keeps none.
+    """
 
     def __init__(self, output: TextIO) -> None:
         self._output = output
@@ -320,15 +327,42 @@ class _Terminal:
         if self._in_text:
             self._output.write("\n")
             self._in_text = False
-        self._output.write(text + "\n")
+        self._output.write(terminal_safe_text(text) + "\n")
         self._output.flush()
 
     def text(self, text: str) -> None:
         if not self._in_text:
             self._output.write("assistant: ")
             self._in_text = True
-        self._output.write(text)
+        self._output.write(terminal_safe_text(text, keep_newlines=True))
         self._output.flush()
+
+
+# Bidirectional embeddings, overrides and isolates reorder what follows them on screen.
+_BIDI_CONTROLS: Final = frozenset(
+    "\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+)
+
+
+def terminal_safe_text(text: str, *, keep_newlines: bool = False) -> str:
+    """Return ``text`` with control characters and bidi controls escaped for a terminal.
+
+    Example:
+        >>> print(terminal_safe_text("ok\\x1b[2K\\rfake \\u202eline"))
+        ok\\x1b[2K\\x0dfake \\u202eline
+    """
+    if text.isprintable() and not (_BIDI_CONTROLS & set(text)):
+        return text
+    return "".join(_terminal_safe_character(character, keep_newlines) for character in text)
+
+
+def _terminal_safe_character(character: str, keep_newlines: bool) -> str:
+    if character == "\n" and keep_newlines:
+        return character
+    if character in _BIDI_CONTROLS or unicodedata.category(character) == "Cc":
+        code = ord(character)
+        return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+    return character
 
 
 class _DemoSession:
