@@ -25,7 +25,8 @@ Example::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -71,6 +72,9 @@ _FAILURE_ROUTES: dict[str, tuple[str, str]] = {
     "dex.FlowTimeoutHandlerOptions": ("failure_policy", "failure_proceed_step_type"),
 }
 _REFERENCE_KINDS = ("internal_blob_id_for_string_value", "internal_blob_id_for_obj_value")
+_VALUE = pb.Value.DESCRIPTOR.full_name
+_NULL_FIELD: Any = pb.Value.DESCRIPTOR.fields_by_name["null_value"]
+_NULL_VALUES = frozenset(_NULL_FIELD.enum_type.values_by_number)
 
 
 def field_problem(
@@ -85,65 +89,157 @@ def field_problem(
         blob_references: whether blob references are refused or must be known.
         is_known_blob: for :attr:`BlobReferences.KNOWN`, whether the engine holds a blob ID.
     """
-    root = message.DESCRIPTOR.name
-    for path, problem_message in _walk(message, root):
-        problem = _message_problem(problem_message, path, blob_references, is_known_blob)
-        if problem is not None:
-            return problem
-    return None
+    checker = _Checker(blob_references, is_known_blob)
+    return checker.message(message, message.DESCRIPTOR.name)
 
 
-def _walk(message: Message, path: str) -> Iterator[tuple[str, Message]]:
-    """``message`` and every message inside it, each with its field path."""
-    yield path, message
-    for field, content in message.ListFields():
+@dataclass(frozen=True)
+class _Plan:
+    """What to look at in one message type (so a check costs no walk of what cannot fail)."""
+
+    scalars: tuple[FieldDescriptor, ...]
+    """Enum and number fields (not in a oneof), singular or repeated."""
+    scalar_maps: tuple[tuple[FieldDescriptor, FieldDescriptor], ...]
+    """Map fields with enum or number values: (the map field, its value field)."""
+    children: tuple[FieldDescriptor, ...]
+    """Message fields (singular or repeated) whose type has something to check."""
+    child_maps: tuple[FieldDescriptor, ...]
+    """Map fields with message values whose type has something to check."""
+    required: tuple[str, ...]
+    route: tuple[str, str] | None
+
+    @property
+    def is_empty(self) -> bool:
+        return (
+            not (
+                self.scalars
+                or self.scalar_maps
+                or self.children
+                or self.child_maps
+                or self.required
+            )
+            and self.route is None
+        )
+
+
+_PLANS: dict[str, _Plan] = {}
+
+
+def _is_checked_scalar(field: FieldDescriptor) -> bool:
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        return True
+    return field.type in _NUMBER_TYPES and field.containing_oneof is None
+
+
+def _needs_check(descriptor: Any) -> bool:
+    return descriptor.full_name == _VALUE or not _plan(descriptor).is_empty
+
+
+def _plan(descriptor: Any) -> _Plan:
+    """The plan of a message type (a ``Descriptor``), made once."""
+    plan = _PLANS.get(descriptor.full_name)
+    if plan is not None:
+        return plan
+    # A placeholder first: message types may refer to themselves (StepOptions nests StepOptions).
+    _PLANS[descriptor.full_name] = _Plan((), (), (), (), (), None)
+    scalars, scalar_maps, children, child_maps = [], [], [], []
+    for field in descriptor.fields:
         entry = field.message_type
-        if field.type != FieldDescriptor.TYPE_MESSAGE or entry is None:
-            continue
-        if entry.GetOptions().map_entry:
-            if entry.fields_by_name["value"].type == FieldDescriptor.TYPE_MESSAGE:
-                for key, child in content.items():
-                    yield from _walk(child, f"{path}.{field.name}[{key!r}]")
-        elif field.is_repeated:
-            for index, child in enumerate(content):
-                yield from _walk(child, f"{path}.{field.name}[{index}]")
-        else:
-            yield from _walk(content, f"{path}.{field.name}")
-
-
-def _message_problem(
-    message: Message,
-    path: str,
-    blob_references: BlobReferences,
-    is_known_blob: Callable[[str], bool] | None,
-) -> str | None:
-    full_name = message.DESCRIPTOR.full_name
-    for field, content in message.ListFields():
-        entry = field.message_type
-        if entry is not None and entry.GetOptions().map_entry:
+        if entry is None:
+            if _is_checked_scalar(field):
+                scalars.append(field)
+        elif entry.GetOptions().map_entry:
             value_field = entry.fields_by_name["value"]
-            values = list(content.values())
-            problem = _scalar_problem(value_field, values, f"{path}.{field.name}")
-        else:
+            value_type = value_field.message_type
+            if value_type is None:
+                if _is_checked_scalar(value_field):
+                    scalar_maps.append((field, value_field))
+            elif _needs_check(value_type) or value_type is descriptor:
+                child_maps.append(field)
+        elif _needs_check(entry) or entry is descriptor:
+            children.append(field)
+    plan = _Plan(
+        tuple(scalars),
+        tuple(scalar_maps),
+        tuple(children),
+        tuple(child_maps),
+        _REQUIRED_NAMES.get(descriptor.full_name, ()),
+        _FAILURE_ROUTES.get(descriptor.full_name),
+    )
+    _PLANS[descriptor.full_name] = plan
+    return plan
+
+
+class _Checker:
+    def __init__(
+        self, blob_references: BlobReferences, is_known_blob: Callable[[str], bool] | None
+    ) -> None:
+        self._blob_references = blob_references
+        self._is_known_blob = is_known_blob
+
+    def message(self, message: Message, path: str) -> str | None:
+        if isinstance(message, pb.Value):
+            return self._value(message, path)
+        plan = _plan(message.DESCRIPTOR)
+        for field in plan.scalars:
+            content = getattr(message, field.name)
             values = list(content) if field.is_repeated else [content]
             problem = _scalar_problem(field, values, f"{path}.{field.name}")
-        if problem is not None:
-            return problem
-    if isinstance(message, pb.Value):
-        return _value_problem(message, path, blob_references, is_known_blob)
-    for name in _REQUIRED_NAMES.get(full_name, ()):
-        if not getattr(message, name):
-            return f"{path}.{name} is empty"
-    route = _FAILURE_ROUTES.get(full_name)
-    if route is not None:
-        policy, step_type = route
-        if getattr(
-            message, policy
-        ) == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP and not getattr(
-            message, step_type
-        ):
-            return f"{path}.{step_type} is empty, but {path}.{policy} routes failures to that Step"
-    return None
+            if problem is not None:
+                return problem
+        for field, value_field in plan.scalar_maps:
+            values = list(getattr(message, field.name).values())
+            problem = _scalar_problem(value_field, values, f"{path}.{field.name}")
+            if problem is not None:
+                return problem
+        for name in plan.required:
+            if not getattr(message, name):
+                return f"{path}.{name} is empty"
+        if plan.route is not None:
+            policy, step_type = plan.route
+            if getattr(
+                message, policy
+            ) == pb.EXECUTE_METHOD_FAILURE_POLICY_PROCEED_TO_CONFIGURED_STEP and not getattr(
+                message, step_type
+            ):
+                return (
+                    f"{path}.{step_type} is empty, but {path}.{policy} routes failures to that Step"
+                )
+        return self._children(message, plan, path)
+
+    def _children(self, message: Message, plan: _Plan, path: str) -> str | None:
+        for field in plan.children:
+            if field.is_repeated:
+                for index, child in enumerate(getattr(message, field.name)):
+                    problem = self.message(child, f"{path}.{field.name}[{index}]")
+                    if problem is not None:
+                        return problem
+            elif message.HasField(field.name):
+                problem = self.message(getattr(message, field.name), f"{path}.{field.name}")
+                if problem is not None:
+                    return problem
+        for field in plan.child_maps:
+            for key, child in getattr(message, field.name).items():
+                problem = self.message(child, f"{path}.{field.name}[{key!r}]")
+                if problem is not None:
+                    return problem
+        return None
+
+    def _value(self, value: pb.Value, path: str) -> str | None:
+        kind = value.WhichOneof("kind")
+        if kind == "null_value" and value.null_value not in _NULL_VALUES:
+            return f"{path}.null_value is {value.null_value}, which is not a NullValue value"
+        if kind not in _REFERENCE_KINDS:
+            return None
+        blob_id = str(getattr(value, kind))
+        if self._blob_references is BlobReferences.REFUSED:
+            return (
+                f"{path} is a blob reference ({blob_id!r}); send the value itself (the engine "
+                "stores large values as blobs on its own)"
+            )
+        if self._is_known_blob is None or not self._is_known_blob(blob_id):
+            return f"{path} refers to blob {blob_id!r}, which the engine does not hold"
+        return None
 
 
 def _scalar_problem(field: FieldDescriptor, values: list[Any], path: str) -> str | None:
@@ -165,24 +261,4 @@ def _scalar_problem(field: FieldDescriptor, values: list[Any], path: str) -> str
             return f"{path} must be at most {MAX_SECONDS} seconds, got {value}"
         if field.name == "backoff_coefficient" and 0 < value < 1:
             return f"{path} must be at least 1 (or 0 for the default), got {value}"
-    return None
-
-
-def _value_problem(
-    value: pb.Value,
-    path: str,
-    blob_references: BlobReferences,
-    is_known_blob: Callable[[str], bool] | None,
-) -> str | None:
-    kind = value.WhichOneof("kind")
-    if kind not in _REFERENCE_KINDS:
-        return None
-    blob_id = str(getattr(value, kind))
-    if blob_references is BlobReferences.REFUSED:
-        return (
-            f"{path} is a blob reference ({blob_id!r}); send the value itself (the engine "
-            "stores large values as blobs on its own)"
-        )
-    if is_known_blob is None or not is_known_blob(blob_id):
-        return f"{path} refers to blob {blob_id!r}, which the engine does not hold"
     return None
