@@ -17,6 +17,7 @@ from agent_session_test_support import (
     assistant,
     final_answer_with_results,
     idle_after_turns,
+    read_events_until,
     request_tools,
     running_session_stack,
     tool_call,
@@ -86,6 +87,7 @@ async def test_callers_cannot_send_a_lone_surrogate(tmp_path: Path) -> None:
 
 def _fetch_then_answer(turn: AgentTurnContext) -> AgentTurnOutcome:
     if not turn.is_resuming:
+        turn.events.write_text_delta(f"looking up {LONE_SURROGATE}")
         return request_tools(turn, tool_call(turn, f"c-{turn.turn_id}", "fetch", {}))
     return final_answer_with_results(turn)
 
@@ -120,6 +122,9 @@ async def test_tool_and_model_output_is_stored_with_the_surrogate_replaced(
         await wait_for_agent_snapshot(sessions, "s", idle_after_turns(3))
         browser = await read_agent_event_stream_snapshot(stack.client, stack.flow, "s")
         assert b"caf\xef\xbf\xbde" in _utf8_json(browser.to_json())
+        # The live text event the model streamed was written with the surrogate replaced.
+        events = await read_events_until(stack, "s", lambda event: event.type == "text_delta")
+        assert events[-1].payload_json()["text"] == "looking up caf\ufffde"
 
 
 def _poisoned_answer(turn: AgentTurnContext) -> AgentTurnOutcome:

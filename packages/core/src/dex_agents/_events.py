@@ -23,6 +23,7 @@ from dex_agents._json_values import (
     dump_json_text,
     resolve_wire_value_annotations,
 )
+from dex_agents._text_validity import replace_unencodable_text
 from dex_agents._tool_policy import ToolEffect
 from dex_agents._values import (
     AgentInterrupt,
@@ -396,7 +397,8 @@ def event_payload_fields(payload: AgentEventPayload) -> dict[str, object]:
 def encode_event_payload(payload: Mapping[str, object]) -> str:
     """Return ``payload`` as compact JSON text with sorted keys.
 
-    StrEnums become their strings, datetimes ISO 8601 text, wire values their JSON objects.
+    StrEnums become their strings, datetimes ISO 8601 text, wire values their JSON objects; a lone
+    surrogate becomes U+FFFD.
 
     Raises:
         ConfigurationTypeError: When ``payload`` is not a mapping or holds a value JSON cannot represent
@@ -411,7 +413,8 @@ def encode_event_payload(payload: Mapping[str, object]) -> str:
             f"event payload must be a JSON object, got {type(payload).__name__}"
         )
     try:
-        return dump_json_text(_plain(payload))
+        # A lone surrogate from a model or a tool would make the Stream message unwritable.
+        return replace_unencodable_text(dump_json_text(_plain(payload)))
     except ValueError as error:
         raise ConfigurationTypeError(f"event payload is not valid JSON: {error}") from None
 
