@@ -64,6 +64,7 @@ class ReadSnapshot:
     """The plan needs the session's snapshot."""
 
 
+_RECHECK_POLL_SECONDS = 1.0
 _Request: TypeAlias = NextEvent | ReadSnapshot
 _Answer: TypeAlias = StreamMessage[AgentEvent] | AgentSnapshot | None
 TurnWaitPlan: TypeAlias = Generator[_Request, _Answer, TurnResult]
@@ -86,14 +87,19 @@ def turn_wait_plan(tracker: _TurnTracker, token: str, timeout: float) -> TurnWai
         TurnTimeoutError: Neither happened within ``timeout`` seconds.
     """
     deadline = time.monotonic() + timeout
+    # An interrupt whose event came before the snapshot showed it pending (the Step's commit not
+    # yet visible) is looked at again after a short poll, not after the usual one.
+    unconfirmed_interrupt = False
     while True:
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise TurnTimeoutError(tracker.session_id, tracker.turn_id, token, timeout)
-        poll = timedelta(seconds=math.ceil(min(remaining, STREAM_POLL_SECONDS)))
+        longest = _RECHECK_POLL_SECONDS if unconfirmed_interrupt else STREAM_POLL_SECONDS
+        poll = timedelta(seconds=math.ceil(min(remaining, longest)))
         message = yield NextEvent(token, poll, remaining)
         if message is None:
             # An idle long poll: the end event may have been dropped (Streams are best effort).
+            unconfirmed_interrupt = False
             snapshot = yield ReadSnapshot()
             assert isinstance(snapshot, AgentSnapshot)
             tracker.check_ended(snapshot)
@@ -107,8 +113,10 @@ def turn_wait_plan(tracker: _TurnTracker, token: str, timeout: float) -> TurnWai
             snapshot = yield ReadSnapshot()
             assert isinstance(snapshot, AgentSnapshot)
             if raised:
-                # Answered already (a later event says so) when it is no longer pending.
+                # Answered already (a later event says so), or not committed yet, when it is not
+                # pending in the snapshot.
                 tracker.check_waiting(snapshot)
+                unconfirmed_interrupt = not tracker.done
             if tracker.done:
                 return tracker.result(snapshot, token)
 
