@@ -23,7 +23,7 @@ from dex.dexpb import dex_pb2_grpc
 from dex_local_engine.field_checks import MAX_SECONDS, BlobReferences, field_problem
 from dex_local_engine.history_cli import run_history
 from engine_kernel_harness import EngineProcess, running_engine, sdk_client
-from raw_pull_worker import execute_result, raw_pull_worker
+from raw_pull_worker import complete, execute_result, raw_pull_worker
 
 WAIT = timedelta(seconds=60)
 
@@ -207,6 +207,28 @@ async def test_malformed_worker_results_fail_the_method_at_once_with_the_field_n
     answers["wrong-kind"] = (
         lambda task: [pb.PollWorkerTaskFrame(task_id=task.task_id, wait_for=wrong_kind)],
         "answered a InvokeExecuteMethodRequest task with a InvokeWaitForMethodOutput frame",
+    )
+
+    dangling = pb.Value(internal_blob_id_for_string_value="sha256-" + "0" * 64)
+    heartbeat = pb.InvokeExecuteMethodOutput(heartbeat=pb.StepMethodHeartbeat(value=dangling))
+    # Each bad frame is followed by a result: the engine drops it (the Step already failed), and
+    # it frees the raw Worker's only stream for the next task.
+    answers["bad-heartbeat"] = (
+        lambda task: [
+            pb.PollWorkerTaskFrame(task_id=task.task_id, execute=heartbeat),
+            *execute_result(task, pb.InvokeExecuteMethodResponse(step_decision=complete())),
+        ],
+        "malformed heartbeat frame: StepMethodHeartbeat.value refers to blob",
+    )
+    stream_write = pb.InvokeExecuteMethodOutput(
+        stream_write=pb.StepStreamWrite(stream_name="s", stream_capacity_bytes=-1)
+    )
+    answers["bad-stream-write"] = (
+        lambda task: [
+            pb.PollWorkerTaskFrame(task_id=task.task_id, execute=stream_write),
+            *execute_result(task, pb.InvokeExecuteMethodResponse(step_decision=complete())),
+        ],
+        "StepStreamWrite.stream_capacity_bytes must not be negative, got -1",
     )
 
     def answer(task: pb.PollWorkerTask) -> list[pb.PollWorkerTaskFrame] | None:

@@ -29,6 +29,7 @@ from dex_local_engine.dispatch import (
     UnknownTaskName,
     WorkerLost,
 )
+from dex_local_engine.field_checks import BlobReferences, field_problem
 from dex_local_engine.flow_state import FlowRun, StepExecution
 from dex_local_engine.heartbeat_window import HeartbeatWindow
 from dex_local_engine.result_checks import MALFORMED_RESULT_ERROR_TYPE
@@ -195,14 +196,18 @@ class TaskRunner:
             return AttemptFailure(frame, reached_worker=True)
         if not isinstance(frame, _FRAME_TYPES[type(request)]):
             given, wanted = type(frame).DESCRIPTOR.name, type(request).DESCRIPTOR.name
-            detail = f"the Worker answered a {wanted} task with a {given} frame"
-            error = pb.WorkerErrorResponse(detail=detail, error_type=MALFORMED_RESULT_ERROR_TYPE)
-            return AttemptFailure(error, reached_worker=True)
+            return _malformed(f"the Worker answered a {wanted} task with a {given} frame")
         if isinstance(frame, pb.InvokeWorkerRPCResponse):
             return frame
         kind = frame.WhichOneof("output")
         if kind == "result":
             return frame.result
+        if kind is not None:
+            # A heartbeat or Stream write is stored as it comes, so it is checked as it comes.
+            output = getattr(frame, kind)
+            problem = field_problem(output, BlobReferences.KNOWN, self._blobs.holds)
+            if problem is not None:
+                return _malformed(f"the Worker sent a malformed {kind} frame: {problem}")
         if kind == "heartbeat":
             if step is not None:
                 step.reached_worker = True
@@ -214,6 +219,12 @@ class TaskRunner:
         elif kind == "stream_write" and self._stream_writer is not None and step is not None:
             self._stream_writer(run, step.step_execution_id, frame.stream_write)
         return None
+
+
+def _malformed(detail: str) -> AttemptFailure:
+    """A Worker output the engine refuses: it fails the Step method at once."""
+    error = pb.WorkerErrorResponse(detail=detail, error_type=MALFORMED_RESULT_ERROR_TYPE)
+    return AttemptFailure(error, reached_worker=True)
 
 
 def _listening_address(run: FlowRun) -> str | None:
