@@ -37,6 +37,7 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents.exceptions.RunnerContractError": TypeError,
     "dex_agents.exceptions.ToolExecutionError": Exception,
     "dex_agents.exceptions.SessionFlowTypeError": RuntimeError,
+    "dex_agents.exceptions.ToolTaskPollerMissingError": LookupError,
     "dex_agents._deferred_tool_context.NoDeferredToolExecutionError": LookupError,
     "dex_agents._json_values.WireValueError": ValueError,
     "dex_agents._session.message_layout.MessageLayoutError": ValueError,

@@ -225,6 +225,18 @@ ROOT_API: dict[str, tuple[str, ...]] = {
 
 #: The frozen ``__all__`` of the public subpackages.
 SUBPACKAGE_API: dict[str, frozenset[str]] = {
+    "dex_agents.adapters": frozenset(
+        {
+            "UNKNOWN_TOOL_POLICY",
+            "AdapterRunner",
+            "ToolTaskPollerMissingError",
+            "check_tool_arguments",
+            "check_tool_task_pollers",
+            "invalid_arguments_error",
+            "tool_arguments_object",
+            "unknown_tool_error",
+        }
+    ),
     "dex_agents.stepwise": frozenset(
         {
             "DEFAULT_MAX_MODEL_CALLS_PER_TURN",

@@ -203,12 +203,12 @@ async def test_an_unknown_tool_and_invalid_arguments_are_failed_results_the_mode
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     outputs = [message.tool_output or "" for message in tool_messages(snapshot)]
-    assert outputs[0] == "Error: Tool 'refund_everything' not found."
-    assert outputs[1].startswith("Error: invalid arguments for tool lookup_order")
-    assert outputs[2].startswith("Error: invalid arguments for tool lookup_order: not JSON")
+    assert outputs[0] == "Error: unknown tool refund_everything"
+    assert outputs[1].startswith("Error: invalid arguments for lookup_order")
+    assert outputs[2] == "Error: invalid arguments for lookup_order: arguments are not valid JSON"
     assert outputs[3] == "order 7"
     assert runs == ["7"]  # only the valid call ran the tool
-    assert assistant_texts(snapshot)[-1].startswith("done: Error: Tool 'refund_everything'")
+    assert assistant_texts(snapshot)[-1].startswith("done: Error: unknown tool refund_everything")
 
 
 async def test_a_model_that_fails_mid_turn_fails_the_turn_with_its_note(tmp_path: Path) -> None:

@@ -56,6 +56,12 @@ from dex_agents import (
     estimate_text_tokens,
     select_turn_boundary_cutoff,
 )
+from dex_agents.adapters import (
+    UNKNOWN_TOOL_POLICY,
+    ToolTaskPollerMissingError,
+    tool_arguments_object,
+    unknown_tool_error,
+)
 
 from dex_agents_claude_agent_sdk._agent_tools import (
     AgentTool,
@@ -93,7 +99,7 @@ _LISTING_TIMEOUT_SECONDS: Final = 10.0
 # What the CLI adds to every request beside the stored messages: its own system prompt, the
 # environment note, and the request envelope.
 _CLI_INPUT_OVERHEAD_TOKENS: Final = 700
-_UNKNOWN_TOOL_POLICY: Final = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=False)
+_UNKNOWN_TOOL_POLICY: Final = UNKNOWN_TOOL_POLICY
 
 
 class ClaudeAgentSdkRunner:
@@ -209,15 +215,8 @@ class ClaudeAgentSdkRunner:
         name = call.tool_call.tool_name
         tool = self._functions.get(name)
         if tool is None or tool.function is None:
-            raise ToolExecutionError(f"unknown tool {name}")
-        try:
-            arguments = json.loads(call.tool_call.arguments or "{}")
-        except ValueError as error:
-            raise ToolExecutionError(
-                f"invalid arguments for {name}: arguments are not valid JSON"
-            ) from error
-        if not isinstance(arguments, dict):
-            raise ToolExecutionError(f"invalid arguments for {name}: arguments must be an object")
+            raise unknown_tool_error(name)
+        arguments = tool_arguments_object(name, call.tool_call.arguments)
         result = await run_function_tool(tool.function, arguments)
         if isinstance(result, ToolExecutionResult | ToolInputRequested | ToolTaskStarted):
             return result
@@ -243,8 +242,8 @@ class ClaudeAgentSdkRunner:
         """Poll a task that a source's tool started, through that source."""
         source, inner = self._source_of(poll.tool_call.tool_source_reference)
         if source is None:
-            raise ToolExecutionError(
-                f"{poll.tool_call.tool_name} started no task this runner polls"
+            raise ToolTaskPollerMissingError(
+                f"tool {poll.tool_call.tool_name} started no task this runner polls"
             )
         return await source.poll_tool_task(
             replace(poll, tool_call=replace(poll.tool_call, tool_source_reference=inner))

@@ -14,6 +14,9 @@ Every error keeps the built-in base a caller may already catch (``ValueError`` f
 - ``ToolExecutionError``: a tool failed in a way the model should see.
 - ``SessionFlowTypeError``: an ``AgentSessionClient`` was asked about a session of another Flow
   type; it is also a ``FlowNotActiveOrNotFoundError``, so such a session reads as not found.
+- ``ToolTaskPollerMissingError``: a call's task has no poller on this Worker; the session records
+  the call at once by its effect (``failed`` for a read, ``outcome_unknown`` for a write), the
+  same as for a runner that polls no tasks at all.
 
 Example:
     >>> from dex_agents import AgentSessionOptions
@@ -36,6 +39,7 @@ __all__ = [
     "RunnerContractError",
     "SessionFlowTypeError",
     "ToolExecutionError",
+    "ToolTaskPollerMissingError",
 ]
 
 
@@ -101,3 +105,19 @@ class SessionFlowTypeError(DexAgentsError, FlowNotActiveOrNotFoundError):
         )
         self.expected_flow_type = expected_flow_type
         self.actual_flow_type = actual_flow_type
+
+
+class ToolTaskPollerMissingError(DexAgentsError, LookupError):
+    """A tool call waits for a task that no poller on this Worker can poll.
+
+    Raised from ``poll_tool_task`` (``dex_agents.adapters.AdapterRunner`` raises it for every
+    runner). The session does not retry it: it records the call at once by its effect, ``failed``
+    for a ``read`` tool and ``outcome_unknown`` for a write (the task may have had its effect),
+    with ``MISSING_TOOL_TASK_POLLER`` and this message as the error.
+
+    Example:
+        >>> raise ToolTaskPollerMissingError("tool report has no task poller on this Worker")
+        Traceback (most recent call last):
+        ...
+        dex_agents.exceptions.ToolTaskPollerMissingError: tool report has no task poller on this Worker
+    """

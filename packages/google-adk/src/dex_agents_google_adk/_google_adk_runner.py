@@ -41,18 +41,21 @@ from dex_agents import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
-    ToolTaskCancellation,
-    ToolTaskPoll,
-    ToolTaskPollOutcome,
+    ToolTaskPoller,
     ToolTaskStarted,
     TurnCompleted,
     build_context_summary_prompt,
     build_plan_note,
     dump_json_text,
-    estimate_stored_input_tokens,
     estimate_text_tokens,
-    select_turn_boundary_cutoff,
     tool_effect_from_mcp_tool_annotations,
+)
+from dex_agents.adapters import (
+    UNKNOWN_TOOL_POLICY,
+    AdapterRunner,
+    check_tool_arguments,
+    tool_arguments_object,
+    unknown_tool_error,
 )
 from google.adk.agents import RunConfig
 from google.adk.agents.llm_agent import LlmAgent
@@ -94,7 +97,7 @@ from dex_agents_google_adk._tool_activation import (
     open_activation,
     plugin_errors_unwrapped,
 )
-from dex_agents_google_adk._tool_tasks import AdkTaskToolCanceller, task_tool
+from dex_agents_google_adk._tool_tasks import AdkTaskTool
 
 __all__ = ["DEFAULT_USER_ID", "GoogleAdkRunner", "ModelResolver"]
 
@@ -118,7 +121,7 @@ class _ActivationInput:
     stored_results: list[FrameworkMessage]
 
 
-class GoogleAdkRunner:
+class GoogleAdkRunner(AdapterRunner):
     """Runs a Google ADK ``LlmAgent`` (or an ``App`` around one) as a durable agent session.
 
     Every ``run_model_step`` makes exactly one model call through ADK's ``Runner``; every tool call
@@ -249,32 +252,30 @@ class GoogleAdkRunner:
             Exception: Whatever else the tool raises, handled by the call's effect.
         """
         record = call.tool_call
-        function_call = types.FunctionCall(
-            id=record.tool_call_id, name=record.tool_name, args=_call_arguments(record)
-        )
         activation = await self._open_tool_activation(call.flow_id)
+        tool = activation.tools.get(record.tool_name)
+        if tool is None:
+            raise unknown_tool_error(record.tool_name)
+        arguments = tool_arguments_object(record.tool_name, record.arguments)
+        # ADK hands the arguments to the function unchecked; check them as every runner does.
+        declaration = tool._get_declaration()
+        if declaration is not None:
+            check_tool_arguments(record.tool_name, arguments, declaration.parameters_json_schema)
+        function_call = types.FunctionCall(
+            id=record.tool_call_id, name=record.tool_name, args=arguments
+        )
         event = await activation.run_tool_call(
             function_call, _answered_confirmation(call), approved=record.requires_approval
         )
         return _tool_outcome(record, event, call.supports_tool_tasks)
 
-    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Polls a task through the tool that started it (its ``poll_tool_task`` method).
-
-        Raises:
-            LookupError: When the agent has no such tool, or the tool cannot poll.
-            Exception: Whatever the tool raises.
-        """
-        activation = await self._open_tool_activation(poll.flow_id)
-        tool = task_tool(activation.tools, poll.tool_call.tool_name)
-        return await tool.poll_tool_task(poll)
-
-    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        """Asks the tool that started a task to cancel it, when it can; best effort."""
-        activation = await self._open_tool_activation(cancellation.flow_id)
-        tool = activation.tools.get(cancellation.tool_call.tool_name)
-        if isinstance(tool, AdkTaskToolCanceller):
-            await tool.cancel_tool_task(cancellation)
+    async def find_tool_task_poller(
+        self, flow_id: str, tool_call: AgentToolCall
+    ) -> ToolTaskPoller | None:
+        """The tool that started the call's task, when it has a ``poll_tool_task`` method."""
+        activation = await self._open_tool_activation(flow_id)
+        tool = activation.tools.get(tool_call.tool_name)
+        return tool if isinstance(tool, AdkTaskTool) else None
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """The results of the turn's stored calls that have none yet, from their final records."""
@@ -284,24 +285,17 @@ class GoogleAdkRunner:
         responses = [recorded_function_response(turn.recorded_tool_call(c.id or "")) for c in calls]
         return event_messages(results_event(turn.turn_id, calls, responses), stable=True)
 
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
-        """The core's shared estimate of the stored messages, plus the instructions, the tool
-        declarations and the plan note this runner adds (instruction functions and toolsets are
-        not counted: reserve them with ``CompactionPolicy.reserved_input_tokens``)."""
+    def fixed_input_tokens(self, turn: AgentTurnContext) -> int:
+        """The instructions, the tool declarations and the plan note this runner adds
+        (instruction functions and toolsets are not counted: reserve them with
+        ``CompactionPolicy.reserved_input_tokens``)."""
         plan_note = build_plan_note(turn.plan, turn.interaction_mode) or ""
         built_ins = [tool._get_declaration() for tool in self._built_in_tools(turn)]
-        fixed = (
+        return (
             self._static_tokens()
             + estimate_text_tokens(plan_note)
             + sum(_declaration_tokens(declaration) for declaration in built_ins)
         )
-        return estimate_stored_input_tokens(turn, fixed_input_tokens=fixed)
-
-    def select_compaction_cutoff(
-        self, turn: AgentTurnContext, retained_token_budget: int
-    ) -> int | None:
-        """Cuts only between turns (the core's shared rule), so a call keeps its result."""
-        return select_turn_boundary_cutoff(turn, retained_token_budget)
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One call of the turn's ADK model with ``CONTEXT_SUMMARY_INSTRUCTIONS`` and no tools.
@@ -437,7 +431,7 @@ class GoogleAdkRunner:
             return turn.resolve_tool_policy(name, ToolEffect.READ)
         if tool is None:
             # The model named a tool it was not offered: its tool Step fails at once.
-            return ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=False)
+            return UNKNOWN_TOOL_POLICY
         policy = turn.resolve_tool_policy(name, self._framework_effect(tool))
         if deferred.requires_confirmation and name not in turn.tool_policies:
             # ADK's require_confirmation becomes the session's approval of the call.
@@ -538,20 +532,6 @@ def _read_run_state(run_state: str | None) -> int:
             f"framework run state {run_state[:80]!r} is not a GoogleAdkRunner run state"
         )
     return count
-
-
-def _call_arguments(record: AgentToolCall) -> dict[str, Any]:
-    try:
-        arguments = json.loads(record.arguments or "{}")
-    except ValueError as error:
-        raise ToolExecutionError(
-            f"the arguments of {record.tool_name} are not valid JSON: {error}"
-        ) from error
-    if not isinstance(arguments, dict):
-        raise ToolExecutionError(
-            f"the arguments of {record.tool_name} must be a JSON object, got {record.arguments}"
-        )
-    return arguments
 
 
 def _answered_confirmation(call: DeferredToolExecution) -> ToolConfirmation | None:

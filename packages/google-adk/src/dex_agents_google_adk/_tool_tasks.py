@@ -8,13 +8,10 @@ the tool polls it: the session's ``PollToolTask`` Steps call the tool's ``poll_t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from dex_agents import ToolTaskCancellation, ToolTaskPoll, ToolTaskPollOutcome
-from google.adk.tools.base_tool import BaseTool
 from typing_extensions import Protocol, runtime_checkable
 
-__all__ = ["AdkTaskTool", "AdkTaskToolCanceller", "task_tool"]
+__all__ = ["AdkTaskTool", "AdkTaskToolCanceller"]
 
 
 @runtime_checkable
@@ -43,21 +40,3 @@ class AdkTaskToolCanceller(Protocol):
     async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
         """Cancel the task best-effort; idempotent by ``task_id``."""
         ...
-
-
-def task_tool(tools: Mapping[str, BaseTool], name: str) -> AdkTaskTool:
-    """The agent's tool ``name`` as a task tool.
-
-    Raises:
-        LookupError: When the agent has no tool of that name on this Worker, or it cannot poll.
-    """
-    tool = tools.get(name)
-    if tool is None:
-        raise LookupError(
-            f"the agent has no tool {name} on this Worker, so its task cannot be polled"
-        )
-    if not isinstance(tool, AdkTaskTool):
-        raise LookupError(
-            f"tool {name} started a task but has no poll_tool_task method to poll it with"
-        )
-    return tool

@@ -8,6 +8,7 @@ from typing import TypeAlias
 from dex_agents import (
     BUILT_IN_TOOL_DEFINITIONS,
     CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     ConfigurationError,
@@ -21,17 +22,13 @@ from dex_agents import (
     InteractionMode,
     ResolvedToolPolicy,
     ToolEffect,
-    ToolTaskCancellation,
-    ToolTaskPoll,
     ToolTaskPoller,
-    ToolTaskPollOutcome,
     build_context_summary_prompt,
     build_plan_note,
     dump_json_text,
-    estimate_stored_input_tokens,
     estimate_text_tokens,
-    select_turn_boundary_cutoff,
 )
+from dex_agents.adapters import UNKNOWN_TOOL_POLICY, AdapterRunner, check_tool_task_pollers
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
@@ -56,7 +53,7 @@ SummaryModel: TypeAlias = BaseChatModel | Callable[[Mapping[str, object]], BaseC
 _DEFAULT_RECURSION_LIMIT = 25
 
 
-class LangGraphRunner:
+class LangGraphRunner(AdapterRunner):
     """Runs a compiled LangGraph graph as a durable Dex agent session, one model call per Step.
 
     Every ``RunModel`` runs the graph until its model node answered and stops it before its tool
@@ -107,18 +104,7 @@ class LangGraphRunner:
         recursion_limit: int = _DEFAULT_RECURSION_LIMIT,
     ) -> None:
         tools = inspect_graph(graph, messages_key=messages_key, tool_nodes=tool_nodes)
-        pollers = dict(tool_task_pollers or {})
-        for name, poller in pollers.items():
-            if name not in tools.tools:
-                raise ConfigurationError(
-                    f"tool_task_pollers names tool {name!r}, which no tool node of the graph "
-                    f"holds; its tools: {', '.join(sorted(tools.tools)) or '(none)'}"
-                )
-            if not callable(getattr(poller, "poll_tool_task", None)):
-                raise ConfigurationTypeError(
-                    f"the poller of tool {name!r} ({type(poller).__name__}) has no "
-                    "poll_tool_task method"
-                )
+        pollers = check_tool_task_pollers(tool_task_pollers, tools.tools)
         if isinstance(recursion_limit, bool) or not isinstance(recursion_limit, int):
             raise ConfigurationTypeError(f"recursion_limit must be an int, got {recursion_limit!r}")
         if recursion_limit < 1:
@@ -134,7 +120,7 @@ class LangGraphRunner:
             context=context,
             recursion_limit=recursion_limit,
         )
-        self._tool_step = ToolStepRunner(tools, messages_key, frozenset(pollers))
+        self._tool_step = ToolStepRunner(tools, messages_key)
 
     @property
     def graph(self) -> object:
@@ -176,36 +162,20 @@ class LangGraphRunner:
         """
         return await self._tool_step.execute(call)
 
-    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Poll a tool's task with the poller of that tool.
-
-        Raises:
-            LookupError: When the tool has no poller on this Worker.
-        """
-        poller = self._pollers.get(poll.tool_call.tool_name)
-        if poller is None:
-            raise LookupError(
-                f"tool {poll.tool_call.tool_name} has no task poller on this Worker; pass one in "
-                "LangGraphRunner(tool_task_pollers=...)"
-            )
-        return await poller.poll_tool_task(poll)
-
-    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        """Ask the tool's poller to cancel an abandoned task, when it can; best effort."""
-        cancel = getattr(
-            self._pollers.get(cancellation.tool_call.tool_name), "cancel_tool_task", None
-        )
-        if callable(cancel):
-            await cancel(cancellation)
+    async def find_tool_task_poller(
+        self, flow_id: str, tool_call: AgentToolCall
+    ) -> ToolTaskPoller | None:
+        """The poller given for the call's tool in ``tool_task_pollers``."""
+        return self._pollers.get(tool_call.tool_name)
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """``ToolMessage`` results of the stored calls that have none yet, from the final records."""
         return [framework_message(result) for result in recorded_results(turn)]
 
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
-        """The shared estimate of stored messages, plus the plan note, the pending results, and
-        the offered built-in tool definitions; the graph's own system prompt is not visible here,
-        so add it to ``CompactionPolicy.reserved_input_tokens``."""
+    def fixed_input_tokens(self, turn: AgentTurnContext) -> int:
+        """The plan note, the pending results, and the offered built-in tool definitions; the
+        graph's own system prompt is not visible here, so add it to
+        ``CompactionPolicy.reserved_input_tokens``."""
         fixed = sum(
             estimate_text_tokens(dump_json_text(definition.to_json()))
             for definition in BUILT_IN_TOOL_DEFINITIONS
@@ -219,13 +189,7 @@ class LangGraphRunner:
                 estimate_text_tokens(framework_message(result).framework_item)
                 for result in recorded_results(turn)
             )
-        return estimate_stored_input_tokens(turn, fixed_input_tokens=fixed)
-
-    def select_compaction_cutoff(
-        self, turn: AgentTurnContext, retained_token_budget: int
-    ) -> int | None:
-        """Cut only between turns (``select_turn_boundary_cutoff``), never inside the running one."""
-        return select_turn_boundary_cutoff(turn, retained_token_budget)
+        return fixed
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One call of the summary model with ``CONTEXT_SUMMARY_INSTRUCTIONS`` and the shared
@@ -285,5 +249,5 @@ class LangGraphRunner:
         if tool is None or not call.valid or turn.interaction_mode is InteractionMode.PLANNING:
             # It fails at once in its Step (unknown tool, arguments that are not JSON) or the
             # session rejects it (a planning turn): nothing to approve.
-            return ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=False)
+            return UNKNOWN_TOOL_POLICY
         return turn.resolve_tool_policy(call.tool_name, tool_framework_effect(tool))

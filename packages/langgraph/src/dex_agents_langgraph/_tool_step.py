@@ -20,12 +20,10 @@ failures the model sees; any other exception is a Step failure, which the call's
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Final
 
 from dex_agents import (
-    MISSING_TOOL_TASK_POLLER,
     DeferredToolExecution,
     DeferredToolOutcome,
     RunnerContractError,
@@ -35,9 +33,11 @@ from dex_agents import (
     ToolTaskStarted,
     dump_json_text,
 )
+from dex_agents.adapters import check_tool_arguments, tool_arguments_object, unknown_tool_error
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -49,33 +49,22 @@ from typing_extensions import TypedDict
 from dex_agents_langgraph._graph_tools import GraphTools
 from dex_agents_langgraph._tool_context import IDEMPOTENCY_KEY_CONFIG_KEY
 
-__all__ = ["ToolStepRunner", "invalid_arguments_error", "unknown_tool_error"]
+__all__ = ["ToolStepRunner"]
 
 _INTERRUPT_KEY: Final = "__interrupt__"
 _RECURSION_LIMIT: Final = 10
-
-
-def unknown_tool_error(tool_name: str) -> str:
-    """The failure of a call of a tool no tool node of the graph holds."""
-    return f"unknown tool {tool_name}"
-
-
-def invalid_arguments_error(tool_name: str, reason: str) -> str:
-    """The failure of a call whose arguments are not a JSON object."""
-    return f"invalid arguments for {tool_name}: {reason}"
 
 
 class ToolStepRunner:
     """Runs deferred tool calls through the graph's own tool nodes.
 
     Example:
-        >>> outcome = await ToolStepRunner(graph_tools, "messages", frozenset()).execute(call)
+        >>> outcome = await ToolStepRunner(graph_tools, "messages").execute(call)
     """
 
-    def __init__(self, tools: GraphTools, messages_key: str, task_tools: frozenset[str]) -> None:
+    def __init__(self, tools: GraphTools, messages_key: str) -> None:
         self._tools = tools
         self._messages_key = messages_key
-        self._task_tools = task_tools
         # The tool node reads the calling AI message from the graph's own messages key.
         fields = {messages_key: Annotated[list[AnyMessage], add_messages]}
         state = TypedDict("DexToolStepState", fields)  # type: ignore[misc]
@@ -89,15 +78,17 @@ class ToolStepRunner:
         Raises:
             ToolExecutionError: For an unknown tool, arguments that are not a JSON object, a
                 ``ToolMessage`` with ``status="error"``, or a ``ToolException``.
-            RunnerContractError: When an ``interrupt()`` value is not a question, or a tool
-                started a task the runner has no poller for.
+            RunnerContractError: When an ``interrupt()`` value is not a question.
             Exception: Whatever else the tool raises.
         """
         record = call.tool_call
         node = self._tools.node_of_tool.get(record.tool_name)
         if node is None:
-            raise ToolExecutionError(unknown_tool_error(record.tool_name))
-        arguments = _arguments(record.tool_name, record.arguments)
+            raise unknown_tool_error(record.tool_name)
+        arguments = tool_arguments_object(record.tool_name, record.arguments)
+        # The kit's words for arguments that break the schema, not ToolNode's own error text.
+        parameters = convert_to_openai_tool(self._tools.tools[record.tool_name])["function"]
+        check_tool_arguments(record.tool_name, arguments, parameters.get("parameters"))
         request = AIMessage(
             content="",
             tool_calls=[
@@ -151,12 +142,7 @@ class ToolStepRunner:
         if message.status == "error":
             raise ToolExecutionError(_content_text(message))
         if isinstance(message.artifact, ToolTaskStarted):
-            if tool_name not in self._task_tools:
-                raise RunnerContractError(
-                    f"{MISSING_TOOL_TASK_POLLER}: tool {tool_name} started task "
-                    f"{message.artifact.task_id}; pass a poller for it in "
-                    "LangGraphRunner(tool_task_pollers=...)"
-                )
+            # A task without a poller is recorded by the session's poll (AdapterRunner).
             return message.artifact
         return ToolExecutionResult(_content_text(message))
 
@@ -167,20 +153,6 @@ def _one_node_graph(state: type, name: str, node: ToolNode) -> Pregel[Any, Any, 
     builder.add_edge(START, name)
     builder.add_edge(name, END)
     return builder.compile(name=f"dex-tool-step-{name}")
-
-
-def _arguments(tool_name: str, arguments: str) -> dict[str, Any]:
-    try:
-        parsed = json.loads(arguments) if arguments.strip() else {}
-    except ValueError as error:
-        raise ToolExecutionError(
-            invalid_arguments_error(tool_name, "arguments are not valid JSON")
-        ) from error
-    if not isinstance(parsed, dict):
-        raise ToolExecutionError(
-            invalid_arguments_error(tool_name, "arguments must be a JSON object")
-        )
-    return parsed
 
 
 def _question(tool_name: str, value: object) -> ToolInputRequested:

@@ -19,6 +19,7 @@ from dex_agents import (
     ToolEffect,
     tool_effect_from_mcp_tool_annotations,
 )
+from dex_agents.adapters import UNKNOWN_TOOL_POLICY, unknown_tool_error
 
 from dex_agents_openai_agents._agent_graph import AgentGraph, agent_handoffs
 from dex_agents_openai_agents._call_reference import CallReference
@@ -83,9 +84,10 @@ async def defer_calls(
             reference = CallReference(agent.name, inline_output=result.inline_outputs[call_id])
             policy = _RECORD_ONLY_POLICY
         else:
-            error = result.inline_outputs.get(call_id) or f"Tool '{name}' not found."
+            # A tool the model made up: the kit's text, not the SDK's, as in every runner.
+            error = str(unknown_tool_error(name))
             reference = CallReference(agent.name, unknown_tool_error=error)
-            policy = _RECORD_ONLY_POLICY
+            policy = UNKNOWN_TOOL_POLICY
         deferred.append(DeferredToolCall(call_id, name, arguments, policy, reference.encode()))
     return deferred, next_agent
 

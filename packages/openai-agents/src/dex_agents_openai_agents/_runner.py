@@ -18,6 +18,7 @@ from agents import (
 from agents.run import DEFAULT_MAX_TURNS
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -32,16 +33,12 @@ from dex_agents import (
     ToolCallsRequested,
     ToolExecutionError,
     ToolExecutionResult,
-    ToolTaskCancellation,
-    ToolTaskPoll,
     ToolTaskPoller,
-    ToolTaskPollOutcome,
-    ToolTaskStarted,
     TurnCompleted,
     build_context_summary_prompt,
-    estimate_stored_input_tokens,
     select_turn_boundary_cutoff,
 )
+from dex_agents.adapters import AdapterRunner, check_tool_task_pollers, unknown_tool_error
 
 from dex_agents_openai_agents._agent_graph import AgentGraph, check_run_config
 from dex_agents_openai_agents._call_reference import CallReference
@@ -74,7 +71,7 @@ RunConfigFactory: TypeAlias = Callable[[Mapping[str, object]], RunConfig]
 """Builds the ``RunConfig`` of a turn from its session settings, such as its model."""
 
 
-class OpenAIAgentsRunner:
+class OpenAIAgentsRunner(AdapterRunner):
     """Runs an ``agents.Agent`` with the SDK's own ``Runner``, one model call per ``RunModel``.
 
     Each ``run_model_step`` rebuilds the SDK input from the stored Responses items and runs the
@@ -135,12 +132,7 @@ class OpenAIAgentsRunner:
             raise ConfigurationTypeError("context_factory must be callable or None")
         if max_turns is not None and (isinstance(max_turns, bool) or max_turns < 1):
             raise ConfigurationError(f"max_turns must be a positive int or None, got {max_turns!r}")
-        pollers = dict(tool_task_pollers or {})
-        for name, poller in pollers.items():
-            if not isinstance(poller, ToolTaskPoller):
-                raise ConfigurationTypeError(
-                    f"tool_task_pollers[{name!r}] has no poll_tool_task method"
-                )
+        pollers = check_tool_task_pollers(tool_task_pollers)
         self._run_config = run_config
         self._context_factory = context_factory
         self._hooks = hooks
@@ -232,7 +224,7 @@ class OpenAIAgentsRunner:
 
         Raises:
             ToolExecutionError: For an unknown tool, invalid arguments, a ``ToolExecutionError`` of
-                the tool, a tool guardrail that raised, or a task without a poller.
+                the tool, or a tool guardrail that raised.
             Exception: Whatever else the tool raises when its failure policy lets it.
         """
         record = call.tool_call
@@ -245,51 +237,28 @@ class OpenAIAgentsRunner:
         context = self._context(call.flow_id, call.turn_id)
         tool = await find_tool(agent, record.tool_name, context)
         if tool is None:
-            raise ToolExecutionError(f"unknown tool {record.tool_name} of agent {agent.name}")
-        outcome = await run_function_tool(
+            raise unknown_tool_error(record.tool_name)
+        return await run_function_tool(
             tool,
             agent,
             call,
             context=context,
             run_config=self._turn_run_config(call.flow_id, {}, resuming=True),
         )
-        if isinstance(outcome, ToolTaskStarted) and record.tool_name not in self._pollers:
-            raise ToolExecutionError(
-                f"tool {record.tool_name} started task {outcome.task_id}, but "
-                "OpenAIAgentsRunner(tool_task_pollers=...) has no poller for it"
-            )
-        return outcome
 
-    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Polls a task through the poller registered for the call's tool.
+    async def find_tool_task_poller(
+        self, flow_id: str, tool_call: AgentToolCall
+    ) -> ToolTaskPoller | None:
+        """The poller given for the call's tool in ``tool_task_pollers``."""
+        return self._pollers.get(tool_call.tool_name)
 
-        Raises:
-            LookupError: When no poller is registered for the tool.
-        """
-        poller = self._pollers.get(poll.tool_call.tool_name)
-        if poller is None:
-            raise LookupError(
-                f"no tool task poller for tool {poll.tool_call.tool_name}; register one in "
-                "OpenAIAgentsRunner(tool_task_pollers=...)"
-            )
-        return await poller.poll_tool_task(poll)
-
-    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        """Asks the tool's poller to cancel its task, when it can; best effort."""
-        cancel = getattr(
-            self._pollers.get(cancellation.tool_call.tool_name), "cancel_tool_task", None
-        )
-        if callable(cancel):
-            await cancel(cancellation)
-
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
-        """Counts the stored items with the shared rule, plus the active agent's text instructions,
-        tool and handoff definitions, the notes, and the results not stored yet."""
+    def fixed_input_tokens(self, turn: AgentTurnContext) -> int:
+        """The active agent's text instructions, tool and handoff definitions, the notes, and the
+        results not stored yet (the stored items count with the shared rule)."""
         transcript = read_transcript(turn.messages, turn.turn_id)
         run_state = TurnRunState.decode(turn.framework_run_state)
         agent = self._graph.agent(self._active_agent_name(run_state, transcript.active_agent))
-        fixed = fixed_input_tokens(agent, turn, pending_results(turn, transcript))
-        return estimate_stored_input_tokens(turn, fixed_input_tokens=fixed)
+        return fixed_input_tokens(agent, turn, pending_results(turn, transcript))
 
     def select_compaction_cutoff(
         self, turn: AgentTurnContext, retained_token_budget: int

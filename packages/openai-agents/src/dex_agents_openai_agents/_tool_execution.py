@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, Final
@@ -52,24 +51,17 @@ from dex_agents import (
     ToolInputRequested,
     ToolTaskStarted,
 )
+from dex_agents.adapters import invalid_arguments_error, tool_arguments_object
 from openai.types.responses import ResponseFunctionToolCall
 
 from dex_agents_openai_agents._stored_items import output_text
 
-__all__ = ["ToolStepOutcome", "invalid_arguments_error", "run_function_tool"]
+__all__ = ["ToolStepOutcome", "run_function_tool"]
 
 ToolStepOutcome = ToolExecutionResult | ToolInputRequested | ToolTaskStarted
 
 # The SDK's own message start for arguments that fail JSON parsing or the tool's schema.
 _SDK_INVALID_ARGUMENTS_PREFIX: Final = "Invalid JSON input for tool"
-
-
-def invalid_arguments_error(tool_name: str, detail: str) -> ToolExecutionError:
-    """The error of a call whose arguments the tool cannot take."""
-    return ToolExecutionError(
-        f"invalid arguments for tool {tool_name}: {detail}; call it again with arguments that "
-        "match its parameters"
-    )
 
 
 async def run_function_tool(
@@ -122,12 +114,7 @@ async def run_function_tool(
 
 
 def _check_arguments(tool_name: str, arguments: str) -> None:
-    try:
-        parsed = json.loads(arguments) if arguments else {}
-    except ValueError as error:
-        raise invalid_arguments_error(tool_name, f"not JSON ({error})") from error
-    if not isinstance(parsed, dict):
-        raise invalid_arguments_error(tool_name, "not a JSON object")
+    tool_arguments_object(tool_name, arguments)
 
 
 def _with_dex_failures(tool: FunctionTool) -> FunctionTool:

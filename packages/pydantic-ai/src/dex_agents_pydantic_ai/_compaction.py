@@ -17,7 +17,6 @@ from dex_agents import (
     ContextSummaryResult,
     build_context_summary_prompt,
     estimate_stored_input_tokens,
-    select_turn_boundary_cutoff,
 )
 from pydantic_ai.direct import model_request
 from pydantic_ai.messages import ModelRequest, UserPromptPart
@@ -27,17 +26,12 @@ from pydantic_ai.settings import ModelSettings
 from dex_agents_pydantic_ai._model_calls import agent_usage, model_call_metadata
 from dex_agents_pydantic_ai._runner_config import RunnerConfig
 
-__all__ = ["estimate_input_tokens", "select_compaction_cutoff", "summarize_context"]
+__all__ = ["estimate_input_tokens", "summarize_context"]
 
 
 def estimate_input_tokens(turn: AgentTurnContext, fixed_input_tokens: int) -> int:
     """The shared estimate of the next model input."""
     return estimate_stored_input_tokens(turn, fixed_input_tokens=fixed_input_tokens)
-
-
-def select_compaction_cutoff(turn: AgentTurnContext, retained_token_budget: int) -> int | None:
-    """The shared cut between turns: a turn's tool calls always stay with their results."""
-    return select_turn_boundary_cutoff(turn, retained_token_budget)
 
 
 async def summarize_context(

@@ -6,9 +6,9 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic
 
 from dex_agents import (
-    MISSING_TOOL_TASK_POLLER,
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     ContextSummaryRequest,
@@ -16,13 +16,9 @@ from dex_agents import (
     DeferredToolExecution,
     DeferredToolOutcome,
     FrameworkMessage,
-    ToolExecutionError,
-    ToolTaskCancellation,
-    ToolTaskPoll,
     ToolTaskPoller,
-    ToolTaskPollOutcome,
-    ToolTaskStarted,
 )
+from dex_agents.adapters import AdapterRunner
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.tools import AgentDepsT
@@ -38,7 +34,7 @@ from dex_agents_pydantic_ai._tool_step import run_tool_step
 __all__ = ["PydanticAIRunner", "pydantic_ai_session_flow"]
 
 
-class PydanticAIRunner(Generic[AgentDepsT]):
+class PydanticAIRunner(AdapterRunner, Generic[AgentDepsT]):
     """Runs a ``pydantic_ai.Agent`` in a durable agent session.
 
     Each ``RunModel`` Step drives the agent's graph (``agent.iter``) through exactly one
@@ -119,26 +115,13 @@ class PydanticAIRunner(Generic[AgentDepsT]):
             ToolExecutionError: For a failure the model should see.
             Exception: Whatever else the tool raises.
         """
-        outcome = await run_tool_step(self._config, call)
-        if isinstance(outcome, ToolTaskStarted) and self._tool_task_poller is None:
-            raise ToolExecutionError(MISSING_TOOL_TASK_POLLER)
-        return outcome
+        return await run_tool_step(self._config, call)
 
-    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Poll a tool's task with the ``tool_task_poller``.
-
-        Raises:
-            ToolExecutionError: Without a poller, or when the poller reports a failed task.
-        """
-        if self._tool_task_poller is None:
-            raise ToolExecutionError(MISSING_TOOL_TASK_POLLER)
-        return await self._tool_task_poller.poll_tool_task(poll)
-
-    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        """Cancel a task with the poller's ``cancel_tool_task``, when it has one; best effort."""
-        cancel = getattr(self._tool_task_poller, "cancel_tool_task", None)
-        if callable(cancel):
-            await cancel(cancellation)
+    async def find_tool_task_poller(
+        self, flow_id: str, tool_call: AgentToolCall
+    ) -> ToolTaskPoller | None:
+        """The ``tool_task_poller``, which polls the tasks of every tool."""
+        return self._tool_task_poller
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """The results of the turn's stored tool calls that have none stored yet, from records."""
@@ -164,12 +147,6 @@ class PydanticAIRunner(Generic[AgentDepsT]):
     def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """The stored messages plus this runner's last request's instructions and tools."""
         return _compaction.estimate_input_tokens(turn, self._observation.fixed_input_tokens)
-
-    def select_compaction_cutoff(
-        self, turn: AgentTurnContext, retained_token_budget: int
-    ) -> int | None:
-        """Cut only between turns (``select_turn_boundary_cutoff``)."""
-        return _compaction.select_compaction_cutoff(turn, retained_token_budget)
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One summary request to the turn's model, no tools."""

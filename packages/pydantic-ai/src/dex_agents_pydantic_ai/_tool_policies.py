@@ -19,6 +19,7 @@ from dex_agents import (
     ToolEffect,
     tool_effect_from_mcp_tool_annotations,
 )
+from dex_agents.adapters import UNKNOWN_TOOL_POLICY
 from pydantic_ai.tools import ToolDefinition
 
 __all__ = ["DEX_TOOL_METADATA_KEY", "dex_tool_metadata", "tool_call_policy"]
@@ -72,7 +73,7 @@ def tool_call_policy(
     if tool_name in turn.enabled_built_in_tools:
         return turn.resolve_tool_policy(tool_name, ToolEffect.READ)
     if tool_def is None:
-        return ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=False)
+        return UNKNOWN_TOOL_POLICY
     metadata = tool_def.metadata or {}
     own = metadata.get(DEX_TOOL_METADATA_KEY)
     own_policy: Mapping[str, object] = own if isinstance(own, Mapping) else {}

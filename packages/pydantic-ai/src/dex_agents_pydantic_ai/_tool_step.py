@@ -24,6 +24,7 @@ from dex_agents import (
     ToolInputRequested,
     ToolTaskStarted,
 )
+from dex_agents.adapters import invalid_arguments_error, unknown_tool_error
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.run import AgentRun
@@ -142,5 +143,12 @@ def _outcome(returned: ToolReturnPart) -> DeferredToolOutcome:
         if isinstance(content, ToolExecutionResult | ToolInputRequested | ToolTaskStarted):
             return content
         return ToolExecutionResult(returned.model_response_str())
-    # failed (ToolFailed), retried (ModelRetry, invalid arguments, unknown tool), denied.
-    raise ToolExecutionError(returned.model_response_str(wrap_if_error=False))
+    # failed (ToolFailed), retried (ModelRetry, invalid arguments, unknown tool), denied; the
+    # kit's texts for an unknown tool and invalid arguments, as in every runner.
+    cause = returned.retry.cause if returned.retry is not None else None
+    if cause in ("unknown_tool", "unavailable_tool"):
+        raise unknown_tool_error(returned.tool_name)
+    text = returned.model_response_str(wrap_if_error=False)
+    if cause == "validation_error":
+        raise invalid_arguments_error(returned.tool_name, text)
+    raise ToolExecutionError(text)

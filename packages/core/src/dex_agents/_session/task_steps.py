@@ -16,6 +16,7 @@ from dex import AsyncContext, StepDecision, Timer, Wait, dead_end, go_to_many
 
 from dex_agents._event_writer import AgentEventWriter
 from dex_agents._runner_contract import (
+    MISSING_TOOL_TASK_POLLER,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskCancellation,
@@ -33,9 +34,10 @@ from dex_agents._session.records import finish_tool_call, load_tool_call
 from dex_agents._session.step_base import SessionStep
 from dex_agents._session.tracing import tool_call_span
 from dex_agents._session.transitions import finalize_tool_call
+from dex_agents._tool_policy import tool_effect_rules
 from dex_agents._tracing.session_tracing import ToolCallSpan
 from dex_agents._values import AgentToolCall, AgentToolCallStatus, CancellationReason
-from dex_agents.exceptions import ToolExecutionError
+from dex_agents.exceptions import ToolExecutionError, ToolTaskPollerMissingError
 
 __all__ = ["CancelToolTask", "PollToolTask"]
 
@@ -45,7 +47,9 @@ class PollToolTask(SessionStep[str]):
 
     A zero Timer while ``task_answer_pending``: the answer to the task's question goes out at once
     as ``poll.pending_answer``. 3 attempts; failure route ``RecordToolFailure`` for read and
-    idempotent_write calls, ``RecordToolOutcomeUnknown`` otherwise. Takes no lock.
+    idempotent_write calls, ``RecordToolOutcomeUnknown`` otherwise. ``ToolExecutionError`` records
+    ``failed`` at once; ``ToolTaskPollerMissingError`` records the call at once by its effect.
+    Takes no lock.
     """
 
     async def wait_for(self, context: AsyncContext, input: str) -> Wait:  # type: ignore[override]
@@ -88,6 +92,11 @@ class PollToolTask(SessionStep[str]):
             failed = finalize_tool_call(record, AgentToolCallStatus.FAILED, error=str(error))
             finish_tool_call(context, events, failed)
             return dead_end()
+        except ToolTaskPollerMissingError as error:
+            # No retry finds a poller this Worker lacks: the same outcome as a runner that polls
+            # nothing, by effect, since the task may have had its effect.
+            finish_tool_call(context, events, _unpolled(record, str(error)))
+            return dead_end()
         return self._apply(context, events, record, outcome, span)
 
     def _apply(
@@ -117,6 +126,15 @@ class PollToolTask(SessionStep[str]):
         AGENT_TOOL_CALLS.set(context, updated.tool_call_id, updated)
         span.finished(updated)
         return go_to_many(self._runtime.movements.for_record(updated))
+
+
+def _unpolled(record: AgentToolCall, detail: str) -> AgentToolCall:
+    status = (
+        AgentToolCallStatus.OUTCOME_UNKNOWN
+        if tool_effect_rules(record.effect).is_outcome_unknown_after_failure
+        else AgentToolCallStatus.FAILED
+    )
+    return finalize_tool_call(record, status, error=f"{MISSING_TOOL_TASK_POLLER}: {detail}")
 
 
 class CancelToolTask(SessionStep[str]):

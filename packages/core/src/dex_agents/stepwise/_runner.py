@@ -38,7 +38,11 @@ from dex_agents._values import (
     InteractionMode,
     PlanStatus,
 )
-from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
+from dex_agents.exceptions import (
+    ConfigurationError,
+    ConfigurationTypeError,
+    ToolTaskPollerMissingError,
+)
 from dex_agents.stepwise._agent_definition import (
     AgentDefinition,
     InstructionContext,
@@ -246,12 +250,12 @@ class StepwiseAgentRunner:
         """Polls a task that a tool source's tool started, through that source.
 
         Raises:
-            LookupError: When no tool source of this agent built the call.
+            ToolTaskPollerMissingError: When no tool source of this agent built the call.
             Exception: Whatever the source raises.
         """
         source_call = self._source_call(poll.tool_call)
         if source_call is None:
-            raise LookupError(
+            raise ToolTaskPollerMissingError(
                 f"tool call {poll.tool_call.tool_call_id} of {poll.tool_call.tool_name} was not "
                 "built by a tool source, so it has no task to poll"
             )

@@ -1,0 +1,41 @@
+"""``dex_agents.adapters``: the kit for writing a runner for an agent framework (stable API).
+
+A runner turns one framework's agent into the runner contract (``AgentFrameworkRunner`` and the
+optional protocols). The kit holds what every runner does alike, so a runner holds only what is
+framework-specific and every runner records the same outcome for the same situation:
+
+- ``AdapterRunner``: the base class, with one tool-task router (``find_tool_task_poller``) and the
+  compaction defaults (``estimate_input_tokens``, ``select_compaction_cutoff``), and
+  ``check_tool_task_pollers`` for a runner that takes pollers by tool name;
+- the error policy: ``unknown_tool_error``, ``invalid_arguments_error``,
+  ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``.
+
+See "Writing an adapter" in the docs for the smallest runner that passes the shared suite.
+
+Example:
+    >>> from dex_agents.adapters import AdapterRunner, unknown_tool_error
+    >>> class EchoRunner(AdapterRunner):
+    ...     async def execute_deferred_tool_call(self, call):
+    ...         raise unknown_tool_error(call.tool_call.tool_name)
+"""
+
+from dex_agents.adapters._adapter_runner import AdapterRunner, check_tool_task_pollers
+from dex_agents.adapters._tool_outcomes import (
+    UNKNOWN_TOOL_POLICY,
+    check_tool_arguments,
+    invalid_arguments_error,
+    tool_arguments_object,
+    unknown_tool_error,
+)
+from dex_agents.exceptions import ToolTaskPollerMissingError
+
+__all__ = [
+    "UNKNOWN_TOOL_POLICY",
+    "AdapterRunner",
+    "ToolTaskPollerMissingError",
+    "check_tool_arguments",
+    "check_tool_task_pollers",
+    "invalid_arguments_error",
+    "tool_arguments_object",
+    "unknown_tool_error",
+]

@@ -1,0 +1,105 @@
+"""The same situation gets the same outcome under every runner (``dex_agents.adapters``).
+
+A tool the agent does not have, arguments that break the tool's schema, and a tool that raises
+``ToolExecutionError`` each fail the call at once: one tool Step attempt, no failure route, status
+``failed``, and a result the model sees that says why in the kit's words. A model that raises is
+retried by ``RunModel`` and then fails the turn with its error. How each framework wraps an error
+result for its model differs (see "Writing an adapter"); the words inside are the same.
+"""
+
+from __future__ import annotations
+
+from dex_agents import AgentToolCallStatus
+from dex_agents.testing.scenarios import (
+    BROKEN_TOOL_ERROR,
+    MODEL_FAILURE,
+    MODEL_INVOCATION,
+    ScenarioCall,
+    ScenarioCommand,
+    model_gate_name,
+)
+from scenario_support.harness import Scenario, assistant_texts, tool_messages
+
+#: Where a framework really cannot use the kit's words: (runner, call) -> what the model sees,
+#: and why. The table in "Writing an adapter" lists the same.
+_FRAMEWORK_WORDS: dict[tuple[str, str], str] = {
+    # The Claude Code CLI answers a tool it was not given itself, inside RunModel, before any
+    # runner code sees the call; the model reads the CLI's text. The record is still failed.
+    ("claude-agent-sdk", "no_such_tool"): "No such tool available: no_such_tool",
+}
+
+#: Each call the scripted model makes, and what the model must see for it.
+_CALLS: dict[str, tuple[ScenarioCall, str]] = {
+    "no_such_tool": (ScenarioCall("no_such_tool"), "unknown tool no_such_tool"),
+    "lookup": (
+        ScenarioCall("lookup", arguments={"gate": 5}),
+        "invalid arguments for lookup: ",
+    ),
+    "upsert": (
+        ScenarioCall("upsert", arguments={"nope": "x"}),
+        "invalid arguments for upsert: ",
+    ),
+    "broken": (ScenarioCall("broken"), BROKEN_TOOL_ERROR),
+}
+
+
+async def test_calls_that_cannot_run_fail_at_once_with_the_kit_s_words(
+    scenario: Scenario,
+) -> None:
+    await scenario.start(
+        "uniform", ScenarioCommand(calls=tuple(call for call, _ in _CALLS.values()))
+    )
+
+    snapshot = await scenario.wait_for_turn_end("uniform")
+
+    results = {message.tool_name: message.tool_output or "" for message in tool_messages(snapshot)}
+    assert set(results) == set(_CALLS)
+    for name, (_, words) in _CALLS.items():
+        words = _FRAMEWORK_WORDS.get((scenario.runner, name), words)
+        assert words in results[name], f"{name}: {results[name]!r}"
+    # Only the tool that exists and got valid arguments ran; none was retried.
+    assert scenario.log.count("broken") == 1
+    assert scenario.log.count("lookup") == 0 and scenario.log.count("upsert") == 0
+    history = await scenario.executed("uniform")
+    tool_steps = [e for e in history if e.step_type in ("CallTool", "CallSingleAttemptTool")]
+    # A whole-turn harness may run the reads inside RunModel; whatever runs a Step runs once.
+    assert all(entry.final_attempt == 1 for entry in tool_steps)
+    assert not {"RecordToolFailure", "RecordToolOutcomeUnknown"} & {e.step_type for e in history}
+    unknown = [e for e in tool_steps if e.step_type == "CallSingleAttemptTool"]
+    assert len(unknown) == 1  # the unknown tool: unclassified, nothing to approve
+    final = assistant_texts(snapshot)[-1]
+    assert final.startswith("done: ")
+    for name, (_, words) in _CALLS.items():
+        assert _FRAMEWORK_WORDS.get((scenario.runner, name), words) in final
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+
+
+async def test_every_failed_call_is_recorded_failed(scenario: Scenario) -> None:
+    gate = scenario.gate(model_gate_name(2))
+    await scenario.start(
+        "records",
+        ScenarioCommand(
+            calls=(ScenarioCall("no_such_tool"), ScenarioCall("broken")), gate_model_call=2
+        ),
+    )
+    await gate.wait_until_reached()
+
+    snapshot = await scenario.sessions.get_agent_snapshot("records")
+    gate.release()
+
+    assert {record.tool_name: record.status for record in snapshot.tool_calls} == {
+        "no_such_tool": AgentToolCallStatus.FAILED,
+        "broken": AgentToolCallStatus.FAILED,
+    }
+    await scenario.wait_for_turn_end("records")
+
+
+async def test_a_model_that_raises_fails_the_turn_with_its_error(scenario: Scenario) -> None:
+    await scenario.start("raising", ScenarioCommand(fail_after_tools=True))
+
+    snapshot = await scenario.wait_for_turn_end("raising")
+
+    assert snapshot.state is not None
+    assert MODEL_FAILURE in (snapshot.state.last_turn_error or "")
+    assert scenario.log.keys(MODEL_INVOCATION) == ["call-1"] * 3  # RunModel's three attempts
+    assert tool_messages(snapshot) == []
