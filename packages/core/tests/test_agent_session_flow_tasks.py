@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
@@ -19,6 +20,7 @@ from dex_agents import (
     MISSING_TOOL_TASK_POLLER,
     AgentSessionOptions,
     AgentSnapshot,
+    AgentToolCall,
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -32,9 +34,12 @@ from dex_agents import (
     ToolTaskCancellation,
     ToolTaskPending,
     ToolTaskPoll,
+    ToolTaskPoller,
     ToolTaskPollOutcome,
     ToolTaskStarted,
+    describe_tool_call_outcome,
 )
+from dex_agents.adapters import AdapterRunner
 from dex_agents.testing import read_step_history, wait_for_agent_snapshot
 
 OPTIONS = AgentSessionOptions(
@@ -160,6 +165,43 @@ async def test_a_task_whose_polls_keep_failing_is_recorded_by_its_effect(tmp_pat
         assert record.status is AgentToolCallStatus.OUTCOME_UNKNOWN
         assert len(runner.polls) == 3
         assert len(runner.tool_calls) == 1
+
+
+@dataclass
+class KitRunner(AdapterRunner, ScriptedRunner):
+    """A scripted runner on the adapter kit, with pollers by tool name (none here)."""
+
+    pollers: dict[str, ToolTaskPoller] = field(default_factory=dict)
+
+    async def find_tool_task_poller(
+        self, flow_id: str, tool_call: AgentToolCall
+    ) -> ToolTaskPoller | None:
+        return self.pollers.get(tool_call.tool_name)
+
+
+@pytest.mark.parametrize(
+    ("tool", "status"),
+    [("report", AgentToolCallStatus.FAILED), ("export", AgentToolCallStatus.OUTCOME_UNKNOWN)],
+)
+async def test_a_kit_runner_without_the_tool_s_poller_records_the_call_at_once_by_effect(
+    tmp_path: Path, tool: str, status: AgentToolCallStatus
+) -> None:
+    runner = KitRunner(_one_call("call-1", tool), {tool: _start})  # type: ignore[dict-item]
+    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+        await stack.sessions.start_session("s", tool)
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        (record,) = runner.model_calls[1].tool_calls.values()
+        assert record.status is status
+        assert record.error == (
+            f"tool {tool} started a task, but no task poller on this Worker polls it (KitRunner)"
+        )
+        assert runner.tool_calls[0].supports_tool_tasks  # the runner polls other tools' tasks
+        history = await read_step_history(stack.engine.server_address, "s")
+        polls = [e for e in history if e.step_type == "PollToolTask"]
+        # Recorded by the first poll: no retry, no failure route.
+        assert polls and {e.final_attempt for e in polls} == {1}
+        assert not any(e.step_type.startswith("RecordTool") for e in history)
+        assert snapshot.messages[-1].text == f"{tool}={describe_tool_call_outcome(record)}"
 
 
 @dataclass

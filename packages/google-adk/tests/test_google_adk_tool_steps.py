@@ -20,6 +20,7 @@ from dex_agents import (
     ToolTaskPoll,
     ToolTaskStarted,
 )
+from dex_agents.exceptions import ToolTaskPollerMissingError
 from dex_agents_google_adk import GoogleAdkRunner
 from fastapi.openapi.models import APIKey, APIKeyIn
 from google.adk.agents.llm_agent import LlmAgent
@@ -168,7 +169,7 @@ async def test_a_task_tool_and_what_a_tool_step_cannot_do() -> None:
         await runner.execute_deferred_tool_call(
             _execution("start_export", '{"table":"t"}', supports_tool_tasks=False)
         )
-    with pytest.raises(LookupError, match="no poll_tool_task"):
+    with pytest.raises(ToolTaskPollerMissingError, match="no task poller"):
         record = _execution("start_export", "{}").tool_call
         await runner.poll_tool_task(
             ToolTaskPoll("session-1", record, 1, AgentEventWriter.discarding())
@@ -179,7 +180,7 @@ async def test_a_task_tool_and_what_a_tool_step_cannot_do() -> None:
         await runner.execute_deferred_tool_call(_execution("read_mailbox", "{}"))
     with pytest.raises(ToolExecutionError, match="not valid JSON"):
         await runner.execute_deferred_tool_call(_execution("ship_order", "{not json"))
-    with pytest.raises(ToolExecutionError, match="JSON object"):
+    with pytest.raises(ToolExecutionError, match="must be an object"):
         await runner.execute_deferred_tool_call(_execution("ship_order", "[1]"))
 
 

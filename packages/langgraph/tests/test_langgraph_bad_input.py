@@ -107,7 +107,7 @@ async def test_unknown_tool_and_schema_breaking_arguments_are_failed_results(
     unknown, invalid = results
     assert unknown == "Error: unknown tool multiply"
     # The ToolNode's own validation message, which the model sees.
-    assert invalid.startswith("Error: Error invoking tool 'add'") and "a" in invalid
+    assert invalid.startswith("Error: invalid arguments for add: ") and "a" in invalid
 
 
 async def test_arguments_that_are_not_json_are_a_failed_result(tmp_path: Path) -> None:

@@ -345,3 +345,32 @@ async def test_the_key_function_refuses_outside_a_tool_step() -> None:
     # A plain Pydantic AI run, no session: the tool runs inline and has no tool Step.
     assert (await agent.run("peek")).output == "x"
     assert len(errors) == 1 and "no deferred tool call is running here" in str(errors[0])
+
+
+async def test_a_model_that_cannot_stream_runs_a_session_with_the_default_runner(
+    tmp_path: Path,
+) -> None:
+    # FunctionModel without stream_function, as a new user writes it; agent.run works with
+    # it, and so must a session with PydanticAIRunner's defaults (stream=True).
+    script = Script(
+        [ToolCallPart("lookup", {"order_id": "7"}, tool_call_id="c1")],
+        lambda results, info: f"order 7 is {results[0].content}",
+    )
+    agent: Agent[None, str] = Agent(FunctionModel(script))
+
+    @agent.tool_plain(metadata=dex_tool_metadata(ToolEffect.READ))
+    def lookup(order_id: str) -> str:
+        return "shipped"
+
+    assert (await agent.run("where is order 7?")).output == "order 7 is shipped"
+    script.seen.clear()
+    flow = AgentSessionFlow(PydanticAIRunner(agent), flow_type="PlainModelAgent")
+    async with served([flow], tmp_path) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("plain", "where is order 7?")
+        snapshot = await wait_for_turn(sessions, "plain")
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    answer = [m for m in snapshot.messages if m.role is MessageRole.ASSISTANT][-1]
+    assert answer.text == "order 7 is shipped"
+    assert len(script.seen) == 2  # one plain request per RunModel

@@ -113,11 +113,11 @@ class ToolTaskPollerMissingError(DexAgentsError, LookupError):
     Raised from ``poll_tool_task`` (``dex_agents.adapters.AdapterRunner`` raises it for every
     runner). The session does not retry it: it records the call at once by its effect, ``failed``
     for a ``read`` tool and ``outcome_unknown`` for a write (the task may have had its effect),
-    with ``MISSING_TOOL_TASK_POLLER`` and this message as the error.
+    with this message as the error.
 
     Example:
-        >>> raise ToolTaskPollerMissingError("tool report has no task poller on this Worker")
+        >>> raise ToolTaskPollerMissingError("no task poller on this Worker polls tool report")
         Traceback (most recent call last):
         ...
-        dex_agents.exceptions.ToolTaskPollerMissingError: tool report has no task poller on this Worker
+        dex_agents.exceptions.ToolTaskPollerMissingError: no task poller on this Worker polls tool report
     """

@@ -39,6 +39,9 @@ from pydantic_ai.messages import (
     ThinkingPart,
     ThinkingPartDelta,
 )
+from pydantic_ai.models import Model
+from pydantic_ai.models.function import FunctionModel
+from pydantic_ai.models.wrapper import WrapperModel
 from pydantic_ai.run import AgentRun
 from pydantic_ai.tools import ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, ExternalToolset
@@ -161,8 +164,11 @@ async def _drive(
 async def _request(
     config: RunnerConfig[Any], run: AgentRun[Any, Any], node: Any, turn: AgentTurnContext
 ) -> Any:
-    """Run the model request node, writing its text as it streams; the next node."""
-    if not config.stream:
+    """Run the model request node, writing its text as it streams; the next node.
+
+    A model that cannot stream (``FunctionModel`` without ``stream_function``, a model without
+    ``request_stream``) gets a plain request, as ``agent.run`` would make."""
+    if not config.stream or not model_streams(run.ctx.deps.model):
         next_node = await run.next(node)
         if Agent.is_call_tools_node(next_node) and next_node.model_response.text:
             turn.events.write_text_delta(next_node.model_response.text)
@@ -171,6 +177,21 @@ async def _request(
         async for event in events:
             _write_event(turn, event)
     return await run.next(node)
+
+
+def model_streams(model: object) -> bool:
+    """Whether ``model`` can answer a streamed request (wrappers such as instrumentation are
+    looked through).
+
+    Example:
+        >>> model_streams(FunctionModel(lambda messages, info: reply))
+        False
+    """
+    while isinstance(model, WrapperModel):
+        model = model.wrapped
+    if isinstance(model, FunctionModel):
+        return model.stream_function is not None
+    return isinstance(model, Model) and type(model).request_stream is not Model.request_stream
 
 
 def _write_event(turn: AgentTurnContext, event: object) -> None:

@@ -54,9 +54,10 @@ class PydanticAIRunner(AdapterRunner, Generic[AgentDepsT]):
             Without it ``deps`` is ``None``.
         usage_limits: Pydantic AI's ``UsageLimits``, counted over the whole turn (the run state
             carries the turn's ``RunUsage``); Pydantic AI's default allows 50 requests.
-        stream: Stream each model response into ``text_delta``/``reasoning_delta`` events (the
-            model must support streamed requests, as ``FunctionModel`` with a ``stream_function``
-            does); ``False`` writes the response's text once it arrived.
+        stream: Stream each model response into ``text_delta``/``reasoning_delta`` events when
+            the model can stream; a model that cannot (``FunctionModel`` without a
+            ``stream_function``) gets a plain request, as with ``False``, which writes the
+            response's text once it arrived.
         tool_task_poller: Polls the remote work a tool started by returning ``ToolTaskStarted``;
             its ``cancel_tool_task``, if any, cancels it.
         summary_max_output_tokens: ``max_tokens`` of a summary call, kept free of the prompt.

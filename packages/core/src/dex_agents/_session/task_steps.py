@@ -16,7 +16,6 @@ from dex import AsyncContext, StepDecision, Timer, Wait, dead_end, go_to_many
 
 from dex_agents._event_writer import AgentEventWriter
 from dex_agents._runner_contract import (
-    MISSING_TOOL_TASK_POLLER,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskCancellation,
@@ -134,7 +133,7 @@ def _unpolled(record: AgentToolCall, detail: str) -> AgentToolCall:
         if tool_effect_rules(record.effect).is_outcome_unknown_after_failure
         else AgentToolCallStatus.FAILED
     )
-    return finalize_tool_call(record, status, error=f"{MISSING_TOOL_TASK_POLLER}: {detail}")
+    return finalize_tool_call(record, status, error=detail)
 
 
 class CancelToolTask(SessionStep[str]):

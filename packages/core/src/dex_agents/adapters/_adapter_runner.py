@@ -35,8 +35,10 @@ def check_tool_task_pollers(
         ConfigurationError: When ``tool_names`` is given and a poller names another tool.
 
     Example:
-        >>> check_tool_task_pollers({"report": report_poller}, {"report", "lookup"})
-        {'report': <ReportPoller>}
+        >>> check_tool_task_pollers({"report": object()})
+        Traceback (most recent call last):
+        ...
+        dex_agents.exceptions.ConfigurationTypeError: tool_task_pollers['report'] (object) has no poll_tool_task method
     """
     checked: dict[str, ToolTaskPoller] = {}
     for name, poller in (pollers or {}).items():
@@ -97,8 +99,8 @@ class AdapterRunner:
         poller = await self.find_tool_task_poller(poll.flow_id, poll.tool_call)
         if poller is None:
             raise ToolTaskPollerMissingError(
-                f"tool {poll.tool_call.tool_name} has no task poller on this Worker "
-                f"({type(self).__name__})"
+                f"tool {poll.tool_call.tool_name} started a task, but no task poller on this "
+                f"Worker polls it ({type(self).__name__})"
             )
         return await poller.poll_tool_task(poll)
 

@@ -95,7 +95,7 @@ def check_tool_arguments(
         >>> check_tool_arguments("lookup", {"gate": 5}, schema)
         Traceback (most recent call last):
         ...
-        dex_agents.exceptions.ToolExecutionError: invalid arguments for lookup: argument gate must be a string, got integer
+        dex_agents.exceptions.ToolExecutionError: invalid arguments for lookup: argument gate must be of type string, got integer
     """
     if json_schema is None:
         return
