@@ -19,7 +19,7 @@ from dex_agents import (
     TurnResult,
     TurnStatus,
 )
-from dex_agents._session.turn_results import _TurnTracker
+from dex_agents._session.turn_results import TurnTracker
 from dex_agents._session.turn_waits import NextEvent, ReadSnapshot, turn_wait_plan
 
 _NOW = datetime(2026, 12, 6, tzinfo=UTC)
@@ -46,7 +46,7 @@ _RAISED = (
 
 
 def test_an_interrupt_not_yet_visible_is_looked_at_again_after_a_short_poll() -> None:
-    plan = turn_wait_plan(_TurnTracker("s1"), "", timeout=60)
+    plan = turn_wait_plan(TurnTracker("s1"), "", timeout=60)
     first = next(plan)
     assert isinstance(first, NextEvent) and first.poll == timedelta(seconds=10)
     assert isinstance(plan.send(_message(1, "turn_started", '{"sequence":1}')), NextEvent)
@@ -64,7 +64,7 @@ def test_an_interrupt_not_yet_visible_is_looked_at_again_after_a_short_poll() ->
 
 
 def test_an_end_the_stream_dropped_is_found_in_the_snapshot() -> None:
-    plan = turn_wait_plan(_TurnTracker("s1", "turn-1"), "t0", timeout=60)
+    plan = turn_wait_plan(TurnTracker("s1", "turn-1"), "t0", timeout=60)
     next(plan)
     assert isinstance(plan.send(None), ReadSnapshot)
     failed = AgentSnapshot(

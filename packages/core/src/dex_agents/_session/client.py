@@ -32,7 +32,7 @@ from dex_agents._session.turn_results import (
     DEFAULT_TURN_TIMEOUT_SECONDS,
     STREAM_POLL_SECONDS,
     TurnResult,
-    _TurnTracker,
+    TurnTracker,
 )
 from dex_agents._session.turn_waits import (
     NextEvent,
@@ -513,7 +513,7 @@ class AgentSessionClient:
             accepted = True
         if not accepted:
             raise ConfigurationError(f"session {session_id} refused the message")
-        tracker = _TurnTracker(session_id, wait_for_start=True)
+        tracker = TurnTracker(session_id, wait_for_start=True)
         return await self._follow(tracker, token, timeout)
 
     async def wait_for_turn(
@@ -542,7 +542,7 @@ class AgentSessionClient:
         tracker, token = tracker_after(session_id, after, turn_id)
         return await self._follow(tracker, token, timeout)
 
-    async def _follow(self, tracker: _TurnTracker, token: str, timeout: float) -> TurnResult:
+    async def _follow(self, tracker: TurnTracker, token: str, timeout: float) -> TurnResult:
         session_id = tracker.session_id
         return await run_plan_async(
             turn_wait_plan(tracker, token, timeout),
@@ -633,7 +633,7 @@ def refuses_reply_text(text: str | None) -> bool:
 
 def tracker_after(
     session_id: str, after: str | TurnResult, turn_id: str | None
-) -> tuple[_TurnTracker, str]:
+) -> tuple[TurnTracker, str]:
     """The tracker and token ``wait_for_turn`` starts from.
 
     Raises:
@@ -644,8 +644,8 @@ def tracker_after(
             raise ConfigurationError(
                 f"the result is of session {after.session_id}, not of {session_id}"
             )
-        return _TurnTracker.continuing(after), after.resume_token
-    return _TurnTracker(session_id, turn_id), after
+        return TurnTracker.continuing(after), after.resume_token
+    return TurnTracker(session_id, turn_id), after
 
 
 async def _retry_lock_conflicts(call: Callable[[], Awaitable[_ResultT]]) -> _ResultT:

@@ -32,7 +32,7 @@ from dex_agents._session.turn_results import (
     DEFAULT_TURN_TIMEOUT_SECONDS,
     STREAM_POLL_SECONDS,
     TurnResult,
-    _TurnTracker,
+    TurnTracker,
 )
 from dex_agents._session.turn_waits import (
     NextEvent,
@@ -274,7 +274,7 @@ class SyncAgentSessionClient:
             accepted = True
         if not accepted:
             raise ConfigurationError(f"session {session_id} refused the message")
-        return self._follow(_TurnTracker(session_id, wait_for_start=True), token, timeout)
+        return self._follow(TurnTracker(session_id, wait_for_start=True), token, timeout)
 
     def wait_for_turn(
         self,
@@ -296,7 +296,7 @@ class SyncAgentSessionClient:
         tracker, token = _async_client.tracker_after(session_id, after, turn_id)
         return self._follow(tracker, token, timeout)
 
-    def _follow(self, tracker: _TurnTracker, token: str, timeout: float) -> TurnResult:
+    def _follow(self, tracker: TurnTracker, token: str, timeout: float) -> TurnResult:
         session_id = tracker.session_id
         return run_plan_sync(
             turn_wait_plan(tracker, token, timeout),

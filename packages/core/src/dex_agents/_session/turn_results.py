@@ -2,7 +2,7 @@
 
 ``AgentSessionClient.run_turn`` and ``wait_for_turn`` follow the session's event Stream from a
 resume token and stop at the turn's end or at its first pending approval or question. The
-:class:`_TurnTracker` here is the pure part of that: it is fed the events one by one, says when
+:class:`TurnTracker` here is the pure part of that: it is fed the events one by one, says when
 to look at the snapshot, and builds the result from the events and one final snapshot. The async
 and the synchronous client both drive it, so the two never disagree.
 """
@@ -25,10 +25,12 @@ from dex_agents.exceptions import DexAgentsError
 
 __all__ = [
     "DEFAULT_TURN_TIMEOUT_SECONDS",
+    "STREAM_POLL_SECONDS",
     "TurnResult",
     "TurnStatus",
     "TurnTimeoutError",
     "TurnToolCall",
+    "TurnTracker",
 ]
 
 DEFAULT_TURN_TIMEOUT_SECONDS: Final = 300.0
@@ -150,7 +152,7 @@ class _CallSeen:
 
 
 @dataclass
-class _TurnTracker:
+class TurnTracker:
     """Follows one turn's events; the driver reads a snapshot when ``needs_snapshot`` says so.
 
     ``wait_for_start`` ignores everything before the next ``turn_started`` (a message sent while
@@ -165,7 +167,7 @@ class _TurnTracker:
     calls: dict[str, _CallSeen] = field(default_factory=dict)
 
     @classmethod
-    def continuing(cls, result: TurnResult) -> _TurnTracker:
+    def continuing(cls, result: TurnResult) -> TurnTracker:
         """A tracker that keeps following ``result``'s turn with the calls it already saw."""
         tracker = cls(result.session_id, result.turn_id)
         for call in result.tool_calls:

@@ -24,7 +24,7 @@ from dex_agents._session.turn_results import (
     STREAM_POLL_SECONDS,
     TurnResult,
     TurnTimeoutError,
-    _TurnTracker,
+    TurnTracker,
 )
 from dex_agents._values import AgentSnapshot
 from dex_agents.exceptions import ConfigurationError, DexAgentsError
@@ -80,7 +80,7 @@ def check_timeout(timeout: float) -> None:
         raise ConfigurationError(f"timeout must be a positive number of seconds, got {timeout!r}")
 
 
-def turn_wait_plan(tracker: _TurnTracker, token: str, timeout: float) -> TurnWaitPlan:
+def turn_wait_plan(tracker: TurnTracker, token: str, timeout: float) -> TurnWaitPlan:
     """Follow ``tracker``'s turn from ``token`` until it ends, waits for a person, or times out.
 
     Raises:
