@@ -2,7 +2,10 @@
 
 Every request opens a new connection: a new process for a stdio server, a new HTTP connection for
 a Streamable HTTP server. The SDK's ``mode="auto"`` probes ``server/discover`` (MCP 2026-07-28,
-no protocol session) and falls back to the ``initialize`` handshake for older servers. The
+no protocol session) and falls back to the ``initialize`` handshake for older servers, such as
+those of the 2025-11-25 specification; a server that answered the handshake is remembered for the
+life of the Worker process, so its later connections skip the probe (one round trip fewer, and no
+failed ``server/discover`` request in every trace). The
 connection declares the tasks extension (``io.modelcontextprotocol/tasks``) on every request,
 so a server may answer ``tools/call`` with a task handle; the ``tasks/*`` requests are sent here.
 """
@@ -154,8 +157,29 @@ def _tls_context() -> ssl.SSLContext:
     return httpx2.create_ssl_context()
 
 
+_HANDSHAKE_SERVERS: set[tuple[str, str]] = set()
+"""Servers (by ``_server_key``) that answered the ``initialize`` handshake in this process."""
+
+
+def _server_key(server: McpServerConfig) -> tuple[str, str]:
+    if isinstance(server, McpStdioServerConfig):
+        return server.name, " ".join([server.command, *server.args])
+    return server.name, server.url
+
+
+def _connect_mode(server: McpServerConfig) -> Literal["auto", "legacy"]:
+    """``legacy`` for a server known to speak only the handshake, else ``auto`` (probe first)."""
+    return "legacy" if _server_key(server) in _HANDSHAKE_SERVERS else "auto"
+
+
+def _remember_protocol(server: McpServerConfig, client: Client) -> None:
+    if client.session.initialize_result is not None:
+        _HANDSHAKE_SERVERS.add(_server_key(server))
+
+
 def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
     extensions = [_TasksExtension()]
+    mode = _connect_mode(server)
     read_timeout = server.connection_timeout.total_seconds()
     if isinstance(server, McpStdioServerConfig):
         parameters = StdioServerParameters(
@@ -166,7 +190,7 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
         )
         return Client(
             parameters,
-            mode="auto",
+            mode=mode,
             cache=None,
             extensions=extensions,
             read_timeout_seconds=read_timeout,
@@ -182,7 +206,7 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
     stack.push_async_callback(http_client.aclose)
     return Client(
         streamable_http_client(server.url, http_client=http_client),
-        mode="auto",
+        mode=mode,
         cache=None,
         extensions=extensions,
         read_timeout_seconds=read_timeout,
@@ -205,6 +229,7 @@ async def open_connection(server: McpServerConfig) -> AsyncIterator[McpConnectio
             client = _sdk_client(server, stack)
             async with asyncio.timeout(server.connection_timeout.total_seconds()):
                 await stack.enter_async_context(client)
+            _remember_protocol(server, client)
         except Exception as error:
             await _close_quietly(stack)
             failures.append(f"attempt {attempt}: {describe_error(error)}")

@@ -1,0 +1,59 @@
+"""McpToolSource against ``@modelcontextprotocol/server-everything`` from npm, a server of the
+2025-11-25 specification nobody here wrote (``.ci/run`` installs the pinned version and sets
+``DEX_AGENTS_SERVER_EVERYTHING``; without it these tests skip and say why)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
+
+from dex_agents.mcp import McpStdioServerConfig, McpToolSource
+from dex_agents.mcp._connection import _connect_mode
+from mcp_test_support.servers import stdio_config
+
+SERVER_EVERYTHING_ENV = "DEX_AGENTS_SERVER_EVERYTHING"
+"""The ``mcp-server-everything`` executable (``.ci/run`` installs it with npm)."""
+
+_EXECUTABLE = os.environ.get(SERVER_EVERYTHING_ENV) or shutil.which("mcp-server-everything")
+
+_needs_server_everything = pytest.mark.skipif(
+    _EXECUTABLE is None or not Path(_EXECUTABLE).exists(),
+    reason=f"mcp-server-everything is not installed: set {SERVER_EVERYTHING_ENV} "
+    "(.ci/run installs @modelcontextprotocol/server-everything with npm)",
+)
+
+
+def _config() -> McpStdioServerConfig:
+    assert _EXECUTABLE is not None
+    return McpStdioServerConfig(name="everything", command=_EXECUTABLE, args=["stdio"])
+
+
+@_needs_server_everything
+async def test_a_2025_11_25_server_over_stdio_is_probed_once_then_spoken_to_directly() -> None:
+    """The first connection probes ``server/discover`` and falls back to the handshake; the
+    Worker process then remembers the server, so every later connection (a new process per
+    request on stdio) starts with the handshake: one round trip fewer and no failed probe."""
+    source = McpToolSource([_config()])
+    tools = {tool.name: tool for tool in await source.list_tools()}
+    assert "everything__echo" in tools
+    assert _connect_mode(_config()) == "legacy"
+    first = await source.call_tool(
+        "everything__echo", {"message": "hello"}, idempotency_key="s/turn-1/c1"
+    )
+    second = await source.call_tool(
+        "everything__echo", {"message": "again"}, idempotency_key="s/turn-1/c2"
+    )
+    assert "hello" in first and "again" in second
+
+
+async def test_a_server_that_answers_the_probe_keeps_being_probed(tmp_path: Path) -> None:
+    """The test server speaks the newest protocol: it answers ``server/discover``, so nothing is
+    remembered and its connections keep the probe."""
+    config = stdio_config(tmp_path)
+    assert await McpToolSource([config]).list_tools()
+    assert _connect_mode(config) == "auto"
