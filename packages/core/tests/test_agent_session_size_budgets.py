@@ -216,3 +216,44 @@ async def test_a_message_stored_before_the_budgets_still_reads(
         page = await stack.sessions.list_agent_messages("s", after_sequence=3)
         assert [message.sequence for message in page.messages] == [4]
         await _still_works(stack, "s", 3)
+
+
+def _many_fetches_and_a_refund(turn: AgentTurnContext) -> AgentTurnOutcome:
+    if not turn.is_resuming:
+        calls = [tool_call(turn, f"f{index}", "fetch", {}) for index in range(16)]
+        return request_tools(turn, *calls, tool_call(turn, "r1", "refund", {}))
+    return TurnCompleted((assistant("done"),), AgentUsage())
+
+
+async def _fetch_large(call: DeferredToolExecution) -> ToolExecutionResult:
+    return ToolExecutionResult("q" * 250_000)  # within MAX_TOOL_RESULT_BYTES each
+
+
+async def test_the_snapshot_of_a_turn_with_many_large_tool_results_fits(tmp_path: Path) -> None:
+    runner = ScriptedRunner(_many_fetches_and_a_refund, {"fetch": _fetch_large})
+    options = AgentSessionOptions(
+        tool_policies={
+            "fetch": ToolPolicy(ToolEffect.READ),
+            "refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=True),
+        }
+    )
+
+    def fetched_and_waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        done = [r for r in snapshot.tool_calls if r.status is AgentToolCallStatus.SUCCEEDED]
+        return snapshot if snapshot.pending_interrupts and len(done) == 16 else None
+
+    async with running_session_stack(tmp_path, runner, options) as stack:
+        await stack.sessions.start_session("s", "fetch everything, then refund")
+        # 16 results of 250 KB are 4 MB: the snapshot cuts each call's output to fit.
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", fetched_and_waiting)
+        assert encoded_json_size(snapshot) <= MAX_RPC_OUTPUT_BYTES
+        outputs = [r.output or "" for r in snapshot.tool_calls if r.tool_name == "fetch"]
+        assert all(o.startswith("qqq") and o.endswith(CUT_TEXT_MARKER) for o in outputs)
+        # The stored records keep their whole output: the approval still works end to end.
+        assert await stack.sessions.resolve_interrupt("s", "r1", approved=False)
+        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        assert all(
+            len(record.output or "") == 250_000
+            for record in runner.model_calls[-1].tool_calls.values()
+            if record.tool_name == "fetch"
+        )

@@ -29,6 +29,7 @@ from dex_agents._worker_command import (
     WorkerOptions,
     run_worker,
 )
+from dex_agents.exceptions import ConfigurationError
 
 __all__ = ["main"]
 
@@ -268,7 +269,9 @@ def _demo_api(option: str | None, api_base: str | None) -> DemoModelApi | None:
         return DemoModelApi(chosen)
     except ValueError:
         allowed = " or ".join(api.value for api in DemoModelApi)
-        raise ValueError(f"{LITELLM_API_ENV}={chosen!r} is not an API; use {allowed}") from None
+        raise ConfigurationError(
+            f"{LITELLM_API_ENV}={chosen!r} is not an API; use {allowed}"
+        ) from None
 
 
 def _configure_logging(*, verbose: bool) -> None:

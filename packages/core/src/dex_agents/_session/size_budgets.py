@@ -37,6 +37,7 @@ from dex_agents._values import (
     AgentMessage,
     AgentMessagesPage,
     AgentSnapshot,
+    AgentToolCall,
     FrameworkMessage,
 )
 
@@ -210,8 +211,9 @@ def fit_snapshot(snapshot: AgentSnapshot) -> AgentSnapshot:
     """Return ``snapshot`` within :data:`MAX_RPC_OUTPUT_BYTES`.
 
     Leaves out its oldest messages first, then the queued and steered messages after the oldest
-    (``queued_message_count`` still counts every queued one), and cuts the texts of a single
-    remaining message that does not fit alone.
+    (``queued_message_count`` still counts every queued one), then cuts the arguments, outputs
+    and errors of the active turn's tool calls (ending in :data:`CUT_TEXT_MARKER`), and cuts the
+    texts of a single remaining message that does not fit alone.
     """
     if _characters(snapshot.messages) + _queued_characters(snapshot) < _SAFE_CHARACTERS:
         return snapshot
@@ -223,6 +225,11 @@ def fit_snapshot(snapshot: AgentSnapshot) -> AgentSnapshot:
             queued_messages=snapshot.queued_messages[:1],
             steered_messages=snapshot.steered_messages[:1],
         )
+        base_size = encoded_json_size(base)
+    if base_size > MAX_RPC_OUTPUT_BYTES // 2 and base.tool_calls:
+        # Each call keeps an equal share of half the budget for its texts.
+        share = MAX_RPC_OUTPUT_BYTES // (2 * 12 * 3 * len(base.tool_calls))
+        base = replace(base, tool_calls=tuple(_cut_record(r, share) for r in base.tool_calls))
         base_size = encoded_json_size(base)
     kept = _newest_that_fit(snapshot.messages, MAX_RPC_OUTPUT_BYTES - base_size)
     return replace(base, messages=kept)
@@ -259,6 +266,22 @@ def _newest_that_fit(messages: Sequence[AgentMessage], room: int) -> tuple[Agent
         kept.append(message)
         room -= size
     return tuple(reversed(kept))
+
+
+def _cut_record(record: AgentToolCall, share: int) -> AgentToolCall:
+    """``record`` with its arguments, output and error cut to ``share`` characters each."""
+
+    def cut(text: str | None) -> str | None:
+        if text is None or len(text) <= share:
+            return text
+        return text[:share] + CUT_TEXT_MARKER
+
+    return replace(
+        record,
+        arguments=cut(record.arguments) or "",
+        output=cut(record.output),
+        error=cut(record.error),
+    )
 
 
 def _cut(message: AgentMessage, room: int) -> AgentMessage:
