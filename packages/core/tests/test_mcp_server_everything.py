@@ -4,15 +4,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
+import socket
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
 
-from dex_agents.mcp import McpStdioServerConfig, McpToolSource
+from dex_agents.mcp import McpStdioServerConfig, McpStreamableHttpServerConfig, McpToolSource
 from dex_agents.mcp._connection import _connect_mode
 from mcp_test_support.servers import stdio_config
 
@@ -57,3 +59,44 @@ async def test_a_server_that_answers_the_probe_keeps_being_probed(tmp_path: Path
     config = stdio_config(tmp_path)
     assert await McpToolSource([config]).list_tools()
     assert _connect_mode(config) == "auto"
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@_needs_server_everything
+async def test_a_2025_11_25_server_over_streamable_http() -> None:
+    """The same server over Streamable HTTP: listed, called twice, and remembered as a server of
+    the handshake after the first connection."""
+    assert _EXECUTABLE is not None
+    port = _free_port()
+    process = await asyncio.create_subprocess_exec(
+        _EXECUTABLE,
+        "streamableHttp",
+        env={**os.environ, "PORT": str(port)},
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    try:
+        assert process.stderr is not None
+        while b"listening on port" not in await asyncio.wait_for(process.stderr.readline(), 60):
+            pass
+        config = McpStreamableHttpServerConfig(
+            name="everything", url=f"http://127.0.0.1:{port}/mcp"
+        )
+        source = McpToolSource([config])
+        assert "everything__echo" in {tool.name for tool in await source.list_tools()}
+        assert _connect_mode(config) == "legacy"
+        for text in ("over http", "and again"):
+            output = await source.call_tool(
+                "everything__echo", {"message": text}, idempotency_key=f"s/turn-1/{text}"
+            )
+            assert text in output
+    finally:
+        process.kill()
+        await process.wait()
