@@ -1,18 +1,35 @@
-"""The shared scenario suite, parametrised over every runner installed (``scenario_support.runners``)."""
+"""The shared scenario suite, parametrised over every runner installed (``scenario_support.runners``).
+
+Each runner's scenarios share one engine and one Worker child per xdist worker (the
+``dex_agents.testing`` pytest plugin's ``dex_agent_stack``), all of a runner's tests in one xdist
+group (``--dist loadgroup``), so a framework is imported once per runner, not once per test. A
+test's sessions, gates and invocation log carry its own session-ID prefix. A test marked
+``dex_own_stack`` (it SIGKILLs its Worker) gets an engine and Worker of its own.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from dex_agents.testing import AgentTestStack
-from dex_agents.testing.scenarios import DEADLINE_FLOW_TYPE, MAIN_FLOW_TYPE, MCP_FLOW_TYPE
-from scenario_support.harness import Scenario
+from dex import Flow
+from dex_agents.testing.pytest_plugin import AgentStackFactory
+from dex_agents.testing.scenarios import (
+    DEADLINE_FLOW_TYPE,
+    MAIN_FLOW_TYPE,
+    MCP_FLOW_TYPE,
+    session_state_dir,
+)
+from scenario_support.harness import PrefixedSessions, Scenario
 from scenario_support.runners import RUNNER_NAMES, build_scenario_flows
 from scenario_support.worker import MCP_AGENT_ENV, RUNNER_ENV, STATE_DIR_ENV
 
 TESTS_SHARED_DIR = Path(__file__).resolve().parent
+
+# The test process's Flows of a shared Worker, built once per runner and MCP agent choice.
+_SHARED_FLOWS: dict[tuple[str, bool], list[Flow[Any]]] = {}
 
 
 @pytest.fixture(params=RUNNER_NAMES)
@@ -29,34 +46,73 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # One xdist worker runs all of a runner's shared-stack tests, so one Worker child serves them.
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        runner = callspec.params.get("runner_name") if callspec is not None else None
+        if runner is not None and item.get_closest_marker("dex_own_stack") is None:
+            item.add_marker(pytest.mark.xdist_group(f"scenario-{runner}"))
+
+
+@pytest.fixture(scope="session")
+def scenario_state_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the shared Workers' tests keep their state, a directory per session prefix."""
+    return tmp_path_factory.mktemp("scenario-state")
+
+
 @pytest.fixture
 async def scenario(
-    runner_name: str, tmp_path: Path, request: pytest.FixtureRequest
+    runner_name: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    dex_agent_stack: AgentStackFactory,
+    dex_session_prefix: str,
+    scenario_state_root: Path,
 ) -> AsyncIterator[Scenario]:
-    state_dir = tmp_path / "state"
     mcp_agent = request.node.get_closest_marker("mcp_agent") is not None
-    flows = build_scenario_flows(runner_name, state_dir, mcp_agent=mcp_agent)
+    own_stack = dex_agent_stack.own_stack
+    # One root per runner: the Worker with the MCP agent serves the other agents too, and the
+    # engine may hand it any session of theirs, so both Workers must keep state alike.
+    state_root = (tmp_path if own_stack else scenario_state_root) / "state" / runner_name
+    flows = _flows(runner_name, state_root, mcp_agent=mcp_agent, shared=not own_stack)
     by_type = {flow.get_flow_type(): flow for flow in flows}
-    async with AgentTestStack(
-        tmp_path / "stack",
+    async with dex_agent_stack(
         flows,
         "scenario_support.worker",
         worker_cwd=TESTS_SHARED_DIR,
+        # Every runner serves the same Flow types, so each runner has an engine of its own.
+        engine=f"scenario-{runner_name}",
         worker_env={
             RUNNER_ENV: runner_name,
-            STATE_DIR_ENV: str(state_dir),
+            STATE_DIR_ENV: str(state_root),
             MCP_AGENT_ENV: "1" if mcp_agent else "0",
         },
     ) as stack:
-        worker = await stack.start_worker()
+        worker = await (stack.start_worker() if own_stack else stack.shared_worker())
+
+        def sessions(flow_type: str) -> PrefixedSessions:
+            return PrefixedSessions(stack.client, by_type[flow_type], dex_session_prefix)
+
         yield Scenario(
             runner=runner_name,
             stack=stack,
-            state_dir=state_dir,
-            sessions=stack.sessions(by_type[MAIN_FLOW_TYPE]),
-            deadline_sessions=stack.sessions(by_type[DEADLINE_FLOW_TYPE]),
+            state_dir=session_state_dir(state_root, dex_session_prefix),
+            prefix=dex_session_prefix,
+            sessions=sessions(MAIN_FLOW_TYPE),
+            deadline_sessions=sessions(DEADLINE_FLOW_TYPE),
             worker=worker,
-            mcp_sessions=stack.sessions(by_type[MCP_FLOW_TYPE])
-            if MCP_FLOW_TYPE in by_type
-            else None,
+            own_stack=own_stack,
+            mcp_sessions=sessions(MCP_FLOW_TYPE) if MCP_FLOW_TYPE in by_type else None,
         )
+
+
+def _flows(runner: str, state_root: Path, *, mcp_agent: bool, shared: bool) -> list[Flow[Any]]:
+    if not shared:
+        return build_scenario_flows(runner, state_root, mcp_agent=mcp_agent, per_session_state=True)
+    key = (runner, mcp_agent)
+    if key not in _SHARED_FLOWS:
+        _SHARED_FLOWS[key] = build_scenario_flows(
+            runner, state_root, mcp_agent=mcp_agent, per_session_state=True
+        )
+    return _SHARED_FLOWS[key]

@@ -51,13 +51,14 @@ async def test_an_mcp_read_and_write_each_run_once_in_their_own_tool_steps(
     assert assistant_texts(snapshot) == [f"done: {READ} ungated ok; {WRITE} ungated ok"]
     assert scenario.log.count(READ) == scenario.log.count(WRITE) == 1
     (write_key,) = scenario.log.keys(WRITE)
-    assert write_key.startswith("mcp-rw/turn-1/")
+    assert write_key.startswith(f"{scenario.prefix}mcp-rw/turn-1/")
     executed = await scenario.executed_step_types("mcp-rw")
     # A whole-turn harness too: it defers a read with the write of the same model response.
     assert executed.count("CallTool") == 1
     assert executed.count("CallSingleAttemptTool") == 1
 
 
+@pytest.mark.dex_own_stack  # SIGKILLs its Worker mid-call
 async def test_a_kill_during_an_mcp_read_sends_it_again_with_the_same_key(
     scenario: Scenario,
 ) -> None:
@@ -76,7 +77,7 @@ async def test_a_kill_during_an_mcp_read_sends_it_again_with_the_same_key(
 
     assert assistant_texts(snapshot) == [f"done: {READ} mcp-read ok"]
     first, second = scenario.log.keys(READ)
-    assert first == second and first.startswith("mcp-read-crash/")
+    assert first == second and first.startswith(f"{scenario.prefix}mcp-read-crash/")
     if reads_run_in_model_step(scenario.runner):
         # The read ran inside RunModel: its retry asked the model again, which answered the same
         # request with the same call (so the same key), then read again.
@@ -86,6 +87,7 @@ async def test_a_kill_during_an_mcp_read_sends_it_again_with_the_same_key(
     assert scenario.log.keys(MODEL_INVOCATION) == ["call-1", "call-2"]
 
 
+@pytest.mark.dex_own_stack  # SIGKILLs its Worker mid-call
 async def test_a_kill_during_an_mcp_write_records_outcome_unknown(scenario: Scenario) -> None:
     await scenario.start(
         "mcp-write-crash",

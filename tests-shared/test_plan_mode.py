@@ -22,8 +22,7 @@ def _write_todos(*tasks: str) -> ScenarioCommand:
 def _plan_sessions(scenario: Scenario) -> AgentSessionClient:
     if not runner_supports(scenario.runner, "plan_mode"):
         pytest.skip(f"runner {scenario.runner} is not a PlanModeRunner (no plan_mode feature)")
-    flow = next(f for f in scenario.stack.flows if f.get_flow_type() == PLAN_FLOW_TYPE)
-    return scenario.stack.sessions(flow)
+    return scenario.sessions_of(PLAN_FLOW_TYPE)
 
 
 async def _turns_ended(sessions: AgentSessionClient, turns: int) -> None:

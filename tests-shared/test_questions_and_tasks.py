@@ -102,6 +102,7 @@ async def test_a_tool_question_then_the_tools_result(scenario: Scenario) -> None
     assert executed.count("CallSingleAttemptTool") == 2  # asked, then ran with the answer
 
 
+@pytest.mark.dex_own_stack  # SIGKILLs its Worker
 async def test_a_task_polled_to_completion_across_a_worker_kill(scenario: Scenario) -> None:
     _require(scenario, "tool_tasks")
     await scenario.start("task", ScenarioCommand(calls=(ScenarioCall(REPORT_TOOL),)))
@@ -130,6 +131,7 @@ async def _wait_for_count(scenario: Scenario, name: str, count: int) -> None:
     await wait_until(f"{count} {name} invocations", reached)
 
 
+@pytest.mark.dex_own_stack  # SIGKILLs its Worker
 async def test_a_task_handle_saved_before_a_worker_kill_is_resumed(scenario: Scenario) -> None:
     _require(scenario, "tool_tasks")
     command = ScenarioCommand(calls=(ScenarioCall(REPORT_TOOL, gate="report-started"),))

@@ -9,8 +9,11 @@ from test_questions_and_tasks import ASK
 
 
 async def _waiting_in(scenario: Scenario, step_type: str) -> set[str]:
-    page = await scenario.stack.client.search_flows(f'ActiveStepTypes = "{step_type}"', 50)
-    return {entry.flow_id for entry in page.flows}
+    # The engine is shared: other tests' sessions may wait in the same Step, so the query is
+    # narrowed to this test's session prefix (it still spans both agents' Flow types).
+    query = f"ActiveStepTypes = \"{step_type}\" AND FlowId STARTS_WITH '{scenario.prefix}'"
+    page = await scenario.stack.client.search_flows(query, 50)
+    return {entry.flow_id.removeprefix(scenario.prefix) for entry in page.flows}
 
 
 async def test_search_finds_exactly_the_sessions_waiting_for_a_person(scenario: Scenario) -> None:

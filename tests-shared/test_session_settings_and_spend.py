@@ -3,6 +3,7 @@ mid-turn, even across a Worker crash; a refused model call ends the turn with a 
 
 from __future__ import annotations
 
+import pytest
 from dex_agents import (
     MODEL_SPEND_LIMIT_ERROR_PREFIX,
 )
@@ -17,6 +18,7 @@ from scenario_support.harness import Scenario, assistant_texts
 GATED_LOOKUP = ScenarioCommand(calls=(ScenarioCall("lookup", "lookup"),))
 
 
+@pytest.mark.dex_own_stack  # SIGKILLs its Worker
 async def test_settings_change_at_the_next_turn_even_after_a_worker_crash(
     scenario: Scenario,
 ) -> None:

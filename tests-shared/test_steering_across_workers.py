@@ -25,6 +25,7 @@ deterministic test in the core catches it every time."""
 
 
 @pytest.mark.skipif(not LONG_TESTS, reason="set DEX_AGENTS_LONG_TESTS=1 to start 30 Workers")
+@pytest.mark.dex_own_stack  # starts and kills 30 Workers
 async def test_the_snapshot_lists_queued_and_steered_messages_in_every_worker(
     scenario: Scenario,
 ) -> None:

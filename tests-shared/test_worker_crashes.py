@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT
 from dex_agents.testing.scenarios import (
     KILL_WORKER_GATE,
@@ -12,6 +13,9 @@ from dex_agents.testing.scenarios import (
 )
 from scenario_support.harness import Scenario, assistant_texts, tool_messages
 from scenario_support.runners import reads_run_in_model_step
+
+# Every test here SIGKILLs its Worker (or the Worker kills itself), so each has its own.
+pytestmark = pytest.mark.dex_own_stack
 
 
 async def _kill_at_gate_and_replace(scenario: Scenario, gate_name: str) -> None:
@@ -81,7 +85,7 @@ async def test_a_kill_during_an_idempotent_write_repeats_it_with_the_same_key(
 
     first_key, second_key = scenario.log.keys("upsert")
     assert first_key == second_key
-    assert first_key.startswith("upsert-crash/")
+    assert first_key.startswith(f"{scenario.prefix}upsert-crash/")
     assert assistant_texts(snapshot) == ["done: upsert up ok"]
     calls = [e for e in await scenario.executed("upsert-crash") if e.step_type == "CallTool"]
     assert [entry.final_attempt for entry in calls] == [2]

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from dex import Flow
 from dex_agents import (
     AgentInterrupt,
     AgentMessage,
@@ -25,19 +28,70 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.scenarios import ScenarioCommand, invocation_log
 
+_SESSION_METHODS = (
+    "start_session",
+    "send_user_message",
+    "resolve_interrupt",
+    "answer_question",
+    "execute_plan",
+    "steer_user_message",
+    "delete_queued_message",
+    "cancel_turn",
+    "update_session_settings",
+    "get_agent_snapshot",
+    "list_agent_messages",
+)
+
+
+class PrefixedSessions(AgentSessionClient):
+    """An ``AgentSessionClient`` whose session IDs all carry the test's prefix, so a test names
+    its sessions ``chat`` while the engine and Worker it shares see ``<prefix>chat``."""
+
+    def __init__(self, client: Any, flow: Flow[Any], prefix: str) -> None:
+        super().__init__(client, flow)
+        self.prefix = prefix
+
+
+def _prefixed(name: str) -> Callable[..., Any]:
+    method = getattr(AgentSessionClient, name)
+
+    def call(self: PrefixedSessions, session_id: str, *args: Any, **kwargs: Any) -> Any:
+        return method(self, self.prefix + session_id, *args, **kwargs)
+
+    call.__name__ = name
+    call.__doc__ = method.__doc__
+    return call
+
+
+for _name in _SESSION_METHODS:
+    setattr(PrefixedSessions, _name, _prefixed(_name))
+
 
 @dataclass
 class Scenario:
-    """What a scenario test works with."""
+    """What a scenario test works with.
+
+    Every session ID a test names is started under ``prefix`` (see ``PrefixedSessions``), and
+    ``state_dir`` is the directory of that prefix, so tests that share one engine and Worker
+    never see each other's sessions, gates or logs. ``own_stack``: the test's engine and Worker
+    are its own (marked ``dex_own_stack``), so it may kill the Worker.
+    """
 
     runner: str
     stack: AgentTestStack
     state_dir: Path
-    sessions: AgentSessionClient
-    deadline_sessions: AgentSessionClient
+    prefix: str
+    sessions: PrefixedSessions
+    deadline_sessions: PrefixedSessions
     worker: WorkerProcess
+    own_stack: bool
     #: The MCP agent's sessions, for a runner that declares ScenarioFeature.MCP_TOOLS.
-    mcp_sessions: AgentSessionClient | None = None
+    mcp_sessions: PrefixedSessions | None = None
+
+    def sessions_of(self, flow_type: str) -> PrefixedSessions:
+        """The prefixed sessions of the stack's Flow ``flow_type``."""
+        flow = next(f for f in self.stack.flows if f.get_flow_type() == flow_type)
+        return PrefixedSessions(self.stack.client, flow, self.prefix)
 
     @property
     def log(self) -> InvocationLog:
@@ -58,7 +112,7 @@ class Scenario:
         message = command if isinstance(command, str) else command.to_message()
         await sessions.start_session(session_id, message)
 
-    def _agent(self, deadline_agent: bool, mcp_agent: bool) -> AgentSessionClient:
+    def _agent(self, deadline_agent: bool, mcp_agent: bool) -> PrefixedSessions:
         if mcp_agent:
             assert self.mcp_sessions is not None, f"runner {self.runner} builds no MCP agent"
             return self.mcp_sessions
@@ -66,12 +120,14 @@ class Scenario:
 
     async def replace_worker(self) -> WorkerProcess:
         """SIGKILL the current Worker and start a replacement."""
+        self._require_own_stack()
         self.worker.kill()
         self.worker = await self.stack.start_worker()
         return self.worker
 
     async def replace_dead_worker(self) -> WorkerProcess:
         """Wait until the current Worker has exited by itself, then start a replacement."""
+        self._require_own_stack()
         worker = self.worker
         await wait_until("the Worker process to exit", lambda: not worker.is_running)
         self.worker = await self.stack.start_worker()
@@ -93,6 +149,13 @@ class Scenario:
             description=f"turn {turns} to end",
         )
 
+    def _require_own_stack(self) -> None:
+        if not self.own_stack:
+            raise RuntimeError(
+                "this test kills its Worker, which other tests share: mark it "
+                "@pytest.mark.dex_own_stack"
+            )
+
     async def wait_for_pending_interrupt(
         self, session_id: str, *, deadline_agent: bool = False
     ) -> AgentInterrupt:
@@ -106,7 +169,7 @@ class Scenario:
 
     async def executed(self, session_id: str) -> list[StepHistoryEntry]:
         """The Steps whose Execute completed, in history order."""
-        history = await self.stack.read_step_history(session_id)
+        history = await self.stack.read_step_history(self.prefix + session_id)
         return [entry for entry in history if entry.event_type == EXECUTE_COMPLETED_EVENT]
 
     async def executed_step_types(self, session_id: str) -> list[str]:

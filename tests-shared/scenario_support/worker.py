@@ -8,6 +8,7 @@ from dex_agents.testing import run_agent_worker
 from scenario_support.runners import build_scenario_flows
 
 RUNNER_ENV = "SCENARIO_RUNNER"
+#: The root of the tests' state directories, one per session prefix (``session_state_dir``).
 STATE_DIR_ENV = "SCENARIO_STATE_DIR"
 #: Set to "1" when the test builds the MCP agent too (a test marked ``mcp_agent``).
 MCP_AGENT_ENV = "SCENARIO_MCP_AGENT"
@@ -18,5 +19,6 @@ if __name__ == "__main__":
             os.environ[RUNNER_ENV],
             Path(os.environ[STATE_DIR_ENV]),
             mcp_agent=os.environ.get(MCP_AGENT_ENV) == "1",
+            per_session_state=True,
         )
     )

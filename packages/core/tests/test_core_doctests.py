@@ -68,6 +68,10 @@ SKIPPED_EXAMPLES: frozenset[str] = frozenset(
         # A Worker child needs a module on disk that builds the Flows (tests/my_worker.py).
         "dex_agents.testing._agent_test_stack.AgentTestStack",
         "dex_agents.testing._worker_process.WorkerProcess",
+        # Fixtures and pools of running engines and Worker children (tests-shared runs them).
+        "dex_agents.testing.pytest_plugin",
+        "dex_agents.testing.pytest_plugin.SharedEngines",
+        "dex_agents.testing._worker_pool.WorkerPool",
         # 800 turns take minutes; tests-shared/test_context_window.py runs this session.
         "dex_agents.testing._context_window_scenario",
     }

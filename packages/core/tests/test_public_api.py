@@ -381,6 +381,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "ScenarioReply",
             "ScenarioReportSource",
             "ScenarioRunner",
+            "ScenarioSessionUnknownError",
             "ScenarioSpendLimit",
             "ScenarioTaskRunning",
             "ScenarioTool",
@@ -388,6 +389,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "ScenarioToolError",
             "UnknownScenarioRunnerError",
             "build_scenario_flows",
+            "current_scenario_session",
             "list_scenario_mcp_tools",
             "invocation_log",
             "model_input_user_texts",
@@ -407,6 +409,8 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "scenario_mcp_server_config",
             "scenario_mcp_tool_source",
             "scenario_runner_names",
+            "scenario_session",
+            "session_state_dir",
             "scripted_reply",
             "start_report",
             "start_report_task",
@@ -488,8 +492,15 @@ def test_every_public_name_resolves() -> None:
 
 def test_no_other_module_of_the_package_is_public() -> None:
     # Everything but the public packages, the documented exceptions module, and the console
-    # script is behind a `_` name, so adapters cannot come to depend on a deep path.
-    public = {"dex_agents", *SUBPACKAGE_API, "dex_agents.exceptions", "dex_agents.cli"}
+    # script is behind a `_` name, so adapters cannot come to depend on a deep path. The pytest
+    # plugin is a module pytest loads by name (entry point pytest11).
+    public = {
+        "dex_agents",
+        *SUBPACKAGE_API,
+        "dex_agents.exceptions",
+        "dex_agents.cli",
+        "dex_agents.testing.pytest_plugin",
+    }
     found = {
         module.name
         for module in pkgutil.walk_packages([str(_PACKAGE_DIR)], prefix="dex_agents.")

@@ -11,6 +11,7 @@ every scenario agent of a Worker process (one route each), started on the first 
 from __future__ import annotations
 
 import asyncio
+import inspect
 import weakref
 from collections.abc import Mapping
 from dataclasses import replace
@@ -43,10 +44,12 @@ from dex_agents.testing.scenarios import (
     ScenarioRunner,
     ScenarioTool,
     ScenarioToolError,
+    current_scenario_session,
     list_scenario_mcp_tools,
     run_confirm_tool,
     run_scenario_tool,
     scenario_input_requested,
+    scenario_session,
     scripted_reply,
 )
 
@@ -86,9 +89,23 @@ async def _fake_server() -> FakeAnthropicServer:
 
 def _upstream(name: str, respond: FakeModelResponder) -> Any:
     async def base_url() -> str:
-        return (await _fake_server()).route(name, respond)
+        # Called in RunModel: the fake server answers on a task of its own, so a route per
+        # session carries the session the scripted model keeps its gates and log for.
+        session = current_scenario_session()
+        if session is None:
+            return (await _fake_server()).route(name, respond)
+        return (await _fake_server()).route(f"{name}@{session}", _in_session(session, respond))
 
     return base_url
+
+
+def _in_session(session: str, respond: FakeModelResponder) -> FakeModelResponder:
+    async def respond_in_session(request: FakeModelRequest) -> FakeModelReply:
+        with scenario_session(session):
+            reply = respond(request)
+            return await reply if inspect.isawaitable(reply) else reply
+
+    return respond_in_session
 
 
 def build_claude_agent_sdk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:

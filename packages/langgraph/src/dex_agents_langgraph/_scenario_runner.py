@@ -49,6 +49,7 @@ from dex_agents.testing.scenarios import (
     poll_report,
     run_confirm_tool,
     run_scenario_tool,
+    scenario_session,
     scripted_reply,
     start_report,
     stop_at_report_gate,
@@ -267,13 +268,14 @@ class ScenarioReportPoller:
         if task_id is None:
             raise LookupError(f"tool call {poll.tool_call.tool_call_id} has no task to poll")
         pending = poll.pending_answer
-        outcome = poll_report(
-            self._spec,
-            task_id,
-            continuation=poll.tool_call.input_continuation,
-            pending_answer=pending.answer if pending is not None else None,
-            answer_is_pending=pending is not None,
-        )
+        with scenario_session(poll.flow_id):
+            outcome = poll_report(
+                self._spec,
+                task_id,
+                continuation=poll.tool_call.input_continuation,
+                pending_answer=pending.answer if pending is not None else None,
+                answer_is_pending=pending is not None,
+            )
         if isinstance(outcome, ScenarioQuestion):
             return ToolInputRequested(
                 outcome.question,

@@ -32,6 +32,7 @@ from dex_agents.testing._engine_process import (
 from dex_agents.testing._pull_worker import BLOB_CACHE_BYTES
 from dex_agents.testing._step_history import StepHistoryEntry, read_step_history
 from dex_agents.testing._waiting import wait_until
+from dex_agents.testing._worker_pool import WorkerPool
 from dex_agents.testing._worker_process import WorkerProcess
 
 _ENGINE_HEALTH_TIMEOUT_SECONDS = 120.0
@@ -53,6 +54,12 @@ class AgentTestStack:
     ``ConfigurationError`` on entering, since dexcli's Stream Store is configured in its
     own config file.
 
+    ``engine_address`` attaches the stack to an engine that is already running (the pytest
+    plugin's session engine, ``dex_agents.testing.pytest_plugin``) instead of starting one;
+    leaving then closes only the Client. ``shared_worker()`` takes the Worker child of this
+    module, directory and environment from ``worker_pool`` (started once, kept for the next
+    test), so only ``start_worker()`` pays a framework's import cost per test.
+
     Example:
         >>> async with AgentTestStack(tmp_path, [flow], "tests.my_worker") as stack:  # doctest: +SKIP
         ...     worker = await stack.start_worker()  # tests/my_worker.py: run_agent_worker([flow])
@@ -70,6 +77,8 @@ class AgentTestStack:
         worker_env: Mapping[str, str] | None = None,
         server_zd_config: Path | None = None,
         stream_store_disabled: bool = False,
+        engine_address: str | None = None,
+        worker_pool: WorkerPool | None = None,
     ) -> None:
         if not flows:
             raise ConfigurationError("AgentTestStack needs at least one Flow")
@@ -78,7 +87,14 @@ class AgentTestStack:
                 "stream_store_disabled starts the local engine with --stream-store disabled; "
                 "with dexcli, set streamStore in server_zd_config instead"
             )
+        if engine_address is not None and (stream_store_disabled or server_zd_config is not None):
+            raise ConfigurationError(
+                "engine_address attaches to a running engine; stream_store_disabled and "
+                "server_zd_config configure a private one"
+            )
         self.stream_store_disabled = stream_store_disabled
+        self.engine_address = engine_address
+        self.worker_pool = worker_pool
         self.tmp_path = Path(tmp_path)
         self.flows = list(flows)
         self.worker_module = worker_module
@@ -93,6 +109,8 @@ class AgentTestStack:
     @property
     def server_address(self) -> str:
         """The engine's gRPC address, ``host:port``."""
+        if self.engine_address is not None:
+            return self.engine_address
         return self._running_engine().server_address
 
     @property
@@ -107,7 +125,8 @@ class AgentTestStack:
     async def __aenter__(self) -> AgentTestStack:
         self.tmp_path.mkdir(parents=True, exist_ok=True)
         try:
-            self._engine = await self._start_engine()
+            if self.engine_address is None:
+                self._engine = await self._start_engine()
             self._blob_cache = open_blob_cache(
                 BlobCacheConfig(str(self.tmp_path / "client-blob-cache"), BLOB_CACHE_BYTES)
             )
@@ -115,7 +134,7 @@ class AgentTestStack:
                 Registry(self.flows, agent_codec_registry(), allow_async_handlers=True),
                 self._blob_cache,
                 ClientOptions(
-                    server_address=self._engine.server_address,
+                    server_address=self.server_address,
                     worker_target=WorkerTarget(pull=True),
                 ),
             )
@@ -161,6 +180,22 @@ class AgentTestStack:
         self.workers.append(worker)
         return worker
 
+    async def shared_worker(self) -> WorkerProcess:
+        """The Worker child that serves this stack's Flows for every test that shares it.
+
+        With a ``worker_pool``, the pool's running Worker of this module, directory and
+        environment (started now if none runs); leaving the stack leaves it running. Without a
+        pool, the same as ``start_worker()``.
+
+        Raises:
+            WorkerStartError: The child exited or did not register in time.
+        """
+        if self.worker_pool is None:
+            return await self.start_worker()
+        return await self.worker_pool.worker(
+            self.worker_module, cwd=self.worker_cwd, env=self.worker_env
+        )
+
     async def read_step_history(self, flow_id: str) -> list[StepHistoryEntry]:
         """The Step method events of ``flow_id``; see ``read_step_history``."""
         return await read_step_history(self.server_address, flow_id)
@@ -180,21 +215,9 @@ class AgentTestStack:
             self._engine = None
 
     async def _start_engine(self) -> EngineProcess:
-        logs = EngineLogs.in_directory(self.tmp_path / "engine")
-        dexcli = os.environ.get(DEXCLI_ENV)
-        if dexcli and self.stream_store_disabled:
-            raise ConfigurationError(
-                f"stream_store_disabled needs the local engine, but {DEXCLI_ENV} is set; pass a "
-                "server_zd_config that disables dexcli's Stream Store instead"
-            )
-        if dexcli:
-            return EngineProcess.start_dexcli(
-                dexcli, self.tmp_path / "dexcli", logs, server_zd_config=self.server_zd_config
-            )
-        return await EngineProcess.start_local(
-            self.tmp_path / "engine" / "engine.db",
-            logs,
-            durability=EngineDurability.PROCESS_CRASH_SAFE,
+        return await start_test_engine(
+            self.tmp_path,
+            server_zd_config=self.server_zd_config,
             stream_store_disabled=self.stream_store_disabled,
         )
 
@@ -206,7 +229,8 @@ class AgentTestStack:
         )
 
     async def _engine_is_healthy(self) -> bool | None:
-        self._running_engine().check_running()
+        if self.engine_address is None:
+            self._running_engine().check_running()
         try:
             return await self.client.health_check()
         except DexServiceError:
@@ -218,3 +242,37 @@ class AgentTestStack:
                 "AgentTestStack is not entered: use `async with AgentTestStack(...)`"
             )
         return self._engine
+
+
+async def start_test_engine(
+    directory: Path,
+    *,
+    server_zd_config: Path | None = None,
+    stream_store_disabled: bool = False,
+) -> EngineProcess:
+    """Start the engine an integration test runs against, its files under ``directory``.
+
+    The embedded ``dex-local-engine`` (process-crash-safe) on a free port, or ``dexcli dev
+    --engine zd`` when ``DEXCLI`` is set; see ``AgentTestStack``.
+
+    Raises:
+        ConfigurationError: ``stream_store_disabled`` with ``DEXCLI`` set.
+        EngineStartError: The engine did not start.
+    """
+    logs = EngineLogs.in_directory(directory / "engine")
+    dexcli = os.environ.get(DEXCLI_ENV)
+    if dexcli and stream_store_disabled:
+        raise ConfigurationError(
+            f"stream_store_disabled needs the local engine, but {DEXCLI_ENV} is set; pass a "
+            "server_zd_config that disables dexcli's Stream Store instead"
+        )
+    if dexcli:
+        return EngineProcess.start_dexcli(
+            dexcli, directory / "dexcli", logs, server_zd_config=server_zd_config
+        )
+    return await EngineProcess.start_local(
+        directory / "engine" / "engine.db",
+        logs,
+        durability=EngineDurability.PROCESS_CRASH_SAFE,
+        stream_store_disabled=stream_store_disabled,
+    )

@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -32,8 +34,10 @@ from dex_agents import (
     ModelSpendReport,
     ToolEffect,
 )
+from dex_agents._deferred_tool_context import current_deferred_tool_execution
 from dex_agents.testing._file_gate import FileGate
 from dex_agents.testing._invocation_log import InvocationLog
+from dex_agents.testing._session_prefix import session_prefix_of
 
 MAIN_FLOW_TYPE = "ScenarioAgent"
 """Flow type of the main scenario agent: every tool, the question built-ins, no deadline."""
@@ -84,12 +88,74 @@ SCENARIO_TOOLS: tuple[ScenarioTool, ...] = (
 """The tools of the scenario agent, one per effect class plus a tool that always fails."""
 
 
+class ScenarioSessionUnknownError(DexAgentsError, LookupError):
+    """A per-session scenario agent read its state directory outside any session's Step."""
+
+
+_CURRENT_SESSION: ContextVar[str | None] = ContextVar("scenario_session", default=None)
+
+
+def current_scenario_session() -> str | None:
+    """The session whose model or tool call runs here, or ``None`` when unknown.
+
+    Set for a model call by the agent's spend limit (``ScenarioSpendLimit.check_model_call``
+    runs in the ``RunModel`` or ``CompactContext`` Step right before the runner's model call),
+    for a tool by ``run_scenario_tool`` and by :func:`scenario_session`; else the session of the
+    current tool Step (``current_deferred_tool_execution``).
+    """
+    session = _CURRENT_SESSION.get()
+    if session is not None:
+        return session
+    call = current_deferred_tool_execution()
+    return call.flow_id if call is not None else None
+
+
+@contextmanager
+def scenario_session(session_id: str) -> Iterator[None]:
+    """Run the enclosed code as ``session_id``'s, for code a framework runs outside the Step's
+    context (such as a local model server's request handler).
+
+    Example:
+        >>> with scenario_session("t0123456789ab-chat"):
+        ...     current_scenario_session()
+        't0123456789ab-chat'
+    """
+    token = _CURRENT_SESSION.set(session_id)
+    try:
+        yield
+    finally:
+        _CURRENT_SESSION.reset(token)
+
+
+def session_state_dir(state_root: Path, session_id: str) -> Path:
+    """The state directory of ``session_id``'s test under a shared ``state_root``.
+
+    A session started under a ``dex_session_prefix`` (``t<12 hex>-``) has the directory of that
+    prefix, so tests sharing one Worker never see each other's gates, logs or jobs.
+
+    Raises:
+        ScenarioSessionUnknownError: ``session_id`` has no such prefix.
+    """
+    prefix = session_prefix_of(session_id)
+    if prefix is None:
+        raise ScenarioSessionUnknownError(
+            f"session {session_id!r} has no test prefix (t<12 hex>-): a scenario agent with "
+            "per-session state needs every session started under dex_session_prefix"
+        )
+    return state_root / prefix.rstrip("-")
+
+
 @dataclass(frozen=True)
 class ScenarioAgentSpec:
-    """One scenario agent: its Flow type, approval deadline, and the test's state directory."""
+    """One scenario agent: its Flow type, approval deadline, and the test's state directory.
+
+    With ``per_session_state``, one Worker serves the sessions of many tests: ``state_root``
+    holds a directory per test (see :func:`session_state_dir`), and ``state_dir`` is the one
+    of the session whose model or tool call runs now (:func:`current_scenario_session`).
+    """
 
     flow_type: str
-    state_dir: Path
+    state_root: Path
     interrupt_deadline: timedelta | None = None
     tools: tuple[ScenarioTool, ...] = SCENARIO_TOOLS
     instructions: str = INSTRUCTIONS
@@ -97,34 +163,73 @@ class ScenarioAgentSpec:
     plan_mode_enabled: bool = False
     #: Offer the tools of the scenario MCP server (``scenario_mcp_server``) too.
     mcp_tools: bool = False
+    #: One state directory per test's session prefix under ``state_root``.
+    per_session_state: bool = False
+
+    @property
+    def state_dir(self) -> Path:
+        """The state directory of the current call's test.
+
+        Raises:
+            ScenarioSessionUnknownError: ``per_session_state`` and no session is known here.
+        """
+        if not self.per_session_state:
+            return self.state_root
+        session = current_scenario_session()
+        if session is None:
+            raise ScenarioSessionUnknownError(
+                f"{self.flow_type}: no session's model or tool call runs here, so its state "
+                "directory is unknown"
+            )
+        return session_state_dir(self.state_root, session)
+
+    def state_dir_of(self, session_id: str) -> Path:
+        """The state directory of ``session_id``'s test."""
+        if not self.per_session_state:
+            return self.state_root
+        return session_state_dir(self.state_root, session_id)
 
     @property
     def model_spend_limit(self) -> ScenarioSpendLimit:
         """The agent's spend limit; every runner passes it as ``model_spend_limit``."""
-        return ScenarioSpendLimit(self.state_dir)
+        return ScenarioSpendLimit(self)
 
     @property
     def invocation_log(self) -> InvocationLog:
         return invocation_log(self.state_dir)
 
 
-def scenario_agent_specs(state_dir: Path) -> list[ScenarioAgentSpec]:
-    """The agents every Worker child and test build, in the same order."""
+def scenario_agent_specs(
+    state_dir: Path, *, per_session_state: bool = False
+) -> list[ScenarioAgentSpec]:
+    """The agents every Worker child and test build, in the same order.
+
+    ``per_session_state``: ``state_dir`` is a root with a directory per test (see
+    :class:`ScenarioAgentSpec`), for a Worker that tests share.
+    """
+    shared = per_session_state
     return [
-        ScenarioAgentSpec(MAIN_FLOW_TYPE, state_dir, built_in_tools=QUESTION_BUILT_IN_TOOLS),
+        ScenarioAgentSpec(
+            MAIN_FLOW_TYPE,
+            state_dir,
+            built_in_tools=QUESTION_BUILT_IN_TOOLS,
+            per_session_state=shared,
+        ),
         ScenarioAgentSpec(
             DEADLINE_FLOW_TYPE,
             state_dir,
             interrupt_deadline=APPROVAL_DEADLINE,
             built_in_tools=QUESTION_BUILT_IN_TOOLS,
+            per_session_state=shared,
         ),
         ScenarioAgentSpec(
             PLAN_FLOW_TYPE,
             state_dir,
             built_in_tools=frozenset({"write_todos"}),
             plan_mode_enabled=True,
+            per_session_state=shared,
         ),
-        ScenarioAgentSpec(MCP_FLOW_TYPE, state_dir, mcp_tools=True),
+        ScenarioAgentSpec(MCP_FLOW_TYPE, state_dir, mcp_tools=True, per_session_state=shared),
     ]
 
 
@@ -272,20 +377,24 @@ SPEND_REFUSAL_REASON = "the scenario spend budget is used up"
 class ScenarioSpendLimit:
     """A ModelSpendLimit shared by the test and its Worker children through a flag file: it
     refuses every model call while ``refuse_model_calls(state_dir)`` is in effect, and counts
-    each reported call once in ``spend-usage.jsonl``."""
+    each reported call once in ``spend-usage.jsonl``.
 
-    def __init__(self, state_dir: Path) -> None:
-        self._state_dir = state_dir
+    The session asks it right before each model call, in the same Step, so it also marks that
+    session as the current one (:func:`current_scenario_session`) for the scripted model."""
+
+    def __init__(self, spec: ScenarioAgentSpec) -> None:
+        self._spec = spec
 
     async def check_model_call(self, call: ModelCallIdentity) -> ModelSpendRefusal | None:
-        if (self._state_dir / "spend-refused").exists():
+        # No reset: the mark is meant to outlive this call, for the rest of the Step's task.
+        _CURRENT_SESSION.set(call.flow_id)
+        if (self._spec.state_dir_of(call.flow_id) / "spend-refused").exists():
             return ModelSpendRefusal(SPEND_REFUSAL_REASON)
         return None
 
     async def record_model_usage(self, report: ModelSpendReport) -> None:
-        InvocationLog(self._state_dir / "spend-usage.jsonl").record(
-            "usage", key=report.call.usage_key
-        )
+        state_dir = self._spec.state_dir_of(report.call.flow_id)
+        InvocationLog(state_dir / "spend-usage.jsonl").record("usage", key=report.call.usage_key)
 
 
 def refuse_model_calls(state_dir: Path) -> None:
@@ -307,6 +416,16 @@ async def run_scenario_tool(
         ScenarioToolError: For the ``broken`` tool; the runner turns it into its
             ToolExecutionError.
     """
+    session, separator, _ = idempotency_key.partition("/")
+    if separator:  # a tool Step's key, <session>/<turn>/<call>
+        with scenario_session(session):
+            return await _run_scenario_tool(spec, tool, gate, idempotency_key)
+    return await _run_scenario_tool(spec, tool, gate, idempotency_key)
+
+
+async def _run_scenario_tool(
+    spec: ScenarioAgentSpec, tool: str, gate: str, idempotency_key: str
+) -> str:
     spec.invocation_log.record(tool, key=idempotency_key)
     if gate == KILL_WORKER_GATE:
         # The effect happened; the Worker dies before the Step can report anything after it.

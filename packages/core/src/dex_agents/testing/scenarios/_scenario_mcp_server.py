@@ -81,11 +81,14 @@ def mcp_extra_installed() -> bool:
 
 
 def scenario_mcp_server(spec: ScenarioAgentSpec) -> ScenarioMcpServer:
-    """The scenario MCP server of ``spec``, logging to its state directory."""
+    """The scenario MCP server of ``spec``, logging to its state directory (with
+    ``per_session_state``, to the directory of each call's session, read from its idempotency
+    key)."""
+    per_session = ("--per-session-state",) if spec.per_session_state else ()
     return ScenarioMcpServer(
         SCENARIO_MCP_SERVER_NAME,
         sys.executable,
-        ("-m", _SERVER_MODULE, "--state-dir", str(spec.state_dir)),
+        ("-m", _SERVER_MODULE, "--state-dir", str(spec.state_root), *per_session),
     )
 
 

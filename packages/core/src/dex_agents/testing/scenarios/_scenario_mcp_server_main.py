@@ -14,16 +14,19 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp_types import ToolAnnotations
 
 from dex_agents.testing import FileGate, InvocationLog
+from dex_agents.testing.scenarios._scenario_agent import session_state_dir
 
 _IDEMPOTENCY_KEY_META_KEY: Final = "io.superdurable.dex/idempotencyKey"
+_PER_SESSION_STATE: bool = False
 
 
 async def _record_and_gate(
     state_dir: Path, parent_pid: int, tool: str, gate: str, meta: Mapping[str, Any] | None
 ) -> str:
-    InvocationLog(state_dir / "invocations.jsonl").record(
-        tool, key=str((meta or {}).get(_IDEMPOTENCY_KEY_META_KEY, ""))
-    )
+    key = str((meta or {}).get(_IDEMPOTENCY_KEY_META_KEY, ""))
+    if _PER_SESSION_STATE:  # state_dir is a root; the key is <session>/<turn>/<call>
+        state_dir = session_state_dir(state_dir, key.partition("/")[0])
+    InvocationLog(state_dir / "invocations.jsonl").record(tool, key=key)
     if gate:
         file_gate = FileGate(state_dir, gate)
         file_gate.mark_reached()
@@ -56,4 +59,7 @@ def _serve(state_dir: Path) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description="The scenario agent's stdio MCP server.")
     parser.add_argument("--state-dir", required=True)
-    _serve(Path(parser.parse_args().state_dir))
+    parser.add_argument("--per-session-state", action="store_true")
+    arguments = parser.parse_args()
+    _PER_SESSION_STATE = arguments.per_session_state
+    _serve(Path(arguments.state_dir))

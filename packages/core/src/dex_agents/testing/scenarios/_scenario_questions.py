@@ -26,7 +26,7 @@ from dex_agents import (
     ToolTaskStarted,
 )
 from dex_agents.testing._file_gate import FileGate
-from dex_agents.testing.scenarios._scenario_agent import ScenarioAgentSpec
+from dex_agents.testing.scenarios._scenario_agent import ScenarioAgentSpec, scenario_session
 
 CONFIRM_TOOL = "confirm"
 """The tool that asks ``CONFIRM_QUESTION`` before it takes any effect (``tool_questions``)."""
@@ -154,13 +154,14 @@ def poll_report_task(spec: ScenarioAgentSpec, poll: ToolTaskPoll) -> ToolTaskPol
     task, continuation and pending answer, mapped to the runner contract's outcomes."""
     assert poll.tool_call.task_id is not None
     pending = poll.pending_answer
-    outcome = poll_report(
-        spec,
-        poll.tool_call.task_id,
-        continuation=poll.tool_call.input_continuation,
-        pending_answer=pending.answer if pending is not None else None,
-        answer_is_pending=pending is not None,
-    )
+    with scenario_session(poll.flow_id):
+        outcome = poll_report(
+            spec,
+            poll.tool_call.task_id,
+            continuation=poll.tool_call.input_continuation,
+            pending_answer=pending.answer if pending is not None else None,
+            answer_is_pending=pending is not None,
+        )
     if isinstance(outcome, ScenarioQuestion):
         return scenario_input_requested(outcome)
     if isinstance(outcome, ScenarioTaskRunning):

@@ -146,8 +146,13 @@ class ScenarioRunner:
         """Whether the runner declares ``feature``."""
         return ScenarioFeature(feature) in self.features
 
-    def build_flows(self, state_dir: Path, *, mcp_agent: bool = False) -> list[Flow[Any]]:
+    def build_flows(
+        self, state_dir: Path, *, mcp_agent: bool = False, per_session_state: bool = False
+    ) -> list[Flow[Any]]:
         """Every scenario agent's Flow under this runner, in the order every process uses.
+
+        ``per_session_state``: one Worker serves many tests, each with a directory of its own
+        under ``state_dir`` (see ``ScenarioAgentSpec``).
 
         The MCP agent is built only with ``mcp_agent=True`` (the MCP scenarios), and only for a
         runner that declares ``ScenarioFeature.MCP_TOOLS``: a framework that fixes its tools when
@@ -156,7 +161,7 @@ class ScenarioRunner:
         """
         return [
             self.build_flow(spec)
-            for spec in scenario_agent_specs(state_dir)
+            for spec in scenario_agent_specs(state_dir, per_session_state=per_session_state)
             if (not spec.plan_mode_enabled or self.supports(ScenarioFeature.PLAN_MODE))
             and (not spec.mcp_tools or (mcp_agent and self.supports(ScenarioFeature.MCP_TOOLS)))
         ]
@@ -212,11 +217,15 @@ def load_scenario_runner(name: str) -> ScenarioRunner:
     return runner
 
 
-def build_scenario_flows(name: str, state_dir: Path, *, mcp_agent: bool = False) -> list[Flow[Any]]:
+def build_scenario_flows(
+    name: str, state_dir: Path, *, mcp_agent: bool = False, per_session_state: bool = False
+) -> list[Flow[Any]]:
     """Every scenario agent's Flow under the runner ``name``, in a fixed order; the MCP agent
     too with ``mcp_agent=True`` when the runner supports it (see ``ScenarioRunner.build_flows``).
 
     Raises:
         UnknownScenarioRunnerError: No installed package provides ``name``.
     """
-    return load_scenario_runner(name).build_flows(state_dir, mcp_agent=mcp_agent)
+    return load_scenario_runner(name).build_flows(
+        state_dir, mcp_agent=mcp_agent, per_session_state=per_session_state
+    )
