@@ -39,6 +39,10 @@ def runner_name(request: pytest.FixtureRequest) -> str:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not config.pluginmanager.has_plugin("dex_agents"):
+        # An environment installed before dex-agents declared its pytest11 entry point (an
+        # editable install keeps its old metadata until the next `uv sync`).
+        config.pluginmanager.import_plugin("dex_agents.testing.pytest_plugin")
     config.addinivalue_line(
         "markers",
         "mcp_agent: the scenario also builds the MCP agent (ScenarioMcpAgent), whose runner may "
