@@ -8,6 +8,7 @@ whatever was stored.
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import dex_agents._session.size_budgets as size_budgets
@@ -22,7 +23,15 @@ from agent_session_test_support import (
     running_session_stack,
     tool_call,
 )
-from dex import FlowStatus
+from dex import (
+    BlobCacheConfig,
+    Client,
+    ClientOptions,
+    FlowStatus,
+    Registry,
+    WorkerTarget,
+    open_blob_cache,
+)
 from dex_agents import (
     CUT_TEXT_MARKER,
     MAX_RPC_OUTPUT_BYTES,
@@ -39,10 +48,12 @@ from dex_agents import (
     ConfigurationError,
     DeferredToolExecution,
     SteerUserMessageRequest,
+    SyncAgentSessionClient,
     ToolEffect,
     ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
+    agent_codec_registry,
 )
 from dex_agents._session.message_layout import encoded_json_size
 from dex_agents.testing import wait_for_agent_snapshot
@@ -257,3 +268,30 @@ async def test_the_snapshot_of_a_turn_with_many_large_tool_results_fits(tmp_path
             for record in runner.model_calls[-1].tool_calls.values()
             if record.tool_name == "fetch"
         )
+
+
+async def test_the_sync_client_refuses_what_the_session_cannot_store(tmp_path: Path) -> None:
+    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+        await _running_after_first_turn(stack, "s")
+        registry = Registry([stack.flow], agent_codec_registry(), allow_async_handlers=True)
+        cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "sync-cache"), 16 * 1024 * 1024))
+        options = ClientOptions(
+            server_address=stack.engine.server_address, worker_target=WorkerTarget(pull=True)
+        )
+        client = Client(registry, cache, options)
+        try:
+            sessions = SyncAgentSessionClient(client, stack.flow)
+            for text in [*OVERSIZED_TEXTS.values(), "caf\ud800e"]:
+                assert not await asyncio.to_thread(sessions.send_user_message, "s", text)
+            with pytest.raises(ConfigurationError, match="initial_message cannot be stored"):
+                await asyncio.to_thread(sessions.start_session, "t", "a" * 2_000_000)
+            assert not await asyncio.to_thread(
+                lambda: sessions.resolve_interrupt(
+                    "s", "none", approved=False, rejection_message="r" * 300_000
+                )
+            )
+        finally:
+            client.close()
+            cache.close()
+        assert (await stack.sessions.get_agent_snapshot("s")).queued_messages == ()
+        await _still_works(stack, "s", 2)

@@ -270,17 +270,11 @@ def _newest_that_fit(messages: Sequence[AgentMessage], room: int) -> tuple[Agent
 
 def _cut_record(record: AgentToolCall, share: int) -> AgentToolCall:
     """``record`` with its arguments, output and error cut to ``share`` characters each."""
-
-    def cut(text: str | None) -> str | None:
-        if text is None or len(text) <= share:
-            return text
-        return text[:share] + CUT_TEXT_MARKER
-
     return replace(
         record,
-        arguments=cut(record.arguments) or "",
-        output=cut(record.output),
-        error=cut(record.error),
+        arguments=_cut_text(record.arguments, share) or "",
+        output=_cut_text(record.output, share),
+        error=_cut_text(record.error, share),
     )
 
 
@@ -293,19 +287,20 @@ def _cut(message: AgentMessage, room: int) -> AgentMessage:
     )
     # Each text may be escaped to 12 bytes per character (a character outside the BMP).
     share = max((room - 2048) // (12 * (present + 1)), 0)
-
-    def cut(text: str | None) -> str | None:
-        if text is None or len(text) <= share:
-            return text
-        return text[:share] + CUT_TEXT_MARKER
-
     return replace(
         message,
-        framework_item=cut(message.framework_item) or "",
-        text=cut(message.text),
-        tool_arguments=cut(message.tool_arguments),
-        tool_output=cut(message.tool_output),
+        framework_item=_cut_text(message.framework_item, share) or "",
+        text=_cut_text(message.text, share),
+        tool_arguments=_cut_text(message.tool_arguments, share),
+        tool_output=_cut_text(message.tool_output, share),
     )
+
+
+def _cut_text(text: str | None, share: int) -> str | None:
+    """``text`` cut to ``share`` characters and marked, when it is longer."""
+    if text is None or len(text) <= share:
+        return text
+    return text[:share] + CUT_TEXT_MARKER
 
 
 def _may_exceed(message: FrameworkMessage) -> bool:
