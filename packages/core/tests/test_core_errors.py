@@ -42,6 +42,8 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents._session.turn_waits.StreamStoreDisabledError": Exception,
     "dex_agents._worker_command.WorkerImportError": Exception,
     "dex_agents._session.turn_results.TurnTimeoutError": TimeoutError,
+    "dex_agents.exceptions.StoredStateError": ValueError,
+    "dex_agents.exceptions.AgentFrameworkError": RuntimeError,
     "dex_agents._deferred_tool_context.NoDeferredToolExecutionError": LookupError,
     "dex_agents._json_values.WireValueError": ValueError,
     "dex_agents._session.message_layout.MessageLayoutError": ValueError,

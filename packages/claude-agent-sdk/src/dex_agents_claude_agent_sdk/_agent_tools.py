@@ -16,6 +16,7 @@ import jsonschema  # type: ignore[import-untyped]
 from claude_agent_sdk import SdkMcpTool
 from dex_agents import (
     BuiltInToolDefinition,
+    ConfigurationTypeError,
     ListedTool,
     ToolEffect,
     ToolExecutionError,
@@ -127,7 +128,7 @@ def function_tool_schema(tool: SdkMcpTool[Any]) -> JsonDict:
 
     build = getattr(claude_agent_sdk, "_build_input_schema", None)
     if build is None:  # pragma: no cover - guards an SDK release that renamed it
-        raise TypeError(
+        raise ConfigurationTypeError(
             f"tool {tool.name}: give its input_schema as a JSON Schema object; this "
             "claude-agent-sdk release cannot convert Python types for dex-agents"
         )
@@ -198,7 +199,7 @@ async def run_function_tool(tool: SdkMcpTool[Any], arguments: JsonDict) -> objec
 def handler_result_content(tool_name: str, result: object) -> ToolResultContent:
     """A handler's ``{"content": [...], "is_error": ...}`` as the model's tool result."""
     if not isinstance(result, dict):
-        raise TypeError(
+        raise ConfigurationTypeError(
             f"tool {tool_name} returned {type(result).__name__}; a claude_agent_sdk.tool handler "
             'returns {"content": [{"type": "text", "text": ...}]}'
         )

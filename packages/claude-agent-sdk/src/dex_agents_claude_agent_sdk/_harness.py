@@ -46,6 +46,7 @@ from dex_agents import (
     ToolExecutionError,
     tool_call_idempotency_key,
 )
+from dex_agents.exceptions import AgentFrameworkError
 
 from dex_agents_claude_agent_sdk._agent_tools import (
     MCP_SERVER_NAME,
@@ -334,7 +335,7 @@ def _check_result(result: ResultMessage | None, run: RelayRun, stderr: Sequence[
     detail = run.failure or (result.result if result is not None else None) or "no result"
     tail = " | ".join(line.strip() for line in stderr[-5:] if line.strip())
     reason = result.subtype if result is not None else "the CLI exited without a result"
-    raise RuntimeError(
+    raise AgentFrameworkError(
         f"the Claude Agent SDK turn ended without a final answer ({reason}): {detail}"
         + (f"; CLI stderr: {tail}" if tail else "")
     )

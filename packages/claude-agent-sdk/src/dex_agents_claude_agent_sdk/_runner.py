@@ -62,6 +62,7 @@ from dex_agents.adapters import (
     tool_arguments_object,
     unknown_tool_error,
 )
+from dex_agents.exceptions import AgentFrameworkError
 
 from dex_agents_claude_agent_sdk._agent_tools import (
     AgentTool,
@@ -326,12 +327,16 @@ class ClaudeAgentSdkRunner:
             return [tool for tool in built_ins if tool.name == BuiltInTool.WRITE_TODOS]
         for tool in self._functions.values():
             if tool.name in enabled:
-                raise ValueError(f"tool {tool.name} uses the name of an enabled built-in tool")
+                raise ConfigurationError(
+                    f"tool {tool.name} uses the name of an enabled built-in tool"
+                )
         listed = [tool for source in self._sources.values() for tool in await _listing(source)]
         taken = set(self._functions) | set(enabled)
         for tool in listed:
             if tool.name in taken:
-                raise ValueError(f"tool {tool.name} of a tool source repeats another tool's name")
+                raise ConfigurationError(
+                    f"tool {tool.name} of a tool source repeats another tool's name"
+                )
             taken.add(tool.name)
         return [*self._functions.values(), *listed, *built_ins]
 
@@ -397,7 +402,7 @@ class ClaudeAgentSdkRunner:
         name = str(stored[_SOURCE_REFERENCE_KEY])
         source = self._sources.get(name)
         if source is None:
-            raise LookupError(f"this Worker's runner has no tool source named {name!r}")
+            raise ConfigurationError(f"this Worker's runner has no tool source named {name!r}")
         inner = stored.get("reference")
         return source, inner if isinstance(inner, str) else None
 
@@ -495,7 +500,7 @@ def _results_in_request(
     for call_id, wire_name in names.items():
         block = blocks.get(call_id)
         if block is None:
-            raise ValueError(
+            raise AgentFrameworkError(
                 f"the CLI's next model request carries no result of tool call {call_id}; the "
                 "turn cannot be stored consistently"
             )

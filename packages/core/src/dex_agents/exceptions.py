@@ -14,6 +14,11 @@ Every error keeps the built-in base a caller may already catch (``ValueError`` f
 - ``ToolExecutionError``: a tool failed in a way the model should see.
 - ``SessionFlowTypeError``: an ``AgentSessionClient`` was asked about a session of another Flow
   type; it is also a ``FlowNotActiveOrNotFoundError``, so such a session reads as not found.
+- ``StoredStateError``: a stored framework message or run state is not one this runner wrote (a
+  session written by another runner or an incompatible version); the Step attempt fails with it.
+- ``AgentFrameworkError``: the agent framework did something its runner cannot turn into a
+  session outcome (a run without a final answer, a model call that failed without raising); the
+  Step attempt fails with it and retries.
 - ``ToolTaskPollerMissingError``: a call's task has no poller on this Worker; the session records
   the call at once by its effect (``failed`` for a read, ``outcome_unknown`` for a write), the
   same as for a runner that polls no tasks at all.
@@ -33,11 +38,13 @@ import grpc
 from dex import ErrorSubStatus, FlowNotActiveOrNotFoundError
 
 __all__ = [
+    "AgentFrameworkError",
     "ConfigurationError",
     "ConfigurationTypeError",
     "DexAgentsError",
     "RunnerContractError",
     "SessionFlowTypeError",
+    "StoredStateError",
     "ToolExecutionError",
     "ToolTaskPollerMissingError",
 ]
@@ -120,4 +127,32 @@ class ToolTaskPollerMissingError(DexAgentsError, LookupError):
         Traceback (most recent call last):
         ...
         dex_agents.exceptions.ToolTaskPollerMissingError: no task poller on this Worker polls tool report
+    """
+
+
+class StoredStateError(DexAgentsError, ValueError):
+    """A stored framework message or run state is not one this runner wrote.
+
+    Raised by a runner while it reads the session's stored items or ``framework_run_state``; the
+    Step attempt fails with it. Nothing is lost: the stored values stay as they are.
+
+    Example:
+        >>> raise StoredStateError("framework run state '{}' is not a LangGraph run state")
+        Traceback (most recent call last):
+        ...
+        dex_agents.exceptions.StoredStateError: framework run state '{}' is not a LangGraph run state
+    """
+
+
+class AgentFrameworkError(DexAgentsError, RuntimeError):
+    """The agent framework did something its runner cannot turn into a session outcome.
+
+    Such as a run that ended without a final answer, or a model call that failed without
+    raising. The Step attempt fails with it and is retried like any unexpected failure.
+
+    Example:
+        >>> raise AgentFrameworkError("the ADK model call failed with 500: no message")
+        Traceback (most recent call last):
+        ...
+        dex_agents.exceptions.AgentFrameworkError: the ADK model call failed with 500: no message
     """

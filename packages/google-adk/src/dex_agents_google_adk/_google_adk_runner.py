@@ -57,6 +57,7 @@ from dex_agents.adapters import (
     tool_arguments_object,
     unknown_tool_error,
 )
+from dex_agents.exceptions import AgentFrameworkError
 from google.adk.agents import RunConfig
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.agents.run_config import StreamingMode  # type: ignore[attr-defined]
@@ -513,7 +514,7 @@ def _is_placeholder(event: Event, deferred: Mapping[str, DeferredAdkCall]) -> bo
 def _raise_on_error(responses: Sequence[LlmResponse]) -> None:
     for response in responses:
         if response.error_code and response.content is None:
-            raise RuntimeError(
+            raise AgentFrameworkError(
                 f"the ADK model call failed with {response.error_code}: "
                 f"{response.error_message or 'no message'}"
             )

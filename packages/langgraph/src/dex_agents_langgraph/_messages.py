@@ -31,6 +31,7 @@ from dex_agents import (
     describe_tool_call_outcome,
     dump_json_text,
 )
+from dex_agents.exceptions import StoredStateError
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -186,7 +187,7 @@ def langchain_message(message: AgentMessage) -> BaseMessage:
     try:
         restored = _restored(message.framework_item)
     except (ValueError, KeyError, TypeError) as error:
-        raise ValueError(
+        raise StoredStateError(
             f"stored message {message.sequence} is not a LangChain message "
             f"({type(error).__name__}: {error}); was the session started by another runner?"
         ) from error

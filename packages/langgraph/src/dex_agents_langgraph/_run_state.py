@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dex_agents import dump_json_text
+from dex_agents.exceptions import StoredStateError
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 __all__ = ["GraphRunState"]
@@ -58,12 +59,12 @@ class GraphRunState:
         except ValueError:
             value = None
         if not isinstance(value, dict) or value.get("format") != _FORMAT:
-            raise ValueError(
+            raise StoredStateError(
                 f"framework run state {text[:80]!r} is not a dex-agents-langgraph run state"
             )
         resume_node = value.get("resume_node")
         if not isinstance(resume_node, str) or not resume_node:
-            raise ValueError(f"framework run state {text[:80]!r} names no node to resume as")
+            raise StoredStateError(f"framework run state {text[:80]!r} names no node to resume as")
         encoded = value.get("channels")
         channels: Mapping[str, Any] = {}
         if isinstance(encoded, str):

@@ -21,6 +21,7 @@ from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
     BuiltInTool,
+    RunnerContractError,
     ToolEffect,
     ToolExecutionResult,
     ToolInputRequested,
@@ -266,7 +267,9 @@ class ScenarioReportPoller:
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         task_id = poll.tool_call.task_id
         if task_id is None:
-            raise LookupError(f"tool call {poll.tool_call.tool_call_id} has no task to poll")
+            raise RunnerContractError(
+                f"tool call {poll.tool_call.tool_call_id} has no task to poll"
+            )
         pending = poll.pending_answer
         with scenario_session(poll.flow_id):
             outcome = poll_report(

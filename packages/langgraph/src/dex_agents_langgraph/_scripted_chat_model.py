@@ -6,6 +6,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
+from dex_agents import ConfigurationTypeError
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage
@@ -64,7 +65,9 @@ class ScriptedChatModel(BaseChatModel):
             close = getattr(reply, "close", None)
             if callable(close):
                 close()
-            raise TypeError("an async respond function answers only async calls (ainvoke)")
+            raise ConfigurationTypeError(
+                "an async respond function answers only async calls (ainvoke)"
+            )
         return _result(reply)
 
     async def _agenerate(
@@ -82,5 +85,5 @@ class ScriptedChatModel(BaseChatModel):
 
 def _result(reply: object) -> ChatResult:
     if not isinstance(reply, AIMessage):
-        raise TypeError(f"respond returned {type(reply).__name__}, not an AIMessage")
+        raise ConfigurationTypeError(f"respond returned {type(reply).__name__}, not an AIMessage")
     return ChatResult(generations=[ChatGeneration(message=reply)])

@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 
 from dex_agents import JsonObject, dump_json_text
+from dex_agents.exceptions import StoredStateError
 
 __all__ = ["CallReference"]
 
@@ -54,7 +55,7 @@ class CallReference:
         except ValueError:
             value = None
         if not isinstance(value, dict) or not isinstance(value.get("agent"), str):
-            raise ValueError(
+            raise StoredStateError(
                 f"tool call reference {(text or '')[:80]!r} was not written by "
                 "dex-agents-openai-agents; the call cannot be run by this runner"
             )

@@ -30,6 +30,7 @@ from agents import (
     TResponseInputItem,
 )
 from dex_agents import AgentEventWriter, JsonObject
+from dex_agents.exceptions import AgentFrameworkError
 from openai.types.responses import Response
 
 from dex_agents_openai_agents._stored_items import output_text
@@ -167,7 +168,7 @@ def _result(
     completed: Response | None,
 ) -> ModelCallResult:
     if len(raw_responses) != 1:
-        raise RuntimeError(
+        raise AgentFrameworkError(
             f"the SDK run made {len(raw_responses)} model calls where exactly one was expected"
         )
     inline: dict[str, str] = {}
@@ -208,7 +209,7 @@ def _record_output(inline: dict[str, str], raw_item: object) -> str | None:
 def _interrupted_call_id(item: ToolApprovalItem) -> str:
     call_id = getattr(item.raw_item, "call_id", None)
     if not isinstance(call_id, str) or getattr(item.raw_item, "type", None) != "function_call":
-        raise RuntimeError(
+        raise AgentFrameworkError(
             f"the SDK asked to approve a {getattr(item.raw_item, 'type', '?')} item of tool "
             f"{item.tool_name!r}; only function calls can be deferred (set require_approval to "
             "'never' on hosted MCP tools)"

@@ -23,6 +23,7 @@ from dex_agents import (
     MessageRole,
     dump_json_text,
 )
+from dex_agents.exceptions import StoredStateError
 
 __all__ = [
     "FUNCTION_CALL",
@@ -216,14 +217,14 @@ def decode_framework_item(framework_item: str) -> tuple[str | None, JsonObject]:
     try:
         envelope = json.loads(framework_item)
     except ValueError as error:
-        raise ValueError(
+        raise StoredStateError(
             f"stored framework_item {framework_item[:80]!r} is not JSON; this session was not "
             "written by dex-agents-openai-agents"
         ) from error
     item = envelope.get("item") if isinstance(envelope, dict) else None
     agent = envelope.get("agent") if isinstance(envelope, dict) else None
     if not isinstance(item, dict) or (agent is not None and not isinstance(agent, str)):
-        raise ValueError(
+        raise StoredStateError(
             f"stored framework_item {framework_item[:80]!r} is not an OpenAI Agents SDK item "
             '({"agent": ..., "item": {...}}); this session was not written by '
             "dex-agents-openai-agents"

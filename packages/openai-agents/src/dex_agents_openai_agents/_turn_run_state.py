@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from dex_agents import dump_json_text
+from dex_agents.exceptions import StoredStateError
 
 __all__ = ["TurnRunState"]
 
@@ -51,7 +52,7 @@ class TurnRunState:
             or isinstance(calls, bool)
             or calls < 1
         ):
-            raise ValueError(
+            raise StoredStateError(
                 f"framework run state {text[:80]!r} is not a dex-agents-openai-agents run state"
             )
         return cls(agent, calls)

@@ -19,6 +19,7 @@ from dex_agents import (
     AgentToolCallStatus,
     describe_tool_call_outcome,
 )
+from dex_agents.exceptions import StoredStateError
 from pydantic import TypeAdapter, ValidationError
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied, ToolFailed
 from pydantic_ai.messages import ToolCallPart, ToolReturnPart
@@ -66,7 +67,7 @@ class PydanticAIRunState:
                 usage=_USAGE_ADAPTER.validate_python(state["usage"]),
             )
         except (ValueError, KeyError, TypeError, ValidationError) as error:
-            raise ValueError(
+            raise StoredStateError(
                 f"framework run state {text[:80]!r} is not a Pydantic AI runner's run state"
             ) from error
 

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import Final
 
 from dex_agents import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents.exceptions import StoredStateError
 from pydantic_ai.messages import (
     ModelMessage,
     ModelMessagesTypeAdapter,
@@ -117,7 +118,7 @@ def _load(stored: AgentMessage) -> list[ModelMessage]:
     try:
         return ModelMessagesTypeAdapter.validate_json(stored.framework_item)
     except ValueError as error:
-        raise ValueError(
+        raise StoredStateError(
             f"stored message {stored.sequence} is not Pydantic AI message JSON "
             f"(ModelMessagesTypeAdapter); was the session started by another runner? {error}"
         ) from error

@@ -97,7 +97,7 @@ def _metadata_effect(tool_name: str, value: object) -> ToolEffect | None:
     try:
         return ToolEffect(str(value))
     except ValueError as error:
-        raise ValueError(
+        raise ConfigurationError(
             f"tool {tool_name} declares the unknown effect {value!r} in its "
             f"metadata[{DEX_TOOL_METADATA_KEY!r}]; use dex_tool_metadata()"
         ) from error
