@@ -17,7 +17,15 @@ PACKAGES_DIR = Path(__file__).resolve().parent.parent / "packages"
 #: that keeps it as a base (ConfigurationError, ConfigurationTypeError, StoredStateError,
 #: AgentFrameworkError, ToolTaskPollerMissingError, RunnerContractError).
 BARE_ERRORS = frozenset(
-    {"Exception", "ValueError", "TypeError", "LookupError", "KeyError", "IndexError", "RuntimeError"}
+    {
+        "Exception",
+        "ValueError",
+        "TypeError",
+        "LookupError",
+        "KeyError",
+        "IndexError",
+        "RuntimeError",
+    }
 )
 ADAPTER_SOURCES = sorted(
     path
