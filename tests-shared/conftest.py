@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 from dex import Flow
+from dex_agents.testing import FileGate
 from dex_agents.testing.pytest_plugin import AgentStackFactory
 from dex_agents.testing.scenarios import (
     DEADLINE_FLOW_TYPE,
@@ -98,10 +99,11 @@ async def scenario(
         def sessions(flow_type: str) -> PrefixedSessions:
             return PrefixedSessions(stack.client, by_type[flow_type], dex_session_prefix)
 
+        state_dir = session_state_dir(state_root, dex_session_prefix)
         yield Scenario(
             runner=runner_name,
             stack=stack,
-            state_dir=session_state_dir(state_root, dex_session_prefix),
+            state_dir=state_dir,
             prefix=dex_session_prefix,
             sessions=sessions(MAIN_FLOW_TYPE),
             deadline_sessions=sessions(DEADLINE_FLOW_TYPE),
@@ -109,6 +111,10 @@ async def scenario(
             own_stack=own_stack,
             mcp_sessions=sessions(MCP_FLOW_TYPE) if MCP_FLOW_TYPE in by_type else None,
         )
+        # A Step still stopped at one of this test's gates holds a task slot of the shared
+        # Worker: open them all, so the next tests get every slot.
+        for reached in (state_dir / "gates").glob("*.reached"):
+            FileGate(state_dir, reached.name.removesuffix(".reached")).release()
 
 
 def _flows(runner: str, state_root: Path, *, mcp_agent: bool, shared: bool) -> list[Flow[Any]]:

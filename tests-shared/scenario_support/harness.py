@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,43 +29,44 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.scenarios import ScenarioCommand, invocation_log
 
-_SESSION_METHODS = (
-    "start_session",
-    "send_user_message",
-    "resolve_interrupt",
-    "answer_question",
-    "execute_plan",
-    "steer_user_message",
-    "delete_queued_message",
-    "cancel_turn",
-    "update_session_settings",
-    "get_agent_snapshot",
-    "list_agent_messages",
-)
-
 
 class PrefixedSessions(AgentSessionClient):
     """An ``AgentSessionClient`` whose session IDs all carry the test's prefix, so a test names
-    its sessions ``chat`` while the engine and Worker it shares see ``<prefix>chat``."""
+    its sessions ``chat`` while the engine and Worker it shares see ``<prefix>chat``.
+
+    Every public method whose first parameter is ``session_id`` is wrapped, so a method added to
+    the client later is prefixed too; an ID that already carries the prefix (the client's own
+    methods call each other) is left alone.
+    """
 
     def __init__(self, client: Any, flow: Flow[Any], prefix: str) -> None:
         super().__init__(client, flow)
         self.prefix = prefix
 
+    def scoped(self, session_id: str) -> str:
+        """``session_id`` under this test's prefix."""
+        return session_id if session_id.startswith(self.prefix) else self.prefix + session_id
 
-def _prefixed(name: str) -> Callable[..., Any]:
-    method = getattr(AgentSessionClient, name)
 
+def _prefixed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
     def call(self: PrefixedSessions, session_id: str, *args: Any, **kwargs: Any) -> Any:
-        return method(self, self.prefix + session_id, *args, **kwargs)
+        return method(self, self.scoped(session_id), *args, **kwargs)
 
     call.__name__ = name
     call.__doc__ = method.__doc__
     return call
 
 
-for _name in _SESSION_METHODS:
-    setattr(PrefixedSessions, _name, _prefixed(_name))
+def _takes_session_id(method: object) -> bool:
+    if not callable(method):
+        return False
+    parameters = list(inspect.signature(method).parameters)
+    return parameters[1:2] == ["session_id"]
+
+
+for _name, _method in inspect.getmembers(AgentSessionClient):
+    if not _name.startswith("_") and _takes_session_id(_method):
+        setattr(PrefixedSessions, _name, _prefixed(_name, _method))
 
 
 @dataclass
