@@ -55,6 +55,7 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents.testing._waiting.WaitTimeoutError": TimeoutError,
     "dex_agents.testing.scenarios._scenario_runner.UnknownScenarioRunnerError": LookupError,
     "dex_agents.testing.scenarios._scenario_agent.ScenarioToolError": Exception,
+    "dex_agents.testing.scenarios._scenario_agent.ScenarioSessionUnknownError": LookupError,
     "dex_agents._demo.DemoError": Exception,
     "dex_agents.mcp._errors.McpToolCallInterruptedError": ConnectionError,
     "dex_agents.mcp._errors.McpServerUnreachableError": ConnectionError,

@@ -1,4 +1,4 @@
-"""The engine's event loop: uvloop by default, asyncio's on request, and a clear error otherwise."""
+"""The engine's event loop: asyncio's by default, uvloop on request, and a clear error otherwise."""
 
 from __future__ import annotations
 
@@ -40,12 +40,12 @@ async def test_a_flow_completes_on_each_event_loop(
         assert result.completions[0].decode(str) == "hello|a,b|2|AwaitMessage-1|Pause-1"
 
 
-async def test_the_default_engine_runs_on_uvloop(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_the_default_engine_runs_on_asyncios_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(EVENT_LOOP_ENV, raising=False)
-    assert choose_event_loop({})[0] is EventLoopKind.UVLOOP
+    assert choose_event_loop({})[0] is EventLoopKind.ASYNCIO
     async with running_engine() as engine:
         assert engine.process is not None
-        assert _loaded_uvloop(engine.process.pid)
+        assert not _loaded_uvloop(engine.process.pid)
 
 
 def test_an_unknown_event_loop_is_refused(tmp_path: Path) -> None:
