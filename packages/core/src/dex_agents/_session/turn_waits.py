@@ -23,6 +23,7 @@ from dex_agents._events import AgentEvent
 from dex_agents._session.turn_results import (
     STREAM_POLL_SECONDS,
     TurnResult,
+    TurnStatus,
     TurnTimeoutError,
     TurnTracker,
 )
@@ -118,7 +119,26 @@ def turn_wait_plan(tracker: TurnTracker, token: str, timeout: float) -> TurnWait
                 tracker.check_waiting(snapshot)
                 unconfirmed_interrupt = not tracker.done
             if tracker.done:
+                while _end_not_committed(tracker, snapshot) and time.monotonic() < deadline:
+                    snapshot = yield ReadSnapshot()
+                    assert isinstance(snapshot, AgentSnapshot)
                 return tracker.result(snapshot, token)
+
+
+def _end_not_committed(tracker: TurnTracker, snapshot: AgentSnapshot) -> bool:
+    """Whether the snapshot predates the commit of the turn's end event's Step.
+
+    A Step writes its events while it runs and commits the session's state when it finishes, so
+    a snapshot read right after ``turn_ended`` can still show the turn active, without its last
+    message; read it again until the commit is visible.
+    """
+    if tracker.status not in _ENDED:
+        return False  # a turn waiting for a person is still active, rightly
+    state = snapshot.state
+    return state is not None and state.active_turn_id == tracker.turn_id
+
+
+_ENDED = frozenset({TurnStatus.COMPLETED, TurnStatus.FAILED, TurnStatus.CANCELLED})
 
 
 async def run_plan_async(
