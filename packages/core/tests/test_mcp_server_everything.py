@@ -5,9 +5,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shutil
 import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import pytest
@@ -15,9 +19,10 @@ import pytest
 pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
 
 from dex_agents.mcp import McpStdioServerConfig, McpStreamableHttpServerConfig, McpToolSource
-from dex_agents.mcp._connection import _connect_mode
+from dex_agents.mcp._connection import _connect_mode, close_connections
 from mcp_test_support.servers import stdio_config
 
+TESTS_DIR = Path(__file__).resolve().parent
 SERVER_EVERYTHING_ENV = "DEX_AGENTS_SERVER_EVERYTHING"
 """The ``mcp-server-everything`` executable (``.ci/run`` installs it with npm)."""
 
@@ -68,10 +73,9 @@ def _free_port() -> int:
         return port
 
 
-@_needs_server_everything
-async def test_a_2025_11_25_server_over_streamable_http() -> None:
-    """The same server over Streamable HTTP: listed, called twice, and remembered as a server of
-    the handshake after the first connection."""
+@asynccontextmanager
+async def server_everything_over_http() -> AsyncIterator[str]:
+    """server-everything's Streamable HTTP transport on a free loopback port; yields its URL."""
     assert _EXECUTABLE is not None
     port = _free_port()
     process = await asyncio.create_subprocess_exec(
@@ -86,9 +90,18 @@ async def test_a_2025_11_25_server_over_streamable_http() -> None:
         assert process.stderr is not None
         while b"listening on port" not in await asyncio.wait_for(process.stderr.readline(), 60):
             pass
-        config = McpStreamableHttpServerConfig(
-            name="everything", url=f"http://127.0.0.1:{port}/mcp"
-        )
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.kill()
+        await process.wait()
+
+
+@_needs_server_everything
+async def test_a_2025_11_25_server_over_streamable_http() -> None:
+    """The same server over Streamable HTTP: listed, called twice, and remembered as a server of
+    the handshake after the first connection."""
+    async with server_everything_over_http() as url:
+        config = McpStreamableHttpServerConfig(name="everything", url=url)
         source = McpToolSource([config])
         assert "everything__echo" in {tool.name for tool in await source.list_tools()}
         assert _connect_mode(config) == "legacy"
@@ -97,6 +110,43 @@ async def test_a_2025_11_25_server_over_streamable_http() -> None:
                 "everything__echo", {"message": text}, idempotency_key=f"s/turn-1/{text}"
             )
             assert text in output
-    finally:
-        process.kill()
-        await process.wait()
+        await close_connections()
+
+
+async def _traced_spans(*target: str) -> list[dict[str, object]]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "mcp_test_support.traced_calls",
+        *target,
+        cwd=TESTS_DIR,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    stdout, stderr = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode == 0, stderr.decode()
+    return [json.loads(line) for line in stdout.decode().splitlines()]
+
+
+@_needs_server_everything
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+async def test_the_protocol_fallback_is_no_error_span_and_one_session_serves_every_call(
+    transport: str,
+) -> None:
+    """A fresh process lists and calls the 2025-11-25 server twice inside one traced span: the
+    refused ``server/discover`` probe is not an ERROR span (not recorded at all), and the three
+    requests go over one session: one ``tools/list`` and two ``tools/call``, no handshake per
+    call."""
+    assert _EXECUTABLE is not None
+    if transport == "stdio":
+        spans = await _traced_spans("stdio", _EXECUTABLE, "stdio")
+    else:
+        async with server_everything_over_http() as url:
+            spans = await _traced_spans("http", url)
+    names = [span["name"] for span in spans]
+    assert [span for span in spans if span["status"] == "ERROR"] == []
+    assert names.count("MCP send tools/call echo") == 2
+    assert names.count("MCP send tools/list") == 1
+    assert "MCP send initialize" not in names
+    (turn,) = [span for span in spans if span["name"] == "turn"]
+    assert all(span["parent"] is not None for span in spans if span is not turn)

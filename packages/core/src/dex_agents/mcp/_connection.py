@@ -1,13 +1,20 @@
-"""One connection to an MCP server per request, on the MCP SDK.
+"""One MCP session per server and Worker process, on the MCP SDK, reused across requests.
 
-Every request opens a new connection: a new process for a stdio server, a new HTTP connection for
-a Streamable HTTP server. The SDK's ``mode="auto"`` probes ``server/discover`` (MCP 2026-07-28,
-no protocol session) and falls back to the ``initialize`` handshake for older servers, such as
-those of the 2025-11-25 specification; a server that answered the handshake is remembered for the
-life of the Worker process, so its later connections skip the probe (one round trip fewer, and no
-failed ``server/discover`` request in every trace). The
-connection declares the tasks extension (``io.modelcontextprotocol/tasks``) on every request,
-so a server may answer ``tools/call`` with a task handle; the ``tasks/*`` requests are sent here.
+The first request to a server opens its connection (a process for a stdio server, an MCP session
+for a Streamable HTTP server); later requests in the same process and event loop reuse it. A
+connection whose transport failed (the process exited, the stream broke) is dropped, and the next
+request opens a new one; a Streamable HTTP session the server has ended (HTTP 404, which the SDK
+reports as ``Session terminated``) is opened again and the request sent once more, because the
+server did not run it.
+
+The SDK's ``mode="auto"`` probes ``server/discover`` (MCP 2026-07-28, no protocol session) and
+falls back to the ``initialize`` handshake for older servers, such as those of the 2025-11-25
+specification; a server that answered the handshake is remembered for the life of the Worker
+process, so its later connections skip the probe. The negotiation runs under an unsampled span, so
+a probe the server refuses (``Method not found``) is a protocol fallback, never an ERROR span in
+the caller's trace. The connection declares the tasks extension (``io.modelcontextprotocol/tasks``)
+on every request, so a server may answer ``tools/call`` with a task handle; the ``tasks/*``
+requests are sent here.
 """
 
 from __future__ import annotations
@@ -15,10 +22,12 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import secrets
 import ssl
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass
+import weakref
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 import httpx2
@@ -30,9 +39,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import (
     CONNECTION_CLOSED,
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     PARSE_ERROR,
     REQUEST_TIMEOUT,
 )
+from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict
 
 from dex_agents.mcp._errors import McpServerUnreachableError
@@ -46,6 +57,7 @@ __all__ = [
     "describe_error",
     "leaf_errors",
     "open_connection",
+    "session_expired",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -125,10 +137,22 @@ def describe_error(error: BaseException) -> str:
 
 @dataclass
 class McpConnection:
-    """An open connection: the SDK client and the server it reaches."""
+    """An open connection: the SDK client, the server it reaches, and, for Streamable HTTP, the
+    MCP session ID the server gave it (``None`` for stdio or a server without sessions)."""
 
     server: McpServerConfig
     client: Client
+    http_session: list[str] = field(default_factory=list, repr=False)
+
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` of a Streamable HTTP connection, once the server sent one."""
+        return self.http_session[-1] if self.http_session else None
+
+    @property
+    def speaks_handshake(self) -> bool:
+        """Whether the server answered the ``initialize`` handshake (2025-11-25 and older)."""
+        return self.client.session.initialize_result is not None
 
     @property
     def session(self) -> Any:
@@ -153,7 +177,7 @@ class McpConnection:
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
     # The HTTP client's default context, made once: loading the trust store takes far longer
-    # than a loopback request, and every request opens a new connection.
+    # than a loopback request.
     return httpx2.create_ssl_context()
 
 
@@ -167,6 +191,15 @@ def _server_key(server: McpServerConfig) -> tuple[str, str]:
     return server.name, server.url
 
 
+def _pool_key(server: McpServerConfig) -> tuple[object, ...]:
+    # Everything that changes what a connection is: two sources configuring the same server share
+    # its connection, a different environment or header never does.
+    if isinstance(server, McpStdioServerConfig):
+        env = None if server.env is None else tuple(sorted(server.env.items()))
+        return ("stdio", server.name, server.command, tuple(server.args), env, server.cwd)
+    return ("http", server.name, server.url, tuple(sorted(server.headers.items())))
+
+
 def _connect_mode(server: McpServerConfig) -> Literal["auto", "legacy"]:
     """``legacy`` for a server known to speak only the handshake, else ``auto`` (probe first)."""
     return "legacy" if _server_key(server) in _HANDSHAKE_SERVERS else "auto"
@@ -177,7 +210,22 @@ def _remember_protocol(server: McpServerConfig, client: Client) -> None:
         _HANDSHAKE_SERVERS.add(_server_key(server))
 
 
-def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
+@contextmanager
+def _unsampled() -> Iterator[None]:
+    """Makes the spans the SDK starts here children of an unsampled span, so a parent-based
+    sampler (OpenTelemetry's default) drops them: the era negotiation's refused probe is a
+    protocol fallback, not an error of the caller's trace."""
+    context = trace.SpanContext(
+        trace_id=secrets.randbits(128) or 1,
+        span_id=secrets.randbits(64) or 1,
+        is_remote=False,
+        trace_flags=trace.TraceFlags(trace.TraceFlags.DEFAULT),
+    )
+    with trace.use_span(trace.NonRecordingSpan(context), end_on_exit=False):
+        yield
+
+
+def _sdk_client(server: McpServerConfig, stack: AsyncExitStack, session_ids: list[str]) -> Client:
     extensions = [_TasksExtension()]
     mode = _connect_mode(server)
     read_timeout = server.connection_timeout.total_seconds()
@@ -195,6 +243,12 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
             extensions=extensions,
             read_timeout_seconds=read_timeout,
         )
+
+    async def note_session(response: httpx2.Response) -> None:
+        session_id = response.headers.get("mcp-session-id")
+        if session_id and session_id not in session_ids:
+            session_ids.append(session_id)
+
     http_client = httpx2.AsyncClient(
         headers=dict(server.headers),
         verify=_tls_context(),
@@ -202,10 +256,13 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
             server.request_timeout.total_seconds(),
             connect=server.connection_timeout.total_seconds(),
         ),
+        event_hooks={"response": [note_session]},
     )
     stack.push_async_callback(http_client.aclose)
     return Client(
-        streamable_http_client(server.url, http_client=http_client),
+        # The session is not ended when the Worker stops: a 2025-11-25 server keeps its tasks in
+        # the session, and the next Worker polls them there.
+        streamable_http_client(server.url, http_client=http_client, terminate_on_close=False),
         mode=mode,
         cache=None,
         extensions=extensions,
@@ -213,53 +270,172 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack) -> Client:
     )
 
 
-@asynccontextmanager
-async def open_connection(server: McpServerConfig) -> AsyncIterator[McpConnection]:
-    """Connects to ``server``, trying ``connection_attempts`` times, each bounded by
-    ``connection_timeout``, and closes the connection on exit.
+@dataclass
+class _Pooled:
+    """A connection held open by its owner task until ``close`` is set or its transport fails."""
 
-    Raises:
-        McpServerUnreachableError: Every attempt failed, so nothing was sent.
-    """
+    connection: McpConnection
+    owner: asyncio.Task[None]
+    close: asyncio.Event
+
+    @property
+    def usable(self) -> bool:
+        return not self.owner.done() and not self.close.is_set()
+
+
+_POOLS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[tuple[object, ...], _Pooled]] = (
+    weakref.WeakKeyDictionary()
+)
+_OPENING: weakref.WeakKeyDictionary[
+    asyncio.AbstractEventLoop, dict[tuple[object, ...], asyncio.Lock]
+] = weakref.WeakKeyDictionary()
+
+
+async def _own(
+    server: McpServerConfig,
+    opened: asyncio.Future[McpConnection],
+    close: asyncio.Event,
+) -> None:
+    # The SDK's task groups must be entered and left by one task, so this task owns the
+    # connection while any number of requests share it.
+    try:
+        async with AsyncExitStack() as stack:
+            session_ids: list[str] = []
+            client = _sdk_client(server, stack, session_ids)
+            async with asyncio.timeout(server.connection_timeout.total_seconds()):
+                with _unsampled():
+                    await stack.enter_async_context(client)
+            _remember_protocol(server, client)
+            opened.set_result(McpConnection(server, client, session_ids))
+            await close.wait()
+    except BaseException as error:
+        if not opened.done():
+            opened.set_exception(
+                error if isinstance(error, Exception) else ConnectionError(describe_error(error))
+            )
+        else:
+            # Closing a connection whose process already exited or whose stream broke raises from
+            # the SDK's task groups; each request's own outcome has been decided by then.
+            _LOG.debug("MCP server %s: connection ended", server.name, exc_info=True)
+        if isinstance(error, asyncio.CancelledError):
+            raise
+
+
+async def _open(server: McpServerConfig) -> _Pooled:
     failures: list[str] = []
     for attempt in range(1, server.connection_attempts + 1):
-        stack = AsyncExitStack()
-        await stack.__aenter__()
+        loop = asyncio.get_running_loop()
+        opened: asyncio.Future[McpConnection] = loop.create_future()
+        close = asyncio.Event()
+        owner = loop.create_task(_own(server, opened, close), name=f"mcp-{server.name}")
         try:
-            client = _sdk_client(server, stack)
-            async with asyncio.timeout(server.connection_timeout.total_seconds()):
-                await stack.enter_async_context(client)
-            _remember_protocol(server, client)
+            connection = await asyncio.shield(opened)
+        except asyncio.CancelledError:
+            close.set()
+            raise
         except Exception as error:
-            await _close_quietly(stack)
             failures.append(f"attempt {attempt}: {describe_error(error)}")
             _LOG.debug(
                 "MCP server %s: connection attempt %d failed", server.name, attempt, exc_info=True
             )
             continue
-        try:
-            yield McpConnection(server, client)
-        except asyncio.CancelledError as cancelled:
-            # When a transport task fails (the stream broke, the process exited), the SDK's task
-            # group cancels the request; handing the cancellation back to it raises the failure
-            # that caused it. A cancellation from outside is raised again as it is.
-            await stack.__aexit__(type(cancelled), cancelled, cancelled.__traceback__)
-            raise
-        except BaseException:
-            await _close_quietly(stack)
-            raise
-        await _close_quietly(stack)
-        return
+        return _Pooled(connection, owner, close)
     raise McpServerUnreachableError(
         f"MCP server {server.name} could not be reached in {server.connection_attempts} "
         f"connection attempt(s): {'; '.join(failures)}"
     )
 
 
-async def _close_quietly(stack: AsyncExitStack) -> None:
-    # Closing a connection whose process already exited or whose stream broke raises from the
-    # SDK's task groups; the request's own outcome has been decided by then.
+async def _lease(server: McpServerConfig, *, fresh: bool) -> tuple[_Pooled, bool]:
+    """The server's open connection in this loop, or a new one; and whether it was reused."""
+    loop = asyncio.get_running_loop()
+    pool = _POOLS.setdefault(loop, {})
+    key = _pool_key(server)
+    lock = _OPENING.setdefault(loop, {}).setdefault(key, asyncio.Lock())
+    async with lock:
+        pooled = pool.get(key)
+        if pooled is not None and pooled.usable and not fresh:
+            return pooled, True
+        if pooled is not None:
+            _discard(pool, key, pooled)
+        pooled = await _open(server)
+        pool[key] = pooled
+        return pooled, False
+
+
+def _discard(
+    pool: dict[tuple[object, ...], _Pooled], key: tuple[object, ...], pooled: _Pooled
+) -> None:
+    if pool.get(key) is pooled:
+        del pool[key]
+    pooled.close.set()
+
+
+def _causes(error: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    pending = [error]
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        for leaf in leaf_errors(current):
+            yield leaf
+            if leaf.__cause__ is not None:
+                pending.append(leaf.__cause__)
+
+
+def session_expired(error: BaseException) -> bool:
+    """Whether ``error`` is (or was caused by) the SDK's ``Session terminated``: the server
+    answered HTTP 404 for the session, so it did not run the request."""
+    return any(
+        isinstance(leaf, MCPError)
+        and leaf.error.code == INVALID_REQUEST
+        and leaf.error.message == "Session terminated"
+        for leaf in _causes(error)
+    )
+
+
+def _connection_lost(error: BaseException) -> bool:
+    for leaf in _causes(error):
+        if isinstance(leaf, MCPError):
+            if leaf.error.code == CONNECTION_CLOSED:
+                return True
+        elif isinstance(leaf, (OSError, httpx2.TransportError)):
+            return True
+    return session_expired(error)
+
+
+@asynccontextmanager
+async def open_connection(
+    server: McpServerConfig, *, fresh: bool = False
+) -> AsyncIterator[McpConnection]:
+    """The server's connection, opened on first use (``connection_attempts`` tries, each bounded
+    by ``connection_timeout``) and reused by later requests of this process and event loop.
+
+    ``fresh=True`` replaces the open connection first. A failure that shows the connection is
+    gone (closed, a transport error, an ended session) drops it, so the next request reconnects.
+
+    Raises:
+        McpServerUnreachableError: Every attempt failed, so nothing was sent.
+    """
+    pooled, _ = await _lease(server, fresh=fresh)
     try:
-        await stack.aclose()
-    except Exception:
-        _LOG.debug("closing an MCP connection failed", exc_info=True)
+        yield pooled.connection
+    except BaseException as error:
+        if not pooled.usable or _connection_lost(error):
+            loop_pool = _POOLS.get(asyncio.get_running_loop(), {})
+            _discard(loop_pool, _pool_key(server), pooled)
+        raise
+    if not pooled.usable:
+        _discard(_POOLS.get(asyncio.get_running_loop(), {}), _pool_key(server), pooled)
+
+
+async def close_connections() -> None:
+    """Closes every pooled connection of the running event loop (a Worker's shutdown, a test)."""
+    pool = _POOLS.pop(asyncio.get_running_loop(), {})
+    for pooled in pool.values():
+        pooled.close.set()
+    owners = [pooled.owner for pooled in pool.values()]
+    if owners:
+        await asyncio.gather(*owners, return_exceptions=True)

@@ -1,6 +1,6 @@
 """Three READ tools over the servers' resources and prompts.
 
-Each takes a configured server's name as ``server`` and opens a new connection to that server.
+Each takes a configured server's name as ``server`` and goes over the Worker's session with that server.
 Outputs are the server's items as it sent them, in JSON with sorted keys.
 """
 
@@ -146,7 +146,7 @@ def _text_argument(tool_name: str, arguments: Mapping[str, Any], key: str) -> st
 async def run_resource_or_prompt_tool(
     tool_name: str, arguments_text: str, servers: Mapping[str, McpServerConfig]
 ) -> str:
-    """Runs one of the three tools on a new connection to the named server.
+    """Runs one of the three tools on the Worker's session with the named server.
 
     Raises:
         ToolExecutionError: For invalid arguments, an unconfigured server, an MCP error answer,

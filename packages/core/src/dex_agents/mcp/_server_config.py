@@ -86,7 +86,8 @@ class _McpServerOptions:
 
 @dataclass(frozen=True)
 class McpStdioServerConfig(_McpServerOptions):
-    """An MCP server the Worker starts as a subprocess, one process per request.
+    """An MCP server the Worker starts as a subprocess, one process per Worker, reused by every
+    request (started again when it exits).
 
     Attributes:
         command: The program to run, with the Worker's privileges.
@@ -130,7 +131,8 @@ class McpStdioServerConfig(_McpServerOptions):
 
 @dataclass(frozen=True)
 class McpStreamableHttpServerConfig(_McpServerOptions):
-    """An MCP server reached over Streamable HTTP, one new HTTP connection per request.
+    """An MCP server reached over Streamable HTTP, one MCP session per Worker, reused by every
+    request (opened again when it fails).
 
     Attributes:
         url: The MCP endpoint, such as ``https://tickets.example.com/mcp``.

@@ -1,9 +1,9 @@
 """Long-running MCP tasks: polled by PollToolTask on a Timer (HTTP), or inside the tool Step.
 
 A Streamable HTTP server's task becomes a tool task: each ``poll_tool_task`` sends one
-``tasks/get`` on a new connection, and a question the task asks becomes a session question whose
+``tasks/get`` on the Worker's session, and a question the task asks becomes a session question whose
 answer goes back with ``tasks/update``. A stdio task lives in its server process, which ends with
-the request, so it is polled on the call's own connection inside the tool Step.
+the Worker, so it is polled on the call's connection inside the tool Step.
 """
 
 from __future__ import annotations

@@ -42,7 +42,13 @@ from dex_agents import (
     dump_json_text,
     tool_effect_from_mcp_tool_annotations,
 )
-from dex_agents.mcp._connection import McpConnection, McpTaskHandle, describe_error, open_connection
+from dex_agents.mcp._connection import (
+    McpConnection,
+    McpTaskHandle,
+    describe_error,
+    open_connection,
+    session_expired,
+)
 from dex_agents.mcp._errors import (
     McpServerUnreachableError,
     McpTaskError,
@@ -174,7 +180,8 @@ class _Call:
 
 
 class McpToolSource:
-    """The tools of MCP servers, listed per Worker and called one request per connection.
+    """The tools of MCP servers, listed per Worker and called over one MCP session per server
+    and Worker.
 
     Args:
         servers: The servers, configured on the Worker; their names must be unique.
@@ -352,7 +359,7 @@ class McpToolSource:
         return {tool.name: self.execute_deferred_tool_call for tool in offered}
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
-        """Runs one call in its tool Step: one ``tools/call`` on a new connection.
+        """Runs one call in its tool Step: one ``tools/call`` on the Worker's session.
 
         A Streamable HTTP server's task becomes a tool task (``ToolTaskStarted``) when the runner
         polls tasks; a stdio task, and any task of a runner without a poller, is polled inside
@@ -464,7 +471,7 @@ class McpToolSource:
         return outcome.output
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Polls a Streamable HTTP server's task once with ``tasks/get`` on a new connection,
+        """Polls a Streamable HTTP server's task once with ``tasks/get`` on the Worker's session,
         delivering the answer of a question the task asked with ``tasks/update``.
 
         Raises:
@@ -529,11 +536,14 @@ class McpToolSource:
         on_task: Callable[[McpConnection, McpTaskHandle], Awaitable[DeferredToolOutcome]],
     ) -> DeferredToolOutcome:
         try:
-            async with open_connection(call.server) as connection:
-                result = await send_tool_call(connection, call.target, call.arguments)
-                if isinstance(result, McpTaskHandle):
-                    return await on_task(connection, result)
-                return ToolExecutionResult(render_tool_result(result))
+            try:
+                return await self._call_on(call, on_task, fresh=False)
+            except Exception as error:
+                if not session_expired(error):
+                    raise
+                # HTTP 404 for the reused session: the server ended it without running the call.
+                _LOG.info("MCP server %s ended its session; reconnecting", call.server.name)
+                return await self._call_on(call, on_task, fresh=True)
         except McpServerUnreachableError as error:
             raise ToolExecutionError(
                 f"{error}; the call of {call.target.tool_name} was not sent"
@@ -543,6 +553,19 @@ class McpToolSource:
         except Exception as error:
             # A transport failure the SDK raised while the call was out: its outcome is unknown.
             raise interrupted(call.server.name, call.target, describe_error(error)) from error
+
+    @staticmethod
+    async def _call_on(
+        call: _Call,
+        on_task: Callable[[McpConnection, McpTaskHandle], Awaitable[DeferredToolOutcome]],
+        *,
+        fresh: bool,
+    ) -> DeferredToolOutcome:
+        async with open_connection(call.server, fresh=fresh) as connection:
+            result = await send_tool_call(connection, call.target, call.arguments)
+            if isinstance(result, McpTaskHandle):
+                return await on_task(connection, result)
+            return ToolExecutionResult(render_tool_result(result))
 
     async def _server_tools(self, server: McpServerConfig, refresh: bool) -> tuple[McpTool, ...]:
         listing = self._listings[server.name]
