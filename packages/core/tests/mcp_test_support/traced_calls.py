@@ -12,8 +12,12 @@ import asyncio
 import json
 import sys
 
-from dex_agents.mcp import McpServerConfig, McpStdioServerConfig, McpStreamableHttpServerConfig
-from dex_agents.mcp import McpToolSource
+from dex_agents.mcp import (
+    McpServerConfig,
+    McpStdioServerConfig,
+    McpStreamableHttpServerConfig,
+    McpToolSource,
+)
 from opentelemetry import trace
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
