@@ -9,6 +9,7 @@ whatever was stored.
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import dex_agents._session.size_budgets as size_budgets
@@ -37,25 +38,37 @@ from dex_agents import (
     MAX_RPC_OUTPUT_BYTES,
     MAX_STORED_MESSAGE_BYTES,
     TOOL_RESULT_TOO_LARGE_ERROR_PREFIX,
+    AgentInterrupt,
+    AgentMessage,
+    AgentPlan,
     AgentSessionOptions,
     AgentSessionStartInput,
     AgentSnapshot,
+    AgentTodo,
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
     AgentUserMessage,
     ConfigurationError,
+    ContextSummary,
     DeferredToolExecution,
+    InterruptKind,
+    MessageRole,
+    PlanStatus,
+    QueuedUserMessage,
     SteerUserMessageRequest,
     SyncAgentSessionClient,
+    TodoStatus,
     ToolEffect,
     ToolExecutionResult,
+    ToolInputRequested,
     ToolPolicy,
     TurnCompleted,
     agent_codec_registry,
 )
 from dex_agents._session.message_layout import encoded_json_size
+from dex_agents._session.size_budgets import fit_snapshot
 from dex_agents.testing import wait_for_agent_snapshot
 
 # The issue's probes: each was accepted and then failed the whole session.
@@ -295,3 +308,110 @@ async def test_the_sync_client_refuses_what_the_session_cannot_store(tmp_path: P
             cache.close()
         assert (await stack.sessions.get_agent_snapshot("s")).queued_messages == ()
         await _still_works(stack, "s", 2)
+
+
+def _many_questions(turn: AgentTurnContext) -> AgentTurnOutcome:
+    if not turn.is_resuming:
+        return request_tools(turn, *(tool_call(turn, f"a{n}", "ask", {}) for n in range(16)))
+    return final_answer_with_results(turn)
+
+
+_LONG_QUESTION = "Which of these? " + "w" * 200_000
+"""Within the budget of one tool question (``MAX_TOOL_RESULT_BYTES``), 16 of them are 3.2 MB."""
+
+
+async def _ask_long(call: DeferredToolExecution) -> ToolExecutionResult | ToolInputRequested:
+    if not call.input_answers:
+        return ToolInputRequested(_LONG_QUESTION, choices=("c" * 20_000, "d"))
+    return ToolExecutionResult(f"answered {call.input_answers[-1].answer}")
+
+
+async def test_the_snapshot_of_many_large_pending_questions_fits(tmp_path: Path) -> None:
+    runner = ScriptedRunner(_many_questions, {"ask": _ask_long})  # type: ignore[dict-item]
+    options = AgentSessionOptions(tool_policies={"ask": ToolPolicy(ToolEffect.READ)})
+
+    def all_asked(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        return snapshot if len(snapshot.pending_interrupts) == 16 else None
+
+    async with running_session_stack(tmp_path, runner, options) as stack:
+        await stack.sessions.start_session("s", "ask me everything")
+        # The questions are in the pending interrupts and in the records: 7 MB stored.
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", all_asked)
+        assert encoded_json_size(snapshot) <= MAX_RPC_OUTPUT_BYTES
+        ids = sorted(interrupt.interrupt_id for interrupt in snapshot.pending_interrupts)
+        assert ids == sorted(f"a{n}-input-1" for n in range(16))
+        for interrupt in snapshot.pending_interrupts:
+            assert str(interrupt.question).startswith("Which of these? www")
+            assert str(interrupt.question).endswith(CUT_TEXT_MARKER)
+            assert interrupt.choices[0].endswith(CUT_TEXT_MARKER) and interrupt.choices[1] == "d"
+        for record in snapshot.tool_calls:
+            assert str(record.question).endswith(CUT_TEXT_MARKER)
+        # Each question is still answered by its ID; the tools see their whole questions.
+        for interrupt in snapshot.pending_interrupts:
+            assert await stack.sessions.answer_question("s", interrupt.interrupt_id, "d")
+        final = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        assert final.state is not None and final.state.last_turn_error is None
+        assert final.messages[-1].text == "; ".join(["ask=answered d"] * 16)
+        asked = [
+            answer.question
+            for record in runner.model_calls[-1].tool_calls.values()
+            for answer in record.input_answers
+        ]
+        assert asked == [_LONG_QUESTION] * 16
+
+
+def test_the_snapshot_cuts_interrupts_summary_and_plan_whatever_was_stored() -> None:
+    # Each part alone is within what the session can store; together they are 8 MB.
+    approvals = tuple(
+        AgentInterrupt(
+            interrupt_id=f"w{n}",
+            tool_call_id=f"w{n}",
+            tool_name="write",
+            kind=InterruptKind.APPROVAL,
+            arguments=json.dumps({"body": "a" * 200_000}),
+        )
+        for n in range(8)
+    )
+    plan = AgentPlan(
+        revision=7,
+        status=PlanStatus.ACTIVE,
+        todos=tuple(AgentTodo(f"step {n} " + "p" * 40, TodoStatus.PENDING) for n in range(20_000)),
+    )
+    summary = ContextSummary(generation=3, first_sequence=1, last_sequence=40, text="s" * 2_000_000)
+    queued = tuple(QueuedUserMessage(f"q{n}", "u" * 400_000) for n in range(3))
+    messages = tuple(
+        AgentMessage(sequence=n, role=MessageRole.USER, framework_item="{}", text=f"m{n}")
+        for n in range(1, 21)
+    )
+    snapshot = AgentSnapshot(
+        messages=messages,
+        pending_interrupts=approvals,
+        plan=plan,
+        context_summary=summary,
+        queued_messages=queued,
+        queued_message_count=3,
+    )
+    assert encoded_json_size(snapshot) > 2 * MAX_RPC_OUTPUT_BYTES
+
+    fitted = fit_snapshot(snapshot)
+
+    assert encoded_json_size(fitted) <= MAX_RPC_OUTPUT_BYTES
+    assert fitted.messages == messages  # small messages are never given up for the rest
+    assert [i.interrupt_id for i in fitted.pending_interrupts] == [f"w{n}" for n in range(8)]
+    assert all(str(i.arguments).endswith(CUT_TEXT_MARKER) for i in fitted.pending_interrupts)
+    assert fitted.context_summary is not None
+    assert fitted.context_summary.text.startswith("sss")
+    assert fitted.context_summary.text.endswith(CUT_TEXT_MARKER)
+    assert fitted.context_summary.last_sequence == 40
+    assert fitted.plan is not None and (fitted.plan.revision, fitted.plan.status) == (7, "active")
+    assert 0 < len(fitted.plan.todos) < 20_000
+    assert fitted.plan.todos[0].content.startswith("step 0 ")
+    assert fitted.plan.todos[-1].content.endswith(CUT_TEXT_MARKER)
+    assert [q.message_id for q in fitted.queued_messages] == ["q0"]
+    assert fitted.queued_message_count == 3
+
+
+def test_a_small_snapshot_is_returned_whole() -> None:
+    plan = AgentPlan(1, PlanStatus.DRAFT, tuple(AgentTodo(f"t{n}") for n in range(50)))
+    snapshot = AgentSnapshot(plan=plan, context_summary=ContextSummary(1, 1, 4, "short"))
+    assert fit_snapshot(snapshot) is snapshot

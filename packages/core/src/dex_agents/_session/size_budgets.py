@@ -37,6 +37,7 @@ from dex_agents._values import (
     AgentMessage,
     AgentMessagesPage,
     AgentSnapshot,
+    AgentTodo,
     AgentToolCall,
     FrameworkMessage,
 )
@@ -210,29 +211,103 @@ def oversized_outcome_problem(outcome: AgentTurnOutcome) -> str | None:
 def fit_snapshot(snapshot: AgentSnapshot) -> AgentSnapshot:
     """Return ``snapshot`` within :data:`MAX_RPC_OUTPUT_BYTES`.
 
-    Leaves out its oldest messages first, then the queued and steered messages after the oldest
-    (``queued_message_count`` still counts every queued one), then cuts the arguments, outputs
-    and errors of the active turn's tool calls (ending in :data:`CUT_TEXT_MARKER`), and cuts the
-    texts of a single remaining message that does not fit alone.
+    Everything but the messages gets at most half the budget. While it takes more, the snapshot
+    lists, in this order: only the oldest queued and steered message (``queued_message_count``
+    still counts every queued one); then the texts of the active turn's tool calls cut; then the
+    texts of the pending interrupts cut (every interrupt stays, with its ID, so each can still be
+    resolved); then the context summary's text cut; then the plan's todos cut (the first ones,
+    their contents cut to 1,024 characters). Each cut part keeps an eighth of the budget and every cut text ends in
+    :data:`CUT_TEXT_MARKER`; what is stored stays whole. The messages get the rest: the newest
+    that fit, and a single one that does not fit alone with its texts cut.
     """
-    if _characters(snapshot.messages) + _queued_characters(snapshot) < _SAFE_CHARACTERS:
+    if _characters(snapshot.messages) + _other_characters(snapshot) < _SAFE_CHARACTERS:
         return snapshot
     base = replace(snapshot, messages=())
-    base_size = encoded_json_size(base)
-    if base_size > MAX_RPC_OUTPUT_BYTES // 2:
-        base = replace(
-            base,
-            queued_messages=snapshot.queued_messages[:1],
-            steered_messages=snapshot.steered_messages[:1],
-        )
-        base_size = encoded_json_size(base)
-    if base_size > MAX_RPC_OUTPUT_BYTES // 2 and base.tool_calls:
-        # Each call keeps an equal share of half the budget for its texts.
-        share = MAX_RPC_OUTPUT_BYTES // (2 * 12 * 3 * len(base.tool_calls))
-        base = replace(base, tool_calls=tuple(_cut_record(r, share) for r in base.tool_calls))
-        base_size = encoded_json_size(base)
-    kept = _newest_that_fit(snapshot.messages, MAX_RPC_OUTPUT_BYTES - base_size)
+    for cut in _SNAPSHOT_CUTS:
+        if encoded_json_size(base) <= MAX_RPC_OUTPUT_BYTES // 2:
+            break
+        base = cut(base)
+    kept = _newest_that_fit(snapshot.messages, MAX_RPC_OUTPUT_BYTES - encoded_json_size(base))
     return replace(base, messages=kept)
+
+
+# The characters each cut part of a snapshot keeps in all, at up to 12 bytes each.
+_PART_CHARACTERS: Final = MAX_RPC_OUTPUT_BYTES // (8 * 12)
+
+
+def _oldest_listed_only(snapshot: AgentSnapshot) -> AgentSnapshot:
+    return replace(
+        snapshot,
+        queued_messages=snapshot.queued_messages[:1],
+        steered_messages=snapshot.steered_messages[:1],
+    )
+
+
+def _cut_tool_calls(snapshot: AgentSnapshot) -> AgentSnapshot:
+    records = snapshot.tool_calls
+    share = _share(len(records) * 8)
+    return replace(snapshot, tool_calls=tuple(_cut_record(r, share) for r in records))
+
+
+def _cut_interrupts(snapshot: AgentSnapshot) -> AgentSnapshot:
+    interrupts = snapshot.pending_interrupts
+    share = _share(len(interrupts) * 3)
+    return replace(
+        snapshot,
+        pending_interrupts=tuple(
+            replace(
+                interrupt,
+                arguments=_cut_text(interrupt.arguments, share),
+                question=_cut_text(interrupt.question, share),
+                choices=_cut_texts(interrupt.choices, share),
+            )
+            for interrupt in interrupts
+        ),
+    )
+
+
+def _cut_context_summary(snapshot: AgentSnapshot) -> AgentSnapshot:
+    summary = snapshot.context_summary
+    if summary is None:
+        return snapshot
+    text = _cut_text(summary.text, _PART_CHARACTERS) or ""
+    return replace(snapshot, context_summary=replace(summary, text=text))
+
+
+def _cut_plan(snapshot: AgentSnapshot) -> AgentSnapshot:
+    plan = snapshot.plan
+    if plan is None or not plan.todos:
+        return snapshot
+    room = MAX_RPC_OUTPUT_BYTES // 8
+    todos: list[AgentTodo] = []
+    for todo in plan.todos:
+        content = _cut_text(todo.content, _TODO_CHARACTERS) or ""
+        room -= len(content) * 12 + 64  # a todo's fields besides its content take < 64 bytes
+        if room < 0 and todos:
+            break
+        todos.append(replace(todo, content=content))
+    if len(todos) < len(plan.todos) and not todos[-1].content.endswith(CUT_TEXT_MARKER):
+        todos[-1] = replace(todos[-1], content=todos[-1].content + CUT_TEXT_MARKER)
+    return replace(snapshot, plan=replace(plan, todos=tuple(todos)))
+
+
+_TODO_CHARACTERS: Final = 1024
+"""The characters a todo of a cut plan keeps."""
+
+
+_SNAPSHOT_CUTS: Final = (
+    _oldest_listed_only,
+    _cut_tool_calls,
+    _cut_interrupts,
+    _cut_context_summary,
+    _cut_plan,
+)
+"""What a snapshot too large gives up, in order (see :func:`fit_snapshot`)."""
+
+
+def _share(texts: int) -> int:
+    """Characters each of ``texts`` texts of one cut part keeps (its marker aside)."""
+    return _PART_CHARACTERS // max(texts, 1)
 
 
 def fit_message_page(page: AgentMessagesPage) -> AgentMessagesPage:
@@ -269,12 +344,24 @@ def _newest_that_fit(messages: Sequence[AgentMessage], room: int) -> tuple[Agent
 
 
 def _cut_record(record: AgentToolCall, share: int) -> AgentToolCall:
-    """``record`` with its arguments, output and error cut to ``share`` characters each."""
+    """``record`` with each of its texts cut to ``share`` characters."""
     return replace(
         record,
         arguments=_cut_text(record.arguments, share) or "",
         output=_cut_text(record.output, share),
         error=_cut_text(record.error, share),
+        rejection_message=_cut_text(record.rejection_message, share),
+        question=_cut_text(record.question, share),
+        choices=_cut_texts(record.choices, share),
+        input_continuation=_cut_text(record.input_continuation, share),
+        input_answers=tuple(
+            replace(
+                answer,
+                question=_cut_text(answer.question, share) or "",
+                answer=_cut_text(answer.answer, share),
+            )
+            for answer in record.input_answers
+        ),
     )
 
 
@@ -298,9 +385,16 @@ def _cut(message: AgentMessage, room: int) -> AgentMessage:
 
 def _cut_text(text: str | None, share: int) -> str | None:
     """``text`` cut to ``share`` characters and marked, when it is longer."""
-    if text is None or len(text) <= share:
-        return text
+    if text is None or len(text) <= share + len(CUT_TEXT_MARKER):
+        return text  # cutting it would not make it shorter
     return text[:share] + CUT_TEXT_MARKER
+
+
+def _cut_texts(texts: tuple[str, ...], share: int) -> tuple[str, ...]:
+    """``texts`` (such as a question's choices) sharing ``share`` characters, each marked when
+    cut; all of them stay, so an answer can still name any."""
+    each = share // max(len(texts), 1)
+    return tuple(_cut_text(text, each) or "" for text in texts)
 
 
 def _may_exceed(message: FrameworkMessage) -> bool:
@@ -328,14 +422,43 @@ def _characters(messages: Sequence[AgentMessage]) -> int:
     )
 
 
-def _queued_characters(snapshot: AgentSnapshot) -> int:
+def _other_characters(snapshot: AgentSnapshot) -> int:
+    """Roughly the characters of everything in ``snapshot`` but its messages (an upper bound of
+    the texts, plus a generous allowance per item)."""
     listed = (*snapshot.queued_messages, *snapshot.steered_messages)
-    # Tool calls, plan, interrupts and settings are small next to the budget; count them roughly.
-    others = sum(
-        len(record.arguments) + len(record.output or "") + len(record.error or "") + 512
+    records = sum(
+        len(record.arguments)
+        + len(record.output or "")
+        + len(record.error or "")
+        + len(record.rejection_message or "")
+        + len(record.question or "")
+        + sum(len(choice) + 16 for choice in record.choices)
+        + len(record.input_continuation or "")
+        + sum(len(a.question) + len(a.answer or "") + 128 for a in record.input_answers)
+        + 1024
         for record in snapshot.tool_calls
     )
-    return sum(len(item.text) + 128 for item in listed) + others + 64 * 1024
+    interrupts = sum(
+        len(interrupt.arguments or "")
+        + len(interrupt.question or "")
+        + sum(len(choice) + 16 for choice in interrupt.choices)
+        + 512
+        for interrupt in snapshot.pending_interrupts
+    )
+    summary = len(snapshot.context_summary.text) if snapshot.context_summary is not None else 0
+    plan = (
+        sum(len(todo.content) + 64 for todo in snapshot.plan.todos)
+        if snapshot.plan is not None
+        else 0
+    )
+    return (
+        sum(len(item.text) + 128 for item in listed)
+        + records
+        + interrupts
+        + summary
+        + plan
+        + 64 * 1024
+    )
 
 
 def _json_string_size(text: str) -> int:
