@@ -25,6 +25,7 @@ from dex_agents import (
     InterruptKind,
     PlanStatus,
     ToolEffect,
+    ToolOutcomeCheckStatus,
 )
 from dex_agents import _events as events_module
 from dex_agents._event_writer import write_event_payload
@@ -61,7 +62,10 @@ SEED_EVENT_KEYS: dict[AgentEventType, frozenset[str]] = {
     AgentEventType.TEXT_DELTA: frozenset({"text"}),
     AgentEventType.REASONING_DELTA: frozenset({"text"}),
     AgentEventType.TOOL_CALL_STARTED: frozenset({"tool_call_id", "tool_name"}),
-    AgentEventType.TOOL_CALL_FINISHED: frozenset({"tool_call_id", "tool_name", "status"}),
+    # outcome_check is added after the seeds, and written only when a check ran.
+    AgentEventType.TOOL_CALL_FINISHED: frozenset(
+        {"tool_call_id", "tool_name", "status", "outcome_check"}
+    ),
     AgentEventType.TOOL_CALL_DEFERRED: frozenset(
         {"tool_call_id", "tool_name", "effect", "requires_approval"}
     ),
@@ -134,6 +138,12 @@ WIRE_TEXT: list[tuple[AgentEventPayload, str]] = [
     (
         ToolCallFinishedPayload("c1", "refund", AgentToolCallStatus.OUTCOME_UNKNOWN),
         '{"status":"outcome_unknown","tool_call_id":"c1","tool_name":"refund"}',
+    ),
+    (
+        ToolCallFinishedPayload(
+            "c1", "refund", AgentToolCallStatus.SUCCEEDED, ToolOutcomeCheckStatus.APPLIED
+        ),
+        '{"outcome_check":"applied","status":"succeeded","tool_call_id":"c1","tool_name":"refund"}',
     ),
     (
         ToolCallDeferredPayload.of(_RECORD),

@@ -191,6 +191,13 @@ ROOT_API: dict[str, tuple[str, ...]] = {
         "is_approval_required",
         "McpToolAnnotations",
         "tool_effect_from_mcp_tool_annotations",
+        "ToolOutcomeCheck",
+        "ToolOutcomeCheckFunction",
+        "ToolOutcomeCheckRequest",
+        "ToolOutcomeCheckResult",
+        "ToolOutcomeCheckStatus",
+        "ToolOutcomeVerdict",
+        "TOOL_CALL_NOT_APPLIED_ERROR_PREFIX",
     ),
     "compaction": (
         "CompactionPolicy",
@@ -470,7 +477,7 @@ def test_root_exports_exactly_the_frozen_api() -> None:
     names = _root_names()
     assert len(names) == len(set(names)), "a name is listed under two areas"
     assert sorted(dex_agents.__all__) == sorted([*names, "__version__"])
-    assert len(dex_agents.__all__) == 180
+    assert len(dex_agents.__all__) == 187
 
 
 @pytest.mark.parametrize("module_name", sorted(SUBPACKAGE_API))

@@ -161,6 +161,15 @@ from dex_agents._spend_limit import (
     ModelSpendReport,
 )
 from dex_agents._text_validity import MAX_SESSION_ID_BYTES, is_blank_text, validate_session_id
+from dex_agents._tool_outcome_check import (
+    TOOL_CALL_NOT_APPLIED_ERROR_PREFIX,
+    ToolOutcomeCheck,
+    ToolOutcomeCheckFunction,
+    ToolOutcomeCheckRequest,
+    ToolOutcomeCheckResult,
+    ToolOutcomeCheckStatus,
+    ToolOutcomeVerdict,
+)
 from dex_agents._tool_policy import (
     McpToolAnnotations,
     ResolvedToolPolicy,
@@ -264,6 +273,7 @@ __all__ = [
     "STEERED_TOOL_RESULT",
     "STEERED_USER_MESSAGES",
     "TOOL_CALL_CANCELLATIONS",
+    "TOOL_CALL_NOT_APPLIED_ERROR_PREFIX",
     "TOOL_CALL_NOT_RUN_ERROR_PREFIX",
     "TOOL_CALL_RESULTS",
     "TOOL_RESULT_TOO_LARGE_ERROR_PREFIX",
@@ -363,6 +373,12 @@ __all__ = [
     "ToolExecutionError",
     "ToolExecutionResult",
     "ToolInputRequested",
+    "ToolOutcomeCheck",
+    "ToolOutcomeCheckFunction",
+    "ToolOutcomeCheckRequest",
+    "ToolOutcomeCheckResult",
+    "ToolOutcomeCheckStatus",
+    "ToolOutcomeVerdict",
     "ToolPolicy",
     "ToolSource",
     "ToolTaskCancellation",

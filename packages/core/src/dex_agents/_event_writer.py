@@ -28,6 +28,7 @@ from dex_agents._events import (
     encode_event_payload,
     event_payload_fields,
 )
+from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
 from dex_agents._values import AgentToolCallStatus
 from dex_agents.exceptions import ConfigurationError
 
@@ -191,15 +192,28 @@ class AgentEventWriter:
         write_event_payload(self, ToolCallStartedPayload(tool_call_id, tool_name))
 
     def write_tool_call_finished(
-        self, tool_call_id: str, tool_name: str, status: AgentToolCallStatus | str
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        status: AgentToolCallStatus | str,
+        outcome_check: ToolOutcomeCheckStatus | str | None = None,
     ) -> None:
-        """Write ``tool_call_finished`` with the call's final status.
+        """Write ``tool_call_finished`` with the call's final status, and the answer of its
+        outcome check when one ran.
 
         Raises:
-            ConfigurationError: When ``status`` is not a tool call status.
+            ConfigurationError: When ``status`` is not a tool call status, or ``outcome_check``
+                not an outcome check status.
         """
         resolved = enum_member(AgentToolCallStatus, status, "tool_call_finished status")
-        write_event_payload(self, ToolCallFinishedPayload(tool_call_id, tool_name, resolved))
+        check = (
+            None
+            if outcome_check is None
+            else enum_member(
+                ToolOutcomeCheckStatus, outcome_check, "tool_call_finished outcome_check"
+            )
+        )
+        write_event_payload(self, ToolCallFinishedPayload(tool_call_id, tool_name, resolved, check))
 
     def _deliver_from_caller(self, event: AgentEvent) -> None:
         if self._is_closed:

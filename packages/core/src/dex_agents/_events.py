@@ -24,6 +24,7 @@ from dex_agents._json_values import (
     resolve_wire_value_annotations,
 )
 from dex_agents._text_validity import replace_unencodable_text
+from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
 from dex_agents._tool_policy import ToolEffect
 from dex_agents._values import (
     AgentInterrupt,
@@ -90,6 +91,10 @@ class AgentEventType(StrEnum):
     USAGE_RECORDED = "usage_recorded"
     COMPACTION_STARTED = "compaction_started"
     COMPACTION_FINISHED = "compaction_finished"
+
+
+_OMIT_WHEN_NONE = "omit_when_none"
+"""Metadata key of a payload field that :func:`event_payload_fields` leaves out while ``None``."""
 
 
 @dataclass(frozen=True)
@@ -195,12 +200,19 @@ class ToolCallStartedPayload:
 
 @dataclass(frozen=True)
 class ToolCallFinishedPayload:
-    """``tool_call_finished``: one call's final status, once per call (rejections included)."""
+    """``tool_call_finished``: one call's final status, once per call (rejections included).
+
+    ``outcome_check`` is present only when the call's attempt was lost and its outcome check
+    answered (``applied``, ``not_applied``, ``unknown``, or ``check_failed``).
+    """
 
     EVENT_TYPE: ClassVar[AgentEventType] = AgentEventType.TOOL_CALL_FINISHED
     tool_call_id: str
     tool_name: str
     status: AgentToolCallStatus
+    outcome_check: ToolOutcomeCheckStatus | None = dataclasses.field(
+        default=None, metadata={_OMIT_WHEN_NONE: True}
+    )
 
 
 @dataclass(frozen=True)
@@ -391,7 +403,14 @@ def event_payload_fields(payload: AgentEventPayload) -> dict[str, object]:
         >>> event_payload_fields(TurnStartedPayload(sequence=3))
         {'sequence': 3}
     """
-    return {field.name: getattr(payload, field.name) for field in dataclasses.fields(payload)}
+    fields = {field.name: getattr(payload, field.name) for field in dataclasses.fields(payload)}
+    # A field added after the seeds' payloads is left out while it says nothing, so those
+    # payloads keep their exact keys.
+    return {
+        field.name: fields[field.name]
+        for field in dataclasses.fields(payload)
+        if not (field.metadata.get(_OMIT_WHEN_NONE) and fields[field.name] is None)
+    }
 
 
 def encode_event_payload(payload: Mapping[str, object]) -> str:

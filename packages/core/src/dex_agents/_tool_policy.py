@@ -22,7 +22,8 @@ from enum import StrEnum
 from typing import Final
 
 from dex_agents._enum_values import enum_member
-from dex_agents.exceptions import ConfigurationError
+from dex_agents._tool_outcome_check import ToolOutcomeCheck
+from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 
 __all__ = [
     "DEFAULT_TOOL_EFFECT",
@@ -172,9 +173,14 @@ class ToolPolicy:
         effect: Effect of the tool.
         requires_approval: Whether every call waits for ``resolve_interrupt`` before it runs;
             ``None`` uses the effect's default (see :func:`is_approval_required`).
+        outcome_check: For a single-attempt effect (``non_idempotent_write``, ``unclassified``):
+            what the session asks when a call's attempt was lost, before it records anything
+            (see :class:`~dex_agents.ToolOutcomeCheck`); ``None`` records ``outcome_unknown``.
 
     Raises:
-        ConfigurationError: When ``effect`` is not a known effect.
+        ConfigurationError: When ``effect`` is not a known effect, or an outcome check is
+            declared for a ``read`` or ``idempotent_write`` tool (those run again instead).
+        ConfigurationTypeError: When ``outcome_check`` is not a ToolOutcomeCheck.
 
     Example:
         >>> policies = {"refund_order": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, requires_approval=True)}
@@ -182,6 +188,7 @@ class ToolPolicy:
 
     effect: ToolEffect
     requires_approval: bool | None = None
+    outcome_check: ToolOutcomeCheck | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "effect", _require_effect(self.effect, "ToolPolicy.effect"))
@@ -189,6 +196,7 @@ class ToolPolicy:
             raise ConfigurationError(
                 f"ToolPolicy.requires_approval must be a bool or None, got {self.requires_approval!r}"
             )
+        _require_outcome_check(self.effect, self.outcome_check)
 
     def resolve(self) -> ResolvedToolPolicy:
         """Return this policy with its approval default applied.
@@ -365,6 +373,20 @@ def _parse_annotations(annotations: object) -> McpToolAnnotations:
     return McpToolAnnotations.from_mapping(
         {name: getattr(annotations, name) for name in names if hasattr(annotations, name)}
     )
+
+
+def _require_outcome_check(effect: ToolEffect, check: object) -> None:
+    if check is None:
+        return
+    if not isinstance(check, ToolOutcomeCheck):
+        raise ConfigurationTypeError(
+            f"ToolPolicy.outcome_check must be a ToolOutcomeCheck or None, got {type(check).__name__}"
+        )
+    if TOOL_EFFECT_RULES[effect].step_type is not ToolStepType.CALL_SINGLE_ATTEMPT_TOOL:
+        raise ConfigurationError(
+            f"an outcome check is for non_idempotent_write and unclassified tools, not "
+            f"{effect.value}: a lost {effect.value} call runs again with the same key"
+        )
 
 
 def _require_effect(value: object, what: str) -> ToolEffect:

@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Final
 
 from dex_agents._json_values import WireValue, WireValueError, resolve_wire_value_annotations
+from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
 from dex_agents._tool_policy import ToolEffect
 from dex_agents.exceptions import ConfigurationError
 
@@ -427,6 +428,11 @@ class AgentToolCall(WireValue):
         task_id, task_poll_interval_seconds, task_answer_pending: Remote task of the call.
         wait_until, wait_reason: A ``durable_wait`` call's Timer.
         created_at: When ``RunModel`` recorded the call.
+        outcome_check: Set once the call's attempt was lost and its tool declares an outcome
+            check: ``pending`` while ``CheckToolOutcome`` asks, then the check's answer
+            (``applied``, ``not_applied``, ``unknown``, or ``check_failed``); ``None`` otherwise.
+        run_again_count: How many times the call ran again after its check answered
+            ``not_applied`` (0 or 1).
     """
 
     tool_call_id: str
@@ -455,6 +461,8 @@ class AgentToolCall(WireValue):
     wait_until: datetime | None = None
     wait_reason: str | None = None
     created_at: datetime | None = None
+    outcome_check: ToolOutcomeCheckStatus | None = None
+    run_again_count: int = 0
 
     @property
     def is_final(self) -> bool:

@@ -46,6 +46,7 @@ from dex_agents._session.task_steps import CancelToolTask, PollToolTask
 from dex_agents._session.tool_steps import (
     CallSingleAttemptTool,
     CallTool,
+    CheckToolOutcome,
     RecordToolFailure,
     RecordToolOutcomeUnknown,
 )
@@ -94,6 +95,7 @@ SESSION_STEP_CLASSES: Final = SessionStepClasses(
     cancel_tool_task=CancelToolTask,
     apply_turn_control=ApplyTurnControl,
     finish_turn_cancellation=FinishTurnCancellation,
+    check_tool_outcome=CheckToolOutcome,
 )
 """Every Step class of the session Flow; the movements reach each Step through this table."""
 

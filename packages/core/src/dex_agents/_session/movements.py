@@ -30,7 +30,7 @@ from dex_agents._session.step_options import (
     tool_call_step_options,
     with_selected_message_chunks,
 )
-from dex_agents._tool_policy import ToolStepType, tool_effect_rules
+from dex_agents._tool_policy import ToolEffect, ToolStepType, tool_effect_rules
 from dex_agents._values import AgentToolCall, AgentToolCallStatus
 from dex_agents.exceptions import ConfigurationError
 
@@ -63,6 +63,7 @@ class SessionStepClasses:
     cancel_tool_task: type[Step[str]]
     apply_turn_control: type[Step[None]]
     finish_turn_cancellation: type[Step[str]]
+    check_tool_outcome: type[Step[str]]
 
     @property
     def others(self) -> tuple[type[Step[Any]], ...]:
@@ -84,6 +85,7 @@ class SessionStepClasses:
             self.cancel_tool_task,
             self.apply_turn_control,
             self.finish_turn_cancellation,
+            self.check_tool_outcome,
         )
 
 
@@ -207,6 +209,20 @@ class SessionMovements:
             tool_call_id,
             options=cancel_tool_task_step_options(
                 tool_call_id, failure_route=self._steps.record_tool_outcome_unknown
+            ),
+        )
+
+    def check_tool_outcome(self, record: AgentToolCall) -> StepMovement[str]:
+        """To ``CheckToolOutcome`` of a lost single-attempt call: retried like a ``read`` call
+        (3 attempts, the tool call limit), failure route ``RecordToolOutcomeUnknown``."""
+        return StepMovement.of(
+            self._steps.check_tool_outcome,
+            record.tool_call_id,
+            options=tool_call_step_options(
+                record.tool_call_id,
+                limit=self._options.tool_call_limit,
+                maximum_attempts=tool_effect_rules(ToolEffect.READ).max_attempts,
+                failure_route=self._steps.record_tool_outcome_unknown,
             ),
         )
 

@@ -23,6 +23,7 @@ from dex_agents._session.message_layout import (
     MessageStorageLimits,
 )
 from dex_agents._spend_limit import ModelSpendLimit
+from dex_agents._tool_outcome_check import ToolOutcomeCheck
 from dex_agents._tool_policy import ToolEffect, ToolPolicy
 from dex_agents._tracing_options import AgentTracingOptions
 from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
@@ -219,6 +220,16 @@ class AgentSessionOptions:
                 "plan_mode_enabled needs BuiltInTool.WRITE_TODOS in built_in_tools, "
                 "because a planning turn writes its plan with write_todos"
             )
+
+    def outcome_check(self, tool_name: str) -> ToolOutcomeCheck | None:
+        """The outcome check ``tool_policies`` declares for ``tool_name``, or ``None``.
+
+        Example:
+            >>> AgentSessionOptions().outcome_check("refund") is None
+            True
+        """
+        policy = self.tool_policies.get(tool_name)
+        return policy.outcome_check if policy is not None else None
 
     @property
     def message_storage_limits(self) -> MessageStorageLimits:

@@ -59,7 +59,9 @@ def finish_tool_call(context: Context, events: AgentEventWriter, record: AgentTo
         )
     AGENT_TOOL_CALLS.set(context, record.tool_call_id, record)
     TOOL_CALL_RESULTS.publish(context, ToolCallCompleted(tool_call_id=record.tool_call_id))
-    events.write_tool_call_finished(record.tool_call_id, record.tool_name, record.status)
+    events.write_tool_call_finished(
+        record.tool_call_id, record.tool_name, record.status, record.outcome_check
+    )
 
 
 def record_usage(context: Context, events: AgentEventWriter, usage: AgentUsage) -> AgentUsage:

@@ -29,6 +29,7 @@ class AgentSessionStepType(StrEnum):
     AWAIT_TIMER = "AwaitTimer"
     CALL_TOOL = "CallTool"
     CALL_SINGLE_ATTEMPT_TOOL = "CallSingleAttemptTool"
+    CHECK_TOOL_OUTCOME = "CheckToolOutcome"
     POLL_TOOL_TASK = "PollToolTask"
     RECORD_TOOL_FAILURE = "RecordToolFailure"
     RECORD_TOOL_OUTCOME_UNKNOWN = "RecordToolOutcomeUnknown"

@@ -2,10 +2,12 @@
 
 ``CallTool`` runs a ``read`` or ``idempotent_write`` call (3 attempts, failure route
 ``RecordToolFailure``); ``CallSingleAttemptTool`` runs a ``non_idempotent_write`` or
-``unclassified`` call once (failure route ``RecordToolOutcomeUnknown``). Each takes the tool call ID
-as input and loads only that call's ``AgentToolCalls`` instance, so parallel tool calls never share
-state. A Step whose record is already final ends without running or publishing, so a repeated
-movement never runs a tool twice.
+``unclassified`` call once (failure route ``RecordToolOutcomeUnknown``). When that one attempt is
+lost and the tool declares an outcome check, ``RecordToolOutcomeUnknown`` hands the call to
+``CheckToolOutcome`` (3 attempts, failure route ``RecordToolOutcomeUnknown``) instead of recording
+``outcome_unknown``. Each takes the tool call ID as input and loads only that call's
+``AgentToolCalls`` instance, so parallel tool calls never share state. A Step whose record is
+already final ends without running or publishing, so a repeated movement never runs a tool twice.
 """
 
 from __future__ import annotations
@@ -24,6 +26,13 @@ from dex_agents._runner_contract import (
 from dex_agents._session.built_in_transitions import record_tool_question, record_tool_task
 from dex_agents._session.control import reject_unstarted_tool_call
 from dex_agents._session.heartbeat import Heartbeat
+from dex_agents._session.outcome_checks import (
+    apply_outcome_check,
+    begin_outcome_check,
+    is_outcome_checkable,
+    outcome_check_request,
+    record_failed_check,
+)
 from dex_agents._session.persistence import AGENT_TOOL_CALLS
 from dex_agents._session.records import finish_tool_call, load_tool_call
 from dex_agents._session.step_base import SessionStep
@@ -33,6 +42,7 @@ from dex_agents._session.transitions import (
     finalize_tool_call,
     record_tool_failure,
 )
+from dex_agents._tool_outcome_check import ToolOutcomeCheckResult, ToolOutcomeCheckStatus
 from dex_agents._tool_policy import tool_effect_rules
 from dex_agents._values import AgentToolCall, AgentToolCallStatus
 from dex_agents.exceptions import ToolExecutionError
@@ -40,6 +50,7 @@ from dex_agents.exceptions import ToolExecutionError
 __all__ = [
     "CallSingleAttemptTool",
     "CallTool",
+    "CheckToolOutcome",
     "RecordToolFailure",
     "RecordToolOutcomeUnknown",
 ]
@@ -134,8 +145,21 @@ class _RecordToolFailureStep(SessionStep[str]):
         record = load_tool_call(context, input)
         if record is None or record.is_final:
             return dead_end()
+        events = self._runtime.event_writer(context, record.turn_id)
+        if record.outcome_check is ToolOutcomeCheckStatus.PENDING:
+            # CheckToolOutcome failed on every attempt: the tool ran before it, so never "not run".
+            finish_tool_call(context, events, record_failed_check(record, context.recovery_error))
+            return dead_end()
         final = record_tool_failure(record, self._route, context.recovery_error)
-        finish_tool_call(context, self._runtime.event_writer(context, record.turn_id), final)
+        if (
+            self._route is ToolFailureRoute.RECORD_TOOL_OUTCOME_UNKNOWN
+            and self._runtime.options.outcome_check(record.tool_name) is not None
+            and is_outcome_checkable(record, final)
+        ):
+            pending = begin_outcome_check(record, final.error)
+            AGENT_TOOL_CALLS.set(context, pending.tool_call_id, pending)
+            return go_to_many(self._runtime.movements.check_tool_outcome(pending))
+        finish_tool_call(context, events, final)
         return dead_end()
 
 
@@ -149,3 +173,35 @@ class RecordToolOutcomeUnknown(_RecordToolFailureStep):
     """Records ``outcome_unknown`` after CallSingleAttemptTool failed."""
 
     _route = ToolFailureRoute.RECORD_TOOL_OUTCOME_UNKNOWN
+
+
+class CheckToolOutcome(SessionStep[str]):
+    """Asks a lost single-attempt call's outcome check and records its answer: ``succeeded``
+    (applied), ``failed`` or one more run (not applied), or ``outcome_unknown`` (unknown). 3
+    attempts, failure route ``RecordToolOutcomeUnknown``."""
+
+    async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
+        runtime = self._runtime
+        record = load_tool_call(context, input)
+        if record is None or record.is_final:
+            return dead_end()
+        if record.outcome_check is not ToolOutcomeCheckStatus.PENDING:
+            return go_to_many(runtime.movements.for_record(record))
+        check = runtime.options.outcome_check(record.tool_name)
+        span = tool_call_span(context, runtime, type(self).__name__, record)
+        if check is None:
+            # The Flow type no longer declares the check (a Worker of another release).
+            result = ToolOutcomeCheckResult.unknown("the tool no longer declares an outcome check")
+            run_again = False
+        else:
+            request = outcome_check_request(record, context.flow_id, context.attempt)
+            with span.running():
+                result = await check.run(request)
+            run_again = check.run_again_if_not_applied
+        updated = apply_outcome_check(record, result, run_again_if_not_applied=run_again)
+        span.finished(updated)
+        if updated.is_final:
+            finish_tool_call(context, runtime.event_writer(context, record.turn_id), updated)
+            return dead_end()
+        AGENT_TOOL_CALLS.set(context, updated.tool_call_id, updated)
+        return go_to_many(runtime.movements.for_record(updated))

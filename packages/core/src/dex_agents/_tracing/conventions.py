@@ -59,6 +59,9 @@ TOOL_NAME: Final = "gen_ai.tool.name"
 TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
 TOOL_EFFECT: Final = "dex.agent.tool.effect"
 TOOL_CALL_STATUS: Final = "dex.agent.tool_call.status"
+# Set once a lost call's outcome check answered (on CheckToolOutcome's span and on every later
+# attempt's span of that call): applied, not_applied, unknown.
+TOOL_CALL_OUTCOME_CHECK: Final = "dex.agent.tool_call.outcome_check"
 # Content, only with should_capture_message_content and a version that carries it.
 INPUT_MESSAGES: Final = "gen_ai.input.messages"
 OUTPUT_MESSAGES: Final = "gen_ai.output.messages"

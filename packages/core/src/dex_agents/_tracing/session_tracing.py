@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Final
 from dex import Context
 
 from dex_agents._runner_contract import ModelCallMetadata
+from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
 from dex_agents._tracing import conventions as names
 from dex_agents._tracing.conventions import SemanticConventions, conventions_of
 from dex_agents._tracing.failures import guarded
@@ -401,7 +402,7 @@ class ToolCallSpan:
     def finished(self, record: AgentToolCall) -> None:
         """End the span of a call that returned, with the record the attempt left."""
         result = record.output if record.output is not None else record.error
-        self._end(None, None, record.status, result)
+        self._end(None, None, record.status, result, record.outcome_check)
 
     def _end(
         self,
@@ -409,6 +410,7 @@ class ToolCallSpan:
         error_type: str | None,
         status: AgentToolCallStatus | None,
         result: str | None,
+        outcome_check: ToolOutcomeCheckStatus | None = None,
     ) -> None:
         spans, span = self._spans, self._span
         self._span = None
@@ -417,6 +419,8 @@ class ToolCallSpan:
         attributes: dict[str, AttributeValue] = {}
         if status is not None:
             attributes[names.TOOL_CALL_STATUS] = status.value
+        if outcome_check is not None:
+            attributes[names.TOOL_CALL_OUTCOME_CHECK] = outcome_check.value
         if result is not None:
             self._tracing.add_content(attributes, names.TOOL_CALL_RESULT, lambda: result)
 

@@ -22,6 +22,7 @@ from dex_agents._runner_contract import (
     ToolInputRequested,
     ToolTaskStarted,
 )
+from dex_agents._tool_outcome_check import ToolOutcomeCheck
 from dex_agents._tool_policy import ToolEffect, ToolPolicy
 from dex_agents._values import QuestionAnswer
 from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
@@ -105,6 +106,7 @@ class FunctionTool:
     requires_approval: bool | None
     function: Callable[..., object]
     parameters: ParametersModel = field(repr=False)
+    outcome_check: ToolOutcomeCheck | None = None
 
     @property
     def parameters_schema(self) -> JsonSchema:
@@ -113,8 +115,9 @@ class FunctionTool:
 
     @property
     def policy(self) -> ToolPolicy:
-        """The tool's own effect and approval, used when the session has no explicit policy."""
-        return ToolPolicy(self.effect, self.requires_approval)
+        """The tool's own effect, approval and outcome check, used when the session has no
+        explicit policy."""
+        return ToolPolicy(self.effect, self.requires_approval, self.outcome_check)
 
     def definition(self) -> ModelToolDefinition:
         """The definition offered to the model."""
@@ -200,6 +203,7 @@ def function_tool(
     name: str | None = None,
     description: str | None = None,
     parameters_schema: Mapping[str, JsonValue] | None = None,
+    outcome_check: ToolOutcomeCheck | None = None,
 ) -> Callable[[Callable[..., object]], FunctionTool]:
     """Turns a sync or async function into a tool.
 
@@ -208,9 +212,12 @@ def function_tool(
     unions, dataclasses, TypedDict, and ``Annotated[T, "description"]``. A parameter typed
     ``ToolCallContext`` receives the call's context. ``parameters_schema`` replaces the derived
     schema that the model sees; the arguments are checked against it and against the type hints.
+    ``outcome_check`` (``non_idempotent_write`` and ``unclassified`` tools only) answers, after a
+    call's attempt was lost, whether it took effect; see ``ToolOutcomeCheck``.
 
     Raises:
-        ConfigurationError: For a name providers refuse (letters, digits, ``_`` and ``-``, 1 to 64).
+        ConfigurationError: For a name providers refuse (letters, digits, ``_`` and ``-``, 1 to 64),
+            or an outcome check on a ``read`` or ``idempotent_write`` tool.
         ConfigurationTypeError: For ``*args``/``**kwargs``, a parameter without a type hint, or an unsupported
             type.
 
@@ -223,6 +230,8 @@ def function_tool(
     """
     if not isinstance(effect, ToolEffect):
         raise ConfigurationTypeError(f"effect must be a ToolEffect, got {effect!r}")
+    # Validates the effect, approval and check together, before the function is even decorated.
+    ToolPolicy(effect, requires_approval, outcome_check)
 
     def decorate(function: Callable[..., object]) -> FunctionTool:
         tool_name = name if name is not None else function.__name__
@@ -240,6 +249,7 @@ def function_tool(
             parameters=compile_parameters(
                 function, f"tool {tool_name}", ToolCallContext, parameters_schema
             ),
+            outcome_check=outcome_check,
         )
 
     return decorate
