@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from dex import Flow
-from dex_agents.testing import FileGate
+from dex_agents.testing import FileGate, PrefixedSessionClient
 from dex_agents.testing.pytest_plugin import AgentStackFactory
 from dex_agents.testing.scenarios import (
     DEADLINE_FLOW_TYPE,
@@ -23,7 +23,7 @@ from dex_agents.testing.scenarios import (
     MCP_FLOW_TYPE,
     session_state_dir,
 )
-from scenario_support.harness import PrefixedSessions, Scenario
+from scenario_support.harness import Scenario
 from scenario_support.runners import RUNNER_NAMES, build_scenario_flows
 from scenario_support.worker import MCP_AGENT_ENV, RUNNER_ENV, STATE_DIR_ENV
 
@@ -96,8 +96,8 @@ async def scenario(
     ) as stack:
         worker = await (stack.start_worker() if own_stack else stack.shared_worker())
 
-        def sessions(flow_type: str) -> PrefixedSessions:
-            return PrefixedSessions(stack.client, by_type[flow_type], dex_session_prefix)
+        def sessions(flow_type: str) -> PrefixedSessionClient:
+            return PrefixedSessionClient(stack.client, by_type[flow_type], dex_session_prefix)
 
         state_dir = session_state_dir(state_root, dex_session_prefix)
         yield Scenario(

@@ -2,17 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from dex import Flow
 from dex_agents import (
     AgentInterrupt,
     AgentMessage,
-    AgentSessionClient,
     AgentSnapshot,
     AgentStatus,
     MessageRole,
@@ -22,6 +17,7 @@ from dex_agents.testing import (
     AgentTestStack,
     FileGate,
     InvocationLog,
+    PrefixedSessionClient,
     StepHistoryEntry,
     WorkerProcess,
     wait_for_agent_snapshot,
@@ -30,50 +26,11 @@ from dex_agents.testing import (
 from dex_agents.testing.scenarios import ScenarioCommand, invocation_log
 
 
-class PrefixedSessions(AgentSessionClient):
-    """An ``AgentSessionClient`` whose session IDs all carry the test's prefix, so a test names
-    its sessions ``chat`` while the engine and Worker it shares see ``<prefix>chat``.
-
-    Every public method whose first parameter is ``session_id`` is wrapped, so a method added to
-    the client later is prefixed too; an ID that already carries the prefix (the client's own
-    methods call each other) is left alone.
-    """
-
-    def __init__(self, client: Any, flow: Flow[Any], prefix: str) -> None:
-        super().__init__(client, flow)
-        self.prefix = prefix
-
-    def scoped(self, session_id: str) -> str:
-        """``session_id`` under this test's prefix."""
-        return session_id if session_id.startswith(self.prefix) else self.prefix + session_id
-
-
-def _prefixed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
-    def call(self: PrefixedSessions, session_id: str, *args: Any, **kwargs: Any) -> Any:
-        return method(self, self.scoped(session_id), *args, **kwargs)
-
-    call.__name__ = name
-    call.__doc__ = method.__doc__
-    return call
-
-
-def _takes_session_id(method: object) -> bool:
-    if not callable(method):
-        return False
-    parameters = list(inspect.signature(method).parameters)
-    return parameters[1:2] == ["session_id"]
-
-
-for _name, _method in inspect.getmembers(AgentSessionClient):
-    if not _name.startswith("_") and _takes_session_id(_method):
-        setattr(PrefixedSessions, _name, _prefixed(_name, _method))
-
-
 @dataclass
 class Scenario:
     """What a scenario test works with.
 
-    Every session ID a test names is started under ``prefix`` (see ``PrefixedSessions``), and
+    Every session ID a test names is started under ``prefix`` (see ``PrefixedSessionClient``), and
     ``state_dir`` is the directory of that prefix, so tests that share one engine and Worker
     never see each other's sessions, gates or logs. ``own_stack``: the test's engine and Worker
     are its own (marked ``dex_own_stack``), so it may kill the Worker.
@@ -83,17 +40,17 @@ class Scenario:
     stack: AgentTestStack
     state_dir: Path
     prefix: str
-    sessions: PrefixedSessions
-    deadline_sessions: PrefixedSessions
+    sessions: PrefixedSessionClient
+    deadline_sessions: PrefixedSessionClient
     worker: WorkerProcess
     own_stack: bool
     #: The MCP agent's sessions, for a runner that declares ScenarioFeature.MCP_TOOLS.
-    mcp_sessions: PrefixedSessions | None = None
+    mcp_sessions: PrefixedSessionClient | None = None
 
-    def sessions_of(self, flow_type: str) -> PrefixedSessions:
+    def sessions_of(self, flow_type: str) -> PrefixedSessionClient:
         """The prefixed sessions of the stack's Flow ``flow_type``."""
         flow = next(f for f in self.stack.flows if f.get_flow_type() == flow_type)
-        return PrefixedSessions(self.stack.client, flow, self.prefix)
+        return PrefixedSessionClient(self.stack.client, flow, self.prefix)
 
     @property
     def log(self) -> InvocationLog:
@@ -114,7 +71,7 @@ class Scenario:
         message = command if isinstance(command, str) else command.to_message()
         await sessions.start_session(session_id, message)
 
-    def _agent(self, deadline_agent: bool, mcp_agent: bool) -> PrefixedSessions:
+    def _agent(self, deadline_agent: bool, mcp_agent: bool) -> PrefixedSessionClient:
         if mcp_agent:
             assert self.mcp_sessions is not None, f"runner {self.runner} builds no MCP agent"
             return self.mcp_sessions

@@ -8,7 +8,6 @@ import enum
 import types
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta, timezone
-from pathlib import Path
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
 import pytest
@@ -33,6 +32,7 @@ from dex_agents._session.message_layout import (
     AgentMessageChunkRange,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from test_stepwise_session import flow as stepwise_flow
 
 _SDK_DEFAULT = CodecRegistry()
@@ -234,10 +234,15 @@ def _finished(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     ids=["fast-worker-default-client", "default-worker-fast-client"],
 )
 async def test_a_session_runs_with_fast_codecs_on_one_side_only(
-    tmp_path: Path, worker_codecs: CodecRegistry | None, client_codecs: CodecRegistry | None
+    dex_in_process_worker: InProcessWorkerFactory,
+    worker_codecs: CodecRegistry | None,
+    client_codecs: CodecRegistry | None,
 ) -> None:
     async with running_flow_stack(
-        tmp_path, stepwise_flow, worker_codecs=worker_codecs, client_codecs=client_codecs
+        dex_in_process_worker,
+        stepwise_flow,
+        worker_codecs=worker_codecs,
+        client_codecs=client_codecs,
     ) as stack:
         sessions = stack.sessions
         await sessions.start_session("mixed-codecs", "Order 7 arrived broken. Refund it, please.")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
@@ -26,6 +25,7 @@ from dex_agents import (
     ToolExecutionResult,
 )
 from dex_agents.testing import wait_for_agent_snapshot, wait_until
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
 def _refund_then_answer(turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -45,9 +45,9 @@ def _refund_runner() -> ScriptedRunner:
     return ScriptedRunner(_refund_then_answer, {"refund": refund})
 
 
-async def test_approved_call_runs_once(tmp_path: Path) -> None:
+async def test_approved_call_runs_once(dex_in_process_worker: InProcessWorkerFactory) -> None:
     runner = _refund_runner()
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", _pending)
         (interrupt,) = snapshot.pending_interrupts
@@ -67,7 +67,10 @@ async def test_approved_call_runs_once(tmp_path: Path) -> None:
         )
         assert not await stack.sessions.resolve_interrupt("session-1", "refund-1", approved=True)
         snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
-        assert snapshot.messages[-1].text == "refund=refunded with key session-1/turn-1/refund-1"
+        assert (
+            snapshot.messages[-1].text
+            == f"refund=refunded with key {stack.dex.scoped('session-1')}/turn-1/refund-1"
+        )
         assert len(runner.tool_calls) == 1
         (final,) = runner.model_calls[1].tool_calls.values()
         assert final.rejection_message is None
@@ -97,28 +100,34 @@ async def test_approved_call_runs_once(tmp_path: Path) -> None:
         ].index("tool_call_started")
 
 
-async def _search(client: AsyncClient) -> list[SearchFlowEntry]:
+async def _search(client: AsyncClient, prefix: str) -> list[SearchFlowEntry]:
     page = await client.search_flows('ActiveStepTypes = "AwaitToolApproval"', 50)
-    return list(page.flows)
+    # The engine is shared: only this test's sessions count.
+    return [entry for entry in page.flows if entry.flow_id.startswith(prefix)]
 
 
-async def test_a_session_waiting_for_approval_is_searchable(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, _refund_runner()) as stack:
+async def test_a_session_waiting_for_approval_is_searchable(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(dex_in_process_worker, _refund_runner()) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
         await stack.sessions.start_session("session-2", "")
         await wait_for_agent_snapshot(stack.sessions, "session-1", _pending)
         found: list[SearchFlowEntry] = await wait_until(
-            "the session to be searchable in AwaitToolApproval", lambda: _search(stack.client)
+            "the session to be searchable in AwaitToolApproval",
+            lambda: _search(stack.client, stack.dex.session_prefix),
         )
-        assert [entry.flow_id for entry in found] == ["session-1"]
+        assert [entry.flow_id for entry in found] == [stack.dex.scoped("session-1")]
         assert await stack.sessions.resolve_interrupt("session-1", "refund-1", approved=False)
         await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
-        assert await _search(stack.client) == []
+        assert await _search(stack.client, stack.dex.session_prefix) == []
 
 
-async def test_rejected_call_never_runs_and_the_model_sees_the_reason(tmp_path: Path) -> None:
+async def test_rejected_call_never_runs_and_the_model_sees_the_reason(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = _refund_runner()
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
         await wait_for_agent_snapshot(stack.sessions, "session-1", _pending)
         assert await stack.sessions.resolve_interrupt(
@@ -132,10 +141,12 @@ async def test_rejected_call_never_runs_and_the_model_sees_the_reason(tmp_path: 
         assert snapshot.pending_interrupts == ()
 
 
-async def test_approval_deadline_rejects_the_call(tmp_path: Path) -> None:
+async def test_approval_deadline_rejects_the_call(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = _refund_runner()
     options = AgentSessionOptions(interrupt_deadline=timedelta(seconds=1))
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
         snapshot = await wait_for_agent_snapshot(
             stack.sessions, "session-1", idle_after_turns(1), timeout=60

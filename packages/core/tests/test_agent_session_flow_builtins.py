@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
 from agent_session_test_support import (
@@ -34,6 +33,7 @@ from dex_agents import (
     ToolPolicy,
 )
 from dex_agents.testing import read_step_history, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 ASK = {"question": "Which region?", "choices": ["eu", "us"], "allows_free_text": False}
 BUILT_INS = frozenset({BuiltInTool.ASK_USER, BuiltInTool.DURABLE_WAIT, BuiltInTool.WRITE_TODOS})
@@ -60,9 +60,11 @@ def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     return snapshot if snapshot.pending_interrupts else None
 
 
-async def test_ask_user_is_answered_once_with_an_allowed_choice(tmp_path: Path) -> None:
+async def test_ask_user_is_answered_once_with_an_allowed_choice(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_calls_then_answer(("ask-1", "ask_user", ASK)))
-    async with running_session_stack(tmp_path, runner, _options()) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "where?")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _pending)
         (interrupt,) = snapshot.pending_interrupts
@@ -100,9 +102,9 @@ async def test_ask_user_is_answered_once_with_an_allowed_choice(tmp_path: Path) 
         assert runner.tool_calls == []  # a built-in never reaches the runner's tools
 
 
-async def test_ask_user_declined(tmp_path: Path) -> None:
+async def test_ask_user_declined(dex_in_process_worker: InProcessWorkerFactory) -> None:
     runner = ScriptedRunner(_calls_then_answer(("ask-1", "ask_user", {"question": "Why?"})))
-    async with running_session_stack(tmp_path, runner, _options()) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "go")
         await wait_for_agent_snapshot(stack.sessions, "s", _pending)
         assert await stack.sessions.resolve_interrupt("s", "ask-1", approved=False)
@@ -111,10 +113,10 @@ async def test_ask_user_declined(tmp_path: Path) -> None:
         assert not await stack.sessions.answer_question("s", "ask-1", "late")
 
 
-async def test_ask_user_deadline_passes(tmp_path: Path) -> None:
+async def test_ask_user_deadline_passes(dex_in_process_worker: InProcessWorkerFactory) -> None:
     runner = ScriptedRunner(_calls_then_answer(("ask-1", "ask_user", {"question": "Why?"})))
     options = _options(interrupt_deadline=timedelta(seconds=1))
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "go")
         snapshot = await wait_for_agent_snapshot(
             stack.sessions, "s", idle_after_turns(1), timeout=60
@@ -124,10 +126,10 @@ async def test_ask_user_deadline_passes(tmp_path: Path) -> None:
         assert not await stack.sessions.answer_question("s", "ask-1", "late")
 
 
-async def test_durable_wait_waits_on_a_timer(tmp_path: Path) -> None:
+async def test_durable_wait_waits_on_a_timer(dex_in_process_worker: InProcessWorkerFactory) -> None:
     wait = {"duration_seconds": 1, "reason": "build runs"}
     runner = ScriptedRunner(_calls_then_answer(("wait-1", "durable_wait", wait)))
-    async with running_session_stack(tmp_path, runner, _options()) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "wait")
         snapshot = await wait_for_agent_snapshot(
             stack.sessions, "s", idle_after_turns(1), timeout=60
@@ -139,11 +141,13 @@ async def test_durable_wait_waits_on_a_timer(tmp_path: Path) -> None:
         started = next(e for e in events if e.type == "timer_started").payload_json()
         assert (started["tool_call_id"], started["reason"]) == ("wait-1", "build runs")
         assert started["wait_until"] is not None
-        history = await read_step_history(stack.engine.server_address, "s")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("s"))
         assert "AwaitTimer" in {entry.step_type for entry in history}
 
 
-async def test_invalid_built_in_arguments_fail_at_once(tmp_path: Path) -> None:
+async def test_invalid_built_in_arguments_fail_at_once(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(
         _calls_then_answer(
             ("wait-1", "durable_wait", {"duration_seconds": 0, "reason": "now"}),
@@ -152,7 +156,7 @@ async def test_invalid_built_in_arguments_fail_at_once(tmp_path: Path) -> None:
         )
     )
     async with running_session_stack(
-        tmp_path, runner, _options(max_durable_wait=timedelta(hours=1))
+        dex_in_process_worker, runner, _options(max_durable_wait=timedelta(hours=1))
     ) as stack:
         await stack.sessions.start_session("s", "go")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
@@ -172,7 +176,9 @@ async def test_invalid_built_in_arguments_fail_at_once(tmp_path: Path) -> None:
         }
 
 
-async def test_write_todos_settles_in_run_model(tmp_path: Path) -> None:
+async def test_write_todos_settles_in_run_model(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     todos = {
         "todos": [
             {"content": "Back up", "status": "completed"},
@@ -180,7 +186,7 @@ async def test_write_todos_settles_in_run_model(tmp_path: Path) -> None:
         ]
     }
     runner = ScriptedRunner(_calls_then_answer(("todo-1", "write_todos", todos)))
-    async with running_session_stack(tmp_path, runner, _options()) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "plan it")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert snapshot.messages[-1].text == (
@@ -192,17 +198,19 @@ async def test_write_todos_settles_in_run_model(tmp_path: Path) -> None:
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_completed")
         updated = next(e for e in events if e.type == "plan_updated").payload_json()
         assert updated == {"revision": 1, "status": "active", "task_count": 2}
-        history = await read_step_history(stack.engine.server_address, "s")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("s"))
         step_types = [entry.step_type for entry in history]
         assert "CallTool" not in step_types and "ResumeTurn" in step_types
 
 
-async def test_two_write_todos_in_one_response_both_fail(tmp_path: Path) -> None:
+async def test_two_write_todos_in_one_response_both_fail(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     todos = {"todos": [{"content": "Back up", "status": "pending"}]}
     runner = ScriptedRunner(
         _calls_then_answer(("t1", "write_todos", todos), ("t2", "write_todos", todos))
     )
-    async with running_session_stack(tmp_path, runner, _options()) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "plan it")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         error = "Error: write_todos was called more than once in one response"
@@ -210,13 +218,15 @@ async def test_two_write_todos_in_one_response_both_fail(tmp_path: Path) -> None
         assert snapshot.plan is None
 
 
-async def test_a_disabled_built_in_name_is_an_ordinary_tool(tmp_path: Path) -> None:
+async def test_a_disabled_built_in_name_is_an_ordinary_tool(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     async def ask(call: DeferredToolExecution) -> ToolExecutionResult:
         return ToolExecutionResult("my own ask_user")
 
     runner = ScriptedRunner(_calls_then_answer(("ask-1", "ask_user", ASK)), {"ask_user": ask})
     options = AgentSessionOptions(tool_policies={"ask_user": ToolPolicy(ToolEffect.READ)})
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "go")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert snapshot.messages[-1].text == "ask_user=my own ask_user"
@@ -244,7 +254,9 @@ def test_plan_mode_needs_a_plan_mode_runner() -> None:
         AgentSessionFlow(runner, flow_type="T", options=options)
 
 
-async def test_steering_settles_a_waiting_question_and_a_durable_wait(tmp_path: Path) -> None:
+async def test_steering_settles_a_waiting_question_and_a_durable_wait(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     wait = {"duration_seconds": 3600, "reason": "long build"}
     asking = _calls_then_answer(("ask-1", "ask_user", ASK), ("wait-1", "durable_wait", wait))
 
@@ -254,7 +266,7 @@ async def test_steering_settles_a_waiting_question_and_a_durable_wait(tmp_path: 
         return final_answer_with_results(turn)
 
     runner = ScriptedRunner(script)
-    async with running_session_stack(tmp_path, runner, _options()) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "go")
         await wait_for_agent_snapshot(stack.sessions, "s", _pending)
         assert await stack.sessions.steer_user_message("s", "never mind")

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 from agent_session_test_support import (
@@ -45,6 +44,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.testing import wait_for_agent_snapshot, wait_until
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import (
     Gate,
     echo_user_messages,
@@ -59,7 +59,9 @@ def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     return snapshot if snapshot.pending_interrupts else None
 
 
-async def test_cancel_during_a_model_call_drops_its_answer(tmp_path: Path) -> None:
+async def test_cancel_during_a_model_call_drops_its_answer(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     gate = Gate()
 
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -70,7 +72,7 @@ async def test_cancel_during_a_model_call_drops_its_answer(tmp_path: Path) -> No
             await gate.pass_through()
 
     runner = ScriptedRunner(script, before_model_call=before)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hello")
         await gate.wait_reached()
@@ -105,7 +107,9 @@ async def test_cancel_during_a_model_call_drops_its_answer(tmp_path: Path) -> No
         assert "turn_completed" not in [e.type for e in events]
 
 
-async def test_a_stop_pressed_twice_succeeds_both_times(tmp_path: Path) -> None:
+async def test_a_stop_pressed_twice_succeeds_both_times(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     """Two concurrent cancels of one turn both answer True while its cancellation is in flight
     (a started tool keeps the turn active); once the turn ended a cancel naming it answers False
     (no turn is active for it), also while the next turn runs, which it does not touch."""
@@ -126,7 +130,7 @@ async def test_a_stop_pressed_twice_succeeds_both_times(tmp_path: Path) -> None:
         return ToolExecutionResult("slow result")
 
     runner = ScriptedRunner(script, {"lookup": lookup}, before_model_call=before)
-    async with running_session_stack(tmp_path, runner, _LOOKUP_IS_READ) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _LOOKUP_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hello")
         await tool_gate.wait_reached()
@@ -153,7 +157,9 @@ async def test_a_stop_pressed_twice_succeeds_both_times(tmp_path: Path) -> None:
         assert cancelled == ["turn-1"]
 
 
-async def test_cancel_during_an_approval_wait_rejects_the_call(tmp_path: Path) -> None:
+async def test_cancel_during_an_approval_wait_rejects_the_call(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
         if turn.turn_id == "turn-1":
             return request_tools(turn, tool_call(turn, "refund-1", "refund", {"order": 7}))
@@ -163,7 +169,7 @@ async def test_cancel_during_an_approval_wait_rejects_the_call(tmp_path: Path) -
         return ToolExecutionResult("refunded")
 
     runner = ScriptedRunner(script, {"refund": refund})
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "refund order 7")
         await wait_for_agent_snapshot(sessions, "s", _pending)
@@ -194,11 +200,13 @@ async def test_cancel_during_an_approval_wait_rejects_the_call(tmp_path: Path) -
         ]
 
 
-async def test_cancel_while_a_tool_runs_lets_it_finish(tmp_path: Path) -> None:
+async def test_cancel_while_a_tool_runs_lets_it_finish(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     gate = Gate()
 
     runner = gated_lookup_and_refund_runner(gate)
-    async with running_session_stack(tmp_path, runner, _LOOKUP_IS_READ) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _LOOKUP_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "refund order 7")
         await wait_for_agent_snapshot(sessions, "s", _pending)
@@ -235,9 +243,11 @@ async def test_cancel_while_a_tool_runs_lets_it_finish(tmp_path: Path) -> None:
         assert finished == {"slow": "succeeded", "write": "rejected"}
 
 
-async def test_cancel_turn_refuses_when_no_turn_is_active(tmp_path: Path) -> None:
+async def test_cancel_turn_refuses_when_no_turn_is_active(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(echo_user_messages)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("s", "")
         await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(0))
         assert not await stack.sessions.cancel_turn("s", "turn-1")
@@ -268,10 +278,10 @@ def _record_waits(status: AgentToolCallStatus) -> Callable[[AgentSnapshot], Agen
 
 @pytest.mark.parametrize("control", ["cancel", "steer"])
 async def test_a_durable_wait_is_settled_by_a_cancel_or_a_steer(
-    tmp_path: Path, control: str
+    dex_in_process_worker: InProcessWorkerFactory, control: str
 ) -> None:
     runner = _waiting_call("wait-1", "durable_wait", {"duration_seconds": 3600, "reason": "build"})
-    async with running_session_stack(tmp_path, runner, _WAITS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _WAITS) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "wait for the build")
         await wait_for_agent_snapshot(
@@ -297,10 +307,10 @@ async def test_a_durable_wait_is_settled_by_a_cancel_or_a_steer(
 
 @pytest.mark.parametrize("control", ["cancel", "steer"])
 async def test_an_ask_user_question_is_settled_by_a_cancel_or_a_steer(
-    tmp_path: Path, control: str
+    dex_in_process_worker: InProcessWorkerFactory, control: str
 ) -> None:
     runner = _waiting_call("ask-1", "ask_user", {"question": "Which region?"})
-    async with running_session_stack(tmp_path, runner, _WAITS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _WAITS) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "ask me")
         await wait_for_agent_snapshot(sessions, "s", _pending)
@@ -357,9 +367,11 @@ def _task_runner() -> _TaskRunner:
 _REPORT_IS_READ = AgentSessionOptions(tool_policies={"report": ToolPolicy(ToolEffect.READ)})
 
 
-async def test_cancel_abandons_a_started_tool_task(tmp_path: Path) -> None:
+async def test_cancel_abandons_a_started_tool_task(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = _task_runner()
-    async with running_session_stack(tmp_path, runner, _REPORT_IS_READ) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _REPORT_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "make the report")
         await wait_for_agent_snapshot(
@@ -381,9 +393,11 @@ async def test_cancel_abandons_a_started_tool_task(tmp_path: Path) -> None:
         assert "report-1" not in {r.tool_call_id for r in snapshot.tool_calls}
 
 
-async def test_a_steer_waits_for_a_started_tool_task(tmp_path: Path) -> None:
+async def test_a_steer_waits_for_a_started_tool_task(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = _task_runner()
-    async with running_session_stack(tmp_path, runner, _REPORT_IS_READ) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _REPORT_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "make the report")
         await wait_until("a first poll", lambda: runner.polls)
@@ -402,7 +416,7 @@ async def test_a_steer_waits_for_a_started_tool_task(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("control", ["cancel", "steer"])
 async def test_a_question_asked_after_the_turn_was_stopped_never_waits(
-    tmp_path: Path, control: str
+    dex_in_process_worker: InProcessWorkerFactory, control: str
 ) -> None:
     gate = Gate()
 
@@ -419,7 +433,7 @@ async def test_a_question_asked_after_the_turn_was_stopped_never_waits(
 
     runner = ScriptedRunner(script, {"ship": ship})  # type: ignore[dict-item]
     options = AgentSessionOptions(tool_policies={"ship": ToolPolicy(ToolEffect.READ)})
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "ship it")
         await gate.wait_reached()
@@ -447,7 +461,9 @@ async def test_a_question_asked_after_the_turn_was_stopped_never_waits(
         assert any(result in (m.text or "") for m in snapshot.messages)
 
 
-async def test_a_task_started_after_the_cancel_is_abandoned(tmp_path: Path) -> None:
+async def test_a_task_started_after_the_cancel_is_abandoned(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     gate = Gate()
     runner = _task_runner()
 
@@ -456,7 +472,7 @@ async def test_a_task_started_after_the_cancel_is_abandoned(tmp_path: Path) -> N
         return ToolTaskStarted("job-1", 1)
 
     runner.tools = {"report": start}  # type: ignore[dict-item]
-    async with running_session_stack(tmp_path, runner, _REPORT_IS_READ) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _REPORT_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "make the report")
         await gate.wait_reached()

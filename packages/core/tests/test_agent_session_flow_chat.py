@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from agent_session_test_support import (
     ScriptedRunner,
     assistant,
@@ -18,6 +16,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
 def _echo(turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -28,9 +27,11 @@ def _echo(turn: AgentTurnContext) -> AgentTurnOutcome:
     )
 
 
-async def test_chat_turns_store_messages_usage_and_events(tmp_path: Path) -> None:
+async def test_chat_turns_store_messages_usage_and_events(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_echo)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("session-1", "hello")
         snapshot = await wait_for_agent_snapshot(
             stack.sessions, "session-1", idle_after_turns(1), "the first turn to complete"
@@ -60,7 +61,9 @@ async def test_chat_turns_store_messages_usage_and_events(tmp_path: Path) -> Non
         events = []
         token = ""
         while True:
-            message = await stack.client.read_stream("session-1", stack.flow.agent_events, token)
+            message = await stack.client.read_stream(
+                stack.dex.scoped("session-1"), stack.flow.agent_events, token
+            )
             events.append(message.value)
             token = message.resume_token
             if message.value.type == "turn_completed" and message.value.turn_id == "turn-2":
@@ -77,9 +80,11 @@ async def test_chat_turns_store_messages_usage_and_events(tmp_path: Path) -> Non
         assert usage_event["session"]["input_tokens"] == 5  # type: ignore[index,call-overload]
 
 
-async def test_blank_initial_message_starts_no_turn(tmp_path: Path) -> None:
+async def test_blank_initial_message_starts_no_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_echo)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("session-2", "")
         snapshot = await wait_for_agent_snapshot(
             stack.sessions, "session-2", lambda s: s if s.state is not None else None

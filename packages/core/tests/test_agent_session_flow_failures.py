@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from agent_session_test_support import (
     ScriptedRunner,
     assistant,
@@ -28,6 +26,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.testing import EXECUTE_COMPLETED_EVENT, read_step_history, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
 
@@ -36,7 +35,9 @@ async def _lookup(call: DeferredToolExecution) -> ToolExecutionResult:
     return ToolExecutionResult("order 7 is open")
 
 
-async def test_a_model_call_that_keeps_failing_fails_the_turn_with_a_note(tmp_path: Path) -> None:
+async def test_a_model_call_that_keeps_failing_fails_the_turn_with_a_note(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
         if turn.turn_id == "turn-1" and not turn.is_resuming:
             return request_tools(turn, tool_call(turn, "c1", "lookup", {"order": 7}))
@@ -45,7 +46,7 @@ async def test_a_model_call_that_keeps_failing_fails_the_turn_with_a_note(tmp_pa
         return TurnCompleted((assistant(f"saw {len(turn.messages)} messages"),), AgentUsage())
 
     runner = ScriptedRunner(script, {"lookup": _lookup})
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("session-1", "check order 7")
         snapshot = await wait_for_agent_snapshot(
             stack.sessions, "session-1", idle_after_turns(1), "the turn to fail", timeout=90
@@ -70,18 +71,20 @@ async def test_a_model_call_that_keeps_failing_fails_the_turn_with_a_note(tmp_pa
         assert runner.model_calls[-1].tool_calls == {}
         assert runner.model_calls[-1].framework_run_state is None
 
-        history = await read_step_history(stack.engine.server_address, "session-1")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("session-1"))
         executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
         assert executed.count("RecordTurnFailure") == 1
 
 
-async def test_an_invalid_tool_call_id_fails_the_turn_without_retry(tmp_path: Path) -> None:
+async def test_an_invalid_tool_call_id_fails_the_turn_without_retry(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
         call = DeferredToolCall("bad/id", "lookup", "{}", turn.resolve_tool_policy("lookup"))
         return ToolCallsRequested("state", (call,), AgentUsage())
 
     runner = ScriptedRunner(script, {"lookup": _lookup})
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("session-1", "go")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
         assert snapshot.state is not None

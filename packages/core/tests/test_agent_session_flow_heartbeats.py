@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import dex_agents._session.heartbeat as heartbeat_module
 import pytest
@@ -25,6 +24,7 @@ from dex_agents import (
     ToolPolicy,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
 def _script(turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -34,7 +34,7 @@ def _script(turn: AgentTurnContext) -> AgentTurnOutcome:
 
 
 async def test_a_retried_tool_attempt_reads_the_saved_checkpoint(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dex_in_process_worker: InProcessWorkerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Background heartbeats every 50 ms must carry the checkpoint rather than clear it.
     monkeypatch.setattr(heartbeat_module, "HEARTBEAT_INTERVAL_SECONDS", 0.05)
@@ -50,7 +50,7 @@ async def test_a_retried_tool_attempt_reads_the_saved_checkpoint(
 
     options = AgentSessionOptions(tool_policies={"report": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)})
     async with running_session_stack(
-        tmp_path, ScriptedRunner(_script, {"report": report}), options
+        dex_in_process_worker, ScriptedRunner(_script, {"report": report}), options
     ) as stack:
         await stack.sessions.start_session("session-1", "make the report")
         snapshot = await wait_for_agent_snapshot(

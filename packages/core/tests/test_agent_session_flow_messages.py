@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
@@ -19,6 +18,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.testing import wait_for_agent_snapshot, wait_until
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
 def _reply_twice(turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -26,8 +26,10 @@ def _reply_twice(turn: AgentTurnContext) -> AgentTurnOutcome:
     return TurnCompleted((assistant(f"a:{text}"), assistant(f"b:{text}")), AgentUsage())
 
 
-async def test_messages_page_oldest_first_with_a_clamped_limit(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_reply_twice)) as stack:
+async def test_messages_page_oldest_first_with_a_clamped_limit(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_reply_twice)) as stack:
         sessions = stack.sessions
         await sessions.start_session("session-1", "one")
         await wait_for_agent_snapshot(sessions, "session-1", idle_after_turns(1))
@@ -57,7 +59,9 @@ async def test_messages_page_oldest_first_with_a_clamped_limit(tmp_path: Path) -
         assert clamped_high.next_after_sequence is None
 
 
-async def test_messages_sent_during_a_turn_queue_for_the_next_one(tmp_path: Path) -> None:
+async def test_messages_sent_during_a_turn_queue_for_the_next_one(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     release = asyncio.Event()
 
     async def hold_first_turn(turn: AgentTurnContext) -> None:
@@ -65,7 +69,7 @@ async def test_messages_sent_during_a_turn_queue_for_the_next_one(tmp_path: Path
             await asyncio.wait_for(release.wait(), timeout=30)
 
     runner = ScriptedRunner(_reply_twice, before_model_call=hold_first_turn)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("session-1", "one")
         await wait_until("the first model call to start", lambda: runner.model_calls)

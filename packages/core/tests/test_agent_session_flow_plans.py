@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
@@ -35,6 +34,7 @@ from dex_agents._plans import (
     plan_execution_message,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(
     built_in_tools=frozenset({BuiltInTool.WRITE_TODOS}),
@@ -72,9 +72,11 @@ async def _lookup(call: DeferredToolExecution) -> ToolExecutionResult:
     return ToolExecutionResult("looked")
 
 
-async def test_plan_mode_draft_feedback_execute(tmp_path: Path) -> None:
+async def test_plan_mode_draft_feedback_execute(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = PlanRunner(_script, {"lookup": _lookup})
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         sessions = stack.sessions
         await sessions.start_session("s")
         assert not await sessions.execute_plan("s", 1)  # no plan yet
@@ -130,10 +132,12 @@ async def test_plan_mode_draft_feedback_execute(tmp_path: Path) -> None:
         ]
 
 
-async def test_plan_mode_messages_need_plan_mode(tmp_path: Path) -> None:
+async def test_plan_mode_messages_need_plan_mode(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_script)
     options = AgentSessionOptions(built_in_tools=frozenset({BuiltInTool.WRITE_TODOS}))
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s")
         assert not await stack.sessions.send_user_message("s", "Plan it", plan_mode=True)
         assert not await stack.sessions.send_user_message("s", "   ")
@@ -143,9 +147,11 @@ async def test_plan_mode_messages_need_plan_mode(tmp_path: Path) -> None:
         assert not await stack.sessions.execute_plan("s", 1)
 
 
-async def test_a_session_can_start_with_a_planning_turn(tmp_path: Path) -> None:
+async def test_a_session_can_start_with_a_planning_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = PlanRunner(_script, {"lookup": _lookup})
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "Back up", plan_mode=True)
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert runner.model_calls[0].interaction_mode is InteractionMode.PLANNING

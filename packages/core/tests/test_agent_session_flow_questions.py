@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
@@ -29,6 +28,7 @@ from dex_agents import (
     ToolPolicy,
 )
 from dex_agents.testing import read_step_history, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(
     tool_policies={
@@ -65,9 +65,11 @@ def _question(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     return snapshot if snapshot.pending_interrupts else None
 
 
-async def test_a_tool_question_is_answered_and_the_tool_runs_again(tmp_path: Path) -> None:
+async def test_a_tool_question_is_answered_and_the_tool_runs_again(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_calls(("ship-1", "ship")), {"ship": _ship})  # type: ignore[dict-item]
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "ship it")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _question)
         (interrupt,) = snapshot.pending_interrupts
@@ -93,7 +95,7 @@ async def test_a_tool_question_is_answered_and_the_tool_runs_again(tmp_path: Pat
             QuestionResolution.ANSWERED,
             "yes",
         )
-        history = await read_step_history(stack.engine.server_address, "s")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("s"))
         step_types = [entry.step_type for entry in history]
         assert step_types.count("AwaitQuestionAnswer") >= 2  # raise, then the answer
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_completed")
@@ -101,9 +103,11 @@ async def test_a_tool_question_is_answered_and_the_tool_runs_again(tmp_path: Pat
         assert (raised["interrupt_id"], raised["kind"]) == ("ship-1-input-1", "question")
 
 
-async def test_a_declined_tool_question_rejects_the_call(tmp_path: Path) -> None:
+async def test_a_declined_tool_question_rejects_the_call(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_calls(("ship-1", "ship")), {"ship": _ship})  # type: ignore[dict-item]
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "ship it")
         await wait_for_agent_snapshot(stack.sessions, "s", _question)
         assert await stack.sessions.resolve_interrupt("s", "ship-1-input-1", approved=False)
@@ -114,7 +118,9 @@ async def test_a_declined_tool_question_rejects_the_call(tmp_path: Path) -> None
         assert record.status is AgentToolCallStatus.REJECTED
 
 
-async def test_a_question_id_in_use_by_another_call_fails_the_asking_call(tmp_path: Path) -> None:
+async def test_a_question_id_in_use_by_another_call_fails_the_asking_call(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
         return ToolExecutionResult("found")
 
@@ -122,7 +128,7 @@ async def test_a_question_id_in_use_by_another_call_fails_the_asking_call(tmp_pa
         _calls(("ship-1", "ship"), ("ship-1-input-1", "lookup")),
         {"ship": _ship, "lookup": lookup},  # type: ignore[dict-item]
     )
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "ship it")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert snapshot.messages[-1].text == (

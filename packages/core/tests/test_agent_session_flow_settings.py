@@ -31,6 +31,7 @@ from dex_agents import (
     UpdateSessionSettingsRequest,
 )
 from dex_agents.testing import AgentTestStack, FileGate, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_crash_agent import STATE_DIR_ENV, build_settings_crash_flow
 from turn_control_test_support import Gate
 
@@ -41,24 +42,34 @@ def _reply_with_model(turn: AgentTurnContext) -> AgentTurnOutcome:
     return TurnCompleted((assistant(f"model={turn.session_settings.get('model')}"),), AgentUsage())
 
 
-async def test_the_turn_sees_the_start_settings(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_reply_with_model)) as stack:
+async def test_the_turn_sees_the_start_settings(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(
+        dex_in_process_worker, ScriptedRunner(_reply_with_model)
+    ) as stack:
         await stack.sessions.start_session("session-1", "hi", session_settings={"model": "m-1"})
         snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
         assert snapshot.messages[-1].text == "model=m-1"
 
 
-async def test_oversized_start_settings_fail_the_session_at_once(tmp_path: Path) -> None:
+async def test_oversized_start_settings_fail_the_session_at_once(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_reply_with_model)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         huge = {"prompt": "x" * 20_000}
         with pytest.raises(ConfigurationError, match="above the limit"):
             await stack.sessions.start_session("session-1", "hi", session_settings=huge)
         # Past the client's check, the session's own check fails the session without a retry.
         await stack.client.start_flow(
-            stack.flow, "session-2", AgentSessionStartInput("hi", session_settings=huge)
+            stack.flow,
+            stack.dex.scoped("session-2"),
+            AgentSessionStartInput("hi", session_settings=huge),
         )
-        result = await stack.client.wait_for_flow("session-2", timedelta(seconds=30))
+        result = await stack.client.wait_for_flow(
+            stack.dex.scoped("session-2"), timedelta(seconds=30)
+        )
         assert result.status is FlowStatus.FAILED
         assert "invalid start session settings" in str(result.error_message)
         assert runner.model_calls == []
@@ -81,10 +92,12 @@ def _reply_after_a_tool(gate: Gate) -> ScriptedRunner:
 _WAIT_IS_READ = AgentSessionOptions(tool_policies={"wait": ToolPolicy(ToolEffect.READ)})
 
 
-async def test_an_update_takes_effect_at_the_next_turn_not_mid_turn(tmp_path: Path) -> None:
+async def test_an_update_takes_effect_at_the_next_turn_not_mid_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     gate = Gate()
     runner = _reply_after_a_tool(gate)
-    async with running_session_stack(tmp_path, runner, _WAIT_IS_READ) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, _WAIT_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hi", session_settings={"model": "m-1", "note": "ü"})
         await gate.wait_reached()
@@ -107,9 +120,9 @@ async def test_an_update_takes_effect_at_the_next_turn_not_mid_turn(tmp_path: Pa
         assert snapshot.messages[-1].text == "model=None"
 
 
-async def test_update_refuses_bad_settings(tmp_path: Path) -> None:
+async def test_update_refuses_bad_settings(dex_in_process_worker: InProcessWorkerFactory) -> None:
     runner = ScriptedRunner(_reply_with_model)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "", session_settings={"model": "m-1"})
         await wait_for_agent_snapshot(sessions, "s", idle_after_turns(0))
@@ -119,12 +132,12 @@ async def test_update_refuses_bad_settings(tmp_path: Path) -> None:
         # Past the client's check, the session's own check returns False and changes nothing.
         flow = stack.flow
         assert not await stack.client.invoke_rpc(
-            flow.update_session_settings, "s", UpdateSessionSettingsRequest(huge)
+            flow.update_session_settings, stack.dex.scoped("s"), UpdateSessionSettingsRequest(huge)
         )
         # Within the 1 KiB tolerance the session accepts what the client would refuse.
         near = {"prompt": "x" * (MAX_SESSION_SETTINGS_BYTES + 100)}
         assert await stack.client.invoke_rpc(
-            flow.update_session_settings, "s", UpdateSessionSettingsRequest(near)
+            flow.update_session_settings, stack.dex.scoped("s"), UpdateSessionSettingsRequest(near)
         )
         assert (await sessions.get_agent_snapshot("s")).session_settings == near
 

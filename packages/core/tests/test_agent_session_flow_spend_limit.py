@@ -4,7 +4,6 @@ refusal ends the turn with a clear ``last_turn_error`` and no retry."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
@@ -35,6 +34,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
 @dataclass
@@ -61,7 +61,9 @@ def _lookup_then_answer(turn: AgentTurnContext) -> AgentTurnOutcome:
     return final_answer_with_results(turn)
 
 
-async def test_a_refused_model_call_ends_the_turn_without_retry(tmp_path: Path) -> None:
+async def test_a_refused_model_call_ends_the_turn_without_retry(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
         return ToolExecutionResult("found")
 
@@ -71,7 +73,9 @@ async def test_a_refused_model_call_ends_the_turn_without_retry(tmp_path: Path) 
     options = AgentSessionOptions(
         tool_policies={"lookup": ToolPolicy(ToolEffect.READ)}, model_spend_limit=budget
     )
-    async with running_session_stack(tmp_path, runner, options, flow_type="SpendAgent") as stack:
+    async with running_session_stack(
+        dex_in_process_worker, runner, options, flow_type="SpendAgent"
+    ) as stack:
         await stack.sessions.start_session("s", "look it up", session_settings={"model": "m"})
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert snapshot.state is not None
@@ -84,7 +88,7 @@ async def test_a_refused_model_call_ends_the_turn_without_retry(tmp_path: Path) 
         first, second = budget.checked
         assert (first.flow_type, first.flow_id, first.turn_id, first.kind) == (
             "SpendAgent",
-            "s",
+            stack.dex.scoped("s"),
             "turn-1",
             ModelCallKind.TURN,
         )
@@ -97,13 +101,15 @@ async def test_a_refused_model_call_ends_the_turn_without_retry(tmp_path: Path) 
         assert events[-1].payload_json() == {"error": snapshot.state.last_turn_error}
 
 
-async def test_without_a_limit_the_session_makes_no_checks(tmp_path: Path) -> None:
+async def test_without_a_limit_the_session_makes_no_checks(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
         return ToolExecutionResult("found")
 
     runner = ScriptedRunner(_lookup_then_answer, {"lookup": lookup})
     options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "look it up")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
@@ -126,7 +132,9 @@ class _RefuseSummaries:
         return None
 
 
-async def test_a_refused_summary_call_ends_the_turn(tmp_path: Path) -> None:
+async def test_a_refused_summary_call_ends_the_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     def reply(turn: AgentTurnContext) -> AgentTurnOutcome:
         text = f"a long reply to {turn.messages[-1].text} " * 10
         return TurnCompleted((assistant(text),), AgentUsage())
@@ -136,7 +144,7 @@ async def test_a_refused_summary_call_ends_the_turn(tmp_path: Path) -> None:
     options = AgentSessionOptions(
         compaction=CompactionPolicy(context_window_tokens=200), model_spend_limit=limit
     )
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "message 1")
         turn = 1

@@ -4,7 +4,6 @@ with every steered message, in order; queued messages can be steered or deleted.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
@@ -32,6 +31,7 @@ from dex_agents import (
     ToolPolicy,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import (
     Gate,
     echo_user_messages,
@@ -41,7 +41,9 @@ from turn_control_test_support import (
 )
 
 
-async def test_steer_during_a_model_call_rejects_its_tool_calls(tmp_path: Path) -> None:
+async def test_steer_during_a_model_call_rejects_its_tool_calls(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     gate = Gate()
 
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -60,7 +62,7 @@ async def test_steer_during_a_model_call_rejects_its_tool_calls(tmp_path: Path) 
 
     runner = ScriptedRunner(script, {"lookup": lookup}, before_model_call=before)
     options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "look it up")
         await gate.wait_reached()
@@ -89,13 +91,13 @@ async def test_steer_during_a_model_call_rejects_its_tool_calls(tmp_path: Path) 
 
 
 async def test_steer_while_a_tool_runs_lets_it_finish_and_rejects_a_waiting_sibling(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     gate = Gate()
 
     runner = gated_lookup_and_refund_runner(gate)
     options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "refund order 7")
         await wait_for_agent_snapshot(sessions, "s", lambda s: s if s.pending_interrupts else None)
@@ -138,7 +140,9 @@ async def test_steer_while_a_tool_runs_lets_it_finish_and_rejects_a_waiting_sibl
         ]
 
 
-async def test_steer_a_queued_message_by_id_and_delete_another(tmp_path: Path) -> None:
+async def test_steer_a_queued_message_by_id_and_delete_another(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     gate = Gate()
 
     async def before(turn: AgentTurnContext) -> None:
@@ -146,7 +150,7 @@ async def test_steer_a_queued_message_by_id_and_delete_another(tmp_path: Path) -
             await gate.pass_through()
 
     runner = ScriptedRunner(echo_user_messages, before_model_call=before)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hello")
         await gate.wait_reached()
@@ -173,7 +177,7 @@ async def test_steer_a_queued_message_by_id_and_delete_another(tmp_path: Path) -
         assert texts == ["heard hello", "heard queued two", "heard queued one"]
 
 
-async def test_steer_rpc_edge_cases(tmp_path: Path) -> None:
+async def test_steer_rpc_edge_cases(dex_in_process_worker: InProcessWorkerFactory) -> None:
     gate = Gate()
 
     async def before(turn: AgentTurnContext) -> None:
@@ -181,7 +185,7 @@ async def test_steer_rpc_edge_cases(tmp_path: Path) -> None:
             await gate.pass_through()
 
     runner = ScriptedRunner(echo_user_messages, before_model_call=before)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "")
         await wait_for_agent_snapshot(sessions, "s", idle_after_turns(0))
@@ -202,7 +206,9 @@ async def test_steer_rpc_edge_cases(tmp_path: Path) -> None:
         await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
 
 
-async def test_a_turn_that_does_not_accept_turn_control_is_not_steered(tmp_path: Path) -> None:
+async def test_a_turn_that_does_not_accept_turn_control_is_not_steered(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     """``accepts_turn_control`` is True for turns this release starts."""
     gate = Gate()
 
@@ -210,7 +216,7 @@ async def test_a_turn_that_does_not_accept_turn_control_is_not_steered(tmp_path:
         await gate.pass_through()
 
     runner = ScriptedRunner(echo_user_messages, before_model_call=before)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("s", "hi")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", is_active)
         assert snapshot.state is not None and snapshot.state.accepts_turn_control
@@ -224,7 +230,9 @@ class _PlanningRunner(ScriptedRunner):
     supports_plan_mode: bool = True
 
 
-async def test_a_steered_plan_mode_message_starts_a_planning_turn(tmp_path: Path) -> None:
+async def test_a_steered_plan_mode_message_starts_a_planning_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     gate = Gate()
 
     async def before(turn: AgentTurnContext) -> None:
@@ -235,7 +243,7 @@ async def test_a_steered_plan_mode_message_starts_a_planning_turn(tmp_path: Path
     options = AgentSessionOptions(
         built_in_tools=frozenset({BuiltInTool.WRITE_TODOS}), plan_mode_enabled=True
     )
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hello")
         await gate.wait_reached()

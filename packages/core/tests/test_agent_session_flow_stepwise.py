@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from agent_session_test_support import idle_after_turns, running_flow_stack
 from dex_agents import AgentSnapshot, AgentToolCallStatus, ToolEffect
 from dex_agents.stepwise import (
@@ -17,6 +15,7 @@ from dex_agents.stepwise import (
     stepwise_agent_session_flow,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 REFUNDS: list[str] = []
 
@@ -46,7 +45,9 @@ def _respond(request: ModelRequest) -> ScriptedModelReply:
     return ScriptedModelReply(text=" | ".join(result.output for result in results))
 
 
-async def test_stepwise_agent_runs_tools_and_waits_for_approval(tmp_path: Path) -> None:
+async def test_stepwise_agent_runs_tools_and_waits_for_approval(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     definition = AgentDefinition(
         name="support",
         instructions="You help customers.",
@@ -54,7 +55,7 @@ async def test_stepwise_agent_runs_tools_and_waits_for_approval(tmp_path: Path) 
         tools=[lookup_order, refund_order],
     )
     flow = stepwise_agent_session_flow(definition, flow_type="SupportAgent")
-    async with running_flow_stack(tmp_path, flow) as stack:
+    async with running_flow_stack(dex_in_process_worker, flow) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
 
         def waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
@@ -71,5 +72,5 @@ async def test_stepwise_agent_runs_tools_and_waits_for_approval(tmp_path: Path) 
 
         snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle)
         assert snapshot.messages[-1].text == "order 7 is paid | refunded 7"
-        assert REFUNDS == ["session-1/turn-1/refund"]
+        assert [stack.dex.scoped("session-1") + "/turn-1/refund"] == REFUNDS
         assert snapshot.state is not None and snapshot.state.last_turn_error is None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
 from agent_session_test_support import (
@@ -41,6 +40,7 @@ from dex_agents import (
 )
 from dex_agents.adapters import AdapterRunner
 from dex_agents.testing import read_step_history, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(
     tool_policies={
@@ -84,7 +84,9 @@ def _question(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     return snapshot if snapshot.pending_interrupts else None
 
 
-async def test_a_task_is_polled_to_its_result_with_a_question_between(tmp_path: Path) -> None:
+async def test_a_task_is_polled_to_its_result_with_a_question_between(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     async def poll(task: ToolTaskPoll) -> ToolTaskPollOutcome:
         number = len(runner.polls)
         if number == 1:
@@ -96,7 +98,7 @@ async def test_a_task_is_polled_to_its_result_with_a_question_between(tmp_path: 
         return ToolExecutionResult(f"report {task.tool_call.task_id} ready")
 
     runner = TaskRunner(_one_call("report-1", "report"), {"report": _start}, poll=poll)  # type: ignore[dict-item]
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "report")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _question, timeout=60)
         (interrupt,) = snapshot.pending_interrupts
@@ -133,22 +135,26 @@ async def test_a_task_is_polled_to_its_result_with_a_question_between(tmp_path: 
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_completed")
         started = next(e for e in events if e.type == "tool_task_started").payload_json()
         assert started == {"tool_call_id": "report-1", "tool_name": "report", "task_id": "job-1"}
-        history = await read_step_history(stack.engine.server_address, "s")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("s"))
         executed = [e.step_type for e in history if e.event_type == "step_execute_completed"]
         assert executed.count("PollToolTask") == 4
         assert executed.count("CallTool") == 1
 
 
-async def test_a_task_without_a_poller_fails_with_missing_poller(tmp_path: Path) -> None:
+async def test_a_task_without_a_poller_fails_with_missing_poller(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_one_call("report-1", "report"), {"report": _start})  # type: ignore[dict-item]
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "report")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert snapshot.messages[-1].text == f"report=Error: {MISSING_TOOL_TASK_POLLER}"
         assert not runner.tool_calls[0].supports_tool_tasks
 
 
-async def test_a_task_whose_polls_keep_failing_is_recorded_by_its_effect(tmp_path: Path) -> None:
+async def test_a_task_whose_polls_keep_failing_is_recorded_by_its_effect(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     async def poll(task: ToolTaskPoll) -> ToolTaskPollOutcome:
         raise RuntimeError("task service unreachable")
 
@@ -157,7 +163,7 @@ async def test_a_task_whose_polls_keep_failing_is_recorded_by_its_effect(tmp_pat
         {"export": _start},  # type: ignore[dict-item]
         poll=poll,
     )
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "export")
         await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1), timeout=120)
         (record,) = runner.model_calls[1].tool_calls.values()
@@ -184,10 +190,10 @@ class KitRunner(AdapterRunner, ScriptedRunner):
     [("report", AgentToolCallStatus.FAILED), ("export", AgentToolCallStatus.OUTCOME_UNKNOWN)],
 )
 async def test_a_kit_runner_without_the_tool_s_poller_records_the_call_at_once_by_effect(
-    tmp_path: Path, tool: str, status: AgentToolCallStatus
+    dex_in_process_worker: InProcessWorkerFactory, tool: str, status: AgentToolCallStatus
 ) -> None:
     runner = KitRunner(_one_call("call-1", tool), {tool: _start})  # type: ignore[dict-item]
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", tool)
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         (record,) = runner.model_calls[1].tool_calls.values()
@@ -196,7 +202,7 @@ async def test_a_kit_runner_without_the_tool_s_poller_records_the_call_at_once_b
             f"tool {tool} started a task, but no task poller on this Worker polls it (KitRunner)"
         )
         assert runner.tool_calls[0].supports_tool_tasks  # the runner polls other tools' tasks
-        history = await read_step_history(stack.engine.server_address, "s")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("s"))
         polls = [e for e in history if e.step_type == "PollToolTask"]
         # Recorded by the first poll: no retry, no failure route.
         assert polls and {e.final_attempt for e in polls} == {1}
@@ -214,7 +220,9 @@ class CancellingTaskRunner(TaskRunner):
         self.cancellations.append(cancellation)
 
 
-async def test_cancel_turn_abandons_a_started_task(tmp_path: Path) -> None:
+async def test_cancel_turn_abandons_a_started_task(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     async def poll(task: ToolTaskPoll) -> ToolTaskPollOutcome:
         return ToolTaskPending(1)  # never finishes on its own
 
@@ -227,7 +235,7 @@ async def test_cancel_turn_abandons_a_started_task(tmp_path: Path) -> None:
     def polled(snapshot: AgentSnapshot) -> AgentSnapshot | None:
         return snapshot if runner.polls else None
 
-    async with running_session_stack(tmp_path, runner, OPTIONS) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "report")
         await wait_for_agent_snapshot(stack.sessions, "s", polled, timeout=60)
         assert await stack.sessions.cancel_turn("s", "turn-1")
@@ -240,6 +248,6 @@ async def test_cancel_turn_abandons_a_started_task(tmp_path: Path) -> None:
         assert finished == [
             {"tool_call_id": "report-1", "tool_name": "report", "status": "outcome_unknown"}
         ]
-        history = await read_step_history(stack.engine.server_address, "s")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("s"))
         executed = [e.step_type for e in history if e.event_type == "step_execute_completed"]
         assert "CancelToolTask" in executed

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from pathlib import Path
 
 from agent_session_test_support import (
     ScriptedRunner,
@@ -26,6 +25,7 @@ from dex_agents import (
     ToolPolicy,
 )
 from dex_agents.testing import EXECUTE_COMPLETED_EVENT, read_step_history, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 READ_POLICIES = AgentSessionOptions(
     tool_policies={
@@ -48,7 +48,9 @@ def _call_each_tool_once(*names: str) -> Callable[[AgentTurnContext], AgentTurnO
     return script
 
 
-async def test_two_tool_calls_run_in_parallel_steps_then_resume(tmp_path: Path) -> None:
+async def test_two_tool_calls_run_in_parallel_steps_then_resume(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     both_started = asyncio.Barrier(2)
 
     async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
@@ -59,13 +61,13 @@ async def test_two_tool_calls_run_in_parallel_steps_then_resume(tmp_path: Path) 
         )
 
     runner = ScriptedRunner(_call_each_tool_once("lookup", "lookup"), {"lookup": lookup})
-    async with running_session_stack(tmp_path, runner, READ_POLICIES) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, READ_POLICIES) as stack:
         await stack.sessions.start_session("session-1", "look up two things")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
         answer = snapshot.messages[-1].text
         assert answer == (
-            "lookup=found call-0 key=session-1/turn-1/call-0; "
-            "lookup=found call-1 key=session-1/turn-1/call-1"
+            f"lookup=found call-0 key={stack.dex.scoped('session-1')}/turn-1/call-0; "
+            f"lookup=found call-1 key={stack.dex.scoped('session-1')}/turn-1/call-1"
         )
         assert snapshot.tool_calls == ()  # records are deleted when the turn ends
         assert snapshot.usage.model_calls == 2
@@ -76,7 +78,7 @@ async def test_two_tool_calls_run_in_parallel_steps_then_resume(tmp_path: Path) 
             AgentToolCallStatus.SUCCEEDED
         ] * 2
 
-        history = await read_step_history(stack.engine.server_address, "session-1")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("session-1"))
         executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
         assert executed.count("CallTool") == 2
         assert executed.count("RunModel") == 2
@@ -84,7 +86,7 @@ async def test_two_tool_calls_run_in_parallel_steps_then_resume(tmp_path: Path) 
         assert executed[-1] == "RunModel"
 
 
-async def test_tool_errors_follow_the_effect(tmp_path: Path) -> None:
+async def test_tool_errors_follow_the_effect(dex_in_process_worker: InProcessWorkerFactory) -> None:
     attempts: dict[str, int] = {}
 
     async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
@@ -100,7 +102,7 @@ async def test_tool_errors_follow_the_effect(tmp_path: Path) -> None:
         _call_each_tool_once("lookup", "tag", "refund"),
         {"lookup": lookup, "tag": crashing, "refund": crashing},
     )
-    async with running_session_stack(tmp_path, runner, READ_POLICIES) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, READ_POLICIES) as stack:
         await stack.sessions.start_session("session-1", "try the tools")
         await wait_for_agent_snapshot(
             stack.sessions, "session-1", idle_after_turns(1), "the turn to finish", timeout=90
@@ -116,7 +118,7 @@ async def test_tool_errors_follow_the_effect(tmp_path: Path) -> None:
         assert attempts["refund"] == 1
         assert records["refund"].status is AgentToolCallStatus.OUTCOME_UNKNOWN
 
-        history = await read_step_history(stack.engine.server_address, "session-1")
+        history = await read_step_history(stack.server_address, stack.dex.scoped("session-1"))
         executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
         assert executed.count("RecordToolFailure") == 1
         assert executed.count("RecordToolOutcomeUnknown") == 1

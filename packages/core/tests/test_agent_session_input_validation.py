@@ -4,8 +4,6 @@ Flow type's sessions."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from agent_session_test_support import (
     ScriptedRunner,
@@ -34,7 +32,8 @@ from dex_agents import (
     is_blank_text,
     validate_session_id,
 )
-from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker, wait_for_agent_snapshot
+from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 INVISIBLE_TEXTS = ["\u200b", "\x00", "\u200b\u200c\u200d\u2060\ufeff", " \x00\t\u3164\u2800 "]
 BAD_SESSION_IDS = ["a\x00b", "a\nb", "a/b", "..", ".", "x" * 10_000, "", "\u200b", "a\ud800"]
@@ -66,9 +65,11 @@ def test_session_id_rules() -> None:
         assert validate_session_id(good) == good
 
 
-async def test_invisible_messages_start_no_turn_and_are_refused(tmp_path: Path) -> None:
+async def test_invisible_messages_start_no_turn_and_are_refused(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_echo)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "\u200b\x00")
         snapshot = await wait_for_agent_snapshot(
@@ -89,9 +90,14 @@ async def test_invisible_messages_start_no_turn_and_are_refused(tmp_path: Path) 
         assert runner.model_calls and len(runner.model_calls) == 1
 
 
-async def test_bad_session_ids_get_a_clear_error_and_start_nothing(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
-        sessions = stack.sessions
+# Its own engine: it names bad session IDs (which a prefix would make good) and asserts that no
+# session "a" or "ab" exists, which another test could have started.
+@pytest.mark.dex_own_stack
+async def test_bad_session_ids_get_a_clear_error_and_start_nothing(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_echo)) as stack:
+        sessions = AgentSessionClient(stack.client, stack.flow)
         for session_id in BAD_SESSION_IDS:
             with pytest.raises(ConfigurationError, match="session ID"):
                 await sessions.start_session(session_id, "hi")
@@ -117,14 +123,16 @@ def _nested(depth: int) -> dict[str, object]:
     return settings
 
 
-async def test_deeply_nested_settings_are_a_configuration_error(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+async def test_deeply_nested_settings_are_a_configuration_error(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_echo)) as stack:
         sessions = stack.sessions
         for depth in (65, 500, 5_000):
             with pytest.raises(ConfigurationError, match="nested more than 64 levels"):
                 await sessions.start_session(f"deep-{depth}", "hi", session_settings=_nested(depth))
             with pytest.raises(FlowNotFoundError):
-                await stack.client.describe_flow(f"deep-{depth}")
+                await stack.client.describe_flow(stack.dex.scoped(f"deep-{depth}"))
         await sessions.start_session("s", "hi", session_settings=_nested(64))
         await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
         for depth in (65, 5_000):
@@ -143,7 +151,9 @@ async def _refund(call: object) -> ToolExecutionResult:
     return ToolExecutionResult("refunded")
 
 
-async def test_a_client_serves_only_its_own_flow_types_sessions(tmp_path: Path) -> None:
+async def test_a_client_serves_only_its_own_flow_types_sessions(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     approving = AgentSessionOptions(
         tool_policies={
             "refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=True)
@@ -155,45 +165,37 @@ async def test_a_client_serves_only_its_own_flow_types_sessions(tmp_path: Path) 
         options=approving,
     )
     support = AgentSessionFlow(ScriptedRunner(_echo), flow_type="SupportAgent")
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        async with in_process_worker(
-            [billing, support], engine.server_address, tmp_path / "cache"
-        ) as dex:
-            billing_sessions = AgentSessionClient(dex.client, billing)
-            support_sessions = AgentSessionClient(dex.client, support)
-            await billing_sessions.start_session("b-1", "refund me")
-            snapshot = await wait_for_agent_snapshot(
-                billing_sessions,
-                "b-1",
-                lambda snapshot: snapshot if snapshot.pending_interrupts else None,
-            )
-            interrupt = snapshot.pending_interrupts[0]
-            assert interrupt.kind is InterruptKind.APPROVAL
-            calls = [
-                lambda: support_sessions.get_agent_snapshot("b-1"),
-                lambda: support_sessions.list_agent_messages("b-1"),
-                lambda: support_sessions.resolve_interrupt(
-                    "b-1", interrupt.interrupt_id, approved=True
-                ),
-                lambda: support_sessions.send_user_message("b-1", "hi"),
-                lambda: support_sessions.cancel_turn("b-1", "turn-1"),
-            ]
-            for call in calls:
-                with pytest.raises(SessionFlowTypeError, match="'BillingAgent' session") as raised:
-                    await call()
-                # Code that answers "not found" for a missing session answers it here too.
-                assert isinstance(raised.value, FlowNotActiveOrNotFoundError)
-            # Nothing was approved or queued through the other type's client.
-            snapshot = await billing_sessions.get_agent_snapshot("b-1")
-            assert [item.interrupt_id for item in snapshot.pending_interrupts] == ["c1"]
-            assert snapshot.queued_messages == ()
-            assert await billing_sessions.resolve_interrupt("b-1", "c1", approved=True)
-            await wait_for_agent_snapshot(billing_sessions, "b-1", idle_after_turns(1))
-            # A missing session still raises the SDK's own not-found error.
-            with pytest.raises(FlowNotActiveOrNotFoundError):
-                await support_sessions.get_agent_snapshot("nobody")
-    finally:
-        await engine.stop()
+    async with dex_in_process_worker([billing, support]) as dex:
+        billing_sessions = dex.sessions(billing)
+        support_sessions = dex.sessions(support)
+        await billing_sessions.start_session("b-1", "refund me")
+        snapshot = await wait_for_agent_snapshot(
+            billing_sessions,
+            "b-1",
+            lambda snapshot: snapshot if snapshot.pending_interrupts else None,
+        )
+        interrupt = snapshot.pending_interrupts[0]
+        assert interrupt.kind is InterruptKind.APPROVAL
+        calls = [
+            lambda: support_sessions.get_agent_snapshot("b-1"),
+            lambda: support_sessions.list_agent_messages("b-1"),
+            lambda: support_sessions.resolve_interrupt(
+                "b-1", interrupt.interrupt_id, approved=True
+            ),
+            lambda: support_sessions.send_user_message("b-1", "hi"),
+            lambda: support_sessions.cancel_turn("b-1", "turn-1"),
+        ]
+        for call in calls:
+            with pytest.raises(SessionFlowTypeError, match="'BillingAgent' session") as raised:
+                await call()
+            # Code that answers "not found" for a missing session answers it here too.
+            assert isinstance(raised.value, FlowNotActiveOrNotFoundError)
+        # Nothing was approved or queued through the other type's client.
+        snapshot = await billing_sessions.get_agent_snapshot("b-1")
+        assert [item.interrupt_id for item in snapshot.pending_interrupts] == ["c1"]
+        assert snapshot.queued_messages == ()
+        assert await billing_sessions.resolve_interrupt("b-1", "c1", approved=True)
+        await wait_for_agent_snapshot(billing_sessions, "b-1", idle_after_turns(1))
+        # A missing session still raises the SDK's own not-found error.
+        with pytest.raises(FlowNotActiveOrNotFoundError):
+            await support_sessions.get_agent_snapshot("nobody")

@@ -70,6 +70,7 @@ from dex_agents import (
 from dex_agents._session.message_layout import encoded_json_size
 from dex_agents._session.size_budgets import fit_snapshot
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 # The probes: each was accepted and then failed the whole session.
 OVERSIZED_TEXTS = {
@@ -96,19 +97,23 @@ async def _still_works(stack: SessionStack, session_id: str, turns: int) -> Agen
     return snapshot
 
 
-async def test_oversized_user_messages_are_refused_where_they_enter(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+async def test_oversized_user_messages_are_refused_where_they_enter(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_echo)) as stack:
         await _running_after_first_turn(stack, "s")
         for name, text in OVERSIZED_TEXTS.items():
             assert not await stack.sessions.send_user_message("s", text), name
             assert not await stack.sessions.steer_user_message("s", text), name
             # Past the client's check, the RPC itself refuses it and stores nothing.
             raw = await stack.client.invoke_rpc(
-                stack.flow.send_user_message, "s", AgentUserMessage(text)
+                stack.flow.send_user_message, stack.dex.scoped("s"), AgentUserMessage(text)
             )
             assert raw is False, name
             raw = await stack.client.invoke_rpc(
-                stack.flow.steer_user_message, "s", SteerUserMessageRequest(text=text)
+                stack.flow.steer_user_message,
+                stack.dex.scoped("s"),
+                SteerUserMessageRequest(text=text),
             )
             assert raw is False, name
         snapshot = await stack.sessions.get_agent_snapshot("s")
@@ -122,13 +127,17 @@ async def test_oversized_user_messages_are_refused_where_they_enter(tmp_path: Pa
         assert snapshot.messages[-2].text == fits
 
 
-async def test_an_oversized_initial_message_never_fails_the_session(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+async def test_an_oversized_initial_message_never_fails_the_session(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_echo)) as stack:
         text = OVERSIZED_TEXTS["2 MB ASCII"]
         with pytest.raises(ConfigurationError, match="initial_message cannot be stored"):
             await stack.sessions.start_session("s", text)
         # Past the client's check the session starts without the turn and says why.
-        await stack.client.start_flow(stack.flow, "raw", AgentSessionStartInput(text))
+        await stack.client.start_flow(
+            stack.flow, stack.dex.scoped("raw"), AgentSessionStartInput(text)
+        )
         snapshot = await wait_for_agent_snapshot(
             stack.sessions, "raw", lambda snapshot: snapshot if snapshot.state else None
         )
@@ -144,9 +153,11 @@ def _huge_answer_once(turn: AgentTurnContext) -> AgentTurnOutcome:
     return _echo(turn)
 
 
-async def test_an_oversized_model_answer_fails_its_turn_not_the_session(tmp_path: Path) -> None:
+async def test_an_oversized_model_answer_fails_its_turn_not_the_session(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_huge_answer_once)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         await _running_after_first_turn(stack, "s")
         assert await stack.sessions.send_user_message("s", "say a lot")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(2))
@@ -157,7 +168,7 @@ async def test_an_oversized_model_answer_fails_its_turn_not_the_session(tmp_path
         assert [turn.turn_id for turn in runner.model_calls].count("turn-2") == 1
         assert snapshot.messages[-1].text == "say a lot"
         await _still_works(stack, "s", 3)
-        info = await stack.client.describe_flow("s")
+        info = await stack.client.describe_flow(stack.dex.scoped("s"))
         assert info.status is FlowStatus.RUNNING
 
 
@@ -171,10 +182,12 @@ async def _fetch_huge(call: DeferredToolExecution) -> ToolExecutionResult:
     return ToolExecutionResult("p" * 600_000)
 
 
-async def test_an_oversized_tool_result_fails_its_call_not_the_turn(tmp_path: Path) -> None:
+async def test_an_oversized_tool_result_fails_its_call_not_the_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_fetch_then_answer, {"fetch": _fetch_huge})
     options = AgentSessionOptions(tool_policies={"fetch": ToolPolicy(ToolEffect.READ)})
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "fetch the page")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
@@ -188,8 +201,10 @@ async def test_an_oversized_tool_result_fails_its_call_not_the_turn(tmp_path: Pa
         assert "fetch=" in str(snapshot.messages[-1].text)
 
 
-async def test_snapshot_and_pages_stay_under_the_rpc_limit(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+async def test_snapshot_and_pages_stay_under_the_rpc_limit(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_echo)) as stack:
         await _running_after_first_turn(stack, "s")
         # Each stored message is just under its budget: text plus a framework item repeating it.
         big = "m" * (MAX_STORED_MESSAGE_BYTES // 2 - 1024)
@@ -219,9 +234,9 @@ async def test_snapshot_and_pages_stay_under_the_rpc_limit(tmp_path: Path) -> No
 
 
 async def test_a_message_stored_before_the_budgets_still_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dex_in_process_worker: InProcessWorkerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_echo)) as stack:
         await _running_after_first_turn(stack, "s")
         # An earlier release stored any message the engine took: 3.4 MB as stored.
         monkeypatch.setattr(size_budgets, "MAX_STORED_MESSAGE_BYTES", 8 * 1024 * 1024)
@@ -253,7 +268,9 @@ async def _fetch_large(call: DeferredToolExecution) -> ToolExecutionResult:
     return ToolExecutionResult("q" * 250_000)  # within MAX_TOOL_RESULT_BYTES each
 
 
-async def test_the_snapshot_of_a_turn_with_many_large_tool_results_fits(tmp_path: Path) -> None:
+async def test_the_snapshot_of_a_turn_with_many_large_tool_results_fits(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_many_fetches_and_a_refund, {"fetch": _fetch_large})
     options = AgentSessionOptions(
         tool_policies={
@@ -266,7 +283,7 @@ async def test_the_snapshot_of_a_turn_with_many_large_tool_results_fits(tmp_path
         done = [r for r in snapshot.tool_calls if r.status is AgentToolCallStatus.SUCCEEDED]
         return snapshot if snapshot.pending_interrupts and len(done) == 16 else None
 
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "fetch everything, then refund")
         # 16 results of 250 KB are 4 MB: the snapshot cuts each call's output to fit.
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", fetched_and_waiting)
@@ -283,13 +300,15 @@ async def test_the_snapshot_of_a_turn_with_many_large_tool_results_fits(tmp_path
         )
 
 
-async def test_the_sync_client_refuses_what_the_session_cannot_store(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+async def test_the_sync_client_refuses_what_the_session_cannot_store(
+    tmp_path: Path, dex_in_process_worker: InProcessWorkerFactory
+) -> None:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_echo)) as stack:
         await _running_after_first_turn(stack, "s")
         registry = Registry([stack.flow], agent_codec_registry(), allow_async_handlers=True)
         cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "sync-cache"), 16 * 1024 * 1024))
         options = ClientOptions(
-            server_address=stack.engine.server_address, worker_target=WorkerTarget(pull=True)
+            server_address=stack.server_address, worker_target=WorkerTarget(pull=True)
         )
         client = Client(registry, cache, options)
         try:
@@ -326,14 +345,16 @@ async def _ask_long(call: DeferredToolExecution) -> ToolExecutionResult | ToolIn
     return ToolExecutionResult(f"answered {call.input_answers[-1].answer}")
 
 
-async def test_the_snapshot_of_many_large_pending_questions_fits(tmp_path: Path) -> None:
+async def test_the_snapshot_of_many_large_pending_questions_fits(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_many_questions, {"ask": _ask_long})  # type: ignore[dict-item]
     options = AgentSessionOptions(tool_policies={"ask": ToolPolicy(ToolEffect.READ)})
 
     def all_asked(snapshot: AgentSnapshot) -> AgentSnapshot | None:
         return snapshot if len(snapshot.pending_interrupts) == 16 else None
 
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "ask me everything")
         # The questions are in the pending interrupts and in the records: 7 MB stored.
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", all_asked)

@@ -8,7 +8,6 @@ session that stored one before this check still reads, and its next turn runs.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import dex_agents._session.runner_facade as runner_facade
 import pytest
@@ -39,6 +38,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.ui_stream import read_agent_event_stream_snapshot
 
 # What json.loads makes of a web API's answer that holds an escaped lone surrogate.
@@ -54,8 +54,10 @@ def _utf8_json(value: object) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode("utf-8")
 
 
-async def test_callers_cannot_send_a_lone_surrogate(tmp_path: Path) -> None:
-    async with running_session_stack(tmp_path, ScriptedRunner(_echo)) as stack:
+async def test_callers_cannot_send_a_lone_surrogate(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_session_stack(dex_in_process_worker, ScriptedRunner(_echo)) as stack:
         sessions = stack.sessions
         with pytest.raises(ConfigurationError, match="lone surrogate U\\+D800"):
             await sessions.start_session("s", LONE_SURROGATE)
@@ -66,7 +68,7 @@ async def test_callers_cannot_send_a_lone_surrogate(tmp_path: Path) -> None:
         assert not await sessions.send_user_message("s", LONE_SURROGATE)
         assert not await sessions.steer_user_message("s", LONE_SURROGATE)
         raw = await stack.client.invoke_rpc(
-            stack.flow.send_user_message, "s", AgentUserMessage(LONE_SURROGATE)
+            stack.flow.send_user_message, stack.dex.scoped("s"), AgentUserMessage(LONE_SURROGATE)
         )
         assert raw is False
         with pytest.raises(ConfigurationError, match="lone surrogate"):
@@ -74,7 +76,9 @@ async def test_callers_cannot_send_a_lone_surrogate(tmp_path: Path) -> None:
         snapshot = await sessions.get_agent_snapshot("s")
         assert snapshot.queued_messages == () and len(snapshot.messages) == 2
         # A first message that reached the session past the client starts no turn, and says why.
-        await stack.client.start_flow(stack.flow, "raw", AgentSessionStartInput(LONE_SURROGATE))
+        await stack.client.start_flow(
+            stack.flow, stack.dex.scoped("raw"), AgentSessionStartInput(LONE_SURROGATE)
+        )
         raw_snapshot = await wait_for_agent_snapshot(
             sessions, "raw", lambda snapshot: snapshot if snapshot.state else None
         )
@@ -99,11 +103,11 @@ async def _fetch(call: DeferredToolExecution) -> ToolExecutionResult:
 
 
 async def test_tool_and_model_output_is_stored_with_the_surrogate_replaced(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     runner = ScriptedRunner(_fetch_then_answer, {"fetch": _fetch})
     options = AgentSessionOptions(tool_policies={"fetch": ToolPolicy(ToolEffect.READ)})
-    async with running_session_stack(tmp_path, runner, options) as stack:
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "look it up")
         snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
@@ -120,7 +124,9 @@ async def test_tool_and_model_output_is_stored_with_the_surrogate_replaced(
         # Every later turn still runs, and the browser snapshot encodes as UTF-8.
         assert await sessions.send_user_message("s", "third")
         await wait_for_agent_snapshot(sessions, "s", idle_after_turns(3))
-        browser = await read_agent_event_stream_snapshot(stack.client, stack.flow, "s")
+        browser = await read_agent_event_stream_snapshot(
+            stack.client, stack.flow, stack.dex.scoped("s")
+        )
         assert b"caf\xef\xbf\xbde" in _utf8_json(browser.to_json())
         # The live text event the model streamed was written with the surrogate replaced.
         events = await read_events_until(stack, "s", lambda event: event.type == "text_delta")
@@ -134,10 +140,10 @@ def _poisoned_answer(turn: AgentTurnContext) -> AgentTurnOutcome:
 
 
 async def test_a_session_poisoned_before_the_check_still_reads_and_runs(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    dex_in_process_worker: InProcessWorkerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     runner = ScriptedRunner(_poisoned_answer)
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         # An earlier release stored model output unchanged.
         monkeypatch.setattr(runner_facade, "replace_unencodable_values", lambda value: value)
@@ -148,7 +154,9 @@ async def test_a_session_poisoned_before_the_check_still_reads_and_runs(
         assert snapshot.messages[-1].text == "I found caf\ufffde"
         page = await sessions.list_agent_messages("s")
         assert page.messages[-1].text == "I found caf\ufffde"
-        browser = await read_agent_event_stream_snapshot(stack.client, stack.flow, "s")
+        browser = await read_agent_event_stream_snapshot(
+            stack.client, stack.flow, stack.dex.scoped("s")
+        )
         assert _utf8_json(browser.to_json())
         assert await sessions.send_user_message("s", "next")
         snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))

@@ -41,6 +41,7 @@ from dex_agents.stepwise import (
     stepwise_agent_session_options,
 )
 from dex_agents.testing import InvocationLog, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from opentelemetry import trace
 from tracing_test_support import (
     COMMON_KEYS,
@@ -74,28 +75,34 @@ def _assert_common(span: SpanRecord, session_id: str, turn_id: str) -> None:
     assert span.attr("dex.agent.turn.id") == turn_id
 
 
-async def test_a_summary_call_emits_a_chat_span_under_the_activation_root(tmp_path: Path) -> None:
+async def test_a_summary_call_emits_a_chat_span_under_the_activation_root(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     spans = traced()
     flow = build_traced_flow(
         AgentTracingOptions(tracer_provider=spans.provider, should_capture_message_content=True),
         compaction=CompactionPolicy(context_window_tokens=200),
     )
     long_text = "remember " + "x" * 900  # turn 1 alone is over the window: turn 2 compacts it
-    async with running_flow_stack(tmp_path, flow) as stack:
+    async with running_flow_stack(dex_in_process_worker, flow) as stack:
         await stack.sessions.start_session("c1", long_text)
         await _idle(stack.sessions, "c1", 1)
         await stack.sessions.send_user_message("c1", "hello")
         snapshot = await _idle(stack.sessions, "c1", 2)
     assert snapshot.context_summary is not None
     assert snapshot.context_summary.text == "summary of 1..2"
-    assert [r.name for r in invocations("c1").records()] == ["model", "summary", "model"]
+    assert [r.name for r in invocations(stack.dex.scoped("c1")).records()] == [
+        "model",
+        "summary",
+        "model",
+    ]
     records = spans.spans()
     root = only(records, "invoke_agent TracedAgent", **{"dex.agent.turn.id": "turn-2"})
     assert root.attr("dex.step.type") == "AwaitUserMessage"
     summary = only(records, f"chat {SUMMARY_MODEL}")
     assert_child(summary, root)
     assert (summary.kind, summary.status) == ("CLIENT", "UNSET")
-    _assert_common(summary, "c1", "turn-2")
+    _assert_common(summary, stack.dex.scoped("c1"), "turn-2")
     assert summary.attr("gen_ai.operation.name") == "chat"
     assert (summary.attr("dex.step.type"), summary.attr("dex.step.attempt")) == (
         "CompactContext",
@@ -200,13 +207,13 @@ def _tool_spans(records: Sequence[SpanRecord], step_type: str) -> list[SpanRecor
 
 
 async def test_a_polled_tool_task_emits_an_execute_tool_span_per_poll_attempt(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     spans, source = traced(), _ReportTasks()
     flow = _stepwise_flow(
         spans, "TaskAgent", _call_then_answer(ScriptedToolCall("report", {})), [source]
     )
-    async with running_flow_stack(tmp_path, flow) as stack:
+    async with running_flow_stack(dex_in_process_worker, flow) as stack:
         await stack.sessions.start_session("t1", "build the report")
         snapshot = await _idle(stack.sessions, "t1", 1)
     assert snapshot.messages[-1].text == "done: report job-1 ready"
@@ -218,7 +225,7 @@ async def test_a_polled_tool_task_emits_an_execute_tool_span_per_poll_attempt(
     assert [span.name for span in polls] == ["execute_tool report"] * 3
     for span in (started, *polls):
         assert_child(span, root)  # the root of the activation that deferred the call
-        _assert_common(span, "t1", "turn-1")
+        _assert_common(span, stack.dex.scoped("t1"), "turn-1")
         assert span.kind == "INTERNAL"
         assert span.attr("gen_ai.operation.name") == "execute_tool"
         assert span.attr("gen_ai.agent.name") == "TaskAgent"
@@ -260,7 +267,9 @@ def _assert_carry(received: Sequence[str], spans: Sequence[SpanRecord]) -> None:
         assert sorted(part[2] for part in parts) == sorted(span.span_id for span in spans)
 
 
-async def test_mcp_requests_carry_the_execute_tool_spans_trace_in_meta(tmp_path: Path) -> None:
+async def test_mcp_requests_carry_the_execute_tool_spans_trace_in_meta(
+    tmp_path: Path, dex_in_process_worker: InProcessWorkerFactory
+) -> None:
     pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
     from dex_agents.mcp import McpToolSource
     from mcp_test_support.servers import HttpMcpServer
@@ -273,7 +282,7 @@ async def test_mcp_requests_carry_the_execute_tool_spans_trace_in_meta(tmp_path:
         )
         sources = [McpToolSource([http.config()])]
         flow = _stepwise_flow(spans, "McpTracedAgent", model, sources)
-        async with running_flow_stack(tmp_path, flow) as stack:
+        async with running_flow_stack(dex_in_process_worker, flow) as stack:
             await stack.sessions.start_session("m1", "probe the trace")
             snapshot = await _idle(stack.sessions, "m1", 1)
         log = InvocationLog(http.state_dir / "invocations.jsonl")

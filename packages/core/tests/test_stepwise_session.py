@@ -7,7 +7,6 @@ tools yet (``BuiltInTool`` does not exist in ``dex_agents``).
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from agent_session_test_support import running_flow_stack
 from dex import (
@@ -29,6 +28,7 @@ from dex_agents.testing import (
     read_step_history,
     wait_for_agent_snapshot,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
 class _Orders:
@@ -109,9 +109,11 @@ def _idle_after_turn(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     return None
 
 
-async def test_the_stepwise_snippet_runs_a_turn_with_an_approved_refund(tmp_path: Path) -> None:
-    async with running_flow_stack(tmp_path, flow) as stack:
-        sessions, server_address = stack.sessions, stack.engine.server_address
+async def test_the_stepwise_snippet_runs_a_turn_with_an_approved_refund(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    async with running_flow_stack(dex_in_process_worker, flow) as stack:
+        sessions, server_address = stack.sessions, stack.server_address
         await sessions.start_session("session-42", "Order 7 arrived broken. Refund it, please.")
 
         interrupt = await wait_for_agent_snapshot(
@@ -127,10 +129,12 @@ async def test_the_stepwise_snippet_runs_a_turn_with_an_approved_refund(tmp_path
         snapshot = await wait_for_agent_snapshot(
             sessions, "session-42", _idle_after_turn, description="the finished turn"
         )
-        history = await read_step_history(server_address, "session-42")
+        history = await read_step_history(server_address, stack.dex.scoped("session-42"))
 
     refund_call_id = interrupt.tool_call_id
-    assert payments.refunds == [("7", 2599, f"session-42/turn-1/{refund_call_id}")]
+    assert payments.refunds == [
+        ("7", 2599, f"{stack.dex.scoped('session-42')}/turn-1/{refund_call_id}")
+    ]
     messages = snapshot.messages
     assert messages[-1].role is MessageRole.ASSISTANT
     assert messages[-1].text == "Done: refunded 2599 cents on order 7."

@@ -9,6 +9,7 @@ from typing import Any
 from agent_session_test_support import idle_after_turns, running_session_stack
 from dex_agents import MessageRole
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 GUIDE = Path(__file__).resolve().parents[3] / "docs" / "writing-an-adapter.md"
 
@@ -28,10 +29,10 @@ def _model(text: str, results: list[str]) -> str | tuple[str, dict[str, object]]
 
 
 async def test_the_guide_s_runner_chats_and_calls_tools_with_the_kit_s_outcomes(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     runner = _tiny_runner_class()(_model, {"lookup": lambda order_id: f"order {order_id} shipped"})
-    async with running_session_stack(tmp_path, runner) as stack:
+    async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("tiny", "hello")
         await wait_for_agent_snapshot(stack.sessions, "tiny", idle_after_turns(1))
         await stack.sessions.send_user_message("tiny", "call lookup 7")

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dex_agents import (
@@ -23,13 +22,11 @@ from dex_agents import (
 )
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
-    EngineLogs,
-    EngineProcess,
     InProcessWorker,
-    in_process_worker,
     read_step_history,
     wait_for_agent_snapshot,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -150,10 +147,9 @@ def turn_ended(turns: int = 1) -> Callable[[AgentSnapshot], AgentSnapshot | None
 
 @dataclass(frozen=True)
 class SessionStack:
-    """A private engine and an in-process Worker, and what tests ask of them."""
+    """An in-process Worker on the test session's engine, and what tests ask of it."""
 
     dex: InProcessWorker
-    server_address: str
 
     def sessions(self, flow: AgentSessionFlow) -> AgentSessionClient:
         return self.dex.sessions(flow)
@@ -168,25 +164,22 @@ class SessionStack:
 
     async def executed_step_types(self, session_id: str) -> list[str]:
         """The Steps whose Execute completed, in history order."""
-        history = await read_step_history(self.server_address, session_id)
+        history = await read_step_history(self.dex.server_address, self.dex.scoped(session_id))
         return [entry.step_type for entry in history if entry.event_type == EXECUTE_COMPLETED_EVENT]
 
     async def events(self, flow: AgentSessionFlow, session_id: str) -> list[AgentEvent]:
         """Every retained AgentEvent of the session, oldest first."""
-        page = await self.dex.client.list_stream_messages(session_id, flow.agent_events, 1000)
+        page = await self.dex.client.list_stream_messages(
+            self.dex.scoped(session_id), flow.agent_events, 1000
+        )
         return [message.value for message in reversed(page.messages)]
 
 
 @asynccontextmanager
 async def running_session(
-    tmp_path: Path, flows: Sequence[AgentSessionFlow]
+    workers: InProcessWorkerFactory, flows: Sequence[AgentSessionFlow]
 ) -> AsyncIterator[SessionStack]:
-    """A private engine and an in-process Worker serving ``flows`` while the block runs."""
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        async with in_process_worker(flows, engine.server_address, tmp_path / "cache") as dex:
-            yield SessionStack(dex, engine.server_address)
-    finally:
-        await engine.stop()
+    """An in-process Worker serving ``flows`` on the test session's engine while the block runs
+    (``workers`` is the ``dex_in_process_worker`` fixture)."""
+    async with workers(flows) as dex:
+        yield SessionStack(dex)

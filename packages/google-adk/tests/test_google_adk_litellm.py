@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +23,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_google_adk import GoogleAdkRunner
 from google.adk.agents import RunConfig
 from google.adk.agents.llm_agent import LlmAgent
@@ -175,7 +175,7 @@ def _agent(server: ChatCompletionsServer) -> LlmAgent:
 
 
 async def test_a_streamed_turn_through_litellm(
-    server: ChatCompletionsServer, tmp_path: Path
+    server: ChatCompletionsServer, dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
     LOOKUPS.clear()
     flow = AgentSessionFlow(
@@ -183,7 +183,7 @@ async def test_a_streamed_turn_through_litellm(
         flow_type="LiteLlmOrders",
         options=AgentSessionOptions(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}),
     )
-    async with running_session(tmp_path, [flow]) as stack:
+    async with running_session(dex_in_process_worker, [flow]) as stack:
         snapshot = await stack.run_turn(flow, "litellm-1", "Where is order 7?")
         events = await stack.events(flow, "litellm-1")
         history = await stack.executed_step_types("litellm-1")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from dex_agents import (
@@ -17,6 +16,7 @@ from dex_agents import (
     require_deferred_tool_execution,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_google_adk import GoogleAdkRunner, idempotency_key_for_tool_call
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.models.llm_request import LlmRequest
@@ -72,7 +72,9 @@ class FakeMcpServer:
         return f"tagged {arguments['ticket']}"
 
 
-async def test_a_schema_only_tool_reads_its_key_inside_its_own_tool_step(tmp_path: Path) -> None:
+async def test_a_schema_only_tool_reads_its_key_inside_its_own_tool_step(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     server = FakeMcpServer()
     tag = JsonSchemaTool(
         "tag_ticket",
@@ -98,13 +100,16 @@ async def test_a_schema_only_tool_reads_its_key_inside_its_own_tool_step(tmp_pat
             tool_policies={"tag_ticket": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)}
         ),
     )
-    async with running_session(tmp_path, [flow]) as stack:
+    async with running_session(dex_in_process_worker, [flow]) as stack:
         snapshot = await stack.run_turn(flow, "tags-1", "Tag T-1 and T-2")
         history = await stack.executed_step_types("tags-1")
 
     calls = [m for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.tool_call_id]
     expected = {
-        f"tags-1/turn-1/{message.tool_call_id}": ("tag_ticket", {"ticket": ticket})
+        f"{stack.dex.scoped('tags-1')}/turn-1/{message.tool_call_id}": (
+            "tag_ticket",
+            {"ticket": ticket},
+        )
         for ticket, message in zip(("T-1", "T-2"), calls, strict=True)
     }
     assert {key: (name, arguments) for name, arguments, key in server.calls} == expected
@@ -125,7 +130,9 @@ def lookup_order(order_id: str) -> str:
     return f"order {order_id} delivered"
 
 
-async def test_bad_calls_are_failed_results_the_model_sees(tmp_path: Path) -> None:
+async def test_bad_calls_are_failed_results_the_model_sees(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     LOOKUPS.clear()
     model = ScriptedLlm(
         model="m",
@@ -143,7 +150,7 @@ async def test_bad_calls_are_failed_results_the_model_sees(tmp_path: Path) -> No
         flow_type="OrdersAgent",
         options=AgentSessionOptions(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}),
     )
-    async with running_session(tmp_path, [flow]) as stack:
+    async with running_session(dex_in_process_worker, [flow]) as stack:
         snapshot = await stack.run_turn(flow, "bad-1", "check order 7")
 
     outputs = [m.tool_output or "" for m in snapshot.messages if m.role is MessageRole.TOOL]
@@ -169,7 +176,9 @@ def _model_down(request: LlmRequest) -> LlmResponse:
     raise RuntimeError("the model provider is down")
 
 
-async def test_failures_mid_turn_end_in_the_seeds_outcomes(tmp_path: Path) -> None:
+async def test_failures_mid_turn_end_in_the_seeds_outcomes(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     SHIPMENTS.clear()
     unknown_model = ScriptedLlm(
         model="m", script=[call_reply(("ship_order", {"order_id": "7"})), _echo_results]
@@ -193,7 +202,7 @@ async def test_failures_mid_turn_end_in_the_seeds_outcomes(tmp_path: Path) -> No
         flow_type="FailingAgent",
         options=options,
     )
-    async with running_session(tmp_path, [shipping, failing]) as stack:
+    async with running_session(dex_in_process_worker, [shipping, failing]) as stack:
         shipped = await stack.run_turn(shipping, "ship-1", "ship order 7")
         failed = await stack.run_turn(failing, "fail-1", "look up order 8")
         sessions = stack.sessions(failing)
@@ -230,7 +239,9 @@ def refund_order(order_id: str, tool_context: ToolContext) -> str:
     return f"refunded {order_id}"
 
 
-async def test_adk_confirmation_waits_for_the_sessions_approval(tmp_path: Path) -> None:
+async def test_adk_confirmation_waits_for_the_sessions_approval(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     REFUNDS.clear()
     refund = call_reply(("refund_order", {"order_id": "7"}))
     # One model serves both sessions: each turn calls the tool first, then answers.
@@ -249,7 +260,7 @@ async def test_adk_confirmation_waits_for_the_sessions_approval(tmp_path: Path) 
         flow_type="RefundAgent",
         options=AgentSessionOptions(default_tool_effect=ToolEffect.NON_IDEMPOTENT_WRITE),
     )
-    async with running_session(tmp_path, [flow]) as stack:
+    async with running_session(dex_in_process_worker, [flow]) as stack:
         sessions = stack.sessions(flow)
         for session_id, approved in (("approve-1", True), ("reject-1", False)):
             await sessions.start_session(session_id, "refund order 7")
@@ -283,7 +294,9 @@ def pick_slot(day: str) -> ToolInputRequested | str:
     return f"booked {day} {answers[-1].answer}"
 
 
-async def test_a_tool_asks_the_user_with_tool_input_requested(tmp_path: Path) -> None:
+async def test_a_tool_asks_the_user_with_tool_input_requested(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     model = ScriptedLlm(
         model="m", script=[call_reply(("pick_slot", {"day": "Monday"})), _echo_results]
     )
@@ -294,7 +307,7 @@ async def test_a_tool_asks_the_user_with_tool_input_requested(tmp_path: Path) ->
             tool_policies={"pick_slot": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)}
         ),
     )
-    async with running_session(tmp_path, [flow]) as stack:
+    async with running_session(dex_in_process_worker, [flow]) as stack:
         sessions = stack.sessions(flow)
         await sessions.start_session("book-1", "Book me on Monday")
         question = await wait_for_agent_snapshot(

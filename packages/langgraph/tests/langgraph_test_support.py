@@ -1,12 +1,11 @@
-"""Shared pieces of the LangGraph adapter's tests: a scripted tool-calling chat model, a private
-engine with an in-process Worker, and waiting for a turn to end."""
+"""Shared pieces of the LangGraph adapter's tests: a scripted tool-calling chat model, an
+in-process Worker on the shared engine, and waiting for a turn to end."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from dex import Flow
@@ -21,7 +20,8 @@ from dex_agents import (
     AgentTurnContext,
     MessageRole,
 )
-from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker, wait_for_agent_snapshot
+from dex_agents.testing import InProcessWorker, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import LangGraphRunner, ScriptedChatModel
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
@@ -94,9 +94,9 @@ def first_turn(
 
 @dataclass
 class LocalSessions:
-    """A private engine and an in-process Worker serving some Flows."""
+    """An in-process Worker serving some Flows, and a session client per Flow type."""
 
-    engine: EngineProcess
+    dex: InProcessWorker
     clients: dict[str, AgentSessionClient]
 
     def __getitem__(self, flow_type: str) -> AgentSessionClient:
@@ -105,18 +105,13 @@ class LocalSessions:
 
 @asynccontextmanager
 async def local_sessions(
-    directory: Path, flows: Sequence[Flow[Any]]
+    workers: InProcessWorkerFactory, flows: Sequence[Flow[Any]]
 ) -> AsyncIterator[LocalSessions]:
-    """Serve ``flows`` from a private engine and an in-process Worker while the block runs."""
-    engine = await EngineProcess.start_local(
-        directory / "engine.db", EngineLogs.in_directory(directory)
-    )
-    try:
-        async with in_process_worker(flows, engine.server_address, directory / "cache") as dex:
-            clients = {flow.get_flow_type(): dex.sessions(flow) for flow in flows}  # type: ignore[arg-type]
-            yield LocalSessions(engine, clients)
-    finally:
-        await engine.stop()
+    """Serve ``flows`` from an in-process Worker on the test session's engine while the block
+    runs (``workers`` is the ``dex_in_process_worker`` fixture)."""
+    async with workers(flows) as dex:
+        clients = {flow.get_flow_type(): dex.sessions(flow) for flow in flows}  # type: ignore[arg-type]
+        yield LocalSessions(dex, clients)
 
 
 async def wait_for_turns(

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import operator
 import warnings
-from pathlib import Path
 from typing import Annotated
 
 from dex_agents import (
@@ -16,6 +15,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import langgraph_session_flow, model_tools
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolCall, messages_from_dict
@@ -59,12 +59,12 @@ def _react_agent(model: ScriptedToolChatModel) -> object:
         return create_react_agent(model, [lookup_order], prompt="You help with orders.")
 
 
-async def _run_two_lookups(tmp_path: Path, graph: object) -> None:
+async def _run_two_lookups(dex_in_process_worker: InProcessWorkerFactory, graph: object) -> None:
     LOOKUPS.clear()
     flow = langgraph_session_flow(
         graph, flow_type="Orders", options=AgentSessionOptions(tool_policies=READ_POLICIES)
     )
-    async with local_sessions(tmp_path, [flow]) as dex:
+    async with local_sessions(dex_in_process_worker, [flow]) as dex:
         await dex["Orders"].start_session("s1", "Where are orders 7 and 8?")
         snapshot = await wait_for_turns(dex["Orders"], "s1")
         # The model reuses its tool call IDs in the next turn, as models do.
@@ -88,16 +88,20 @@ async def _run_two_lookups(tmp_path: Path, graph: object) -> None:
     assert sorted(LOOKUPS) == ["7", "7", "8", "8"]  # each call ran once per turn, in its own Step
 
 
-async def test_create_react_agent_runs_each_tool_call_in_its_own_step(tmp_path: Path) -> None:
+async def test_create_react_agent_runs_each_tool_call_in_its_own_step(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     model = ScriptedToolChatModel(respond=TWO_LOOKUPS)
-    await _run_two_lookups(tmp_path, _react_agent(model))
+    await _run_two_lookups(dex_in_process_worker, _react_agent(model))
     # The prompt reached the model on both calls; it is the graph's, so it is never stored.
     assert [call[0].text for call in model.calls] == ["You help with orders."] * 4
 
 
-async def test_langchain_create_agent_runs_each_tool_call_in_its_own_step(tmp_path: Path) -> None:
+async def test_langchain_create_agent_runs_each_tool_call_in_its_own_step(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     model = ScriptedToolChatModel(respond=TWO_LOOKUPS)
-    await _run_two_lookups(tmp_path, create_agent(model, [lookup_order]))
+    await _run_two_lookups(dex_in_process_worker, create_agent(model, [lookup_order]))
     assert len(model.calls) == 4
 
 
@@ -122,7 +126,9 @@ def _counting_graph(model: ScriptedToolChatModel) -> object:
     return builder.compile()
 
 
-async def test_a_state_graph_keeps_its_own_channels_across_the_tool_steps(tmp_path: Path) -> None:
+async def test_a_state_graph_keeps_its_own_channels_across_the_tool_steps(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     def respond(messages: list[BaseMessage]) -> AIMessage:
         done = tool_results(messages)
         if len(done) < 2:
@@ -138,7 +144,7 @@ async def test_a_state_graph_keeps_its_own_channels_across_the_tool_steps(tmp_pa
         options=AgentSessionOptions(tool_policies=READ_POLICIES),
     )
     runner = flow.runner
-    async with local_sessions(tmp_path, [flow]) as dex:
+    async with local_sessions(dex_in_process_worker, [flow]) as dex:
         await dex["Counting"].start_session("s1", "Look up two orders, one after the other.")
         snapshot = await wait_for_turns(dex["Counting"], "s1")
 
@@ -149,7 +155,7 @@ async def test_a_state_graph_keeps_its_own_channels_across_the_tool_steps(tmp_pa
 
 
 async def test_model_tools_offers_the_enabled_built_ins_and_plan_mode_only_write_todos(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     def respond(messages: list[BaseMessage]) -> AIMessage:
         text = messages[-1].text if not turn_messages(messages) else ""
@@ -167,7 +173,7 @@ async def test_model_tools_offers_the_enabled_built_ins_and_plan_mode_only_write
         plan_mode_enabled=True,
     )
     flow = langgraph_session_flow(_counting_graph(model), flow_type="Asking", options=options)
-    async with local_sessions(tmp_path, [flow]) as dex:
+    async with local_sessions(dex_in_process_worker, [flow]) as dex:
         sessions = dex["Asking"]
         await sessions.start_session("s1", "please ask me")
         interrupt = await wait_for_interrupt(sessions, "s1")
@@ -183,7 +189,9 @@ async def test_model_tools_offers_the_enabled_built_ins_and_plan_mode_only_write
     assert model.offered[-1] == ["write_todos"]  # the planning turn
 
 
-async def test_a_rejected_write_never_runs_and_the_model_sees_the_reason(tmp_path: Path) -> None:
+async def test_a_rejected_write_never_runs_and_the_model_sees_the_reason(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     refunds: list[str] = []
 
     @tool
@@ -201,7 +209,7 @@ async def test_a_rejected_write_never_runs_and_the_model_sees_the_reason(tmp_pat
         tool_policies={"refund_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)}
     )
     flow = langgraph_session_flow(graph, flow_type="Refunds", options=options)
-    async with local_sessions(tmp_path, [flow]) as dex:
+    async with local_sessions(dex_in_process_worker, [flow]) as dex:
         sessions = dex["Refunds"]
         await sessions.start_session("s1", "refund order 7")
         interrupt = await wait_for_interrupt(sessions, "s1")

@@ -4,8 +4,6 @@ RunModel, and configurations the runner refuses."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from dex_agents import (
     TURN_FAILURE_NOTE_HEADER,
@@ -18,6 +16,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import (
     LangGraphRunner,
     get_tool_call_idempotency_key,
@@ -81,9 +80,11 @@ def _first_then_echo(first: AIMessage) -> ScriptedToolChatModel:
 OPTIONS = AgentSessionOptions(tool_policies={"add": ToolPolicy(ToolEffect.READ)})
 
 
-async def _one_turn(tmp_path: Path, graph: object, text: str = "go") -> list[str]:
+async def _one_turn(
+    dex_in_process_worker: InProcessWorkerFactory, graph: object, text: str = "go"
+) -> list[str]:
     flow = langgraph_session_flow(graph, flow_type="Bad", options=OPTIONS)
-    async with local_sessions(tmp_path, [flow]) as dex:
+    async with local_sessions(dex_in_process_worker, [flow]) as dex:
         await dex["Bad"].start_session("s1", text)
         snapshot = await wait_for_turns(dex["Bad"], "s1")
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
@@ -91,7 +92,7 @@ async def _one_turn(tmp_path: Path, graph: object, text: str = "go") -> list[str
 
 
 async def test_unknown_tool_and_schema_breaking_arguments_are_failed_results(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     RUNS.clear()
     first = AIMessage(
@@ -101,7 +102,7 @@ async def test_unknown_tool_and_schema_breaking_arguments_are_failed_results(
             ToolCall(name="add", args={"a": "two", "b": 3}, id="c2"),
         ],
     )
-    results = await _one_turn(tmp_path, _compiled(_first_then_echo(first)))
+    results = await _one_turn(dex_in_process_worker, _compiled(_first_then_echo(first)))
 
     assert RUNS == []
     unknown, invalid = results
@@ -110,7 +111,9 @@ async def test_unknown_tool_and_schema_breaking_arguments_are_failed_results(
     assert invalid.startswith("Error: invalid arguments for add: ") and "a" in invalid
 
 
-async def test_arguments_that_are_not_json_are_a_failed_result(tmp_path: Path) -> None:
+async def test_arguments_that_are_not_json_are_a_failed_result(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     RUNS.clear()
     first = AIMessage(
         content="",
@@ -125,14 +128,16 @@ async def test_arguments_that_are_not_json_are_a_failed_result(tmp_path: Path) -
         ],
         tool_calls=[ToolCall(name="add", args={"a": 1, "b": 2}, id="c2")],
     )
-    results = await _one_turn(tmp_path, _compiled(_first_then_echo(first)))
+    results = await _one_turn(dex_in_process_worker, _compiled(_first_then_echo(first)))
 
     assert RUNS == [3]
     # LangChain keeps parsed and unparsable calls apart; the parsed ones come first.
     assert results == ["3", "Error: invalid arguments for add: arguments are not valid JSON"]
 
 
-async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(tmp_path: Path) -> None:
+async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     RUNS.clear()
 
     def respond(messages: list[BaseMessage]) -> AIMessage:
@@ -145,7 +150,7 @@ async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(tmp_pa
     flow = langgraph_session_flow(
         _compiled(ScriptedToolChatModel(respond=respond)), flow_type="Bad", options=OPTIONS
     )
-    async with local_sessions(tmp_path, [flow]) as dex:
+    async with local_sessions(dex_in_process_worker, [flow]) as dex:
         sessions = dex["Bad"]
         await sessions.start_session("s1", "go")
         snapshot = await wait_for_turns(sessions, "s1")
@@ -162,12 +167,14 @@ async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(tmp_pa
     )
 
 
-async def test_a_second_model_call_in_one_run_model_fails_the_turn_clearly(tmp_path: Path) -> None:
+async def test_a_second_model_call_in_one_run_model_fails_the_turn_clearly(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     model = ScriptedToolChatModel(respond=lambda messages: AIMessage(content="hello"))
     flow = langgraph_session_flow(
         _compiled(model, second_model_node=True), flow_type="Bad", options=OPTIONS
     )
-    async with local_sessions(tmp_path, [flow]) as dex:
+    async with local_sessions(dex_in_process_worker, [flow]) as dex:
         await dex["Bad"].start_session("s1", "go")
         snapshot = await wait_for_turns(dex["Bad"], "s1")
 

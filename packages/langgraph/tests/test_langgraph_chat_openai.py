@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import warnings
-from pathlib import Path
 
 from chat_completions_server import MODEL, RESPONSE_MODEL, chat_completions_server
 from dex_agents import (
@@ -20,6 +19,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import LangGraphRunner, langgraph_session_flow
 from langchain_core.messages import AIMessage, messages_from_dict
 from langchain_core.tools import tool
@@ -50,7 +50,9 @@ def _agent(base_url: str, *, with_tools: bool = True, disable_streaming: bool = 
         return create_react_agent(model, [lookup_order] if with_tools else [])
 
 
-async def test_a_chat_openai_agent_turn_is_durable(tmp_path: Path) -> None:
+async def test_a_chat_openai_agent_turn_is_durable(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     with chat_completions_server() as server:
         flow = langgraph_session_flow(
             _agent(server.base_url),
@@ -59,7 +61,7 @@ async def test_a_chat_openai_agent_turn_is_durable(tmp_path: Path) -> None:
                 tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}
             ),
         )
-        async with local_sessions(tmp_path, [flow]) as dex:
+        async with local_sessions(dex_in_process_worker, [flow]) as dex:
             await dex["OpenAIOrders"].start_session("s1", "Where is order 7?")
             snapshot = await wait_for_turns(dex["OpenAIOrders"], "s1")
 

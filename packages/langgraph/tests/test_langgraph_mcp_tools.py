@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from dex_agents import AgentSessionOptions, ConfigurationTypeError, ListedTool, MessageRole
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,
     SCENARIO_MCP_WRITE_TOOL,
@@ -32,7 +33,9 @@ from langgraph_test_support import (
 )
 
 
-async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_path: Path) -> None:
+async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
+    tmp_path: Path, dex_in_process_worker: InProcessWorkerFactory
+) -> None:
     state_dir = tmp_path / "state"
     source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
     model = ScriptedToolChatModel(
@@ -50,7 +53,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_p
     options = AgentSessionOptions(tool_policies=source.tool_policies())
     flow = langgraph_session_flow(graph, flow_type="Mcp", options=options)
     log = invocation_log(state_dir)
-    async with local_sessions(tmp_path, [flow]) as dex:
+    async with local_sessions(dex_in_process_worker, [flow]) as dex:
         sessions = dex["Mcp"]
         await sessions.start_session("mcp-1", "check the stock and send a note")
         interrupt = await wait_for_interrupt(sessions, "mcp-1")
@@ -60,8 +63,8 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_p
         snapshot = await wait_for_turns(sessions, "mcp-1")
 
     assert set(model.offered[0]) == {SCENARIO_MCP_READ_TOOL, SCENARIO_MCP_WRITE_TOOL}
-    assert log.keys("lookup_stock") == ["mcp-1/turn-1/read"]
-    assert log.keys("send_note") == ["mcp-1/turn-1/write"]
+    assert log.keys("lookup_stock") == [dex.dex.scoped("mcp-1") + "/turn-1/read"]
+    assert log.keys("send_note") == [dex.dex.scoped("mcp-1") + "/turn-1/write"]
     read, write, bad = texts_of(snapshot, MessageRole.TOOL)
     assert (read, write) == ("lookup_stock ungated ok", "send_note ungated ok")
     assert "gate" in bad

@@ -1,12 +1,10 @@
-"""Shared pieces of this package's tests: a private engine with an in-process Worker, turn
-probes, and a driver that calls the runner's methods the way the session's Steps do."""
+"""Shared pieces of this package's tests: turn probes, and a driver that calls the runner's
+methods the way the session's Steps do."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from dex_agents import (
     AgentEvent,
@@ -24,10 +22,7 @@ from dex_agents import (
     ToolCallsRequested,
 )
 from dex_agents.testing import (
-    EngineLogs,
-    EngineProcess,
     InProcessWorker,
-    in_process_worker,
     wait_for_agent_snapshot,
 )
 from dex_agents_openai_agents import OpenAIAgentsRunner
@@ -35,26 +30,10 @@ from dex_agents_openai_agents import OpenAIAgentsRunner
 __all__ = [
     "TurnDriver",
     "assistant_texts",
-    "durable_worker",
     "tool_messages",
     "wait_for_interrupt",
     "wait_for_turns",
 ]
-
-
-@asynccontextmanager
-async def durable_worker(
-    tmp_path: Path, flows: Sequence[AgentSessionFlow]
-) -> AsyncIterator[InProcessWorker]:
-    """A private local engine and an in-process Worker serving ``flows``."""
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        async with in_process_worker(flows, engine.server_address, tmp_path / "cache") as dex:
-            yield dex
-    finally:
-        await engine.stop()
 
 
 async def wait_for_turns(

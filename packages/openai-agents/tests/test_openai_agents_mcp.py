@@ -12,6 +12,7 @@ from agents import Agent
 from agents.items import TResponseOutputItem
 from agents.mcp import MCPServerStdio
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import (
     ModelCallInput,
@@ -21,7 +22,6 @@ from dex_agents_openai_agents.testing import (
 )
 from openai_agents_test_support import (
     assistant_texts,
-    durable_worker,
     wait_for_interrupt,
     wait_for_turns,
 )
@@ -38,7 +38,9 @@ async def _reply(call: ModelCallInput) -> Sequence[TResponseOutputItem]:
     return [assistant_message("done: " + " | ".join(call.tool_outputs_since_user()))]
 
 
-async def test_mcp_tools_run_inline_unless_the_server_asks_for_approval(tmp_path: Path) -> None:
+async def test_mcp_tools_run_inline_unless_the_server_asks_for_approval(
+    tmp_path: Path, dex_in_process_worker: InProcessWorkerFactory
+) -> None:
     log = tmp_path / "mcp.log"
     server = MCPServerStdio(
         params={
@@ -56,7 +58,7 @@ async def test_mcp_tools_run_inline_unless_the_server_asks_for_approval(tmp_path
             flow_type="Notes",
             options=AgentSessionOptions(default_tool_effect=ToolEffect.UNCLASSIFIED),
         )
-        async with durable_worker(tmp_path, [flow]) as dex:
+        async with dex_in_process_worker([flow]) as dex:
             sessions = dex.sessions(flow)
             await sessions.start_session("notes", "count and save")
             interrupt = await wait_for_interrupt(dex, flow, "notes")

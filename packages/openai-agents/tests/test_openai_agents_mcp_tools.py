@@ -13,6 +13,7 @@ import pytest
 from agents import Agent
 from agents.items import TResponseOutputItem
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ConfigurationTypeError, ListedTool
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,
     SCENARIO_MCP_WRITE_TOOL,
@@ -29,14 +30,15 @@ from dex_agents_openai_agents.testing import (
 )
 from openai_agents_test_support import (
     assistant_texts,
-    durable_worker,
     tool_messages,
     wait_for_interrupt,
     wait_for_turns,
 )
 
 
-async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_path: Path) -> None:
+async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
+    tmp_path: Path, dex_in_process_worker: InProcessWorkerFactory
+) -> None:
     state_dir = tmp_path / "state"
     source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
     offered: list[tuple[str, ...]] = []
@@ -62,7 +64,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_p
         options=AgentSessionOptions(tool_policies=source.tool_policies()),
     )
     log = invocation_log(state_dir)
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("mcp-1", "check the stock and send a note")
         interrupt = await wait_for_interrupt(dex, flow, "mcp-1")
@@ -72,8 +74,8 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_p
         snapshot = await wait_for_turns(dex, flow, "mcp-1", 1)
 
     assert set(offered[0]) == {SCENARIO_MCP_READ_TOOL, SCENARIO_MCP_WRITE_TOOL}
-    assert log.keys("lookup_stock") == ["mcp-1/turn-1/read"]
-    assert log.keys("send_note") == ["mcp-1/turn-1/write"]
+    assert log.keys("lookup_stock") == [dex.scoped("mcp-1") + "/turn-1/read"]
+    assert log.keys("send_note") == [dex.scoped("mcp-1") + "/turn-1/write"]
     (answer,) = assistant_texts(snapshot)
     assert answer.startswith("lookup_stock ungated ok | send_note ungated ok | ")
     failed = next(m for m in tool_messages(snapshot) if m.tool_call_id == "bad")

@@ -19,6 +19,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from openai import AsyncOpenAI
 from openai_agents_fake_provider import (
@@ -30,7 +31,6 @@ from openai_agents_fake_provider import (
 from openai_agents_test_support import (
     TurnDriver,
     assistant_texts,
-    durable_worker,
     tool_messages,
     wait_for_turns,
 )
@@ -144,14 +144,14 @@ async def test_an_incomplete_response_reports_its_reason(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("kind", ["responses", "chat"])
 async def test_a_durable_turn_with_the_real_openai_model(
-    kind: str, server: FakeOpenAIServer, tmp_path: Path
+    kind: str, server: FakeOpenAIServer, dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
     flow = AgentSessionFlow(
         OpenAIAgentsRunner(_agent(kind, server)),
         flow_type=f"Support{kind.title()}",
         options=AgentSessionOptions(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}),
     )
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("order-7", "Where is order 7?")
         snapshot = await wait_for_turns(dex, flow, "order-7", 1)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import (
     OpenAIAgentsRunner,
     get_current_deferred_tool_execution,
@@ -44,7 +44,6 @@ from dex_agents_openai_agents.testing import (
 )
 from openai_agents_test_support import (
     assistant_texts,
-    durable_worker,
     tool_messages,
     wait_for_interrupt,
     wait_for_turns,
@@ -83,7 +82,7 @@ def _call_then_answer(*calls: tuple[str, str]) -> ReplyFunctionModel:
 
 
 async def test_a_handoff_switches_the_agent_for_the_rest_of_the_turn_and_the_next(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     billing_calls: list[str] = []
     handoffs: list[str] = []
@@ -98,7 +97,7 @@ async def test_a_handoff_switches_the_agent_for_the_rest_of_the_turn_and_the_nex
         name="triage", model=triage_model, handoffs=[handoff(billing, on_handoff=on_handoff)]
     )
     flow = _flow(triage)
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("handoff", "I was charged twice")
         await wait_for_turns(dex, flow, "handoff", 1)
@@ -119,7 +118,7 @@ async def test_a_handoff_switches_the_agent_for_the_rest_of_the_turn_and_the_nex
 
 
 async def test_input_guardrails_run_once_per_turn_and_a_tripwire_fails_the_turn(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     checked: list[str] = []
 
@@ -143,7 +142,7 @@ async def test_input_guardrails_run_once_per_turn_and_a_tripwire_fails_the_turn(
         input_guardrails=[no_secrets],
     )
     flow = _flow(agent)
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("guard", "look something up")
         snapshot = await wait_for_turns(dex, flow, "guard", 1)
@@ -158,7 +157,9 @@ async def test_input_guardrails_run_once_per_turn_and_a_tripwire_fails_the_turn(
     assert assistant_texts(snapshot) == ["done: x found"]
 
 
-async def test_an_output_guardrail_tripwire_fails_the_turn(tmp_path: Path) -> None:
+async def test_an_output_guardrail_tripwire_fails_the_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     @output_guardrail
     async def no_shouting(
         context: RunContextWrapper[Any], agent: Agent[Any], output: Any
@@ -167,7 +168,7 @@ async def test_an_output_guardrail_tripwire_fails_the_turn(tmp_path: Path) -> No
 
     agent = Agent(name="calm", model=_echo_model("calm", []), output_guardrails=[no_shouting])
     flow = _flow(agent)
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("calm", "hello")
         await wait_for_turns(dex, flow, "calm", 1)
@@ -180,7 +181,7 @@ async def test_an_output_guardrail_tripwire_fails_the_turn(tmp_path: Path) -> No
 
 
 async def test_an_unknown_tool_and_invalid_arguments_are_failed_results_the_model_sees(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     runs: list[str] = []
 
@@ -197,7 +198,7 @@ async def test_an_unknown_tool_and_invalid_arguments_are_failed_results_the_mode
         ("lookup_order", '{"order_id": "7"}'),
     )
     flow = _flow(Agent(name="orders", model=model, tools=[lookup_order]))
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("bad", "look up order 7")
         snapshot = await wait_for_turns(dex, flow, "bad", 1)
 
@@ -211,7 +212,9 @@ async def test_an_unknown_tool_and_invalid_arguments_are_failed_results_the_mode
     assert assistant_texts(snapshot)[-1].startswith("done: Error: unknown tool refund_everything")
 
 
-async def test_a_model_that_fails_mid_turn_fails_the_turn_with_its_note(tmp_path: Path) -> None:
+async def test_a_model_that_fails_mid_turn_fails_the_turn_with_its_note(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     attempts: list[int] = []
 
     @function_tool
@@ -226,7 +229,7 @@ async def test_a_model_that_fails_mid_turn_fails_the_turn_with_its_note(tmp_path
         raise RuntimeError("the provider is down")
 
     flow = _flow(Agent(name="writer", model=ReplyFunctionModel(reply), tools=[upsert]))
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("down", "write k")
         snapshot = await wait_for_turns(dex, flow, "down", 1)
 
@@ -239,7 +242,7 @@ async def test_a_model_that_fails_mid_turn_fails_the_turn_with_its_note(tmp_path
 
 
 async def test_a_schema_only_tool_reads_its_idempotency_key_inside_its_tool_step(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     sent: list[tuple[str, dict[str, Any]]] = []
 
@@ -266,7 +269,7 @@ async def test_a_schema_only_tool_reads_its_idempotency_key_inside_its_tool_step
         ),
         AgentSessionOptions(tool_policies={"refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)}),
     )
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("refund-7", "refund order 7")
         interrupt = await wait_for_interrupt(dex, flow, "refund-7")
@@ -274,11 +277,13 @@ async def test_a_schema_only_tool_reads_its_idempotency_key_inside_its_tool_step
         assert await sessions.resolve_interrupt("refund-7", interrupt.interrupt_id, approved=True)
         snapshot = await wait_for_turns(dex, flow, "refund-7", 1)
 
-    assert sent == [("refund-7/turn-1/call_0", {"order_id": "7"})]
+    assert sent == [(dex.scoped("refund-7") + "/turn-1/call_0", {"order_id": "7"})]
     assert assistant_texts(snapshot) == ["done: refunded 7 (attempt 1)"]
 
 
-async def test_a_rejected_call_reaches_the_model_with_the_reason(tmp_path: Path) -> None:
+async def test_a_rejected_call_reaches_the_model_with_the_reason(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     @function_tool(needs_approval=True)
     def delete_account(account: str) -> str:
         """Delete an account."""
@@ -291,7 +296,7 @@ async def test_a_rejected_call_reaches_the_model_with_the_reason(tmp_path: Path)
             tools=[delete_account],
         )
     )
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("admin", "delete a1")
         # The tool's own needs_approval=True asks even though the session default is read.
@@ -311,7 +316,7 @@ async def test_a_rejected_call_reaches_the_model_with_the_reason(tmp_path: Path)
 
 @pytest.mark.parametrize("behavior", ["stop_on_first_tool", {"stop_at_tool_names": ["lookup"]}])
 async def test_tool_use_behavior_ends_the_turn_with_the_tool_result(
-    behavior: Any, tmp_path: Path
+    behavior: Any, dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
     @function_tool
     def lookup(topic: str) -> str:
@@ -320,7 +325,7 @@ async def test_tool_use_behavior_ends_the_turn_with_the_tool_result(
 
     model = _call_then_answer(("lookup", '{"topic":"x"}'))
     flow = _flow(Agent(name="stopper", model=model, tools=[lookup], tool_use_behavior=behavior))
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("stop", "look up x")
         snapshot = await wait_for_turns(dex, flow, "stop", 1)
 
@@ -331,7 +336,7 @@ async def test_tool_use_behavior_ends_the_turn_with_the_tool_result(
 
 
 async def test_a_tool_exception_follows_the_calls_effect_not_the_sdk_default_message(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     reads: list[str] = []
     writes: list[str] = []
@@ -370,7 +375,7 @@ async def test_a_tool_exception_follows_the_calls_effect_not_the_sdk_default_mes
             }
         ),
     )
-    async with durable_worker(tmp_path, [flow]) as dex:
+    async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("mixed", "do it all")
         snapshot = await wait_for_turns(dex, flow, "mixed", 1)
 

@@ -1,41 +1,20 @@
-"""Shared pieces of the Pydantic AI adapter's tests: an engine with an in-process Worker, turns,
-events, scripted ``FunctionModel``s, and a local server that speaks OpenAI Chat Completions."""
+"""Shared pieces of the Pydantic AI adapter's tests: turns, events, scripted ``FunctionModel``s, and a local server that speaks OpenAI Chat Completions."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dex_agents import AgentEvent, AgentSessionClient, AgentSessionFlow, AgentSnapshot, AgentStatus
 from dex_agents.testing import (
-    EngineLogs,
-    EngineProcess,
     InProcessWorker,
-    in_process_worker,
     wait_for_agent_snapshot,
 )
 from dex_agents_pydantic_ai._scripted_model import turn_view
 from pydantic_ai.messages import ModelMessage, ToolReturnPart
-
-
-@asynccontextmanager
-async def served(
-    flows: Sequence[AgentSessionFlow], directory: Path
-) -> AsyncIterator[InProcessWorker]:
-    """A private engine and an in-process Worker serving ``flows``."""
-    engine = await EngineProcess.start_local(
-        directory / "engine.db", EngineLogs.in_directory(directory)
-    )
-    try:
-        async with in_process_worker(flows, engine.server_address, directory / "cache") as worker:
-            yield worker
-    finally:
-        await engine.stop()
 
 
 async def wait_for_turn(
@@ -61,7 +40,9 @@ async def session_events(
     worker: InProcessWorker, flow: AgentSessionFlow, session_id: str
 ) -> list[AgentEvent]:
     """Every retained AgentEvent of the session, oldest first."""
-    page = await worker.client.list_stream_messages(session_id, flow.agent_events, 500)
+    page = await worker.client.list_stream_messages(
+        worker.scoped(session_id), flow.agent_events, 500
+    )
     return [message.value for message in reversed(page.messages)]
 
 

@@ -21,6 +21,7 @@ from dex_agents import (
     MessageRole,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,
     SCENARIO_MCP_WRITE_TOOL,
@@ -35,7 +36,7 @@ from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai_test_support import served, turn_tool_results, wait_for_turn
+from pydantic_ai_test_support import turn_tool_results, wait_for_turn
 
 
 def _calls_then_outputs(*calls: ToolCallPart, offered: list[dict[str, Any]]) -> FunctionModel:
@@ -66,7 +67,9 @@ async def _approve_the_write(
     assert await sessions.resolve_interrupt(session_id, interrupt.interrupt_id, approved=True)
 
 
-async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_path: Path) -> None:
+async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
+    tmp_path: Path, dex_in_process_worker: InProcessWorkerFactory
+) -> None:
     state_dir = tmp_path / "state"
     source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
     offered: list[dict[str, Any]] = []
@@ -81,7 +84,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_p
     # The read's readOnlyHint makes it a read; the write has no hints, so it waits for approval.
     options = AgentSessionOptions(tool_policies=source.tool_policies())
     flow = AgentSessionFlow(PydanticAIRunner(agent, stream=False), flow_type="Mcp", options=options)
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("mcp-1", "check the stock and send a note")
         await _approve_the_write(sessions, "mcp-1", SCENARIO_MCP_WRITE_TOOL, state_dir)
@@ -90,8 +93,8 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_p
     listed = {tool.name: dict(tool.parameters) for tool in source.cached_tools()}
     assert offered[0] == listed  # the model sees the server's own schemas
     log = invocation_log(state_dir)
-    assert log.keys("lookup_stock") == ["mcp-1/turn-1/read"]
-    assert log.keys("send_note") == ["mcp-1/turn-1/write"]
+    assert log.keys("lookup_stock") == [worker.scoped("mcp-1") + "/turn-1/read"]
+    assert log.keys("send_note") == [worker.scoped("mcp-1") + "/turn-1/write"]
     answer = snapshot.messages[-1]
     assert answer.role is MessageRole.ASSISTANT
     assert (answer.text or "").startswith("lookup_stock ungated ok | send_note ungated ok | ")
@@ -101,6 +104,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(tmp_p
 
 async def test_pydantic_ais_own_mcp_toolset_defers_its_calls_into_tool_steps_without_a_key(
     tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     state_dir = tmp_path / "state"
     server = scenario_mcp_server(ScenarioAgentSpec("Mcp", state_dir))
@@ -112,7 +116,7 @@ async def test_pydantic_ais_own_mcp_toolset_defers_its_calls_into_tool_steps_wit
     )
     agent: Agent[None, str] = Agent(model, toolsets=[toolset])
     flow = AgentSessionFlow(PydanticAIRunner(agent, stream=False), flow_type="OwnMcp")
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("own-1", "check the stock and send a note")
         # Its annotations reach the session: the read runs at once, the write waits.

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 from dex_agents import (
@@ -16,6 +15,7 @@ from dex_agents import (
     ToolCallsRequested,
     ToolEffect,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -23,7 +23,6 @@ from pydantic_ai.providers.openai import OpenAIProvider
 from pydantic_ai_test_support import (
     ChatCompletionsServer,
     ChatReply,
-    served,
     session_events,
     wait_for_turn,
 )
@@ -50,10 +49,12 @@ def _agent(server: ChatCompletionsServer) -> Agent[None, str]:
     return agent
 
 
-async def test_a_streamed_openai_chat_turn_with_a_tool_call(tmp_path: Path) -> None:
+async def test_a_streamed_openai_chat_turn_with_a_tool_call(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     async with ChatCompletionsServer(_answer) as server:
         flow = AgentSessionFlow(PydanticAIRunner(_agent(server)), flow_type="OpenAIChatAgent")
-        async with served([flow], tmp_path) as worker:
+        async with dex_in_process_worker([flow]) as worker:
             sessions = worker.sessions(flow)
             await sessions.start_session("s1", "Where is order 7?")
             snapshot = await wait_for_turn(sessions, "s1")

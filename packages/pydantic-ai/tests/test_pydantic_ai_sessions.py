@@ -4,7 +4,6 @@ system prompts and the schema-only (MCP wrapper) tool path, against the local en
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from dex_agents import (
@@ -15,6 +14,7 @@ from dex_agents import (
     ToolEffect,
 )
 from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_pydantic_ai import (
     APPROVE_CHOICE,
     DepsRequest,
@@ -33,7 +33,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai_test_support import served, turn_tool_results, wait_for_turn
+from pydantic_ai_test_support import turn_tool_results, wait_for_turn
 
 
 @dataclass
@@ -73,7 +73,9 @@ def _flow(agent: Agent[Any, Any], flow_type: str, **runner: Any) -> AgentSession
     return AgentSessionFlow(PydanticAIRunner(agent, **runner), flow_type=flow_type)
 
 
-async def test_structured_output_and_deps_reach_the_tool_step(tmp_path: Path) -> None:
+async def test_structured_output_and_deps_reach_the_tool_step(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     def final(results: list[Any], info: AgentInfo) -> ModelResponse:
         (output_tool,) = info.output_tools
         return ModelResponse(
@@ -94,7 +96,7 @@ async def test_structured_output_and_deps_reach_the_tool_step(tmp_path: Path) ->
         return Deps("shipped", request)
 
     flow = _flow(agent, "StructuredAgent", deps_factory=deps_factory)
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "where is order 7?", session_settings={"tier": "gold"})
         snapshot = await wait_for_turn(sessions, "s1")
@@ -102,7 +104,7 @@ async def test_structured_output_and_deps_reach_the_tool_step(tmp_path: Path) ->
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     answer = [m for m in snapshot.messages if m.role is MessageRole.ASSISTANT][-1]
     assert Order.model_validate_json(answer.text or "") == Order(
-        order_id="7", status="shipped-7-s1/turn-1/c1"
+        order_id="7", status=f"shipped-7-{worker.scoped('s1')}/turn-1/c1"
     )
     tool_requests = [r for r in requests if r.tool_call is not None]
     assert [r.tool_call.tool_call.tool_call_id for r in tool_requests if r.tool_call] == ["c1"]
@@ -112,7 +114,9 @@ async def test_structured_output_and_deps_reach_the_tool_step(tmp_path: Path) ->
     assert all(r.session_settings == {"tier": "gold"} for r in model_requests)
 
 
-async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(tmp_path: Path) -> None:
+async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     calls = [
         ToolCallPart("lookup", {"order": 7}, tool_call_id="bad-args"),
         ToolCallPart("no_such_tool", {}, tool_call_id="unknown"),
@@ -129,7 +133,7 @@ async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(tmp_
         return "never"
 
     flow = _flow(agent, "BadInputAgent")
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "look it up")
         snapshot = await wait_for_turn(sessions, "s1")
@@ -146,7 +150,7 @@ async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(tmp_
 
 
 async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     failing = {"on": True}
 
@@ -165,7 +169,7 @@ async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(
         return "written"
 
     flow = _flow(agent, "FailingAgent")
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "write x")
         snapshot = await wait_for_turn(sessions, "s1")
@@ -189,12 +193,12 @@ async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(
 
 
 async def test_output_that_fails_validation_fails_the_attempt_not_a_second_request(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     script = Script([], lambda results, info: "not an order")
     agent: Agent[None, Order] = Agent(FunctionModel(script), output_type=Order)
     flow = _flow(agent, "InvalidOutputAgent")
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "give me an order")
         snapshot = await wait_for_turn(sessions, "s1")
@@ -206,7 +210,9 @@ async def test_output_that_fails_validation_fails_the_attempt_not_a_second_reque
     assert all(not isinstance(messages[-1], ModelResponse) for messages in script.seen)
 
 
-async def test_a_pydantic_ai_approval_is_a_session_approval(tmp_path: Path) -> None:
+async def test_a_pydantic_ai_approval_is_a_session_approval(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     script = Script(
         [ToolCallPart("refund", {"order_id": "7"}, tool_call_id="r1")],
         lambda results, info: results[0].model_response_str(),
@@ -220,7 +226,7 @@ async def test_a_pydantic_ai_approval_is_a_session_approval(tmp_path: Path) -> N
         return f"refunded {order_id}"
 
     flow = _flow(agent, "ApprovalAgent")
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "refund order 7")
         interrupt = await wait_for_agent_snapshot(
@@ -234,7 +240,9 @@ async def test_a_pydantic_ai_approval_is_a_session_approval(tmp_path: Path) -> N
     assert snapshot.messages[-1].text == "refunded 7"
 
 
-async def test_approval_required_inside_a_tool_becomes_a_question(tmp_path: Path) -> None:
+async def test_approval_required_inside_a_tool_becomes_a_question(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     script = Script(
         [ToolCallPart("delete", {"path": ".env"}, tool_call_id="d1")],
         lambda results, info: results[0].model_response_str(),
@@ -250,7 +258,7 @@ async def test_approval_required_inside_a_tool_becomes_a_question(tmp_path: Path
         return f"deleted {path}"
 
     flow = _flow(agent, "QuestionAgent")
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "delete .env")
         question = await wait_for_agent_snapshot(
@@ -264,11 +272,13 @@ async def test_approval_required_inside_a_tool_becomes_a_question(tmp_path: Path
     assert snapshot.messages[-1].text == "deleted .env"
 
 
-async def test_the_system_prompt_reaches_every_call_without_being_stored(tmp_path: Path) -> None:
+async def test_the_system_prompt_reaches_every_call_without_being_stored(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     script = Script([], lambda results, info: "hi")
     agent: Agent[None, str] = Agent(FunctionModel(script), system_prompt="You are terse.")
     flow = _flow(agent, "SystemPromptAgent")
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "one")
         await wait_for_turn(sessions, "s1")
@@ -284,7 +294,9 @@ async def test_the_system_prompt_reaches_every_call_without_being_stored(tmp_pat
     assert all(m.role is not MessageRole.SYSTEM for m in snapshot.messages)
 
 
-async def test_a_schema_only_tool_reads_its_key_inside_the_tool_step(tmp_path: Path) -> None:
+async def test_a_schema_only_tool_reads_its_key_inside_the_tool_step(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     """The MCP wrapper path: ``Tool.from_schema`` whose function sends the call on with the key."""
     sent: list[tuple[str, dict[str, Any], str]] = []
 
@@ -314,14 +326,14 @@ async def test_a_schema_only_tool_reads_its_key_inside_the_tool_step(tmp_path: P
     flow = AgentSessionFlow(
         PydanticAIRunner(agent, stream=False), flow_type="Wrapper", options=options
     )
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("w1", "file a ticket")
         snapshot = await wait_for_turn(sessions, "w1")
 
     assert sorted(sent) == [
-        ("create_ticket", {"title": "printer"}, "w1/turn-1/t1"),
-        ("read_ticket", {"title": "printer"}, "w1/turn-1/t2"),
+        ("create_ticket", {"title": "printer"}, worker.scoped("w1") + "/turn-1/t1"),
+        ("read_ticket", {"title": "printer"}, worker.scoped("w1") + "/turn-1/t2"),
     ]
     assert snapshot.messages[-1].text == "ticket 42; open"
 
@@ -348,7 +360,7 @@ async def test_the_key_function_refuses_outside_a_tool_step() -> None:
 
 
 async def test_a_model_that_cannot_stream_runs_a_session_with_the_default_runner(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     # FunctionModel without stream_function, as a new user writes it; agent.run works with
     # it, and so must a session with PydanticAIRunner's defaults (stream=True).
@@ -365,7 +377,7 @@ async def test_a_model_that_cannot_stream_runs_a_session_with_the_default_runner
     assert (await agent.run("where is order 7?")).output == "order 7 is shipped"
     script.seen.clear()
     flow = AgentSessionFlow(PydanticAIRunner(agent), flow_type="PlainModelAgent")
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("plain", "where is order 7?")
         snapshot = await wait_for_turn(sessions, "plain")

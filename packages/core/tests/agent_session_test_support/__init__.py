@@ -1,4 +1,4 @@
-"""A scripted runner and an in-process engine + Worker for the session Flow's integration tests.
+"""A scripted runner and an in-process Worker for the session Flow's integration tests.
 
 The runner answers each model call from a script function of the turn and runs tools from a
 table of async handlers, recording every real call, so a test asserts what ran and how often.
@@ -10,7 +10,6 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from dex import AsyncClient, CodecRegistry
 from dex_agents import (
@@ -32,7 +31,8 @@ from dex_agents import (
     TurnCompleted,
     describe_tool_call_outcome,
 )
-from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
+from dex_agents.testing import InProcessWorker
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 __all__ = [
     "ScriptedRunner",
@@ -124,12 +124,19 @@ def idle_after_turns(turns: int) -> Callable[[AgentSnapshot], AgentSnapshot | No
 
 @dataclass
 class SessionStack:
-    """A running engine, Client and in-process Worker for one session Flow."""
+    """An in-process Worker on the test session's engine serving one session Flow, its Client,
+    and the Flow's sessions (under the test's session-ID prefix: ``dex.scoped(id)`` for the raw
+    Client and the engine's history)."""
 
-    engine: EngineProcess
+    dex: InProcessWorker
     client: AsyncClient
     flow: AgentSessionFlow
     sessions: AgentSessionClient
+
+    @property
+    def server_address(self) -> str:
+        """The engine's address."""
+        return self.dex.server_address
 
 
 async def read_events_until(
@@ -139,7 +146,9 @@ async def read_events_until(
     events: list[AgentEvent] = []
     token = ""
     while True:
-        message = await stack.client.read_stream(session_id, stack.flow.agent_events, token)
+        message = await stack.client.read_stream(
+            stack.dex.scoped(session_id), stack.flow.agent_events, token
+        )
         events.append(message.value)
         token = message.resume_token
         if is_last(message.value):
@@ -148,41 +157,40 @@ async def read_events_until(
 
 @asynccontextmanager
 async def running_session_stack(
-    tmp_path: Path,
+    workers: InProcessWorkerFactory,
     runner: ScriptedRunner,
     options: AgentSessionOptions | None = None,
     *,
     flow_type: str = "TestAgent",
 ) -> AsyncIterator[SessionStack]:
-    """Start an engine on ``tmp_path``, an AsyncWorker serving the Flow, and a Client."""
+    """An in-process Worker serving a session Flow of ``runner`` (``workers`` is the
+    ``dex_in_process_worker`` fixture), and a Client."""
     flow = AgentSessionFlow(runner, flow_type=flow_type, options=options)
-    async with running_flow_stack(tmp_path, flow) as stack:
+    async with running_flow_stack(workers, flow) as stack:
         yield stack
 
 
 @asynccontextmanager
 async def running_flow_stack(
-    tmp_path: Path,
+    workers: InProcessWorkerFactory,
     flow: AgentSessionFlow,
     *,
     worker_codecs: CodecRegistry | None = None,
     client_codecs: CodecRegistry | None = None,
 ) -> AsyncIterator[SessionStack]:
-    """Start an engine on ``tmp_path``, an AsyncWorker serving ``flow``, and a Client.
+    """An in-process Worker serving ``flow`` (``workers`` is the ``dex_in_process_worker``
+    fixture), and a Client.
 
     Both use the SDK's default codecs unless ``worker_codecs``/``client_codecs`` are given.
     """
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        async with in_process_worker(
-            [flow],
-            engine.server_address,
-            tmp_path / "blob-cache",
-            codecs=worker_codecs or CodecRegistry(),
-            client_codecs=client_codecs or CodecRegistry(),
-        ) as dex:
-            yield SessionStack(engine, dex.client, flow, dex.sessions(flow))
-    finally:
-        await engine.stop()
+    if not isinstance(workers, InProcessWorkerFactory):
+        raise TypeError(
+            "running_flow_stack and running_session_stack take the dex_in_process_worker "
+            f"fixture (the shared engine), not {type(workers).__name__}"
+        )
+    async with workers(
+        [flow],
+        codecs=worker_codecs or CodecRegistry(),
+        client_codecs=client_codecs or CodecRegistry(),
+    ) as dex:
+        yield SessionStack(dex, dex.client, flow, dex.sessions(flow))

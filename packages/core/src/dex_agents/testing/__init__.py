@@ -32,6 +32,7 @@ from dex_agents.testing._file_gate import FileGate
 from dex_agents.testing._flow_attributes import FlowAttributes, read_flow_attributes
 from dex_agents.testing._in_process_worker import InProcessWorker, in_process_worker
 from dex_agents.testing._invocation_log import InvocationLog, InvocationRecord
+from dex_agents.testing._session_prefix import PrefixedSessionClient
 from dex_agents.testing._step_history import (
     EXECUTE_COMPLETED_EVENT,
     EXECUTE_FAILED_EVENT,
@@ -81,6 +82,7 @@ __all__ = [
     "InProcessWorker",
     "InvocationLog",
     "InvocationRecord",
+    "PrefixedSessionClient",
     "ScriptedModelClient",
     "StepHistoryEntry",
     "StepHistoryError",

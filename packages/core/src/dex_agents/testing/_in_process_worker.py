@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from dex_agents._session.client import AgentSessionClient
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents.exceptions import ConfigurationError
 from dex_agents.testing._pull_worker import BLOB_CACHE_BYTES, new_pull_worker
+from dex_agents.testing._session_prefix import PrefixedSessionClient
 
 __all__ = ["InProcessWorker", "in_process_worker"]
 
@@ -47,15 +48,41 @@ class InProcessWorker:
             unless given).
         client: An ``AsyncClient`` whose Flows start on pull Workers.
         worker: The ``AsyncWorker``, its pull queues registered.
+        server_address: The Dex server both talk to, ``host:port``.
+        session_prefix: Prepended to every session ID that ``sessions(flow)`` and ``scoped()``
+            are given (a test sharing its engine with others names its sessions under its own
+            prefix); ``""`` leaves IDs alone.
+        session_ids: Every ID ``scoped()`` has returned, so the test's sessions can be stopped
+            when it ends.
     """
 
     registry: Registry
     client: AsyncClient
     worker: AsyncWorker
+    server_address: str = ""
+    session_prefix: str = ""
+    session_ids: set[str] = field(default_factory=set)
 
     def sessions(self, flow: AgentSessionFlow) -> AgentSessionClient:
-        """An ``AgentSessionClient`` of ``flow`` on this Client."""
-        return AgentSessionClient(self.client, flow)
+        """An ``AgentSessionClient`` of ``flow`` on this Client; with a ``session_prefix``, a
+        ``PrefixedSessionClient``."""
+        if not self.session_prefix:
+            return AgentSessionClient(self.client, flow)
+        return PrefixedSessionClient(self.client, flow, self.session_prefix, self.session_ids)
+
+    def scoped(self, session_id: str) -> str:
+        """``session_id`` under ``session_prefix``, for the raw ``client`` and the engine's
+        history, which do not add it.
+
+        Example:
+            >>> dex.scoped("chat")  # doctest: +SKIP
+            't0123456789ab-chat'
+        """
+        if session_id.startswith(self.session_prefix):
+            return session_id
+        scoped = self.session_prefix + session_id
+        self.session_ids.add(scoped)
+        return scoped
 
 
 @asynccontextmanager
@@ -69,6 +96,7 @@ async def in_process_worker(
     registration_timeout: timedelta = timedelta(seconds=30),
     codecs: CodecRegistry | None = None,
     client_codecs: CodecRegistry | None = None,
+    session_prefix: str = "",
 ) -> AsyncIterator[InProcessWorker]:
     """Serve ``flows`` with a pull Worker in this process, and a Client for them, while the block
     runs.
@@ -88,6 +116,7 @@ async def in_process_worker(
             ``CodecRegistry()`` the SDK's own.
         client_codecs: The Client's codecs, such as to read with other codecs than the Worker
             writes with; ``None`` uses the Worker's registry.
+        session_prefix: See ``InProcessWorker.session_prefix``.
 
     Raises:
         ConfigurationError: ``flows`` is empty or ``max_concurrent_tasks`` is below 1.
@@ -134,7 +163,13 @@ async def in_process_worker(
     try:
         # Startup failures wake the wait with the Worker's own error.
         await worker.wait_pull_registered(registration_timeout.total_seconds())
-        yield InProcessWorker(registry=registry, client=client, worker=worker)
+        yield InProcessWorker(
+            registry=registry,
+            client=client,
+            worker=worker,
+            server_address=server_address,
+            session_prefix=session_prefix,
+        )
     finally:
         await worker.stop()
         await asyncio.gather(serving, return_exceptions=True)

@@ -10,6 +10,12 @@ test suite can ask for its fixtures:
   Flow type differently (the engine hands a session's Steps to any of them), so suites whose
   Workers differ under one Flow type (the shared scenarios, one per runner) use an engine each.
 - ``dex_engine_address`` and ``dex_worker_pool`` (session): the engine named ``default``.
+- ``dex_in_process_worker``: serves Flows with an in-process Worker (``InProcessWorker``) for
+  this test, on the shared engine named ``in-process`` (started once per session; no Worker
+  child serves there, so a test's own Flow objects never meet a pooled child's); every session
+  ID it is given carries the test's ``dex_session_prefix``, and the test's sessions are
+  terminated when it ends, so no Step of theirs reaches a later test's Worker of the same Flow
+  type. A test marked ``dex_own_stack`` gets a private engine.
 - ``dex_session_prefix``: a prefix of this test's own (``t<12 hex>-``) for its session IDs.
 - ``dex_agent_stack``: builds ``AgentTestStack``\\ s for this test, attached to the session engine
   and pool (``stack.shared_worker()``); a test marked ``dex_own_stack`` gets a private engine
@@ -36,19 +42,29 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from dex import Flow
+from dex import CodecRegistry, Flow, FlowNotActiveOrNotFoundError, StopFlowOptions, StopType
 
 from dex_agents.testing._agent_test_stack import AgentTestStack, start_test_engine
 from dex_agents.testing._engine_process import EngineProcess
+from dex_agents.testing._in_process_worker import InProcessWorker, in_process_worker
 from dex_agents.testing._session_prefix import new_session_prefix
 from dex_agents.testing._worker_pool import WorkerPool
 
-__all__ = ["DEFAULT_ENGINE", "OWN_STACK_MARKER", "AgentStackFactory", "SharedEngines"]
+__all__ = [
+    "DEFAULT_ENGINE",
+    "IN_PROCESS_ENGINE",
+    "OWN_STACK_MARKER",
+    "AgentStackFactory",
+    "InProcessWorkerFactory",
+    "SharedEngines",
+]
 
 OWN_STACK_MARKER = "dex_own_stack"
 """The marker of a test that needs an engine and Workers of its own (see the module docstring)."""
 DEFAULT_ENGINE = "default"
 """The name of the shared engine a test gets unless it names another."""
+IN_PROCESS_ENGINE = "in-process"
+"""The name of the shared engine of ``dex_in_process_worker``: only in-process Workers serve it."""
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -199,3 +215,86 @@ def dex_agent_stack(request: pytest.FixtureRequest, tmp_path: Path) -> AgentStac
         return AgentStackFactory(tmp_path, None)
     engines: SharedEngines = request.getfixturevalue("dex_engines")
     return AgentStackFactory(tmp_path, engines)
+
+
+@dataclass(frozen=True)
+class InProcessWorkerFactory:
+    """Starts this test's in-process Workers: on a shared engine, or, for a test marked
+    ``dex_own_stack``, on an engine of its own (``engines`` is ``None``).
+
+    Every ``InProcessWorker`` it yields prefixes session IDs with ``session_prefix``; leaving the
+    block terminates every session the test named, then stops the Worker.
+    """
+
+    tmp_path: Path
+    engines: SharedEngines | None
+    session_prefix: str
+
+    @property
+    def own_stack(self) -> bool:
+        """Whether this test runs on a private engine."""
+        return self.engines is None
+
+    @asynccontextmanager
+    async def __call__(
+        self,
+        flows: Sequence[Flow[Any]],
+        *,
+        codecs: CodecRegistry | None = None,
+        client_codecs: CodecRegistry | None = None,
+        max_concurrent_tasks: int = 8,
+        engine: str = IN_PROCESS_ENGINE,
+        name: str = "in-process",
+    ) -> AsyncIterator[InProcessWorker]:
+        """An ``InProcessWorker`` serving ``flows`` (see ``in_process_worker`` for the options)
+        on the shared engine named ``engine``, or on a private one for a ``dex_own_stack`` test.
+
+        Raises:
+            ConfigurationError: ``flows`` is empty.
+            EngineStartError: The engine did not start.
+        """
+        directory = self.tmp_path / name
+        private: EngineProcess | None = None
+        if self.engines is None:
+            private = await start_test_engine(directory)
+            address = private.server_address
+        else:
+            address = await self.engines.started(engine)
+        try:
+            async with in_process_worker(
+                flows,
+                address,
+                directory / "cache",
+                codecs=codecs,
+                client_codecs=client_codecs,
+                max_concurrent_tasks=max_concurrent_tasks,
+                session_prefix=self.session_prefix,
+            ) as dex:
+                try:
+                    yield dex
+                finally:
+                    await _terminate_sessions(dex)
+        finally:
+            if private is not None:
+                await private.stop()
+
+
+async def _terminate_sessions(dex: InProcessWorker) -> None:
+    # A session left mid-turn would otherwise be handed to the next test's Worker of its type.
+    stop = StopFlowOptions(type=StopType.TERMINATE, reason="the test ended")
+    for session_id in sorted(dex.session_ids):
+        try:
+            await dex.client.stop_flow(session_id, stop)
+        except FlowNotActiveOrNotFoundError:
+            continue  # already closed, or never started
+
+
+@pytest.fixture
+def dex_in_process_worker(
+    request: pytest.FixtureRequest, tmp_path: Path, dex_session_prefix: str
+) -> InProcessWorkerFactory:
+    """Starts this test's in-process Workers (see ``InProcessWorkerFactory``)."""
+    if request.node.get_closest_marker(OWN_STACK_MARKER) is not None:
+        return InProcessWorkerFactory(tmp_path, None, dex_session_prefix)
+    engines: SharedEngines = request.getfixturevalue("dex_engines")
+    return InProcessWorkerFactory(tmp_path, engines, dex_session_prefix)
