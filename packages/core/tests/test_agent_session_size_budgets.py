@@ -50,6 +50,7 @@ from dex_agents import (
     AgentTurnOutcome,
     AgentUsage,
     AgentUserMessage,
+    AnswerQuestionRequest,
     ConfigurationError,
     ContextSummary,
     DeferredToolExecution,
@@ -57,6 +58,7 @@ from dex_agents import (
     MessageRole,
     PlanStatus,
     QueuedUserMessage,
+    ResolveInterruptRequest,
     SteerUserMessageRequest,
     SyncAgentSessionClient,
     TodoStatus,
@@ -68,7 +70,7 @@ from dex_agents import (
     agent_codec_registry,
 )
 from dex_agents._session.message_layout import encoded_json_size
-from dex_agents._session.size_budgets import fit_snapshot
+from dex_agents._session.size_budgets import fit_snapshot, tool_result_problem
 from dex_agents.testing import wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
@@ -199,6 +201,14 @@ async def test_an_oversized_tool_result_fails_its_call_not_the_turn(
         # The tool ran once: a too-large result is not retried.
         assert len(runner.tool_calls) == 1
         assert "fetch=" in str(snapshot.messages[-1].text)
+
+
+def test_characters_outside_the_bmp_are_measured_as_stored() -> None:
+    # 30,000 emoji are 360,002 bytes as a JSON string (each escaped as a surrogate pair), though
+    # 30,000 characters of up to 6 bytes would be within the 256 KiB budget.
+    problem = tool_result_problem("😀" * 30_000)
+    assert problem is not None and "its result is 360002 bytes" in problem
+    assert tool_result_problem(_LARGEST_EMOJI_REPLY) is None
 
 
 async def test_snapshot_and_pages_stay_under_the_rpc_limit(
@@ -436,3 +446,73 @@ def test_a_small_snapshot_is_returned_whole() -> None:
     plan = AgentPlan(1, PlanStatus.DRAFT, tuple(AgentTodo(f"t{n}") for n in range(50)))
     snapshot = AgentSnapshot(plan=plan, context_summary=ContextSummary(1, 1, 4, "short"))
     assert fit_snapshot(snapshot) is snapshot
+
+
+def _ask_and_refund(turn: AgentTurnContext) -> AgentTurnOutcome:
+    if not turn.is_resuming:
+        return request_tools(
+            turn, tool_call(turn, "q1", "ask_free", {}), tool_call(turn, "r1", "refund", {})
+        )
+    return final_answer_with_results(turn)
+
+
+async def _ask_free(call: DeferredToolExecution) -> ToolExecutionResult | ToolInputRequested:
+    if not call.input_answers:
+        return ToolInputRequested("Why?")
+    return ToolExecutionResult(f"told {len(call.input_answers[-1].answer or '')} characters")
+
+
+# Over MAX_TOOL_RESULT_BYTES as stored: ASCII by its length, emoji by its escapes (12 bytes each).
+OVERSIZED_REPLIES = {"300 KB ASCII": "a" * 300_000, "30,000 emoji": "😀" * 30_000}
+_LARGEST_EMOJI_REPLY = "😀" * 20_000
+"""240,002 bytes as stored: just within the budget."""
+
+
+async def test_oversized_answers_and_rejections_are_refused_and_the_interrupts_stay(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    runner = ScriptedRunner(_ask_and_refund, {"ask_free": _ask_free})  # type: ignore[dict-item]
+    options = AgentSessionOptions(
+        tool_policies={
+            "ask_free": ToolPolicy(ToolEffect.READ),
+            "refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=True),
+        }
+    )
+
+    def both_pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        return snapshot if len(snapshot.pending_interrupts) == 2 else None
+
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
+        await stack.sessions.start_session("s", "ask, then refund")
+        await wait_for_agent_snapshot(stack.sessions, "s", both_pending)
+        for name, text in OVERSIZED_REPLIES.items():
+            assert not await stack.sessions.answer_question("s", "q1-input-1", text), name
+            assert not await stack.sessions.resolve_interrupt(
+                "s", "r1", approved=False, rejection_message=text
+            ), name
+            # Past the client's check, the RPCs themselves refuse them and resolve nothing.
+            raw = await stack.client.invoke_rpc(
+                stack.flow.answer_question,
+                stack.dex.scoped("s"),
+                AnswerQuestionRequest("q1-input-1", text),
+            )
+            assert raw is False, name
+            raw = await stack.client.invoke_rpc(
+                stack.flow.resolve_interrupt,
+                stack.dex.scoped("s"),
+                ResolveInterruptRequest("r1", approved=False, rejection_message=text),
+            )
+            assert raw is False, name
+        snapshot = await stack.sessions.get_agent_snapshot("s")
+        assert sorted(i.interrupt_id for i in snapshot.pending_interrupts) == ["q1-input-1", "r1"]
+        # Within the budget both go through, and the tool and the model see them whole.
+        assert await stack.sessions.answer_question("s", "q1-input-1", _LARGEST_EMOJI_REPLY)
+        assert await stack.sessions.resolve_interrupt(
+            "s", "r1", approved=False, rejection_message=_LARGEST_EMOJI_REPLY
+        )
+        final = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+    assert final.state is not None and final.state.last_turn_error is None
+    assert final.messages[-1].text == (
+        f"ask_free=told {len(_LARGEST_EMOJI_REPLY)} characters; "
+        f"refund=The user rejected this tool call. Reason: {_LARGEST_EMOJI_REPLY}"
+    )

@@ -72,6 +72,8 @@ CUT_TEXT_MARKER: Final = "\n[Dex] The rest of this text was cut: it is too large
 """Ends a text the session could only keep or return cut: a message alone too large for a
 snapshot or page, or a tool's error message over :data:`MAX_TOOL_RESULT_BYTES`."""
 
+# A character takes at most 12 bytes as the SDK encodes it (one outside the BMP is escaped as a
+# surrogate pair, "\ud83d\ude00"): the quick checks below multiply by 12, never by 6.
 # The largest sequence, turn ID and time a message can carry, so a measured size is an upper bound.
 _MEASURE_SEQUENCE: Final = 10**12
 _MEASURE_TURN_ID: Final = f"turn-{10**12}"
@@ -125,7 +127,7 @@ def reply_text_problem(text: str | None, what: str) -> str | None:
     or over :data:`MAX_TOOL_RESULT_BYTES`; ``None`` when it can."""
     if text is not None and (problem := unencodable_text_problem(text, what)) is not None:
         return problem
-    if text is None or len(text) * 6 + 2 <= MAX_TOOL_RESULT_BYTES:
+    if text is None or len(text) * 12 + 2 <= MAX_TOOL_RESULT_BYTES:
         return None
     size = _json_string_size(text)
     if size <= MAX_TOOL_RESULT_BYTES:
@@ -142,7 +144,7 @@ def tool_result_problem(result: str) -> str | None:
         >>> tool_result_problem("x" * 300_000).startswith(TOOL_RESULT_TOO_LARGE_ERROR_PREFIX)
         True
     """
-    if len(result) * 6 + 2 <= MAX_TOOL_RESULT_BYTES:
+    if len(result) * 12 + 2 <= MAX_TOOL_RESULT_BYTES:
         return None
     size = _json_string_size(result)
     if size <= MAX_TOOL_RESULT_BYTES:
@@ -190,7 +192,7 @@ def oversized_outcome_problem(outcome: AgentTurnOutcome) -> str | None:
                 )
     if isinstance(outcome, ToolCallsRequested):
         for call in outcome.tool_calls:
-            if len(call.arguments) * 6 <= MAX_STORED_MESSAGE_BYTES:
+            if len(call.arguments) * 12 + 2 <= MAX_STORED_MESSAGE_BYTES:
                 continue
             size = _json_string_size(call.arguments)
             if size > MAX_STORED_MESSAGE_BYTES:
@@ -199,7 +201,7 @@ def oversized_outcome_problem(outcome: AgentTurnOutcome) -> str | None:
                     f"as stored, over the limit of {MAX_STORED_MESSAGE_BYTES} bytes"
                 )
         state = outcome.framework_run_state
-        size = _json_string_size(state) if len(state) * 6 > MAX_RPC_OUTPUT_BYTES else 0
+        size = _json_string_size(state) if len(state) * 12 + 2 > MAX_RPC_OUTPUT_BYTES else 0
         if size > MAX_RPC_OUTPUT_BYTES:
             return (
                 f"the turn's framework run state is {size} bytes, over the limit of "
