@@ -236,6 +236,9 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
         {
             "UNKNOWN_TOOL_POLICY",
             "AdapterRunner",
+            "McpTool",
+            "McpToolFactory",
+            "McpToolSourceLike",
             "ToolTaskPollerMissingError",
             "check_tool_arguments",
             "check_tool_task_pollers",

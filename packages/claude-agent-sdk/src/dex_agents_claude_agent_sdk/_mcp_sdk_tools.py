@@ -19,7 +19,6 @@ decides; inside the harness it is a failed result.
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
 from claude_agent_sdk import SdkMcpTool, tool
@@ -28,6 +27,7 @@ from dex_agents import (
     ToolEffect,
     require_deferred_tool_execution,
 )
+from dex_agents.adapters import McpTool, McpToolFactory
 from mcp.types import ToolAnnotations
 
 from dex_agents_claude_agent_sdk._inline_reads import current_inline_read
@@ -36,6 +36,28 @@ if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_sdk_tool", "mcp_sdk_tools"]
+
+
+def _sdk_tool(mcp: McpTool) -> SdkMcpTool[Any]:
+    async def call(arguments: dict[str, Any]) -> dict[str, Any]:
+        inline = current_inline_read()
+        if inline is None:
+            key = require_deferred_tool_execution().idempotency_key
+            output = await mcp.call(arguments, idempotency_key=key)
+        else:
+            output = await mcp.call(
+                arguments,
+                idempotency_key=inline.idempotency_key,
+                events=inline.events,
+                tool_call_id=inline.tool_call_id,
+            )
+        return {"content": [{"type": "text", "text": output}]}
+
+    annotations = _annotations(mcp.listed.framework_effect)
+    return tool(mcp.name, mcp.description, _object_schema(mcp), annotations)(call)
+
+
+_FACTORY = McpToolFactory(_sdk_tool, function_name="mcp_sdk_tool")
 
 
 def mcp_sdk_tool(source: McpToolSource, listed: ListedTool) -> SdkMcpTool[Any]:
@@ -53,29 +75,7 @@ def mcp_sdk_tool(source: McpToolSource, listed: ListedTool) -> SdkMcpTool[Any]:
         >>> tools = [mcp_sdk_tool(files, listed) for listed in files.cached_tools()]
         >>> runner = ClaudeAgentSdkRunner(instructions="You manage reports.", tools=tools)
     """
-    from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # needs the mcp extra
-
-    require_mcp_tool_source(source)
-    require_listed_tool(listed, "mcp_sdk_tool")
-    name = listed.name
-
-    async def call(arguments: dict[str, Any]) -> dict[str, Any]:
-        inline = current_inline_read()
-        if inline is None:
-            key = require_deferred_tool_execution().idempotency_key
-            output = await source.call_tool(name, arguments, idempotency_key=key)
-        else:
-            output = await source.call_tool(
-                name,
-                arguments,
-                idempotency_key=inline.idempotency_key,
-                events=inline.events,
-                tool_call_id=inline.tool_call_id,
-            )
-        return {"content": [{"type": "text", "text": output}]}
-
-    schema = _object_schema(listed)
-    return tool(name, listed.description, schema, _annotations(listed.framework_effect))(call)
+    return _FACTORY.tool(source, listed)
 
 
 async def mcp_sdk_tools(source: McpToolSource, *, refresh: bool = False) -> list[SdkMcpTool[Any]]:
@@ -94,16 +94,13 @@ async def mcp_sdk_tools(source: McpToolSource, *, refresh: bool = False) -> list
         ... )
         >>> options = AgentSessionOptions(tool_policies={**files.tool_policies(), **my_policies})
     """
-    from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
-
-    require_mcp_tool_source(source)
-    return [mcp_sdk_tool(source, listed) for listed in await source.list_tools(refresh=refresh)]
+    return await _FACTORY.tools(source, refresh=refresh)
 
 
-def _object_schema(listed: ListedTool) -> dict[str, Any]:
+def _object_schema(mcp: McpTool) -> dict[str, Any]:
     # claude_agent_sdk.tool reads a dict without "properties" as {name: python type}; an MCP
     # schema of a tool without arguments may leave it out.
-    schema: dict[str, Any] = copy.deepcopy(dict(listed.parameters))
+    schema = mcp.json_schema()
     schema.setdefault("type", "object")
     schema.setdefault("properties", {})
     return schema

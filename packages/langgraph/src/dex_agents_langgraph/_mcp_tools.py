@@ -15,10 +15,10 @@ imports without it; the source itself needs the mcp extra (``pip install "dex-ag
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
-from dex_agents import ListedTool, ToolExecutionError
+from dex_agents import ListedTool
+from dex_agents.adapters import McpTool, McpToolFactory
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 
@@ -28,6 +28,19 @@ if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_structured_tool", "mcp_structured_tools"]
+
+
+def _structured_tool(mcp: McpTool) -> StructuredTool:
+    async def call(config: RunnableConfig, **arguments: Any) -> str:
+        key = get_tool_call_idempotency_key(config)
+        return await mcp.call(arguments, idempotency_key=key, failure=ToolException)
+
+    return StructuredTool(
+        name=mcp.name, description=mcp.description, args_schema=mcp.json_schema(), coroutine=call
+    )
+
+
+_FACTORY = McpToolFactory(_structured_tool, function_name="mcp_structured_tool")
 
 
 def mcp_structured_tool(source: McpToolSource, tool: ListedTool) -> StructuredTool:
@@ -42,25 +55,7 @@ def mcp_structured_tool(source: McpToolSource, tool: ListedTool) -> StructuredTo
         >>> mcp = [mcp_structured_tool(tools, listed) for listed in tools.cached_tools()]
         >>> graph = create_react_agent(model, [*my_tools, *mcp])
     """
-    from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # needs the mcp extra
-
-    require_mcp_tool_source(source)
-    require_listed_tool(tool, "mcp_structured_tool")
-    name = tool.name
-
-    async def call(config: RunnableConfig, **arguments: Any) -> str:
-        key = get_tool_call_idempotency_key(config)
-        try:
-            return await source.call_tool(name, arguments, idempotency_key=key)
-        except ToolExecutionError as failure:
-            raise ToolException(str(failure)) from failure
-
-    return StructuredTool(
-        name=name,
-        description=tool.description,
-        args_schema=copy.deepcopy(dict(tool.parameters)),
-        coroutine=call,
-    )
+    return _FACTORY.tool(source, tool)
 
 
 async def mcp_structured_tools(
@@ -79,7 +74,4 @@ async def mcp_structured_tools(
         >>> graph = create_react_agent(model, [*my_tools, *await mcp_structured_tools(tools)])
         >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
     """
-    from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
-
-    require_mcp_tool_source(source)
-    return [mcp_structured_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
+    return await _FACTORY.tools(source, refresh=refresh)

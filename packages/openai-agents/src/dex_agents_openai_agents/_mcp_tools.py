@@ -13,13 +13,13 @@ imports without it; the source itself needs the mcp extra (``pip install "dex-ag
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import TYPE_CHECKING, Any
 
 from agents import FunctionTool
 from agents.tool_context import ToolContext
 from dex_agents import ListedTool
+from dex_agents.adapters import McpTool, McpToolFactory
 
 from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
 
@@ -27,6 +27,26 @@ if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_function_tool", "mcp_function_tools"]
+
+
+def _function_tool(mcp: McpTool) -> FunctionTool:
+    async def invoke(context: ToolContext[Any], arguments: str) -> str:
+        # The runner checked that the arguments are a JSON object before the tool runs.
+        key = get_current_deferred_tool_execution().idempotency_key
+        return await mcp.call(json.loads(arguments or "{}"), idempotency_key=key)
+
+    return FunctionTool(
+        name=mcp.name,
+        description=mcp.description,
+        params_json_schema=mcp.json_schema(),
+        on_invoke_tool=invoke,
+        # MCP input schemas are plain JSON Schema, rarely valid in strict mode (the SDK's own MCP
+        # conversion keeps them non-strict by default too).
+        strict_json_schema=False,
+    )
+
+
+_FACTORY = McpToolFactory(_function_tool, function_name="mcp_function_tool")
 
 
 def mcp_function_tool(source: McpToolSource, tool: ListedTool) -> FunctionTool:
@@ -40,26 +60,7 @@ def mcp_function_tool(source: McpToolSource, tool: ListedTool) -> FunctionTool:
         >>> await tools.list_tools()
         >>> agent = Agent(name="ops", tools=[mcp_function_tool(tools, t) for t in tools.cached_tools()])
     """
-    from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # needs the mcp extra
-
-    require_mcp_tool_source(source)
-    require_listed_tool(tool, "mcp_function_tool")
-    name = tool.name
-
-    async def invoke(context: ToolContext[Any], arguments: str) -> str:
-        # The runner checked that the arguments are a JSON object before the tool runs.
-        key = get_current_deferred_tool_execution().idempotency_key
-        return await source.call_tool(name, json.loads(arguments or "{}"), idempotency_key=key)
-
-    return FunctionTool(
-        name=name,
-        description=tool.description,
-        params_json_schema=copy.deepcopy(dict(tool.parameters)),
-        on_invoke_tool=invoke,
-        # MCP input schemas are plain JSON Schema, rarely valid in strict mode (the SDK's own MCP
-        # conversion keeps them non-strict by default too).
-        strict_json_schema=False,
-    )
+    return _FACTORY.tool(source, tool)
 
 
 async def mcp_function_tools(source: McpToolSource, *, refresh: bool = False) -> list[FunctionTool]:
@@ -76,7 +77,4 @@ async def mcp_function_tools(source: McpToolSource, *, refresh: bool = False) ->
         >>> agent = Agent(name="ops", tools=[*my_tools, *await mcp_function_tools(tools)])
         >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
     """
-    from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
-
-    require_mcp_tool_source(source)
-    return [mcp_function_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
+    return await _FACTORY.tools(source, refresh=refresh)

@@ -14,10 +14,10 @@ imports without it; the source itself needs the mcp extra (``pip install "dex-ag
 
 from __future__ import annotations
 
-import copy
 from typing import TYPE_CHECKING, Any
 
-from dex_agents import ListedTool, ToolExecutionError
+from dex_agents import ListedTool
+from dex_agents.adapters import McpTool, McpToolFactory
 from pydantic_ai import RunContext, Tool, ToolFailed
 
 from dex_agents_pydantic_ai._idempotency import deferred_tool_idempotency_key
@@ -26,6 +26,24 @@ if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_tool", "mcp_tools"]
+
+
+def _pydantic_ai_tool(mcp: McpTool) -> Tool[Any]:
+    async def call(ctx: RunContext[Any], **arguments: Any) -> str:
+        key = deferred_tool_idempotency_key(ctx)
+        # Pydantic AI's terminal tool failure: the tool Step records it as failed.
+        return await mcp.call(arguments, idempotency_key=key, failure=ToolFailed)
+
+    return Tool.from_schema(
+        call,
+        name=mcp.name,
+        description=mcp.description,
+        json_schema=mcp.json_schema(),
+        takes_ctx=True,
+    )
+
+
+_FACTORY = McpToolFactory(_pydantic_ai_tool, function_name="mcp_tool")
 
 
 def mcp_tool(source: McpToolSource, tool: ListedTool) -> Tool[Any]:
@@ -39,27 +57,7 @@ def mcp_tool(source: McpToolSource, tool: ListedTool) -> Tool[Any]:
         >>> await tools.list_tools()
         >>> agent = Agent(model, tools=[mcp_tool(tools, listed) for listed in tools.cached_tools()])
     """
-    from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # needs the mcp extra
-
-    require_mcp_tool_source(source)
-    require_listed_tool(tool, "mcp_tool")
-    name = tool.name
-
-    async def call(ctx: RunContext[Any], **arguments: Any) -> str:
-        key = deferred_tool_idempotency_key(ctx)
-        try:
-            return await source.call_tool(name, arguments, idempotency_key=key)
-        except ToolExecutionError as failure:
-            # Pydantic AI's terminal tool failure: the tool Step records it as failed.
-            raise ToolFailed(str(failure)) from failure
-
-    return Tool.from_schema(
-        call,
-        name=name,
-        description=tool.description,
-        json_schema=copy.deepcopy(dict(tool.parameters)),
-        takes_ctx=True,
-    )
+    return _FACTORY.tool(source, tool)
 
 
 async def mcp_tools(source: McpToolSource, *, refresh: bool = False) -> list[Tool[Any]]:
@@ -76,7 +74,4 @@ async def mcp_tools(source: McpToolSource, *, refresh: bool = False) -> list[Too
         >>> agent = Agent(model, tools=[*my_tools, *await mcp_tools(tools)])
         >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
     """
-    from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
-
-    require_mcp_tool_source(source)
-    return [mcp_tool(source, tool) for tool in await source.list_tools(refresh=refresh)]
+    return await _FACTORY.tools(source, refresh=refresh)

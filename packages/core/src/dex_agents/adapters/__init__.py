@@ -8,7 +8,9 @@ framework-specific and every runner records the same outcome for the same situat
   compaction defaults (``estimate_input_tokens``, ``select_compaction_cutoff``), and
   ``check_tool_task_pollers`` for a runner that takes pollers by tool name;
 - the error policy: ``unknown_tool_error``, ``invalid_arguments_error``,
-  ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``.
+  ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``;
+- ``McpToolFactory``: one factory for the wrappers of MCP tools, given how the framework makes its
+  tool type from an ``McpTool``.
 
 See "Writing an adapter" in the docs for the smallest runner that passes the shared suite.
 
@@ -20,6 +22,7 @@ Example:
 """
 
 from dex_agents.adapters._adapter_runner import AdapterRunner, check_tool_task_pollers
+from dex_agents.adapters._mcp_tools import McpTool, McpToolFactory, McpToolSourceLike
 from dex_agents.adapters._tool_outcomes import (
     UNKNOWN_TOOL_POLICY,
     check_tool_arguments,
@@ -32,6 +35,9 @@ from dex_agents.exceptions import ToolTaskPollerMissingError
 __all__ = [
     "UNKNOWN_TOOL_POLICY",
     "AdapterRunner",
+    "McpTool",
+    "McpToolFactory",
+    "McpToolSourceLike",
     "ToolTaskPollerMissingError",
     "check_tool_arguments",
     "check_tool_task_pollers",

@@ -1,0 +1,158 @@
+"""One factory for the MCP-tool wrappers of every adapter, given the framework's tool type.
+
+An adapter offers the tools of a ``dex_agents.mcp.McpToolSource`` in its framework's own tool type
+(a ``StructuredTool``, a ``FunctionTool``, a Pydantic AI ``Tool``, ...), each call running in its
+own tool Step. What every adapter does alike is here once: checking the source and the listed
+tool, listing the source, a fresh copy of the input schema, and the call with the call's
+idempotency key. The adapter writes only ``wrap``: its tool type around an :class:`McpTool`.
+
+This module never imports the MCP SDK, so an adapter imports without it; the source itself needs
+the mcp extra (``pip install "dex-agents[mcp]"``).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+
+from dex_agents._event_writer import AgentEventWriter
+from dex_agents._tool_source import ListedTool
+from dex_agents.exceptions import ToolExecutionError
+
+if TYPE_CHECKING:
+    from dex_agents.mcp import McpToolSource
+
+__all__ = ["McpTool", "McpToolFactory", "McpToolSourceLike"]
+
+ToolT = TypeVar("ToolT")
+
+
+class McpToolSourceLike(Protocol):
+    """What a wrapper uses of ``dex_agents.mcp.McpToolSource``."""
+
+    async def list_tools(self, refresh: bool = False) -> Sequence[ListedTool]: ...
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        idempotency_key: str,
+        events: AgentEventWriter | None = None,
+        tool_call_id: str | None = None,
+    ) -> str: ...
+
+
+@dataclass(frozen=True)
+class McpTool:
+    """One listed tool of an MCP tool source, as a framework's wrapper needs it.
+
+    Attributes:
+        source: The source that listed the tool.
+        listed: The tool as the source listed it.
+
+    Example:
+        >>> mcp = McpTool(source, listed)
+        >>> output = await mcp.call({"path": "a.txt"}, idempotency_key=key)
+    """
+
+    source: McpToolSourceLike
+    listed: ListedTool
+
+    @property
+    def name(self) -> str:
+        """The tool's agent name (the server's prefix included where the source adds one)."""
+        return self.listed.name
+
+    @property
+    def description(self) -> str:
+        """The tool's description, as the server gave it."""
+        return self.listed.description
+
+    def json_schema(self) -> dict[str, Any]:
+        """A fresh copy of the tool's input JSON Schema, which the framework may change."""
+        return copy.deepcopy(dict(self.listed.parameters))
+
+    async def call(
+        self,
+        arguments: Mapping[str, Any],
+        *,
+        idempotency_key: str,
+        events: AgentEventWriter | None = None,
+        tool_call_id: str | None = None,
+        failure: Callable[[str], Exception] | None = None,
+    ) -> str:
+        """Calls the tool on its server now and returns its output text.
+
+        Raises:
+            ToolExecutionError: When the server answers with an error, unless ``failure`` is
+                given: then ``failure(text)`` is raised from it (the framework's own failed tool
+                result, such as LangChain's ``ToolException``).
+            McpToolCallInterruptedError: When the call's outcome is unknown; it fails the tool
+                Step, so the call's effect decides.
+        """
+        try:
+            return await self.source.call_tool(
+                self.name,
+                arguments,
+                idempotency_key=idempotency_key,
+                events=events,
+                tool_call_id=tool_call_id,
+            )
+        except ToolExecutionError as error:
+            if failure is None:
+                raise
+            raise failure(str(error)) from error
+
+
+class McpToolFactory(Generic[ToolT]):
+    """Makes a framework's tools from the tools of an ``McpToolSource``.
+
+    ``wrap`` turns one :class:`McpTool` into the framework's tool type; ``function_name`` is the
+    adapter's public function that makes one tool, named in the error for a bad argument.
+
+    Example:
+        >>> def wrap(mcp: McpTool) -> StructuredTool: ...
+        >>> factory = McpToolFactory(wrap, function_name="mcp_structured_tool")
+        >>> tools = await factory.tools(source)
+    """
+
+    def __init__(self, wrap: Callable[[McpTool], ToolT], *, function_name: str) -> None:
+        self._wrap = wrap
+        self._function_name = function_name
+
+    def tool(self, source: McpToolSource, listed: ListedTool) -> ToolT:
+        """One listed tool of ``source`` in the framework's tool type.
+
+        Raises:
+            ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``listed`` is
+                not a tool it listed (a ``ListedTool``).
+        """
+        from dex_agents.mcp import require_listed_tool, require_mcp_tool_source  # the mcp extra
+
+        require_mcp_tool_source(source)
+        require_listed_tool(listed, self._function_name)
+        return self._wrap(McpTool(source, listed))
+
+    async def tools(self, source: McpToolSource, *, refresh: bool = False) -> list[ToolT]:
+        """Lists ``source`` and returns each of its tools in the framework's tool type.
+
+        Afterwards ``source.tool_policies()`` knows the listed tools. ``refresh=True`` lists every
+        server again now.
+
+        Raises:
+            ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
+        """
+        from dex_agents.mcp import require_mcp_tool_source  # needs the mcp extra
+
+        require_mcp_tool_source(source)
+        return await self.listed_tools(source, refresh=refresh)
+
+    async def listed_tools(
+        self, source: McpToolSourceLike, *, refresh: bool = False
+    ) -> list[ToolT]:
+        """Like :meth:`tools`, for anything that lists and calls tools as an ``McpToolSource``
+        does (a framework's toolset that lists when the framework asks)."""
+        return [self._wrap(McpTool(source, listed)) for listed in await source.list_tools(refresh)]
