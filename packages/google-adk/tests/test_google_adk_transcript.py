@@ -11,7 +11,7 @@ from dex_agents import (
     MessageRole,
     ToolEffect,
 )
-from dex_agents_google_adk._adk_transcript import (
+from dex_agents_google_adk._transcript import (
     event_messages,
     function_response_output,
     read_transcript,

@@ -9,13 +9,13 @@ Example:
     >>> flow = google_adk_session_flow(support_agent, flow_type="SupportAgent")
 """
 
-from dex_agents_google_adk._google_adk_runner import DEFAULT_USER_ID, GoogleAdkRunner, ModelResolver
-from dex_agents_google_adk._mcp_tool_source_toolset import (
+from dex_agents_google_adk._flow import google_adk_session_flow
+from dex_agents_google_adk._mcp_tools import (
     McpSourceTool,
     McpToolSourceLike,
     McpToolSourceToolset,
 )
-from dex_agents_google_adk._session_flow import google_adk_session_flow
+from dex_agents_google_adk._runner import DEFAULT_USER_ID, GoogleAdkRunner, ModelResolver
 from dex_agents_google_adk._tool_call_key import idempotency_key_for_tool_call
 from dex_agents_google_adk._tool_tasks import AdkTaskTool, AdkTaskToolCanceller
 

@@ -7,7 +7,7 @@ from google.adk.agents.llm_agent import LlmAgent
 from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 
-from dex_agents_google_adk._google_adk_runner import (
+from dex_agents_google_adk._runner import (
     DEFAULT_USER_ID,
     GoogleAdkRunner,
     ModelResolver,

@@ -10,36 +10,19 @@ annotation-derived effect classifies each tool, as ``McpToolSource.tool_policies
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from dex_agents import ListedTool, ToolEffect, require_deferred_tool_execution
+from dex_agents.adapters import McpTool, McpToolFactory, McpToolSourceLike
 from google.adk.agents.readonly_context import ReadonlyContext
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
-from typing_extensions import Protocol
 
 from dex_agents_google_adk._tool_call_key import idempotency_key_for_tool_call
 
 __all__ = ["McpSourceTool", "McpToolSourceLike", "McpToolSourceToolset"]
-
-
-class McpToolSourceLike(Protocol):
-    """What the toolset uses of ``dex_agents.mcp.McpToolSource``."""
-
-    async def list_tools(self, refresh: bool = False) -> Sequence[ListedTool]: ...
-
-    async def call_tool(
-        self,
-        name: str,
-        arguments: Mapping[str, Any] | None = None,
-        *,
-        idempotency_key: str,
-        events: Any = None,
-        tool_call_id: str | None = None,
-    ) -> str: ...
 
 
 class McpSourceTool(BaseTool):
@@ -47,8 +30,7 @@ class McpSourceTool(BaseTool):
 
     def __init__(self, source: McpToolSourceLike, listed: ListedTool) -> None:
         super().__init__(name=listed.name, description=listed.description)
-        self._source = source
-        self._parameters = dict(listed.parameters)
+        self._mcp = McpTool(source, listed)
         self.framework_effect: ToolEffect | None = listed.framework_effect
         """The effect the tool's MCP annotations give (``None`` on an untrusted server)."""
 
@@ -56,18 +38,21 @@ class McpSourceTool(BaseTool):
         return types.FunctionDeclaration(
             name=self.name,
             description=self.description,
-            parameters_json_schema=self._parameters or {"type": "object", "properties": {}},
+            parameters_json_schema=self._mcp.json_schema() or {"type": "object", "properties": {}},
         )
 
     async def run_async(self, *, args: dict[str, Any], tool_context: ToolContext) -> Any:
-        key = idempotency_key_for_tool_call(tool_context)
-        return await self._source.call_tool(
-            self.name,
+        return await self._mcp.call(
             args,
-            idempotency_key=key,
+            idempotency_key=idempotency_key_for_tool_call(tool_context),
             events=require_deferred_tool_execution().events,
             tool_call_id=tool_context.function_call_id,
         )
+
+
+_FACTORY = McpToolFactory(
+    lambda mcp: McpSourceTool(mcp.source, mcp.listed), function_name="McpSourceTool"
+)
 
 
 class McpToolSourceToolset(BaseToolset):
@@ -84,4 +69,4 @@ class McpToolSourceToolset(BaseToolset):
         self._source = source
 
     async def get_tools(self, readonly_context: ReadonlyContext | None = None) -> list[BaseTool]:
-        return [McpSourceTool(self._source, listed) for listed in await self._source.list_tools()]
+        return list(await _FACTORY.listed_tools(self._source))

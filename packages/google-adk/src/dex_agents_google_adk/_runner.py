@@ -1,26 +1,16 @@
 """GoogleAdkRunner: a Google ADK ``LlmAgent`` under the dex-agents session, one model call per Step.
 
-Each ``RunModel`` runs the agent with ADK's real ``Runner`` on a fresh ``InMemorySessionService``
-session rebuilt from the stored messages (ADK ``Event`` JSON), so ADK's request processors,
-instructions, callbacks, plugins and model classes all run as they would without Dex. The
-:class:`~dex_agents_google_adk._model_call_plugin.ModelCallPlugin` ends the invocation after the one
-model response and holds every tool call back; each then runs in its own tool Step through ADK's
-tool pipeline, and the next ``RunModel`` hands the recorded results to ADK as function responses,
-the way an ADK client answers long-running tools. ADK's session service serves one activation only:
-Dex holds the messages.
+``run_model_step`` runs exactly one model call through ADK's real ``Runner`` (``_model_step``);
+``execute_deferred_tool_call`` runs each held-back tool call through ADK's tool pipeline in its own
+tool Step (``_tool_step``). This module holds the runner's configuration and the agent checks.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import aclosing
-from dataclasses import dataclass
-from typing import Any, Final, TypeAlias
+from typing import Final, TypeAlias
 
 from dex_agents import (
-    CONTEXT_SUMMARY_INSTRUCTIONS,
-    CONTEXT_SUMMARY_NOTE_HEADER,
     AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -29,76 +19,36 @@ from dex_agents import (
     ConfigurationTypeError,
     ContextSummaryRequest,
     ContextSummaryResult,
-    DeferredToolCall,
     DeferredToolExecution,
     DeferredToolOutcome,
     FrameworkMessage,
     InteractionMode,
-    ResolvedToolPolicy,
-    RunnerContractError,
-    ToolCallsRequested,
-    ToolEffect,
-    ToolExecutionError,
-    ToolExecutionResult,
-    ToolInputRequested,
     ToolTaskPoller,
-    ToolTaskStarted,
-    TurnCompleted,
-    build_context_summary_prompt,
     build_plan_note,
-    dump_json_text,
     estimate_text_tokens,
-    tool_effect_from_mcp_tool_annotations,
 )
-from dex_agents.adapters import (
-    UNKNOWN_TOOL_POLICY,
-    AdapterRunner,
-    check_tool_arguments,
-    tool_arguments_object,
-    unknown_tool_error,
-)
-from dex_agents.exceptions import AgentFrameworkError
+from dex_agents.adapters import AdapterRunner
 from google.adk.agents import RunConfig
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.agents.run_config import StreamingMode  # type: ignore[attr-defined]
 from google.adk.apps import App
-from google.adk.events import Event
 from google.adk.models.base_llm import BaseLlm
-from google.adk.models.llm_request import LlmRequest
-from google.adk.models.llm_response import LlmResponse
-from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.function_tool import FunctionTool
-from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
-from dex_agents_google_adk._adk_transcript import (
-    USER_AUTHOR,
-    Transcript,
+from dex_agents_google_adk._model_call_plugin import BuiltInAdkTool, built_in_adk_tools
+from dex_agents_google_adk._model_step import AdkModelStep, summarize_with_model
+from dex_agents_google_adk._tool_activation import AdkActivation, open_activation
+from dex_agents_google_adk._tool_step import run_tool_step
+from dex_agents_google_adk._tool_tasks import AdkTaskTool
+from dex_agents_google_adk._transcript import (
     event_messages,
-    function_call_arguments,
-    function_response_output,
     read_transcript,
     recorded_function_response,
     results_event,
-    user_event,
     user_message,
 )
-from dex_agents_google_adk._mcp_tool_source_toolset import McpSourceTool
-from dex_agents_google_adk._model_call_plugin import (
-    BuiltInAdkTool,
-    DeferredAdkCall,
-    ModelCallPlugin,
-    built_in_adk_tools,
-)
-from dex_agents_google_adk._model_call_report import model_call_metadata, model_call_usage
-from dex_agents_google_adk._tool_activation import (
-    AdkActivation,
-    open_activation,
-    plugin_errors_unwrapped,
-)
-from dex_agents_google_adk._tool_tasks import AdkTaskTool
 
 __all__ = ["DEFAULT_USER_ID", "GoogleAdkRunner", "ModelResolver"]
 
@@ -107,19 +57,6 @@ DEFAULT_USER_ID: Final = "dex-agents"
 
 ModelResolver: TypeAlias = Callable[[Mapping[str, object]], "BaseLlm | str"]
 """Maps a turn's session settings to the ADK model of its calls (a ``BaseLlm`` or a model name)."""
-
-_RUN_STATE_KEY: Final = "google_adk_model_calls"
-_CONFIRMED_ANSWER: Final = "yes"
-_CONFIRMATION_CHOICES: Final = ("yes", "no")
-
-
-@dataclass(frozen=True)
-class _ActivationInput:
-    """What one ``RunModel`` hands ADK: the session history, and the message that starts it."""
-
-    history: list[Event]
-    new_message: types.Content
-    stored_results: list[FrameworkMessage]
 
 
 class GoogleAdkRunner(AdapterRunner):
@@ -184,9 +121,10 @@ class GoogleAdkRunner(AdapterRunner):
                 f"{summary_max_output_tokens!r}"
             )
         self._resolve_model = resolve_model
-        self._run_config = _require_run_config(run_config)
         self._user_id = user_id
-        self._trust_mcp_tool_annotations = trust_mcp_tool_annotations
+        self._model_step = AdkModelStep(
+            self._app, user_id, _require_run_config(run_config), trust_mcp_tool_annotations
+        )
         self._summary_max_output_tokens = summary_max_output_tokens
         self._static_input_tokens: int | None = None
 
@@ -200,44 +138,17 @@ class GoogleAdkRunner(AdapterRunner):
         return user_message(text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        """Runs the agent through ADK's ``Runner`` for one model call.
+        """Runs the agent through ADK's ``Runner`` for one model call (``AdkModelStep``).
 
         Raises:
             RunnerContractError: When the run state is not this runner's, or ADK asked for a
                 second model call.
             ConfigurationError: When an agent tool uses the name of an enabled built-in tool.
-            Exception: Whatever ADK or the model raises; an error response without content
-                raises ``RuntimeError`` naming ADK's error code, so the model call is retried.
+            AgentFrameworkError: When the model answers with an error response without content.
+            Exception: Whatever ADK or the model raises.
         """
-        model_calls = _read_run_state(turn.framework_run_state)
-        activation = self._activation_input(turn, read_transcript(turn.messages))
         agent = self._turn_agent(turn.session_settings)
-        plugin = ModelCallPlugin(
-            built_in_tools=self._built_in_tools(turn),
-            planning=turn.interaction_mode is InteractionMode.PLANNING,
-        )
-        events = await self._run_adk(turn, agent, plugin, activation)
-        kept = [event for event in events if not _is_placeholder(event, plugin.deferred)]
-        new_messages = [*activation.stored_results]
-        for event in kept:
-            new_messages.extend(event_messages(event))
-        usage = model_call_usage(kept, model_calls=plugin.model_calls)
-        metadata = model_call_metadata(agent.canonical_model, kept)
-        deferred = [
-            self._deferred_call(turn, call, plugin.deferred[call.id])
-            for event in kept
-            for call in event.get_function_calls()
-            if call.id in plugin.deferred
-        ]
-        if deferred:
-            return ToolCallsRequested(
-                framework_run_state=dump_json_text({_RUN_STATE_KEY: model_calls + 1}),
-                tool_calls=deferred,
-                usage=usage,
-                new_messages=new_messages,
-                model_call_metadata=metadata,
-            )
-        return TurnCompleted(new_messages=new_messages, usage=usage, model_call_metadata=metadata)
+        return await self._model_step.run(turn, agent, self._built_in_tools(turn))
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Runs one tool call through ADK's tool pipeline with a real ``ToolContext``.
@@ -252,23 +163,7 @@ class GoogleAdkRunner(AdapterRunner):
                 for end-user credentials, or the tool raises it.
             Exception: Whatever else the tool raises, handled by the call's effect.
         """
-        record = call.tool_call
-        activation = await self._open_tool_activation(call.flow_id)
-        tool = activation.tools.get(record.tool_name)
-        if tool is None:
-            raise unknown_tool_error(record.tool_name)
-        arguments = tool_arguments_object(record.tool_name, record.arguments)
-        # ADK hands the arguments to the function unchecked; check them as every runner does.
-        declaration = tool._get_declaration()
-        if declaration is not None:
-            check_tool_arguments(record.tool_name, arguments, declaration.parameters_json_schema)
-        function_call = types.FunctionCall(
-            id=record.tool_call_id, name=record.tool_name, args=arguments
-        )
-        event = await activation.run_tool_call(
-            function_call, _answered_confirmation(call), approved=record.requires_approval
-        )
-        return _tool_outcome(record, event, call.supports_tool_tasks)
+        return await run_tool_step(await self._open_tool_activation(call.flow_id), call)
 
     async def find_tool_task_poller(
         self, flow_id: str, tool_call: AgentToolCall
@@ -305,101 +200,7 @@ class GoogleAdkRunner(AdapterRunner):
         the request's budget with ``summary_max_output_tokens`` reserved.
         """
         model = self._turn_agent(request.session_settings).canonical_model
-        reserved = self._summary_max_output_tokens or 0
-        prompt = build_context_summary_prompt(request, reserved_tokens=reserved)
-        config = types.GenerateContentConfig(
-            system_instruction=CONTEXT_SUMMARY_INSTRUCTIONS,
-            max_output_tokens=self._summary_max_output_tokens,
-        )
-        llm_request = LlmRequest(
-            model=model.model,
-            contents=[types.Content(role="user", parts=[types.Part(text=prompt)])],
-            config=config,
-        )
-        responses: list[LlmResponse] = []
-        async with aclosing(model.generate_content_async(llm_request, stream=False)) as stream:
-            async for response in stream:
-                if not response.partial:
-                    responses.append(response)
-        _raise_on_error(responses)
-        text = "".join(
-            part.text or ""
-            for response in responses
-            for part in _parts(response)
-            if not part.thought
-        )
-        return ContextSummaryResult(
-            text=text,
-            usage=model_call_usage(responses),
-            model_call_metadata=model_call_metadata(model, responses),
-        )
-
-    async def _run_adk(
-        self,
-        turn: AgentTurnContext,
-        agent: LlmAgent,
-        plugin: ModelCallPlugin,
-        activation: _ActivationInput,
-    ) -> list[Event]:
-        session_service = InMemorySessionService()
-        session = await session_service.create_session(
-            app_name=self._app.name, user_id=self._user_id, session_id=turn.flow_id
-        )
-        for event in activation.history:
-            await session_service.append_event(session, event)
-        app = self._app.model_copy(
-            update={"root_agent": agent, "plugins": [plugin, *self._app.plugins]}
-        )
-        runner = Runner(app=app, session_service=session_service)
-        stream = _TextStream(turn)
-        events: list[Event] = []
-        with plugin_errors_unwrapped():
-            async with aclosing(
-                runner.run_async(
-                    user_id=self._user_id,
-                    session_id=turn.flow_id,
-                    new_message=activation.new_message,
-                    run_config=self._run_config,
-                )
-            ) as adk_events:
-                async for event in adk_events:
-                    if event.partial:
-                        stream.write_partial(event)
-                        continue
-                    stream.write_final(event)
-                    events.append(event)
-        _raise_on_error(events)
-        return events
-
-    def _activation_input(self, turn: AgentTurnContext, transcript: Transcript) -> _ActivationInput:
-        history = list(transcript.events)
-        stored_results: list[FrameworkMessage] = []
-        if turn.is_resuming:
-            calls = transcript.unanswered_calls
-            if not calls:
-                raise RunnerContractError(
-                    f"{turn.turn_id} resumes after tool calls, but its stored messages hold no "
-                    "function call without a response"
-                )
-            responses = [
-                recorded_function_response(turn.recorded_tool_call(c.id or "")) for c in calls
-            ]
-            results = results_event(turn.turn_id, calls, responses)
-            stored_results = event_messages(results, stable=True)
-            new_message = results.content
-            plan_at = transcript.turn_start
-        else:
-            turn_message = history.pop(transcript.turn_start) if history else user_event("")
-            new_message = turn_message.content
-            plan_at = len(history)
-        plan_note = build_plan_note(turn.plan, turn.interaction_mode)
-        if plan_note is not None:
-            history.insert(plan_at, user_event(plan_note))
-        if turn.context_summary is not None:
-            note = f"{CONTEXT_SUMMARY_NOTE_HEADER}\n{turn.context_summary.text}"
-            history.insert(0, user_event(note))
-        assert new_message is not None
-        return _ActivationInput(history, new_message, stored_results)
+        return await summarize_with_model(model, request, self._summary_max_output_tokens)
 
     def _turn_agent(self, settings: Mapping[str, object]) -> LlmAgent:
         if self._resolve_model is None:
@@ -411,44 +212,6 @@ class GoogleAdkRunner(AdapterRunner):
         if turn.interaction_mode is InteractionMode.PLANNING:
             enabled = enabled & {BuiltInTool.WRITE_TODOS.value}
         return built_in_adk_tools(enabled)
-
-    def _deferred_call(
-        self, turn: AgentTurnContext, call: types.FunctionCall, deferred: DeferredAdkCall
-    ) -> DeferredToolCall:
-        name = call.name or ""
-        return DeferredToolCall(
-            tool_call_id=call.id or "",
-            tool_name=name,
-            arguments=function_call_arguments(call),
-            policy=self._policy(turn, name, deferred),
-        )
-
-    def _policy(
-        self, turn: AgentTurnContext, name: str, deferred: DeferredAdkCall
-    ) -> ResolvedToolPolicy:
-        tool = deferred.tool
-        if isinstance(tool, BuiltInAdkTool):
-            # The session routes built-in calls to their own Steps, read and without approval.
-            return turn.resolve_tool_policy(name, ToolEffect.READ)
-        if tool is None:
-            # The model named a tool it was not offered: its tool Step fails at once.
-            return UNKNOWN_TOOL_POLICY
-        policy = turn.resolve_tool_policy(name, self._framework_effect(tool))
-        if deferred.requires_confirmation and name not in turn.tool_policies:
-            # ADK's require_confirmation becomes the session's approval of the call.
-            return ResolvedToolPolicy(policy.effect, requires_approval=True)
-        return policy
-
-    def _framework_effect(self, tool: BaseTool) -> ToolEffect | None:
-        if isinstance(tool, McpSourceTool):
-            # McpToolSource already applied its server's trust in the annotations.
-            return tool.framework_effect
-        if not self._trust_mcp_tool_annotations:
-            return None
-        annotations = getattr(getattr(tool, "raw_mcp_tool", None), "annotations", None)
-        if annotations is None:
-            return None
-        return tool_effect_from_mcp_tool_annotations(annotations)
 
     async def _open_tool_activation(self, flow_id: str) -> AdkActivation:
         return await open_activation(
@@ -471,131 +234,6 @@ class GoogleAdkRunner(AdapterRunner):
                 _declaration_tokens(declaration) for declaration in _static_declarations(agent)
             )
         return self._static_input_tokens
-
-
-class _TextStream:
-    """Writes the model's text and thoughts to the turn's events as they arrive, or whole when the
-    model did not stream."""
-
-    def __init__(self, turn: AgentTurnContext) -> None:
-        self._turn = turn
-        self._streamed = False
-
-    def write_partial(self, event: Event) -> None:
-        self._streamed = self._write(event) or self._streamed
-
-    def write_final(self, event: Event) -> None:
-        if not self._streamed and event.author != USER_AUTHOR:
-            self._write(event)
-        self._streamed = False
-
-    def _write(self, event: Event) -> bool:
-        wrote = False
-        for part in _parts(event):
-            if not part.text or part.function_response is not None:
-                continue
-            wrote = True
-            if part.thought:
-                self._turn.events.write_reasoning_delta(part.text)
-            else:
-                self._turn.events.write_text_delta(part.text)
-        return wrote
-
-
-def _parts(response: LlmResponse) -> Sequence[types.Part]:
-    return response.content.parts or () if response.content is not None else ()
-
-
-def _is_placeholder(event: Event, deferred: Mapping[str, DeferredAdkCall]) -> bool:
-    responses = event.get_function_responses()
-    return bool(responses) and all(response.id in deferred for response in responses)
-
-
-def _raise_on_error(responses: Sequence[LlmResponse]) -> None:
-    for response in responses:
-        if response.error_code and response.content is None:
-            raise AgentFrameworkError(
-                f"the ADK model call failed with {response.error_code}: "
-                f"{response.error_message or 'no message'}"
-            )
-
-
-def _read_run_state(run_state: str | None) -> int:
-    if run_state is None:
-        return 0
-    try:
-        decoded = json.loads(run_state)
-    except ValueError:
-        decoded = None
-    count = decoded.get(_RUN_STATE_KEY) if isinstance(decoded, dict) else None
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise RunnerContractError(
-            f"framework run state {run_state[:80]!r} is not a GoogleAdkRunner run state"
-        )
-    return count
-
-
-def _answered_confirmation(call: DeferredToolExecution) -> ToolConfirmation | None:
-    """The ADK confirmation a rerun of the call carries: the user's last answer to the question
-    the tool asked with ``request_confirmation``, with the hint and payload it asked with."""
-    if not call.input_answers:
-        return None
-    answer = call.input_answers[-1].answer
-    requested = _requested_confirmation(call.tool_call.input_continuation)
-    return ToolConfirmation(
-        hint=requested.hint, payload=requested.payload, confirmed=answer == _CONFIRMED_ANSWER
-    )
-
-
-def _requested_confirmation(continuation: str | None) -> ToolConfirmation:
-    if not continuation:
-        return ToolConfirmation()
-    try:
-        return ToolConfirmation.model_validate_json(continuation)
-    except ValueError:
-        return ToolConfirmation()
-
-
-def _tool_outcome(
-    record: AgentToolCall, event: Event | None, supports_tool_tasks: bool
-) -> DeferredToolOutcome:
-    name = record.tool_name
-    if event is None:
-        raise ToolExecutionError(
-            f"tool {name} returned nothing; a long-running ADK tool must return its result, or "
-            "a ToolTaskStarted that its poll_tool_task polls"
-        )
-    if event.actions.requested_auth_configs:
-        raise ToolExecutionError(
-            f"tool {name} asked for end-user credentials, which this session cannot provide"
-        )
-    requested = event.actions.requested_tool_confirmations.get(record.tool_call_id)
-    if requested is not None:
-        return ToolInputRequested(
-            requested.hint or f"Run {name} with {record.arguments}?",
-            choices=_CONFIRMATION_CHOICES,
-            allows_free_text=False,
-            continuation=requested.model_dump_json(exclude_none=True),
-        )
-    response = _function_response(event, record.tool_call_id)
-    result = response.get("result")
-    if len(response) == 1 and isinstance(result, ToolTaskStarted):
-        if not supports_tool_tasks:
-            raise RunnerContractError(f"tool {name} started a task, but the session cannot poll it")
-        return result
-    if len(response) == 1 and isinstance(result, ToolInputRequested | ToolExecutionResult):
-        return result
-    error = response.get("error")
-    if len(response) == 1 and isinstance(error, str):
-        raise ToolExecutionError(error)
-    return ToolExecutionResult(function_response_output(response))
-
-
-def _function_response(event: Event, call_id: str) -> dict[str, Any]:
-    for response in event.get_function_responses():
-        if response.id == call_id:
-            return dict(response.response or {})
-    raise RunnerContractError(f"ADK answered tool call {call_id} with no function response")
 
 
 def _declaration_tokens(declaration: types.FunctionDeclaration | None) -> int:

@@ -58,10 +58,10 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 from pydantic import Field
 
-from dex_agents_google_adk._adk_transcript import function_response_text
-from dex_agents_google_adk._google_adk_runner import GoogleAdkRunner
-from dex_agents_google_adk._mcp_tool_source_toolset import McpToolSourceToolset
+from dex_agents_google_adk._mcp_tools import McpToolSourceToolset
+from dex_agents_google_adk._runner import GoogleAdkRunner
 from dex_agents_google_adk._tool_call_key import idempotency_key_for_tool_call
+from dex_agents_google_adk._transcript import function_response_text
 
 __all__ = ["SCENARIO_RUNNER", "build_google_adk_context_window_flow", "build_google_adk_flow"]
 

@@ -1,0 +1,126 @@
+"""What runs inside a tool Step: one deferred call through ADK's tool pipeline.
+
+The call runs with a real ``ToolContext`` in an activation rebuilt from the session's stored
+messages (``open_activation``), so ADK's tool callbacks and plugins run as they would without Dex.
+ADK's ``request_confirmation`` becomes the session's question, and its answer the
+``ToolConfirmation`` of the call's rerun.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from dex_agents import (
+    AgentToolCall,
+    DeferredToolExecution,
+    DeferredToolOutcome,
+    RunnerContractError,
+    ToolExecutionError,
+    ToolExecutionResult,
+    ToolInputRequested,
+    ToolTaskStarted,
+)
+from dex_agents.adapters import check_tool_arguments, tool_arguments_object, unknown_tool_error
+from google.adk.events import Event
+from google.adk.tools.tool_confirmation import ToolConfirmation
+from google.genai import types
+
+from dex_agents_google_adk._tool_activation import AdkActivation
+from dex_agents_google_adk._transcript import function_response_output
+
+__all__ = ["run_tool_step"]
+
+_CONFIRMED_ANSWER: Final = "yes"
+_CONFIRMATION_CHOICES: Final = ("yes", "no")
+
+
+async def run_tool_step(
+    activation: AdkActivation, call: DeferredToolExecution
+) -> DeferredToolOutcome:
+    """Runs one tool call through ADK's tool pipeline in ``activation``.
+
+    Raises:
+        ToolExecutionError: When ADK answers with an error (unknown tool, missing arguments, a
+            tool's own ``{"error": ...}``), the arguments are not a JSON object, the tool asks
+            for end-user credentials, or the tool raises it.
+        Exception: Whatever else the tool raises, handled by the call's effect.
+    """
+    record = call.tool_call
+    tool = activation.tools.get(record.tool_name)
+    if tool is None:
+        raise unknown_tool_error(record.tool_name)
+    arguments = tool_arguments_object(record.tool_name, record.arguments)
+    # ADK hands the arguments to the function unchecked; check them as every runner does.
+    declaration = tool._get_declaration()
+    if declaration is not None:
+        check_tool_arguments(record.tool_name, arguments, declaration.parameters_json_schema)
+    function_call = types.FunctionCall(
+        id=record.tool_call_id, name=record.tool_name, args=arguments
+    )
+    event = await activation.run_tool_call(
+        function_call, _answered_confirmation(call), approved=record.requires_approval
+    )
+    return _tool_outcome(record, event, call.supports_tool_tasks)
+
+
+def _answered_confirmation(call: DeferredToolExecution) -> ToolConfirmation | None:
+    """The ADK confirmation a rerun of the call carries: the user's last answer to the question
+    the tool asked with ``request_confirmation``, with the hint and payload it asked with."""
+    if not call.input_answers:
+        return None
+    answer = call.input_answers[-1].answer
+    requested = _requested_confirmation(call.tool_call.input_continuation)
+    return ToolConfirmation(
+        hint=requested.hint, payload=requested.payload, confirmed=answer == _CONFIRMED_ANSWER
+    )
+
+
+def _requested_confirmation(continuation: str | None) -> ToolConfirmation:
+    if not continuation:
+        return ToolConfirmation()
+    try:
+        return ToolConfirmation.model_validate_json(continuation)
+    except ValueError:
+        return ToolConfirmation()
+
+
+def _tool_outcome(
+    record: AgentToolCall, event: Event | None, supports_tool_tasks: bool
+) -> DeferredToolOutcome:
+    name = record.tool_name
+    if event is None:
+        raise ToolExecutionError(
+            f"tool {name} returned nothing; a long-running ADK tool must return its result, or "
+            "a ToolTaskStarted that its poll_tool_task polls"
+        )
+    if event.actions.requested_auth_configs:
+        raise ToolExecutionError(
+            f"tool {name} asked for end-user credentials, which this session cannot provide"
+        )
+    requested = event.actions.requested_tool_confirmations.get(record.tool_call_id)
+    if requested is not None:
+        return ToolInputRequested(
+            requested.hint or f"Run {name} with {record.arguments}?",
+            choices=_CONFIRMATION_CHOICES,
+            allows_free_text=False,
+            continuation=requested.model_dump_json(exclude_none=True),
+        )
+    response = _function_response(event, record.tool_call_id)
+    result = response.get("result")
+    if len(response) == 1 and isinstance(result, ToolTaskStarted):
+        if not supports_tool_tasks:
+            raise RunnerContractError(f"tool {name} started a task, but the session cannot poll it")
+        return result
+    if len(response) == 1 and isinstance(result, ToolInputRequested | ToolExecutionResult):
+        return result
+    error = response.get("error")
+    if len(response) == 1 and isinstance(error, str):
+        raise ToolExecutionError(error)
+    return ToolExecutionResult(function_response_output(response))
+
+
+def _function_response(event: Event, call_id: str) -> dict[str, Any]:
+    for response in event.get_function_responses():
+        if response.id == call_id:
+            return dict(response.response or {})
+    raise RunnerContractError(f"ADK answered tool call {call_id} with no function response")
