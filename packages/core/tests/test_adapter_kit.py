@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from importlib.metadata import EntryPoint
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agent_session_test_support import (
@@ -23,13 +25,17 @@ from dex_agents import (
     ConfigurationTypeError,
     DeferredToolExecution,
     DexAgentsError,
+    JsonValue,
+    ListedTool,
     NoDeferredToolExecutionError,
     ToolEffect,
+    ToolExecutionError,
     ToolExecutionResult,
     ToolPolicy,
     current_deferred_tool_execution,
     require_deferred_tool_execution,
 )
+from dex_agents.adapters import McpToolFactory
 from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
@@ -182,3 +188,63 @@ def test_a_scenario_runner_checks_its_fields() -> None:
         )
     default = ScenarioRunner("x", build_flow=lambda spec: None)  # type: ignore[arg-type,return-value]
     assert default.context_window_guard_turns == 300
+
+
+class _RecordingToolSource:
+    """Lists two tools and answers calls as an ``McpToolSource`` does; one tool's server errs."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, object], str]] = []
+
+    async def list_tools(self, refresh: bool = False) -> list[ListedTool]:
+        schema: dict[str, JsonValue] = {
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+        }
+        return [
+            ListedTool("files__read", "Read a file.", schema, ToolEffect.READ),
+            ListedTool("files__broken", "Always fails.", {}),
+        ]
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        idempotency_key: str,
+        events: object = None,
+        tool_call_id: str | None = None,
+    ) -> str:
+        self.calls.append((name, dict(arguments or {}), idempotency_key))
+        if name == "files__broken":
+            raise ToolExecutionError("the server answered with an error")
+        return f"read {dict(arguments or {}).get('path')}"
+
+
+class _FrameworkToolFailure(Exception):
+    """A framework's own failed tool result, such as LangChain's ``ToolException``."""
+
+
+async def test_the_mcp_tool_factory_wraps_each_listed_tool_and_maps_a_server_error() -> None:
+    source = _RecordingToolSource()
+    factory = McpToolFactory(lambda mcp: mcp, function_name="wrap_tool")
+
+    read, broken = await factory.listed_tools(source)
+
+    schema = read.json_schema()
+    schema["changed"] = True  # a framework may change its copy; the listing keeps its own
+    assert "changed" not in read.listed.parameters
+    assert (read.name, read.description) == ("files__read", "Read a file.")
+    assert await read.call({"path": "a.txt"}, idempotency_key="flow/turn/call-1") == "read a.txt"
+    assert source.calls == [("files__read", {"path": "a.txt"}, "flow/turn/call-1")]
+    with pytest.raises(ToolExecutionError, match="answered with an error"):
+        await broken.call({}, idempotency_key="k")
+    with pytest.raises(_FrameworkToolFailure, match="answered with an error") as raised:
+        await broken.call({}, idempotency_key="k", failure=_FrameworkToolFailure)
+    assert isinstance(raised.value.__cause__, ToolExecutionError)
+
+
+def test_the_mcp_tool_factory_refuses_what_is_not_a_source_or_a_listed_tool() -> None:
+    factory = McpToolFactory(lambda mcp: mcp, function_name="wrap_tool")
+    with pytest.raises(ConfigurationTypeError, match="McpToolSource"):
+        factory.tool(_RecordingToolSource(), ListedTool("x", "y"))  # type: ignore[arg-type]
