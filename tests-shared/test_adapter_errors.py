@@ -41,9 +41,14 @@ def _raised_name(node: ast.Raise) -> str | None:
 
 def test_the_adapters_are_found() -> None:
     packages = {path.relative_to(PACKAGES_DIR).parts[0] for path in ADAPTER_SOURCES}
-    assert {"openai-agents", "pydantic-ai", "langgraph", "google-adk", "claude-agent-sdk"} <= (
-        packages
-    )
+    assert {
+        "openai-agents",
+        "pydantic-ai",
+        "langgraph",
+        "google-adk",
+        "claude-agent-sdk",
+        "strands",
+    } <= (packages)
 
 
 @pytest.mark.parametrize(

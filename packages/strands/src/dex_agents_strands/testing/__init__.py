@@ -1,0 +1,34 @@
+"""``dex_agents_strands.testing``: a scripted Strands model and the shared suite's runner.
+
+``ScriptedModel`` is a Strands ``Model`` whose replies come from a function, for tests and
+examples (no provider, no key); ``SCENARIO_RUNNER`` runs the shared scenario suite on Strands.
+This module imports ``dex_agents.testing``; the runtime modules of the adapter never import it.
+
+Example:
+    >>> model = ScriptedModel(lambda call: text_reply(f"Echo: {call.last_user_text()}"))
+    >>> agent = Agent(model=model, callback_handler=None)
+"""
+
+from dex_agents_strands.testing._scenario_runner import (
+    SCENARIO_RUNNER,
+    build_strands_context_window_flow,
+    build_strands_flow,
+)
+from dex_agents_strands.testing._scripted_model import (
+    ModelCall,
+    ReplyFunction,
+    ScriptedModel,
+    text_reply,
+    tool_use_reply,
+)
+
+__all__ = [
+    "SCENARIO_RUNNER",
+    "ModelCall",
+    "ReplyFunction",
+    "ScriptedModel",
+    "build_strands_context_window_flow",
+    "build_strands_flow",
+    "text_reply",
+    "tool_use_reply",
+]

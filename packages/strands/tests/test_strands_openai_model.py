@@ -1,0 +1,63 @@
+"""Strands' own ``OpenAIModel`` against a local Chat Completions server, in a real session: the
+real-provider path (streamed), with a tool call in its own tool Step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chat_completions_server import MODEL, chat_completions_server
+from dex_agents import AgentEventType, AgentSessionOptions, MessageRole, ToolEffect, ToolPolicy
+from dex_agents_strands import strands_session_flow
+from strands import Agent, tool
+from strands.models.openai import OpenAIModel
+from strands_test_support import served
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """Look up an order.
+
+    Args:
+        order_id: The order.
+    """
+    return "shipped"
+
+
+async def test_a_streamed_openai_turn_with_a_tool_call(tmp_path: Path) -> None:
+    with chat_completions_server() as server:
+        model = OpenAIModel(
+            # max_retries=0: Dex retries the model call, the client must not repeat it itself.
+            client_args={"base_url": server.base_url, "api_key": "not-a-key", "max_retries": 0},
+            model_id=MODEL,
+        )
+        agent = Agent(
+            model=model,
+            tools=[lookup_order],
+            system_prompt="You answer questions about orders.",
+            callback_handler=None,
+        )
+        options = AgentSessionOptions(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)})
+        flow = strands_session_flow(agent, "StrandsOpenAI", options)
+        async with served([flow], tmp_path) as worker:
+            sessions = worker.sessions(flow)
+            result = await sessions.run_turn("s1", "Where is order 7?")
+            snapshot = await sessions.get_agent_snapshot("s1")
+            page = await worker.client.list_stream_messages("s1", flow.agent_events, 500)
+            events = [message.value for message in page.messages]
+
+    assert result.error is None and result.text
+    (call,) = result.tool_calls
+    assert (call.tool_name, call.output) == ("lookup_order", "shipped")
+    assert [m.role for m in snapshot.messages] == [
+        MessageRole.USER,
+        MessageRole.ASSISTANT,
+        MessageRole.TOOL,
+        MessageRole.ASSISTANT,
+    ]
+    assert [body.get("stream") for body in server.requests] == [True, True]
+    # The second request carried the tool result as a Chat Completions tool message.
+    tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tool_messages] == [call.tool_call_id]
+    assert server.requests[0]["messages"][0]["role"] == "system"
+    deltas = [e for e in events if e.type == AgentEventType.TEXT_DELTA]
+    assert deltas
