@@ -3,14 +3,12 @@ real-provider path (streamed), with a tool call in its own tool Step."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from chat_completions_server import MODEL, chat_completions_server
 from dex_agents import AgentEventType, AgentSessionOptions, MessageRole, ToolEffect, ToolPolicy
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_strands import strands_session_flow
 from strands import Agent, tool
 from strands.models.openai import OpenAIModel
-from strands_test_support import served
 
 
 @tool
@@ -23,7 +21,9 @@ def lookup_order(order_id: str) -> str:
     return "shipped"
 
 
-async def test_a_streamed_openai_turn_with_a_tool_call(tmp_path: Path) -> None:
+async def test_a_streamed_openai_turn_with_a_tool_call(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     with chat_completions_server() as server:
         model = OpenAIModel(
             # max_retries=0: Dex retries the model call, the client must not repeat it itself.
@@ -38,11 +38,13 @@ async def test_a_streamed_openai_turn_with_a_tool_call(tmp_path: Path) -> None:
         )
         options = AgentSessionOptions(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)})
         flow = strands_session_flow(agent, "StrandsOpenAI", options)
-        async with served([flow], tmp_path) as worker:
+        async with dex_in_process_worker([flow]) as worker:
             sessions = worker.sessions(flow)
             result = await sessions.run_turn("s1", "Where is order 7?")
             snapshot = await sessions.get_agent_snapshot("s1")
-            page = await worker.client.list_stream_messages("s1", flow.agent_events, 500)
+            page = await worker.client.list_stream_messages(
+                worker.scoped("s1"), flow.agent_events, 500
+            )
             events = [message.value for message in page.messages]
 
     assert result.error is None and result.text

@@ -5,7 +5,6 @@ session settings, and bad input."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,13 +18,13 @@ from dex_agents import (
     TurnStatus,
 )
 from dex_agents.exceptions import StoredStateError
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_strands import IDEMPOTENCY_KEY_STATE, StrandsRunner, strands_session_flow
 from dex_agents_strands._transcript import decode_messages, encode_message
 from dex_agents_strands.testing import ModelCall, ScriptedModel, text_reply, tool_use_reply
 from strands import Agent, ToolContext, tool
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.types.content import Message
-from strands_test_support import served
 
 READ = ToolPolicy(ToolEffect.READ)
 
@@ -98,7 +97,9 @@ def _agent(ran: list[str]) -> Agent:
     )
 
 
-async def test_tools_hooks_and_interrupts_run_in_their_tool_steps(tmp_path: Path) -> None:
+async def test_tools_hooks_and_interrupts_run_in_their_tool_steps(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     ran: list[str] = []
     policies = {
         "lookup_order": READ,
@@ -108,7 +109,7 @@ async def test_tools_hooks_and_interrupts_run_in_their_tool_steps(tmp_path: Path
     flow = strands_session_flow(
         _agent(ran), "StrandsOrders", AgentSessionOptions(tool_policies=policies)
     )
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         first = await sessions.run_turn("s1", "lookup_order please")
         second = await sessions.run_turn("s1", "chat again")
@@ -128,8 +129,9 @@ async def test_tools_hooks_and_interrupts_run_in_their_tool_steps(tmp_path: Path
         await sessions.answer_question("s1", question.interrupt_id, "Main St 1")
         shipped = await sessions.wait_for_turn("s1", shipping)
         snapshot = await sessions.get_agent_snapshot("s1")
+        session_id = worker.scoped("s1")
 
-    assert first.text == "lookup_order please -> order 7 shipped (key s1/turn-1/use-1)"
+    assert first.text == f"lookup_order please -> order 7 shipped (key {session_id}/turn-1/use-1)"
     # The second turn's model call read the first turn's messages back from storage.
     assert second.text == "chat again -> no tools"
     assert denied.status is TurnStatus.COMPLETED
@@ -143,13 +145,15 @@ async def test_tools_hooks_and_interrupts_run_in_their_tool_steps(tmp_path: Path
     assert stored[1]["content"][0]["toolUse"]["name"] == "lookup_order"
 
 
-async def test_the_model_follows_the_session_settings(tmp_path: Path) -> None:
+async def test_the_model_follows_the_session_settings(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     def model_for(settings: Any) -> ScriptedModel:
         return ScriptedModel(lambda call: text_reply(f"model {settings.get('model', 'default')}"))
 
     agent = Agent(model=ScriptedModel(lambda call: text_reply("agent's")), callback_handler=None)
     flow = strands_session_flow(agent, "StrandsSettings", resolve_model=model_for)
-    async with served([flow], tmp_path) as worker:
+    async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "hi", session_settings={"model": "small"})
         result = await sessions.wait_for_turn(
