@@ -18,8 +18,17 @@ import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
 
+from dex_agents import AgentSnapshot, AgentToolCallStatus, MessageRole
 from dex_agents.mcp import McpStdioServerConfig, McpStreamableHttpServerConfig, McpToolSource
 from dex_agents.mcp._connection import _connect_mode, close_connections
+from dex_agents.testing import EXECUTE_COMPLETED_EVENT, AgentTestStack, wait_for_agent_snapshot
+from mcp_test_support.agent import (
+    EVERYTHING_URL_ENV,
+    RESEARCH_TOOL,
+    STATE_DIR_ENV,
+    build_mcp_flow,
+    command,
+)
 from mcp_test_support.servers import stdio_config
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -150,3 +159,70 @@ async def test_the_protocol_fallback_is_no_error_span_and_one_session_serves_eve
     assert "MCP send initialize" not in names
     (turn,) = [span for span in spans if span["name"] == "turn"]
     assert all(span["parent"] is not None for span in spans if span is not turn)
+
+
+@_needs_server_everything
+async def test_a_task_required_tool_over_stdio_is_polled_inside_the_call() -> None:
+    """``simulate-research-query`` has ``execution.taskSupport: required``: the call is sent with
+    ``task`` augmentation, and the task polled with ``tasks/get`` and read with ``tasks/result``
+    in the same session (a stdio task lives in the server process)."""
+    source = McpToolSource([_config()])
+    tools = {tool.name: tool for tool in await source.list_tools()}
+    assert tools[RESEARCH_TOOL].task_support == "required"
+    assert tools["everything__echo"].task_support is None
+    output = await source.call_tool(RESEARCH_TOOL, {"topic": "tides"}, idempotency_key="s/t/c")
+    assert "# Research Report: tides" in output
+    assert "Stage 4: Generating report" in output
+    await close_connections()
+
+
+@_needs_server_everything
+async def test_a_2025_11_25_task_is_polled_across_a_worker_sigkill(tmp_path: Path) -> None:
+    """A durable session calls the task-required tool over Streamable HTTP: the tool Step stores
+    the task handle (the task and the MCP session holding it) and ends; the Worker is SIGKILLed
+    while the task runs, and the next Worker polls the same task in the same server session
+    until its report comes back. The tool was called once (one ``CallSingleAttemptTool``)."""
+    async with server_everything_over_http() as url:
+        flow = build_mcp_flow(tmp_path / "stdio", None, url)
+        async with AgentTestStack(
+            tmp_path / "stack",
+            [flow],
+            "mcp_test_support.worker",
+            worker_cwd=TESTS_DIR,
+            worker_env={STATE_DIR_ENV: str(tmp_path / "stdio"), EVERYTHING_URL_ENV: url},
+        ) as stack:
+            worker = await stack.start_worker()
+            sessions = stack.sessions(flow)
+            await sessions.start_session("research", command((RESEARCH_TOOL, {"topic": "tides"})))
+
+            def waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+                waits = any(
+                    call.status == AgentToolCallStatus.WAITING_FOR_TASK and call.task_id
+                    for call in snapshot.tool_calls
+                )
+                return snapshot if waits else None
+
+            started = await wait_for_agent_snapshot(
+                sessions, "research", waiting, "the call to wait for its task", timeout=90
+            )
+            (call,) = started.tool_calls
+            assert call.task_id is not None and "session_id" in call.task_id
+            worker.kill()
+            await stack.start_worker()
+
+            def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+                replied = any(
+                    message.role == MessageRole.ASSISTANT and message.text
+                    for message in snapshot.messages
+                )
+                return snapshot if replied else None
+
+            snapshot = await wait_for_agent_snapshot(
+                sessions, "research", ended, "the turn to end", timeout=120
+            )
+            reply = [m.text for m in snapshot.messages if m.role == MessageRole.ASSISTANT][-1]
+            assert reply is not None and reply.startswith("done: # Research Report: tides")
+            history = await stack.read_step_history("research")
+            executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
+            assert executed.count("CallSingleAttemptTool") == 1
+            assert executed.count("PollToolTask") >= 1

@@ -30,6 +30,9 @@ from mcp_test_support.servers import stdio_config
 FLOW_TYPE = "McpTestAgent"
 STATE_DIR_ENV = "MCP_TEST_STATE_DIR"
 HTTP_URL_ENV = "MCP_TEST_HTTP_URL"
+EVERYTHING_URL_ENV = "MCP_TEST_EVERYTHING_URL"
+"""server-everything's Streamable HTTP URL: the agent then also has that server, ``everything``."""
+RESEARCH_TOOL = "everything__simulate-research-query"
 _NO_APPROVAL = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
 
 
@@ -48,19 +51,28 @@ def _reply(request: ModelRequest) -> ScriptedModelReply:
     )
 
 
-def build_mcp_flow(state_dir: Path, http_url: str | None) -> Flow[Any]:
-    """The agent over the stdio server ``files`` and, with a URL, the HTTP server ``tickets``."""
+def build_mcp_flow(
+    state_dir: Path, http_url: str | None, everything_url: str | None = None
+) -> Flow[Any]:
+    """The agent over the stdio server ``files`` and, with a URL, the HTTP server ``tickets``
+    (and server-everything over HTTP as ``everything``)."""
     from dex_agents.mcp import McpStreamableHttpServerConfig
 
     servers: list[McpServerConfig] = [stdio_config(state_dir)]
     if http_url:
         servers.append(McpStreamableHttpServerConfig(name="tickets", url=http_url))
+    if everything_url:
+        servers.append(McpStreamableHttpServerConfig(name="everything", url=everything_url))
     agent = AgentDefinition(
         name="mcp-test",
         instructions="You use MCP tools.",
         model=ScriptedModelClient(_reply),
         tool_sources=[McpToolSource(servers)],
-        tool_policies={"files__write": _NO_APPROVAL, "tickets__ask_account": _NO_APPROVAL},
+        tool_policies={
+            "files__write": _NO_APPROVAL,
+            "tickets__ask_account": _NO_APPROVAL,
+            RESEARCH_TOOL: _NO_APPROVAL,
+        },
         # A stdio server can take seconds to start on a loaded machine.
         tool_source_listing_timeout=timedelta(seconds=60),
     )
@@ -68,4 +80,8 @@ def build_mcp_flow(state_dir: Path, http_url: str | None) -> Flow[Any]:
 
 
 def flow_from_environment() -> Flow[Any]:
-    return build_mcp_flow(Path(os.environ[STATE_DIR_ENV]), os.environ.get(HTTP_URL_ENV))
+    return build_mcp_flow(
+        Path(os.environ[STATE_DIR_ENV]),
+        os.environ.get(HTTP_URL_ENV),
+        os.environ.get(EVERYTHING_URL_ENV),
+    )

@@ -47,7 +47,11 @@ from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict
 
 from dex_agents.mcp._errors import McpServerUnreachableError
-from dex_agents.mcp._server_config import McpServerConfig, McpStdioServerConfig
+from dex_agents.mcp._server_config import (
+    McpServerConfig,
+    McpStdioServerConfig,
+    McpStreamableHttpServerConfig,
+)
 
 __all__ = [
     "INTERRUPTION_ERROR_CODES",
@@ -55,6 +59,7 @@ __all__ = [
     "McpConnection",
     "McpTaskHandle",
     "describe_error",
+    "http_client",
     "leaf_errors",
     "open_connection",
     "session_expired",
@@ -80,7 +85,15 @@ class _RawResult(BaseModel):
 
 
 class McpTaskHandle(mcp_types.Result):
-    """A ``tools/call`` answer of ``resultType: "task"`` (the tasks extension's CreateTaskResult)."""
+    """A ``tools/call`` answer of ``resultType: "task"`` (the tasks extension's CreateTaskResult),
+    or a 2025-11-25 ``CreateTaskResult`` made into one (``protocol_version`` set).
+
+    Attributes:
+        protocol_version: The handshake's version for a task of the 2025-11-25 specification,
+            whose ``tasks/*`` requests go to the session that created it; ``None`` for the
+            tasks extension's, which any connection can poll.
+        session_id: That session's ``Mcp-Session-Id`` (Streamable HTTP), else ``None``.
+    """
 
     model_config = ConfigDict(extra="allow")
 
@@ -90,6 +103,8 @@ class McpTaskHandle(mcp_types.Result):
     status_message: str | None = None
     poll_interval_ms: int | None = None
     ttl_ms: int | None = None
+    protocol_version: str | None = None
+    session_id: str | None = None
 
 
 async def _unused_resolve(handle: McpTaskHandle, context: ClaimContext) -> mcp_types.CallToolResult:
@@ -173,6 +188,36 @@ class McpConnection:
         )
         return dict(result.model_extra or {})
 
+    async def handshake_request(
+        self, method: str, params: dict[str, Any], timeout: float
+    ) -> dict[str, Any]:
+        """Sends a request to a server of the handshake (2025-11-25) and returns the raw result,
+        unvalidated: the SDK validates a ``tools/call`` result as a ``CallToolResult``, and a
+        task-augmented call's ``CreateTaskResult`` is not one. The headers are the SDK's for a
+        handshake session (``MCP-Protocol-Version``).
+
+        Raises:
+            MCPError: For an error answer or a broken connection.
+        """
+        session = self.client.session
+        options: Any = {
+            "timeout": timeout,
+            "headers": {"mcp-protocol-version": session.protocol_version},
+        }
+        raw: dict[str, Any] = await session._dispatcher.send_raw_request(method, params, options)
+        return raw
+
+    def handshake_task_tools(self) -> bool:
+        """Whether the server answered the handshake and declared task-augmented ``tools/call``
+        (``capabilities.tasks.requests.tools.call``, 2025-11-25)."""
+        if not self.speaks_handshake:
+            return False
+        capabilities = self.client.session.server_capabilities
+        tasks = None if capabilities is None else capabilities.tasks
+        requests = None if tasks is None else tasks.requests
+        tools = None if requests is None else requests.tools
+        return tools is not None and tools.call is not None
+
 
 @functools.cache
 def _tls_context() -> ssl.SSLContext:
@@ -225,6 +270,19 @@ def _unsampled() -> Iterator[None]:
         yield
 
 
+def http_client(server: McpStreamableHttpServerConfig, **options: Any) -> httpx2.AsyncClient:
+    """An HTTP client for ``server``: its headers, the shared TLS context, its timeouts."""
+    return httpx2.AsyncClient(
+        headers=dict(server.headers),
+        verify=_tls_context(),
+        timeout=httpx2.Timeout(
+            server.request_timeout.total_seconds(),
+            connect=server.connection_timeout.total_seconds(),
+        ),
+        **options,
+    )
+
+
 def _sdk_client(server: McpServerConfig, stack: AsyncExitStack, session_ids: list[str]) -> Client:
     extensions = [_TasksExtension()]
     mode = _connect_mode(server)
@@ -249,20 +307,12 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack, session_ids: lis
         if session_id and session_id not in session_ids:
             session_ids.append(session_id)
 
-    http_client = httpx2.AsyncClient(
-        headers=dict(server.headers),
-        verify=_tls_context(),
-        timeout=httpx2.Timeout(
-            server.request_timeout.total_seconds(),
-            connect=server.connection_timeout.total_seconds(),
-        ),
-        event_hooks={"response": [note_session]},
-    )
-    stack.push_async_callback(http_client.aclose)
+    client = http_client(server, event_hooks={"response": [note_session]})
+    stack.push_async_callback(client.aclose)
     return Client(
         # The session is not ended when the Worker stops: a 2025-11-25 server keeps its tasks in
         # the session, and the next Worker polls them there.
-        streamable_http_client(server.url, http_client=http_client, terminate_on_close=False),
+        streamable_http_client(server.url, http_client=client, terminate_on_close=False),
         mode=mode,
         cache=None,
         extensions=extensions,

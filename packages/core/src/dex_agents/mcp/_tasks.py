@@ -61,7 +61,10 @@ __all__ = [
     "poll_task",
     "read_task_checkpoint",
     "task_checkpoint",
+    "task_request",
+    "terminal_output",
     "wait_for_task",
+    "write_status",
 ]
 
 _LOG = logging.getLogger(__name__)
@@ -157,13 +160,19 @@ class TaskContinuation:
             return cls()
 
 
-async def _task_request(
+async def task_request(
     connection: McpConnection,
     target: McpCallTarget,
     method: str,
     task_id: str,
     **params: object,
 ) -> dict[str, Any]:
+    """One ``tasks/*`` request on ``connection``.
+
+    Raises:
+        McpToolCallInterruptedError: No answer came (a broken stream, a timeout, -32603).
+        McpTaskError: The server answered with an error, such as an unknown task.
+    """
     try:
         return await connection.tasks_request(method, task_id, **params)
     except MCPError as error:
@@ -207,7 +216,13 @@ async def _cancel_quietly(connection: McpConnection, task_id: str) -> None:
         )
 
 
-def _terminal_output(task: Mapping[str, Any], task_id: str, target: McpCallTarget) -> str:
+def terminal_output(task: Mapping[str, Any], task_id: str, target: McpCallTarget) -> str:
+    """The output of a completed task, or the error of a failed or cancelled one.
+
+    Raises:
+        ToolExecutionError: The task failed or was cancelled, or its result is an error.
+        McpTaskError: The completed task's result is not a tool result.
+    """
     status = task.get("status")
     if status == "completed":
         try:
@@ -233,7 +248,8 @@ def _terminal_output(task: Mapping[str, Any], task_id: str, target: McpCallTarge
     )
 
 
-def _write_status(target: McpCallTarget, task_id: str, task: Mapping[str, Any]) -> None:
+def write_status(target: McpCallTarget, task_id: str, task: Mapping[str, Any]) -> None:
+    """Writes an ``mcp.task_status`` event for the task's status."""
     target.write_event(
         MCP_TASK_STATUS_EVENT,
         {
@@ -251,8 +267,12 @@ async def wait_for_task(
     *,
     heartbeat: Callable[[], Awaitable[None]],
     timeout_seconds: float,
+    read: Callable[[], Awaitable[dict[str, Any]]] | None = None,
 ) -> str:
     """Polls a task on the call's own connection until it ends, a heartbeat per poll.
+
+    ``read`` reads the task in the tasks extension's shape (``status``, ``statusMessage``,
+    ``pollIntervalMs``, ``result``, ``inputRequests``); by default one ``tasks/get``.
 
     Raises:
         ToolExecutionError: The task failed, was cancelled, or asked for input (then cancelled).
@@ -266,7 +286,7 @@ async def wait_for_task(
     while True:
         status = task.get("status")
         if status in _TERMINAL:
-            return _terminal_output(task, task_id, target)
+            return terminal_output(task, task_id, target)
         if status == "input_required" and task.get("inputRequests"):
             await _cancel_quietly(connection, task_id)
             # A stdio task's process ends with the request, so no session question can reach it.
@@ -285,9 +305,11 @@ async def wait_for_task(
         await asyncio.sleep(
             max(_INLINE_MIN_POLL_SECONDS, min(seconds, MAX_POLL_INTERVAL_SECONDS, remaining))
         )
-        latest = await _task_request(connection, target, "tasks/get", task_id)
+        latest = await (
+            read() if read is not None else task_request(connection, target, "tasks/get", task_id)
+        )
         if latest.get("status") != status:
-            _write_status(target, task_id, latest)
+            write_status(target, task_id, latest)
         task = latest
 
 
@@ -335,7 +357,7 @@ async def poll_task(
     if task_id is None:
         raise McpTaskError(f"tool call {record.tool_call_id} of {target.tool_name} has no task")
     continuation = TaskContinuation.from_text(record.input_continuation)
-    task = await _task_request(connection, target, "tasks/get", task_id)
+    task = await task_request(connection, target, "tasks/get", task_id)
     answer = poll.pending_answer
     if answer is not None:
         question = _listed_question(task, continuation)
@@ -365,7 +387,7 @@ async def _deliver(
     # same attempt number out again as never started.
     await poll.heartbeat()
     try:
-        await _task_request(
+        await task_request(
             connection,
             target,
             "tasks/update",
@@ -396,14 +418,14 @@ async def _read_task(
 ) -> ToolTaskPollOutcome:
     status = str(task.get("status"))
     if status != continuation.status:
-        _write_status(target, task_id, task)
+        write_status(target, task_id, task)
     if status == "cancelled" and continuation.declined:
         raise McpTaskError(
             f"MCP task {task_id} of {target.tool_name} was cancelled after the user declined "
             "its question"
         )
     if status in _TERMINAL:
-        return ToolExecutionResult(_terminal_output(task, task_id, target))
+        return ToolExecutionResult(terminal_output(task, task_id, target))
     interval_ms = task.get("pollIntervalMs")
     interval_ms = interval_ms if isinstance(interval_ms, int) else None
     if status == "input_required" and task.get("inputRequests"):

@@ -34,6 +34,7 @@ from dex_agents.mcp._input_requests import input_request_error
 __all__ = [
     "IDEMPOTENCY_KEY_META_KEY",
     "MCP_TOOL_PROGRESS_EVENT",
+    "TASK_AUGMENTED_SUPPORT",
     "McpCallTarget",
     "interrupted",
     "parse_tool_arguments",
@@ -47,6 +48,8 @@ IDEMPOTENCY_KEY_META_KEY: Final = "io.superdurable.dex/idempotencyKey"
 MCP_TOOL_PROGRESS_EVENT: Final = "mcp.tool_progress"
 """The AgentEvents type of a server's ``notifications/progress`` during a call."""
 _MAX_STATE_ONLY_ROUNDS: Final = 8
+TASK_AUGMENTED_SUPPORT: Final = frozenset({"required", "optional"})
+"""``execution.taskSupport`` values whose calls are sent with ``task`` to a 2025-11-25 server."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +62,8 @@ class McpCallTarget:
         idempotency_key: ``<flow_id>/<turn_id>/<tool_call_id>``.
         tool_call_id: The call's ID, for events; ``None`` outside a session.
         events: Where progress goes; ``None`` drops it.
+        task_support: The tool's 2025-11-25 ``execution.taskSupport`` (``required``,
+            ``optional``), or ``None``.
     """
 
     tool_name: str
@@ -66,6 +71,7 @@ class McpCallTarget:
     idempotency_key: str
     tool_call_id: str | None = None
     events: AgentEventWriter | None = None
+    task_support: str | None = None
 
     def write_event(self, event_type: str, payload: Mapping[str, object]) -> None:
         """Writes an event about this call, best effort."""
@@ -142,6 +148,8 @@ async def send_tool_call(
             MCP_TOOL_PROGRESS_EVENT, {"progress": value, "total": total, "message": message}
         )
 
+    if target.task_support in TASK_AUGMENTED_SUPPORT and connection.handshake_task_tools():
+        return await _send_task_augmented(connection, target, arguments)
     request_state: str | None = None
     relisted = False
     for _ in range(_MAX_STATE_ONLY_ROUNDS):
@@ -185,6 +193,48 @@ async def send_tool_call(
         target,
         f"the server asked to repeat the call {_MAX_STATE_ONLY_ROUNDS} times",
     )
+
+
+async def _send_task_augmented(
+    connection: McpConnection, target: McpCallTarget, arguments: Mapping[str, Any]
+) -> mcp_types.CallToolResult | McpTaskHandle:
+    """A 2025-11-25 ``tools/call`` with ``task`` augmentation: the server answers with a task
+    (``CreateTaskResult``) that lives in this session, or, for an optional one, a result."""
+    params = {
+        "name": target.mcp_tool_name,
+        "arguments": dict(arguments),
+        "task": {},
+        "_meta": {IDEMPOTENCY_KEY_META_KEY: target.idempotency_key},
+    }
+    try:
+        answer = await connection.handshake_request(
+            "tools/call", params, connection.server.request_timeout.total_seconds()
+        )
+    except MCPError as error:
+        raise _classified(connection, target, error) from error
+    except Exception as error:  # the transports raise their own types (httpx2, anyio)
+        raise interrupted(connection.server.name, target, describe_error(error)) from error
+    task = answer.get("task")
+    if isinstance(task, Mapping) and isinstance(task.get("taskId"), str):
+        interval = task.get("pollInterval")
+        ttl = task.get("ttl")
+        return McpTaskHandle(
+            task_id=task["taskId"],
+            status=str(task.get("status") or "working"),
+            status_message=task.get("statusMessage"),
+            poll_interval_ms=interval if isinstance(interval, int) else None,
+            ttl_ms=ttl if isinstance(ttl, int) else None,
+            protocol_version=connection.client.session.protocol_version,
+            session_id=connection.session_id,
+        )
+    try:
+        return mcp_types.CallToolResult.model_validate(answer, by_name=False)
+    except ValidationError as error:
+        raise interrupted(
+            connection.server.name,
+            target,
+            f"an answer that is neither a task nor a result: {error}",
+        ) from error
 
 
 async def _list_on(connection: McpConnection, target: McpCallTarget) -> None:

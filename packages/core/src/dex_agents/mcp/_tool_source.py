@@ -54,6 +54,12 @@ from dex_agents.mcp._errors import (
     McpTaskError,
     McpToolCallInterruptedError,
 )
+from dex_agents.mcp._handshake_tasks import (
+    HandshakeTask,
+    cancel_handshake_task,
+    poll_handshake_task,
+    session_reader,
+)
 from dex_agents.mcp._resource_tools import (
     RESOURCE_AND_PROMPT_TOOL_NAMES,
     resource_and_prompt_tools,
@@ -101,6 +107,7 @@ _MAX_LISTING_PAGES: Final = 100
 _SERVER_KEY: Final = "server"
 _TOOL_KEY: Final = "tool"
 _RESOURCE_TOOL_KEY: Final = "resource_tool"
+_TASK_SUPPORT_KEY: Final = "task_support"
 
 
 @dataclass(frozen=True)
@@ -116,11 +123,15 @@ class McpTool(ListedTool):
         server_name: The configured server's name.
         mcp_tool_name: The tool's name on its server.
         annotations: The tool's annotations as the server sent them.
+        task_support: The tool's ``execution.taskSupport`` (2025-11-25): ``required`` or
+            ``optional`` calls are sent as tasks to a server that declares task-augmented
+            ``tools/call``; ``None`` when absent or ``forbidden``.
     """
 
     server_name: str = ""
     mcp_tool_name: str = ""
     annotations: McpToolAnnotations | None = None
+    task_support: str | None = None
 
     @property
     def input_schema(self) -> Mapping[str, Any]:
@@ -143,6 +154,7 @@ class _Reference:
     server: str | None = None
     tool: str | None = None
     resource_tool: str | None = None
+    task_support: str | None = None
 
 
 def _read_reference(text: str | None) -> _Reference | None:
@@ -158,7 +170,10 @@ def _read_reference(text: str | None) -> _Reference | None:
         return _Reference(resource_tool=decoded[_RESOURCE_TOOL_KEY])
     server, tool = decoded.get(_SERVER_KEY), decoded.get(_TOOL_KEY)
     if isinstance(server, str) and isinstance(tool, str):
-        return _Reference(server=server, tool=tool)
+        support = decoded.get(_TASK_SUPPORT_KEY)
+        return _Reference(
+            server=server, tool=tool, task_support=support if isinstance(support, str) else None
+        )
     return None
 
 
@@ -177,6 +192,38 @@ class _Call:
     server: McpServerConfig
     target: McpCallTarget
     arguments: dict[str, Any] = field(default_factory=dict)
+
+
+def _stored_task_id(handle: McpTaskHandle) -> str | None:
+    """The record's ``task_id`` for a task any later poll can reach, else ``None``: a 2025-11-25
+    task of a connection without an MCP session ID can only be polled on that connection."""
+    if handle.protocol_version is None:
+        return handle.task_id
+    handshake_task = HandshakeTask.of(handle)
+    return None if handshake_task is None else handshake_task.to_text()
+
+
+async def _wait_inline(
+    connection: McpConnection,
+    call: _Call,
+    handle: McpTaskHandle,
+    heartbeat: Callable[[], Awaitable[None]],
+) -> ToolExecutionResult:
+    """Polls the task on the call's connection, inside the tool Step."""
+    read = (
+        None
+        if handle.protocol_version is None
+        else session_reader(connection, call.target, handle.task_id)
+    )
+    output = await wait_for_task(
+        connection,
+        call.target,
+        handle,
+        heartbeat=heartbeat,
+        timeout_seconds=call.server.task_wait_timeout.total_seconds(),
+        read=read,
+    )
+    return ToolExecutionResult(output)
 
 
 class McpToolSource:
@@ -336,9 +383,10 @@ class McpToolSource:
         if not isinstance(tool, McpTool) and name not in RESOURCE_AND_PROMPT_TOOL_NAMES:
             tool = self._offered_by_name.get(name)
         if isinstance(tool, McpTool):
-            reference: str | None = dump_json_text(
-                {_SERVER_KEY: tool.server_name, _TOOL_KEY: tool.mcp_tool_name}
-            )
+            fields = {_SERVER_KEY: tool.server_name, _TOOL_KEY: tool.mcp_tool_name}
+            if tool.task_support is not None:
+                fields[_TASK_SUPPORT_KEY] = tool.task_support
+            reference: str | None = dump_json_text(fields)
         elif tool is not None and name in self.declared_tool_names():
             reference = dump_json_text({_RESOURCE_TOOL_KEY: name})
         else:
@@ -387,6 +435,7 @@ class McpToolSource:
                 call.idempotency_key,
                 record.tool_call_id,
                 call.events,
+                reference.task_support,
             ),
             record.arguments,
         )
@@ -399,18 +448,12 @@ class McpToolSource:
             return ToolTaskStarted(*saved)
 
         async def on_task(connection: McpConnection, handle: McpTaskHandle) -> DeferredToolOutcome:
-            if tasks_polled_later:
+            stored = _stored_task_id(handle)
+            if tasks_polled_later and stored is not None:
                 interval = first_poll_interval(handle.poll_interval_ms)
-                await call.save_heartbeat_checkpoint(task_checkpoint(handle.task_id, interval))
-                return ToolTaskStarted(handle.task_id, interval)
-            output = await wait_for_task(
-                connection,
-                resolved.target,
-                handle,
-                heartbeat=call.heartbeat,
-                timeout_seconds=resolved.server.task_wait_timeout.total_seconds(),
-            )
-            return ToolExecutionResult(output)
+                await call.save_heartbeat_checkpoint(task_checkpoint(stored, interval))
+                return ToolTaskStarted(stored, interval)
+            return await _wait_inline(connection, resolved, handle, call.heartbeat)
 
         return await self._call(resolved, on_task)
 
@@ -449,7 +492,9 @@ class McpToolSource:
             raise ToolExecutionError(f"unknown tool {name}")
         resolved = self._resolve(
             tool.server_name,
-            McpCallTarget(name, tool.mcp_tool_name, idempotency_key, tool_call_id, events),
+            McpCallTarget(
+                name, tool.mcp_tool_name, idempotency_key, tool_call_id, events, tool.task_support
+            ),
             arguments_text,
         )
 
@@ -457,14 +502,7 @@ class McpToolSource:
             return None
 
         async def on_task(connection: McpConnection, handle: McpTaskHandle) -> ToolExecutionResult:
-            output = await wait_for_task(
-                connection,
-                resolved.target,
-                handle,
-                heartbeat=no_heartbeat,
-                timeout_seconds=resolved.server.task_wait_timeout.total_seconds(),
-            )
-            return ToolExecutionResult(output)
+            return await _wait_inline(connection, resolved, handle, no_heartbeat)
 
         outcome = await self._call(resolved, on_task)
         assert isinstance(outcome, ToolExecutionResult)
@@ -482,6 +520,9 @@ class McpToolSource:
         """
         record = poll.tool_call
         server, target = self._task_target(record.tool_source_reference, record, poll.events, poll)
+        handshake_task = HandshakeTask.from_text(record.task_id)
+        if handshake_task is not None and isinstance(server, McpStreamableHttpServerConfig):
+            return await poll_handshake_task(server, handshake_task, target, poll)
         async with open_connection(server) as connection:
             return await poll_task(connection, target, poll)
 
@@ -494,7 +535,11 @@ class McpToolSource:
         record = cancellation.tool_call
         if record.task_id is None:
             return
-        server, _ = self._task_target(record.tool_source_reference, record, None, cancellation)
+        server, target = self._task_target(record.tool_source_reference, record, None, cancellation)
+        handshake_task = HandshakeTask.from_text(record.task_id)
+        if handshake_task is not None and isinstance(server, McpStreamableHttpServerConfig):
+            await cancel_handshake_task(server, handshake_task, target)
+            return
         async with open_connection(server) as connection:
             await cancel_task(connection, record.task_id)
 
@@ -642,6 +687,7 @@ class McpToolSource:
             if annotations is not None and server.trusts_tool_annotations
             else None
         )
+        support = None if tool.execution is None else tool.execution.task_support
         return McpTool(
             name=agent_tool_name(server.name, tool.name),
             description=tool.description or tool.title or "",
@@ -650,4 +696,5 @@ class McpToolSource:
             server_name=server.name,
             mcp_tool_name=tool.name,
             annotations=annotations,
+            task_support=None if support == "forbidden" else support,
         )
