@@ -1,7 +1,7 @@
 """Benchmark: a durable turn of one runner's agent against the same agent run in process.
 
 ``--framework`` names the runner (``stepwise``, ``openai-agents``, ``pydantic-ai``, ``langgraph``,
-``google-adk``, ``claude-agent-sdk``); its agent comes from ``adapter_agents/<runner>.py`` (see
+``google-adk``, ``claude-agent-sdk``, ``strands``); its agent comes from ``adapter_agents/<runner>.py`` (see
 ``adapter_agents/__init__.py``): one READ tool, a model that sleeps ``--model-latency-ms`` on every
 call, so a turn is two model calls and one tool call.
 

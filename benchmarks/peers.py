@@ -28,6 +28,8 @@ Contestants (``--only`` takes a comma-separated subset; all by default):
 - ``google-adk``, ``dex-agents-google-adk``, ``dbos-google-adk``: the Google ADK agent in process
   (one in-memory session), through our adapter, and with ``dbos_google_adk.DBOSPlugin`` on its
   Runner in one ``@DBOS.workflow`` per turn (tools ``@DBOS.step``s);
+- ``strands``, ``dex-agents-strands``: the Strands agent in process (``Agent.invoke_async``, its
+  own loop keeping the conversation) and through our adapter (no durable Strands peer here);
 - ``claude-agent-sdk``, ``dex-agents-claude-agent-sdk``: the Claude Agent SDK (the real CLI
   against a local fake API) in process and through our adapter; its benchmark agent has only the
   READ turn (two model calls, one tool call), so compare these two rows with each other only;
@@ -700,6 +702,20 @@ CONTESTANTS: Final = (
         "google-adk",
         "dex-agents-google-adk",
         _measure_dbos_google_adk,
+    ),
+    Contestant(
+        "strands",
+        "Strands Agent.invoke_async in process, no durability",
+        None,
+        None,
+        _in_process("strands"),
+    ),
+    Contestant(
+        "dex-agents-strands",
+        "Strands agent as a dex-agents session",
+        "strands",
+        "dex-agents-strands",
+        _dex_agents("strands"),
     ),
     Contestant(
         "claude-agent-sdk",
