@@ -19,6 +19,8 @@ from dex import (
     Client,
     ClientOptions,
     DexServiceError,
+    FlowNotActiveOrNotFoundError,
+    FlowNotFoundError,
     Registry,
     StreamMessage,
     WorkerTarget,
@@ -31,6 +33,7 @@ from dex_agents import (
     AgentState,
     ConfigurationTypeError,
     DexAgentsError,
+    SessionFlowTypeError,
     ToolEffect,
     agent_codec_registry,
 )
@@ -563,3 +566,73 @@ def test_the_token_skips_every_turn_the_snapshot_does_not_show_finished() -> Non
     assert resume_token_before_open_turns(listed("turn-2", "turn-2"), active_2) is None
     assert resume_token_before_open_turns(listed("turn-1"), None) is None
     assert resume_token_before_open_turns([], idle_after_1) is None
+
+
+OTHER_FLOW = stepwise_agent_session_flow(
+    AgentDefinition(name="other", instructions="Another team's agent.", model=_WordByWordModel()),
+    flow_type="OtherUiStreamAgent",
+)
+
+
+async def test_the_helpers_serve_only_sessions_of_their_flow_type(tmp_path: Path) -> None:
+    engine = await EngineProcess.start_local(
+        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
+    )
+    try:
+        flows = [FLOW, OTHER_FLOW]
+        async with in_process_worker(flows, engine.server_address, tmp_path / "cache") as dex:
+            await dex.sessions(OTHER_FLOW).start_session("theirs", "secret plans")
+            await wait_for_agent_snapshot(dex.sessions(OTHER_FLOW), "theirs", _idle_after(1))
+            client = dex.client
+            # Read through this Flow's helpers, another type's session is refused, even with
+            # the empty token that would stream its events from the oldest one.
+            with pytest.raises(SessionFlowTypeError) as refused:
+                await read_agent_event_stream_snapshot(client, FLOW, "theirs")
+            assert isinstance(refused.value, FlowNotActiveOrNotFoundError)
+            assert "'OtherUiStreamAgent'" in str(refused.value)
+            with pytest.raises(SessionFlowTypeError):
+                await stream_agent_event_frames(client, FLOW, "theirs")
+            # An unknown ID is refused at once instead of keeping alive forever.
+            with pytest.raises(FlowNotFoundError):
+                await read_agent_event_stream_snapshot(client, FLOW, "nobody")
+            with pytest.raises(FlowNotFoundError):
+                await stream_agent_event_frames(client, FLOW, "nobody")
+            # The session's own Flow reads it.
+            value = await read_agent_event_stream_snapshot(client, OTHER_FLOW, "theirs")
+            assert value.snapshot.messages[0].text == "secret plans"
+            frames = await stream_agent_event_frames(client, OTHER_FLOW, "theirs")
+            assert _parse(await anext(frames)).event.type == "turn_started"
+            await frames.aclose()
+            await _sync_variants_refuse_the_same(tmp_path, engine.server_address)
+    finally:
+        await engine.stop()
+
+
+async def _sync_variants_refuse_the_same(tmp_path: Path, server_address: str) -> None:
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "sync-scope-cache"), 1 << 24))
+    client = Client(
+        Registry([FLOW, OTHER_FLOW], agent_codec_registry(), allow_async_handlers=True),
+        cache,
+        ClientOptions(server_address=server_address, worker_target=WorkerTarget(pull=True)),
+    )
+
+    def refused() -> list[type[Exception]]:
+        errors: list[type[Exception]] = []
+        for call in (
+            lambda: read_agent_event_stream_snapshot_sync(client, FLOW, "theirs"),
+            lambda: stream_agent_event_frames_sync(client, FLOW, "theirs"),
+            lambda: read_agent_event_stream_snapshot_sync(client, FLOW, "nobody"),
+            lambda: stream_agent_event_frames_sync(client, FLOW, "nobody"),
+        ):
+            try:
+                call()
+            except (SessionFlowTypeError, FlowNotFoundError) as error:
+                errors.append(type(error))
+        return errors
+
+    try:
+        errors = await asyncio.to_thread(refused)
+    finally:
+        client.close()
+        cache.close()
+    assert errors == [SessionFlowTypeError] * 2 + [FlowNotFoundError] * 2

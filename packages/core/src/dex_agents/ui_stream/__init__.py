@@ -13,7 +13,10 @@ besides Dex and no web framework dependency here:
   :class:`InvalidAgentEventResumeTokenError`.
 
 The ``_sync`` variants take a synchronous ``dex.Client`` for WSGI servers. Authorize every
-route: the session ID and the resume token come from the browser.
+route: the session ID and the resume token come from the browser. Each helper serves only
+sessions of the Flow type it is given, like ``AgentSessionClient``: a session of another type
+raises ``SessionFlowTypeError`` (a ``FlowNotActiveOrNotFoundError``) and an unknown ID the SDK's
+``FlowNotFoundError``, before anything is read; answer both 404.
 
 With the Dex Stream Store disabled (``streamStore.backend: disabled``), the snapshot still
 works, with an empty token, and the event stream yields only keep-alive comments; poll the

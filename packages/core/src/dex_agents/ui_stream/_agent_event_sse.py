@@ -26,6 +26,10 @@ from dex_agents._json_values import WireValueError
 from dex_agents.ui_stream._agent_event_json import agent_event_json_text
 from dex_agents.ui_stream._agent_event_stream_snapshot import require_agent_session_flow
 from dex_agents.ui_stream._invalid_resume_token_error import InvalidAgentEventResumeTokenError
+from dex_agents.ui_stream._session_scope import (
+    require_session_of_flow,
+    require_session_of_flow_sync,
+)
 from dex_agents.ui_stream._stream_store_disabled import (
     STREAM_STORE_DISABLED_DETAIL,
     is_stream_store_disabled,
@@ -104,8 +108,9 @@ async def stream_agent_event_frames(
     generator yields one frame per event after the token, and :data:`KEEP_ALIVE_FRAME` after
     each ``poll_timeout`` without one; it stops when the web framework cancels it, or, when Dex
     refuses a later read, after logging it (the browser reconnects with ``Last-Event-ID``).
-    Dex Streams need no Flow, so an ID that names no session yields only keep-alives: authorize
-    and check the session first. With the Dex Stream Store disabled
+    Dex Streams need no Flow, so the session is checked first (one ``describe_flow`` call): an ID
+    that names no session, or a session of another Flow type, is refused before anything is read.
+    Authorize the caller for the session first. With the Dex Stream Store disabled
     (``streamStore.backend: disabled``) Dex keeps no event: the empty token, which the snapshot
     then carries, yields only a keep-alive after each ``poll_timeout``, with no error, and any
     other token is refused with :class:`InvalidAgentEventResumeTokenError`.
@@ -125,6 +130,9 @@ async def stream_agent_event_frames(
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
         ConfigurationError: (a ``ValueError``) When ``poll_timeout`` is not a positive whole
             number of seconds.
+        FlowNotFoundError: When no session has this ID.
+        SessionFlowTypeError: When the session is of another Flow type (a
+            ``FlowNotActiveOrNotFoundError``: answer it as a missing session).
         DexServiceError: When Dex fails the first read otherwise.
 
     Example:
@@ -149,8 +157,10 @@ async def stream_agent_event_frames(
         >>> asyncio.run(open_twice())
         [(200, 'data: {..."turn_id":"turn-1","type":"turn_started"}'), (400, '')]
     """
-    events = require_agent_session_flow(flow).agent_events
+    session_flow = require_agent_session_flow(flow)
     _require_poll_timeout(poll_timeout)
+    await require_session_of_flow(client, session_flow, session_id)
+    events = session_flow.agent_events
     reader = _FrameReader(session_id, resume_token)
     try:
         first = await client.read_stream(session_id, events, resume_token, TOKEN_CHECK_TIMEOUT)
@@ -200,6 +210,9 @@ def stream_agent_event_frames_sync(
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
         ConfigurationError: (a ``ValueError``) When ``poll_timeout`` is not a positive whole
             number of seconds.
+        FlowNotFoundError: When no session has this ID.
+        SessionFlowTypeError: When the session is of another Flow type (a
+            ``FlowNotActiveOrNotFoundError``: answer it as a missing session).
         DexServiceError: When Dex fails the first read otherwise.
 
     Example:
@@ -214,8 +227,10 @@ def stream_agent_event_frames_sync(
         ...         return 400, {}, iter(())
         ...     return 200, dict(AGENT_EVENT_STREAM_HEADERS), frames
     """
-    events = require_agent_session_flow(flow).agent_events
+    session_flow = require_agent_session_flow(flow)
     _require_poll_timeout(poll_timeout)
+    require_session_of_flow_sync(client, session_flow, session_id)
+    events = session_flow.agent_events
     reader = _FrameReader(session_id, resume_token)
     try:
         first = client.read_stream(session_id, events, resume_token, TOKEN_CHECK_TIMEOUT)

@@ -20,6 +20,10 @@ from dex_agents.ui_stream._agent_event_stream_positions import (
     STREAM_LIST_PAGE_SIZE,
     resume_token_before_open_turns,
 )
+from dex_agents.ui_stream._session_scope import (
+    require_session_of_flow,
+    require_session_of_flow_sync,
+)
 from dex_agents.ui_stream._stream_store_disabled import is_stream_store_disabled
 
 __all__ = [
@@ -76,7 +80,8 @@ async def read_agent_event_stream_snapshot(
 
     Lists ``AgentEvents`` first and reads the snapshot second, so no event written meanwhile is
     lost to the browser (one may be replayed). Authorize the caller for ``session_id`` first.
-    When the Dex Stream Store is disabled, the snapshot comes with an empty resume token.
+    When the Dex Stream Store is disabled, the snapshot comes with an empty resume token. Only a
+    session of ``flow``'s Flow type is read (one ``describe_flow`` call first).
 
     Args:
         client: An ``AsyncClient`` whose Registry holds ``flow``.
@@ -85,7 +90,9 @@ async def read_agent_event_stream_snapshot(
 
     Raises:
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
-        FlowNotActiveOrNotFoundError: When no session has this ID.
+        FlowNotFoundError: When no session has this ID.
+        SessionFlowTypeError: When the session is of another Flow type (a
+            ``FlowNotActiveOrNotFoundError``: answer it as a missing session).
         DexServiceError: When Dex refuses a read.
 
     Example:
@@ -103,6 +110,7 @@ async def read_agent_event_stream_snapshot(
         (['Hello', 'Hello'], True)
     """
     session_flow = require_agent_session_flow(flow)
+    await require_session_of_flow(client, session_flow, session_id)
     events = session_flow.agent_events
     page: StreamMessagesPage[AgentEvent] | None
     try:
@@ -129,7 +137,9 @@ def read_agent_event_stream_snapshot_sync(
 
     Raises:
         ConfigurationTypeError: When ``flow`` is not an ``AgentSessionFlow``.
-        FlowNotActiveOrNotFoundError: When no session has this ID.
+        FlowNotFoundError: When no session has this ID.
+        SessionFlowTypeError: When the session is of another Flow type (a
+            ``FlowNotActiveOrNotFoundError``: answer it as a missing session).
         DexServiceError: When Dex refuses a read.
 
     Example:
@@ -139,6 +149,7 @@ def read_agent_event_stream_snapshot_sync(
         ...     return read_agent_event_stream_snapshot_sync(sync_client, flow, session_id).to_json()
     """
     session_flow = require_agent_session_flow(flow)
+    require_session_of_flow_sync(client, session_flow, session_id)
     events = session_flow.agent_events
     page: StreamMessagesPage[AgentEvent] | None
     try:
