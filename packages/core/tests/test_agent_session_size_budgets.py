@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import dex_agents._session.size_budgets as size_budgets
@@ -24,6 +25,7 @@ from agent_session_test_support import (
     running_session_stack,
     tool_call,
 )
+from compaction_test_support import CompactingScriptedRunner
 from dex import (
     BlobCacheConfig,
     Client,
@@ -51,8 +53,11 @@ from dex_agents import (
     AgentUsage,
     AgentUserMessage,
     AnswerQuestionRequest,
+    CompactionPolicy,
     ConfigurationError,
     ContextSummary,
+    ContextSummaryRequest,
+    ContextSummaryResult,
     DeferredToolExecution,
     InterruptKind,
     MessageRole,
@@ -516,3 +521,44 @@ async def test_oversized_answers_and_rejections_are_refused_and_the_interrupts_s
         f"ask_free=told {len(_LARGEST_EMOJI_REPLY)} characters; "
         f"refund=The user rejected this tool call. Reason: {_LARGEST_EMOJI_REPLY}"
     )
+
+
+@dataclass
+class _OneHugeSummaryRunner(CompactingScriptedRunner):
+    """Its first summary is over the stored-message budget; later ones are the usual."""
+
+    async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
+        normal = await super().summarize_context(request)
+        if len(self.summary_requests) == 1:
+            return ContextSummaryResult("z" * 1_100_000, normal.usage)
+        return normal
+
+
+async def test_an_oversized_context_summary_fails_its_turn_not_the_session(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    runner = _OneHugeSummaryRunner(_echo)
+    options = AgentSessionOptions(
+        compaction=CompactionPolicy(context_window_tokens=200),
+        message_window_size=4,
+        message_chunk_size=2,
+    )
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
+        await _running_after_first_turn(stack, "s")
+        turn = 1
+        while not runner.summary_requests:
+            turn += 1
+            assert turn < 20, "compaction never ran"
+            assert await stack.sessions.send_user_message("s", f"message {turn}")
+            snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(turn))
+        assert snapshot.state is not None
+        assert str(snapshot.state.last_turn_error).startswith(
+            "the context summary is too large to store: it is 1100002 bytes as stored"
+        )
+        assert snapshot.context_summary is None and len(runner.summary_requests) == 1
+        # The next turn summarizes again, stores that summary and completes.
+        snapshot = await _still_works(stack, "s", turn + 1)
+        assert snapshot.context_summary is not None
+        assert snapshot.context_summary.text.startswith("summary of ")
+        info = await stack.client.describe_flow(stack.dex.scoped("s"))
+        assert info.status is FlowStatus.RUNNING

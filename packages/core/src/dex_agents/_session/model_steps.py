@@ -49,7 +49,7 @@ from dex_agents._session.persistence import (
 )
 from dex_agents._session.records import record_usage
 from dex_agents._session.settings import session_settings_of_turn
-from dex_agents._session.size_budgets import oversized_outcome_problem
+from dex_agents._session.size_budgets import oversized_outcome_problem, summary_text_problem
 from dex_agents._session.spend import (
     model_call_identity,
     refused_model_call_error,
@@ -295,6 +295,12 @@ class CompactContext(SessionStep[CompactContextInput]):
         span = summary_call_span(context, runtime, type(self).__name__, request)
         result = await runtime.runner.summarize_context(request, Heartbeat(context), span)
         await report_model_spend(runtime, spend_call, result.usage)
+        too_large = summary_text_problem(result.text)
+        if too_large is not None:
+            # Like a model answer too large to store: this turn fails at once, not the session.
+            record_usage(context, events, result.usage)
+            complete_summary_call_span(span, result)
+            return fail_active_turn(context, runtime, state, too_large, events)
         summary = next_context_summary(
             previous,
             text=result.text,

@@ -9,6 +9,7 @@ A Dex value (an Attribute, a Channel message, an RPC output) and a Worker task s
   usually repeats the text. A user message over it is refused where it enters (the RPC returns
   ``False``, ``start_session`` raises ``ConfigurationError``); a model answer with a message over
   it fails that turn at once, not the session.
+  A context summary over it fails that turn at once too (the summary is not stored).
 - :data:`MAX_TOOL_RESULT_BYTES` (256 KiB): one tool result, an answer to a question, or a
   rejection message, measured as a JSON string. A tool result over it records the call
   ``failed`` with :data:`TOOL_RESULT_TOO_LARGE_ERROR_PREFIX`; an answer over it is refused.
@@ -53,6 +54,7 @@ __all__ = [
     "oversized_outcome_problem",
     "reply_text_problem",
     "stored_message_size",
+    "summary_text_problem",
     "tool_outcome_problem",
     "tool_result_problem",
     "tool_text_within_budget",
@@ -133,6 +135,28 @@ def reply_text_problem(text: str | None, what: str) -> str | None:
     if size <= MAX_TOOL_RESULT_BYTES:
         return None
     return f"{what} is {size} bytes as stored, over the limit of {MAX_TOOL_RESULT_BYTES} bytes"
+
+
+def summary_text_problem(text: str) -> str | None:
+    """Return why a context summary's ``text`` cannot be stored, or ``None``: the summary is kept
+    and sent with every later model call, so it has the budget of one stored message,
+    :data:`MAX_STORED_MESSAGE_BYTES`.
+
+    Example:
+        >>> summary_text_problem("The user asked about order 7.") is None
+        True
+        >>> summary_text_problem("z" * 1_100_000).startswith("the context summary is too large")
+        True
+    """
+    if len(text) * 12 + 2 <= MAX_STORED_MESSAGE_BYTES:
+        return None
+    size = _json_string_size(text)
+    if size <= MAX_STORED_MESSAGE_BYTES:
+        return None
+    return (
+        f"the context summary is too large to store: it is {size} bytes as stored, over the "
+        f"limit of {MAX_STORED_MESSAGE_BYTES} bytes"
+    )
 
 
 def tool_result_problem(result: str) -> str | None:
