@@ -352,6 +352,18 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
     ),
     "dex_agents.testing.scenarios": frozenset(
         {
+            "APPLIED_GATE_PREFIX",
+            "LEDGER_INVOCATION",
+            "scenario_tool_output",
+            "CHECK_RAISES_GATE_PREFIX",
+            "CHECK_UNKNOWN_GATE_PREFIX",
+            "SCENARIO_CHECK_FAILURE",
+            "SCENARIO_CHECK_UNKNOWN",
+            "SCENARIO_NOT_APPLIED",
+            "outcome_check_invocation",
+            "scenario_outcome_check",
+            "scenario_tool_policies",
+            "scenario_tool_policy",
             "APPROVAL_DEADLINE",
             "BROKEN_TOOL_ERROR",
             "CONFIRM_CHOICES",

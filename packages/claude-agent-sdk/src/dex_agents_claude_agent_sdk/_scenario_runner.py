@@ -50,6 +50,7 @@ from dex_agents.testing.scenarios import (
     run_scenario_tool,
     scenario_input_requested,
     scenario_session,
+    scenario_tool_policies,
     scripted_reply,
 )
 
@@ -136,7 +137,7 @@ def build_claude_agent_sdk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
         upstream_base_url=_upstream(spec.flow_type, respond),
         env=FAKE_API_KEY_ENVIRONMENT,
     )
-    policies = {t.name: ToolPolicy(t.effect, t.requires_approval) for t in spec.tools}
+    policies = scenario_tool_policies(spec)
     policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     if mcp is not None:
         policies.update(mcp.tool_policies)

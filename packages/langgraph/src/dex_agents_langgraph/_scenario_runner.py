@@ -51,6 +51,7 @@ from dex_agents.testing.scenarios import (
     run_confirm_tool,
     run_scenario_tool,
     scenario_session,
+    scenario_tool_policies,
     scripted_reply,
     start_report,
     stop_at_report_gate,
@@ -175,7 +176,7 @@ def build_langgraph_scenario_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
         return {"messages": [response]}
 
     graph = _agent_graph(call_model, ToolNode(tools), context_schema=ScenarioContext)
-    policies = {t.name: ToolPolicy(t.effect, t.requires_approval) for t in spec.tools}
+    policies = scenario_tool_policies(spec)
     policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     options = AgentSessionOptions(
         tool_policies={**policies, **(mcp.tool_policies if mcp else {})},

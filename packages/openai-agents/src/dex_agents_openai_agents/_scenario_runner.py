@@ -43,6 +43,7 @@ from dex_agents.testing.scenarios import (
     run_confirm_tool,
     run_scenario_tool,
     scenario_input_requested,
+    scenario_tool_policies,
     scripted_reply,
     start_report_task,
 )
@@ -69,7 +70,7 @@ def build_scenario_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
     def run_config_for(settings: Mapping[str, object]) -> RunConfig:
         return RunConfig(model=_scenario_model(spec, settings), tracing_disabled=True)
 
-    policies = {tool.name: ToolPolicy(tool.effect, tool.requires_approval) for tool in spec.tools}
+    policies = scenario_tool_policies(spec)
     policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
     mcp_tools: list[FunctionTool] = []

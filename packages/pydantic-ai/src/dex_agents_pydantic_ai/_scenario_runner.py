@@ -39,6 +39,7 @@ from dex_agents.testing.scenarios import (
     run_confirm_tool,
     run_scenario_tool,
     scenario_input_requested,
+    scenario_tool_policy,
     scripted_reply,
     start_report,
     stop_at_report_gate,
@@ -84,8 +85,12 @@ def build_pydantic_ai_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
         resolve_model=lambda settings: _scenario_model(spec, settings),
         tool_task_poller=_ReportPoller(spec),
     )
+    # Effects come from the tools' metadata; a tool's outcome check is declared in its ToolPolicy.
+    checked = {
+        tool.name: scenario_tool_policy(spec, tool) for tool in spec.tools if tool.outcome_check
+    }
     options = AgentSessionOptions(
-        tool_policies=mcp.tool_policies if mcp else {},
+        tool_policies={**checked, **(mcp.tool_policies if mcp else {})},
         built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
         interrupt_deadline=spec.interrupt_deadline,
         plan_mode_enabled=spec.plan_mode_enabled,

@@ -45,6 +45,7 @@ from dex_agents.testing.scenarios import (
     run_confirm_tool,
     run_scenario_tool,
     scenario_mcp_tool_source,
+    scenario_tool_policies,
     scripted_reply,
     start_report_task,
 )
@@ -85,7 +86,7 @@ def build_google_adk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
             *([McpToolSourceToolset(scenario_mcp_tool_source(spec))] if spec.mcp_tools else []),
         ],
     )
-    policies = {tool.name: ToolPolicy(tool.effect, tool.requires_approval) for tool in spec.tools}
+    policies = scenario_tool_policies(spec)
     policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
     policies.update(SCENARIO_MCP_TOOL_POLICIES)

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
+from enum import Enum
 from pathlib import Path
 
 from dex_agents import (
@@ -66,14 +67,29 @@ KILL_WORKER_GATE = "!kill-worker"
 """A tool called with this gate SIGKILLs its Worker right after it ran (no gate file)."""
 
 
+LEDGER_INVOCATION = "ledger"
+"""InvocationLog name of a ``pay`` or ``pay_again`` write that took effect, keyed by its
+idempotency key: what the tools' outcome checks look up."""
+APPLIED_GATE_PREFIX = "applied"
+"""A ``pay``/``pay_again`` gate named so takes effect before it stops at its gate (the write
+happened, then the Worker died); any other gate takes effect after its gate."""
+
+
 @dataclass(frozen=True)
 class ScenarioTool:
-    """A tool of the scenario agent; each takes one ``gate`` argument (empty: no gate)."""
+    """A tool of the scenario agent; each takes one ``gate`` argument (empty: no gate).
+
+    ``outcome_check``: the tool declares the scenario outcome check in its policy
+    (``scenario_tool_policies``), which runs it again when it was not applied if
+    ``run_again_if_not_applied``.
+    """
 
     name: str
     effect: ToolEffect
     requires_approval: bool | None
     description: str
+    outcome_check: bool = False
+    run_again_if_not_applied: bool = False
 
 
 SCENARIO_TOOLS: tuple[ScenarioTool, ...] = (
@@ -84,8 +100,24 @@ SCENARIO_TOOLS: tuple[ScenarioTool, ...] = (
     ),
     ScenarioTool("refund", ToolEffect.NON_IDEMPOTENT_WRITE, None, "A write that needs approval."),
     ScenarioTool("broken", ToolEffect.READ, None, "A read that raises ToolExecutionError."),
+    ScenarioTool(
+        "pay",
+        ToolEffect.NON_IDEMPOTENT_WRITE,
+        False,
+        "A payment that runs once; its outcome check looks it up by its key.",
+        outcome_check=True,
+    ),
+    ScenarioTool(
+        "pay_again",
+        ToolEffect.NON_IDEMPOTENT_WRITE,
+        False,
+        "A payment that runs once, and once more when its check finds it not applied.",
+        outcome_check=True,
+        run_again_if_not_applied=True,
+    ),
 )
-"""The tools of the scenario agent, one per effect class plus a tool that always fails."""
+"""The tools of the scenario agent, one per effect class plus a tool that always fails, and two
+payments with an outcome check."""
 
 
 class ScenarioSessionUnknownError(DexAgentsError, LookupError):
@@ -427,6 +459,9 @@ async def _run_scenario_tool(
     spec: ScenarioAgentSpec, tool: str, gate: str, idempotency_key: str
 ) -> str:
     spec.invocation_log.record(tool, key=idempotency_key)
+    ledger = _ledger_write(spec, tool, gate)
+    if ledger is _LedgerWrite.BEFORE_GATE:
+        spec.invocation_log.record(LEDGER_INVOCATION, key=idempotency_key)
     if gate == KILL_WORKER_GATE:
         # The effect happened; the Worker dies before the Step can report anything after it.
         os.kill(os.getpid(), signal.SIGKILL)
@@ -436,4 +471,27 @@ async def _run_scenario_tool(
         await file_gate.wait_for_release()
     if tool == "broken":
         raise ScenarioToolError(BROKEN_TOOL_ERROR)
+    if ledger is _LedgerWrite.AFTER_GATE:
+        spec.invocation_log.record(LEDGER_INVOCATION, key=idempotency_key)
+    return scenario_tool_output(tool, gate)
+
+
+def scenario_tool_output(tool: str, gate: str) -> str:
+    """What a scenario tool returns (and a payment's outcome check finds for an applied one)."""
     return f"{tool} {gate or 'ungated'} ok"
+
+
+class _LedgerWrite(Enum):
+    NONE = "none"
+    BEFORE_GATE = "before_gate"
+    AFTER_GATE = "after_gate"
+
+
+def _ledger_write(spec: ScenarioAgentSpec, tool: str, gate: str) -> _LedgerWrite:
+    """When a tool's write takes effect: only the tools with an outcome check keep a ledger."""
+    declared = next((item for item in spec.tools if item.name == tool), None)
+    if declared is None or not declared.outcome_check:
+        return _LedgerWrite.NONE
+    if gate.startswith(APPLIED_GATE_PREFIX):
+        return _LedgerWrite.BEFORE_GATE
+    return _LedgerWrite.AFTER_GATE

@@ -54,6 +54,7 @@ from dex_agents.testing.scenarios._scenario_mcp_server import (
     mcp_extra_installed,
     scenario_mcp_tool_source,
 )
+from dex_agents.testing.scenarios._scenario_outcome_checks import scenario_outcome_check
 from dex_agents.testing.scenarios._scenario_questions import (
     CONFIRM_TOOL,
     REPORT_TOOL,
@@ -132,6 +133,7 @@ def _stepwise_tool(spec: ScenarioAgentSpec, tool: ScenarioTool) -> Any:
         requires_approval=tool.requires_approval,
         name=tool.name,
         description=tool.description,
+        outcome_check=scenario_outcome_check(spec, tool),
     )(run)
 
 
