@@ -43,6 +43,7 @@ from dex_agents.testing.scenarios import (
     poll_report_task,
     run_confirm_tool,
     run_scenario_tool,
+    scenario_tool_policies,
     scripted_reply,
     start_report,
     stop_at_report_gate,
@@ -83,10 +84,7 @@ def build_strands_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
         callback_handler=None,
         name="scenario",
     )
-    policies: dict[str, ToolPolicy] = {
-        scenario_tool.name: ToolPolicy(scenario_tool.effect, scenario_tool.requires_approval)
-        for scenario_tool in spec.tools
-    }
+    policies = scenario_tool_policies(spec)
     policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
     options = AgentSessionOptions(
