@@ -8,7 +8,7 @@ from dex_agents import (
     InteractionMode,
     PlanStatus,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.scenarios import PLAN_FLOW_TYPE, ScenarioCall, ScenarioCommand
 from scenario_support.harness import Scenario, assistant_texts
 from scenario_support.runners import runner_supports
@@ -25,22 +25,13 @@ def _plan_sessions(scenario: Scenario) -> AgentSessionClient:
     return scenario.sessions_of(PLAN_FLOW_TYPE)
 
 
-async def _turns_ended(sessions: AgentSessionClient, turns: int) -> None:
-    def probe(snapshot: object) -> object | None:
-        state = getattr(snapshot, "state", None)
-        ended = state is not None and state.turn_count >= turns and state.active_turn_id is None
-        return snapshot if ended else None
-
-    await wait_for_agent_snapshot(sessions, "plan", probe, description=f"turn {turns} to end")
-
-
 async def test_plan_mode_draft_feedback_execute(scenario: Scenario) -> None:
     sessions = _plan_sessions(scenario)
     await sessions.start_session("plan")
     assert await sessions.send_user_message(
         "plan", _write_todos("Back up").to_message(), plan_mode=True
     )
-    await _turns_ended(sessions, 1)
+    await wait_for_turn_end(sessions, "plan", 1)
     snapshot = await sessions.get_agent_snapshot("plan")
     assert snapshot.plan is not None
     assert (snapshot.plan.revision, snapshot.plan.status) == (1, PlanStatus.DRAFT)
@@ -49,7 +40,7 @@ async def test_plan_mode_draft_feedback_execute(scenario: Scenario) -> None:
 
     # Feedback on a draft is an ordinary message that revises it in another planning turn.
     assert await sessions.send_user_message("plan", _write_todos("Back up", "Migrate").to_message())
-    await _turns_ended(sessions, 2)
+    await wait_for_turn_end(sessions, "plan", 2)
     snapshot = await sessions.get_agent_snapshot("plan")
     assert snapshot.plan is not None
     assert (snapshot.plan.revision, snapshot.plan.status) == (2, PlanStatus.DRAFT)
@@ -57,7 +48,7 @@ async def test_plan_mode_draft_feedback_execute(scenario: Scenario) -> None:
 
     assert not await sessions.execute_plan("plan", 1)  # replaced by revision 2
     assert await sessions.execute_plan("plan", 2)
-    await _turns_ended(sessions, 3)
+    await wait_for_turn_end(sessions, "plan", 3)
     snapshot = await sessions.get_agent_snapshot("plan")
     assert snapshot.state is not None
     assert snapshot.state.interaction_mode is InteractionMode.EXECUTING
@@ -69,7 +60,7 @@ async def test_plan_mode_draft_feedback_execute(scenario: Scenario) -> None:
     )
     # An active plan of that revision may be executed again, as the seed's rule says.
     assert await sessions.execute_plan("plan", 2)
-    await _turns_ended(sessions, 4)
+    await wait_for_turn_end(sessions, "plan", 4)
     assert not await sessions.execute_plan("plan", 3)  # no such revision
 
 

@@ -9,7 +9,6 @@ from dex_agents import (
     AgentInterrupt,
     AgentMessage,
     AgentSnapshot,
-    AgentStatus,
     MessageRole,
 )
 from dex_agents.testing import (
@@ -20,6 +19,7 @@ from dex_agents.testing import (
     PrefixedSessionClient,
     StepHistoryEntry,
     WorkerProcess,
+    turn_ended,
     wait_for_agent_snapshot,
     wait_until,
 )
@@ -104,7 +104,7 @@ class Scenario:
         return await wait_for_agent_snapshot(
             sessions,
             session_id,
-            lambda snapshot: snapshot if _turns_ended(snapshot, turns) else None,
+            turn_ended(turns),
             description=f"turn {turns} to end",
         )
 
@@ -133,16 +133,6 @@ class Scenario:
 
     async def executed_step_types(self, session_id: str) -> list[str]:
         return [entry.step_type for entry in await self.executed(session_id)]
-
-
-def _turns_ended(snapshot: AgentSnapshot, turns: int) -> bool:
-    state = snapshot.state
-    return (
-        state is not None
-        and state.turn_count >= turns
-        and state.active_turn_id is None
-        and state.status == AgentStatus.WAITING_FOR_USER_MESSAGE
-    )
 
 
 def assistant_texts(snapshot: AgentSnapshot) -> list[str]:

@@ -7,7 +7,12 @@ import signal
 import tempfile
 from pathlib import Path
 
-from dex_agents.testing import AgentTestStack, FileGate, wait_for_agent_snapshot, wait_until
+from dex_agents.testing import (
+    AgentTestStack,
+    FileGate,
+    wait_for_turn_end,
+    wait_until,
+)
 from dex_agents.testing.scenarios import (
     MAIN_FLOW_TYPE,
     MODEL_INVOCATION,
@@ -86,15 +91,7 @@ async def test_a_killed_worker_leaves_no_cli_and_the_turn_resumes(tmp_path: Path
         await stack.start_worker()
         await gate.wait_until_reached(count=2)
         gate.release()
-        snapshot = await wait_for_agent_snapshot(
-            sessions,
-            "crash",
-            lambda s: (
-                s
-                if s.state and s.state.turn_count == 1 and s.state.active_turn_id is None
-                else None
-            ),
-        )
+        snapshot = await wait_for_turn_end(sessions, "crash", 1)
     texts = [m.text for m in snapshot.messages if m.role == "assistant" and m.text]
     assert texts == ["done: upsert up ok"]
     log = invocation_log(state_dir)

@@ -9,7 +9,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from claude_agent_sdk_test_support import wait_for_turn_end
 from dex_agents import (
     AgentInterrupt,
     AgentSessionFlow,
@@ -26,6 +25,7 @@ from dex_agents.testing import (
     in_process_worker,
     read_step_history,
     wait_for_agent_snapshot,
+    wait_for_turn_end,
 )
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,

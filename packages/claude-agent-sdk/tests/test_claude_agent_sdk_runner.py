@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 from claude_agent_sdk import tool
-from claude_agent_sdk_test_support import wait_for_turn_end
 from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
@@ -29,6 +28,7 @@ from dex_agents.testing import (
     in_process_worker,
     read_step_history,
     wait_for_agent_snapshot,
+    wait_for_turn_end,
 )
 from dex_agents_claude_agent_sdk import ClaudeAgentSdkRunner, current_deferred_tool_execution
 from dex_agents_claude_agent_sdk.testing import (
@@ -203,15 +203,7 @@ async def test_a_model_failure_mid_turn_fails_the_turn_with_its_error(harness: H
         )
         assert "the provider is down" in (failed.state.last_turn_error or "")  # type: ignore[union-attr]
         assert await sessions.send_user_message("s", "again")
-        snapshot = await wait_for_agent_snapshot(
-            sessions,
-            "s",
-            lambda s: (
-                s
-                if s.state and s.state.turn_count == 2 and s.state.active_turn_id is None
-                else None
-            ),
-        )
+        snapshot = await wait_for_turn_end(sessions, "s", 2)
     assert [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text] == [
         "back"
     ]

@@ -12,7 +12,6 @@ import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
-    idle_after_turns,
     request_tools,
     tool_call,
 )
@@ -40,6 +39,7 @@ from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
     in_process_worker,
+    turn_ended,
     wait_for_agent_snapshot,
 )
 from dex_agents.testing.scenarios import (
@@ -107,7 +107,7 @@ async def test_a_tool_reads_its_own_deferred_call_in_parallel_tool_steps(tmp_pat
             sessions = dex.sessions(flow)
             await sessions.start_session("kit-1", "who runs?")
             snapshot = await wait_for_agent_snapshot(
-                sessions, "kit-1", idle_after_turns(1), description="the turn to end"
+                sessions, "kit-1", turn_ended(1), description="the turn to end"
             )
     finally:
         await engine.stop()

@@ -20,7 +20,6 @@ from dex_agents import (
     AgentMessageChunk,
     AgentMessageIndex,
     AgentSnapshot,
-    AgentStatus,
     ToolCallCompleted,
     agent_codec_registry,
 )
@@ -31,7 +30,7 @@ from dex_agents._json_values import WireValue
 from dex_agents._session.message_layout import (
     AgentMessageChunkRange,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from test_stepwise_session import flow as stepwise_flow
 
@@ -222,12 +221,6 @@ def test_your_own_codecs_win() -> None:
     assert registry.resolve(AgentMessage) == _FAST.resolve(AgentMessage)
 
 
-def _finished(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    state = snapshot.state
-    done = state is not None and state.turn_count == 1
-    return snapshot if done and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE else None
-
-
 @pytest.mark.parametrize(
     ("worker_codecs", "client_codecs"),
     [(_FAST, None), (None, _FAST)],
@@ -256,7 +249,7 @@ async def test_a_session_runs_with_fast_codecs_on_one_side_only(
             "mixed-codecs", interrupt.interrupt_id, approved=True
         )
         snapshot = await wait_for_agent_snapshot(
-            sessions, "mixed-codecs", _finished, description="the finished turn"
+            sessions, "mixed-codecs", turn_ended(1), description="the finished turn"
         )
         page = await sessions.list_agent_messages("mixed-codecs")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agent_session_test_support import ScriptedRunner, assistant, idle_after_turns
+from agent_session_test_support import ScriptedRunner, assistant
 from compaction_test_support import swappable_worker_stack
 from dex_agents import (
     AgentMessage,
@@ -20,7 +20,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents._session.message_decode_cache import MessageDecodeCache
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 
 FLOW_TYPE = "MessageReadsAgent"
 REPLIES_PER_TURN = 149
@@ -189,9 +189,9 @@ async def test_the_snapshot_returns_the_newest_200_messages_across_window_and_ch
         stack.serve(AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)) as sessions,
     ):
         await sessions.start_session("s1", "first")
-        await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(1))
+        await wait_for_agent_snapshot(sessions, "s1", turn_ended(1))
         assert await sessions.send_user_message("s1", "second")
-        snapshot = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s1", turn_ended(2))
         stored = await _all_messages(sessions, "s1")
         attributes = await stack.attributes("s1")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_session_test_support import ScriptedRunner, assistant, idle_after_turns
+from agent_session_test_support import ScriptedRunner, assistant
 from compaction_test_support import swappable_worker_stack
 from dex_agents import (
     AGENT_MESSAGE_INDEX,
@@ -17,7 +17,7 @@ from dex_agents import (
     AgentUsage,
     TurnCompleted,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 
 FLOW_TYPE = "StorageAgent"
 
@@ -33,7 +33,7 @@ async def _run_turns(sessions: AgentSessionClient, session_id: str, first: int, 
             await sessions.start_session(session_id, "message 1")
         else:
             assert await sessions.send_user_message(session_id, f"message {number}")
-        await wait_for_agent_snapshot(sessions, session_id, idle_after_turns(number))
+        await wait_for_agent_snapshot(sessions, session_id, turn_ended(number))
 
 
 async def _all_pages(
@@ -102,9 +102,9 @@ async def test_a_message_larger_than_a_chunk_goes_straight_into_its_own_chunk(
         flow = AgentSessionFlow(ScriptedRunner(script), flow_type=FLOW_TYPE, options=options)
         async with stack.serve(flow) as sessions:
             await sessions.start_session("s1", "hello")
-            await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(1))
+            await wait_for_agent_snapshot(sessions, "s1", turn_ended(1))
             assert await sessions.send_user_message("s1", "big please")
-            snapshot = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(2))
+            snapshot = await wait_for_agent_snapshot(sessions, "s1", turn_ended(2))
             attributes = await stack.attributes("s1")
 
     # The big reply (sequence 4) skipped the window: its own chunk, written by its own Step.
@@ -174,9 +174,9 @@ async def test_a_message_too_large_to_store_fails_its_own_turn(tmp_path: Path) -
         flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)
         async with stack.serve(flow) as sessions:
             await sessions.start_session("s1", "huge")
-            failed = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(1), timeout=120)
+            failed = await wait_for_agent_snapshot(sessions, "s1", turn_ended(1), timeout=120)
             assert await sessions.send_user_message("s1", "large")
-            stored = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(2), timeout=120)
+            stored = await wait_for_agent_snapshot(sessions, "s1", turn_ended(2), timeout=120)
             attributes = await stack.attributes("s1")
 
     # The oversized reply is measured as stored before anything is written: its turn fails.

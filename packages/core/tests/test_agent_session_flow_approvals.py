@@ -7,7 +7,6 @@ from datetime import timedelta
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -24,7 +23,7 @@ from dex_agents import (
     InterruptKind,
     ToolExecutionResult,
 )
-from dex_agents.testing import wait_for_agent_snapshot, wait_until
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot, wait_until
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
@@ -66,7 +65,7 @@ async def test_approved_call_runs_once(dex_in_process_worker: InProcessWorkerFac
             "session-1", "refund-1", approved=True, rejection_message="ignored on approval"
         )
         assert not await stack.sessions.resolve_interrupt("session-1", "refund-1", approved=True)
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", turn_ended(1))
         assert (
             snapshot.messages[-1].text
             == f"refund=refunded with key {stack.dex.scoped('session-1')}/turn-1/refund-1"
@@ -119,7 +118,7 @@ async def test_a_session_waiting_for_approval_is_searchable(
         )
         assert [entry.flow_id for entry in found] == [stack.dex.scoped("session-1")]
         assert await stack.sessions.resolve_interrupt("session-1", "refund-1", approved=False)
-        await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
+        await wait_for_agent_snapshot(stack.sessions, "session-1", turn_ended(1))
         assert await _search(stack.client, stack.dex.session_prefix) == []
 
 
@@ -133,7 +132,7 @@ async def test_rejected_call_never_runs_and_the_model_sees_the_reason(
         assert await stack.sessions.resolve_interrupt(
             "session-1", "refund-1", approved=False, rejection_message="not this order"
         )
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", turn_ended(1))
         assert runner.tool_calls == []
         assert snapshot.messages[-1].text == (
             "refund=The user rejected this tool call. Reason: not this order"
@@ -149,7 +148,7 @@ async def test_approval_deadline_rejects_the_call(
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
         snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "session-1", idle_after_turns(1), timeout=60
+            stack.sessions, "session-1", turn_ended(1), timeout=60
         )
         assert runner.tool_calls == []
         (record,) = runner.model_calls[1].tool_calls.values()

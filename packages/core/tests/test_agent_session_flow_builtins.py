@@ -9,7 +9,6 @@ import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -32,7 +31,7 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
 )
-from dex_agents.testing import read_step_history, wait_for_agent_snapshot
+from dex_agents.testing import read_step_history, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 ASK = {"question": "Which region?", "choices": ["eu", "us"], "allows_free_text": False}
@@ -88,7 +87,7 @@ async def test_ask_user_is_answered_once_with_an_allowed_choice(
         assert await stack.sessions.answer_question("s", "ask-1", "eu")
         assert not await stack.sessions.answer_question("s", "ask-1", "us")
 
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == 'ask_user={"status":"answered","answer":"eu"}'
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_completed")
         raised = next(e for e in events if e.type == "interrupt_raised").payload_json()
@@ -108,7 +107,7 @@ async def test_ask_user_declined(dex_in_process_worker: InProcessWorkerFactory) 
         await stack.sessions.start_session("s", "go")
         await wait_for_agent_snapshot(stack.sessions, "s", _pending)
         assert await stack.sessions.resolve_interrupt("s", "ask-1", approved=False)
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "ask_user=The user declined to answer."
         assert not await stack.sessions.answer_question("s", "ask-1", "late")
 
@@ -118,9 +117,7 @@ async def test_ask_user_deadline_passes(dex_in_process_worker: InProcessWorkerFa
     options = _options(interrupt_deadline=timedelta(seconds=1))
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "go")
-        snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "s", idle_after_turns(1), timeout=60
-        )
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1), timeout=60)
         assert snapshot.messages[-1].text == "ask_user=question deadline passed"
         assert snapshot.pending_interrupts == ()
         assert not await stack.sessions.answer_question("s", "ask-1", "late")
@@ -131,9 +128,7 @@ async def test_durable_wait_waits_on_a_timer(dex_in_process_worker: InProcessWor
     runner = ScriptedRunner(_calls_then_answer(("wait-1", "durable_wait", wait)))
     async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "wait")
-        snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "s", idle_after_turns(1), timeout=60
-        )
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1), timeout=60)
         assert snapshot.messages[-1].text == (
             'durable_wait={"status":"completed","waited_seconds":1,"reason":"build runs"}'
         )
@@ -159,7 +154,7 @@ async def test_invalid_built_in_arguments_fail_at_once(
         dex_in_process_worker, runner, _options(max_durable_wait=timedelta(hours=1))
     ) as stack:
         await stack.sessions.start_session("s", "go")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "; ".join(
             [
                 "durable_wait=Error: invalid durable_wait arguments: "
@@ -188,7 +183,7 @@ async def test_write_todos_settles_in_run_model(
     runner = ScriptedRunner(_calls_then_answer(("todo-1", "write_todos", todos)))
     async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "plan it")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == (
             'write_todos={"status":"updated","revision":1,"task_count":2}'
         )
@@ -212,7 +207,7 @@ async def test_two_write_todos_in_one_response_both_fail(
     )
     async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "plan it")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         error = "Error: write_todos was called more than once in one response"
         assert snapshot.messages[-1].text == f"write_todos={error}; write_todos={error}"
         assert snapshot.plan is None
@@ -228,7 +223,7 @@ async def test_a_disabled_built_in_name_is_an_ordinary_tool(
     options = AgentSessionOptions(tool_policies={"ask_user": ToolPolicy(ToolEffect.READ)})
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "go")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "ask_user=my own ask_user"
         assert len(runner.tool_calls) == 1
 
@@ -270,7 +265,7 @@ async def test_steering_settles_a_waiting_question_and_a_durable_wait(
         await stack.sessions.start_session("s", "go")
         await wait_for_agent_snapshot(stack.sessions, "s", _pending)
         assert await stack.sessions.steer_user_message("s", "never mind")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(2))
         assert not await stack.sessions.answer_question("s", "ask-1", "eu")
         assert snapshot.pending_interrupts == ()
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_steered")

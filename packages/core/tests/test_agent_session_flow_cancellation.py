@@ -12,7 +12,6 @@ from agent_session_test_support import (
     ScriptedRunner,
     assistant,
     final_answer_with_results,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -43,7 +42,7 @@ from dex_agents import (
     ToolTaskStarted,
     TurnCompleted,
 )
-from dex_agents.testing import wait_for_agent_snapshot, wait_until
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot, wait_until
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import (
     Gate,
@@ -78,7 +77,7 @@ async def test_cancel_during_a_model_call_drops_its_answer(
         await gate.wait_reached()
         assert not await sessions.cancel_turn("s", "turn-2")
         assert await sessions.cancel_turn("s", "turn-1")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         # The cancelled call finishing later commits nothing; the note says the turn stopped.
         gate.opened.set()
         assert [m.text for m in snapshot.messages] == ["hello", TURN_CANCELLED_NOTE]
@@ -88,7 +87,7 @@ async def test_cancel_during_a_model_call_drops_its_answer(
         assert not await sessions.cancel_turn("s", "turn-1")
         # The session goes on: the next message starts turn-2.
         assert await sessions.send_user_message("s", "again")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         assert [m.text for m in snapshot.messages] == [
             "hello",
             TURN_CANCELLED_NOTE,
@@ -141,7 +140,7 @@ async def test_a_stop_pressed_twice_succeeds_both_times(
         assert is_active(await sessions.get_agent_snapshot("s")) is not None
         assert await sessions.cancel_turn("s", "turn-1")
         tool_gate.opened.set()
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert not await sessions.cancel_turn("s", "turn-1")
         assert not await sessions.cancel_turn("s", "turn-2")
 
@@ -150,7 +149,7 @@ async def test_a_stop_pressed_twice_succeeds_both_times(
         # Pressing stop again for the cancelled turn while turn-2 runs changes nothing.
         assert not await sessions.cancel_turn("s", "turn-1")
         model_gate.opened.set()
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         assert [m.text for m in snapshot.messages][-2:] == ["again", "answer of turn-2"]
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_completed")
         cancelled = [e.turn_id for e in events if e.type == "turn_cancelled"]
@@ -176,7 +175,7 @@ async def test_cancel_during_an_approval_wait_rejects_the_call(
         assert await sessions.cancel_turn("s", "turn-1")
         # The interrupt is gone in the RPC's own commit, so a late answer changes nothing.
         assert not await sessions.resolve_interrupt("s", "refund-1", approved=True)
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert runner.tool_calls == []
         assert snapshot.pending_interrupts == ()
         note = snapshot.messages[-1]
@@ -226,7 +225,7 @@ async def test_cancel_while_a_tool_runs_lets_it_finish(
         # A second call for the same turn returns True and changes nothing.
         assert await sessions.cancel_turn("s", "turn-1")
         gate.opened.set()
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert [call.tool_call.tool_name for call in runner.tool_calls] == ["lookup"]
         # No model call after the cancellation: the turn ended once the tool finished.
         assert len(runner.model_calls) == 1
@@ -249,7 +248,7 @@ async def test_cancel_turn_refuses_when_no_turn_is_active(
     runner = ScriptedRunner(echo_user_messages)
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("s", "")
-        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(0))
+        await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(0))
         assert not await stack.sessions.cancel_turn("s", "turn-1")
 
 
@@ -293,7 +292,7 @@ async def test_a_durable_wait_is_settled_by_a_cancel_or_a_steer(
         else:
             assert await sessions.steer_user_message("s", "no need to wait")
             turns, result = 2, STEERED_TOOL_RESULT
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(turns))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(turns))
         assert len(runner.model_calls) == turns
         assert any(result in (m.text or "") for m in snapshot.messages)
         events = await read_events_until(
@@ -320,7 +319,7 @@ async def test_an_ask_user_question_is_settled_by_a_cancel_or_a_steer(
         else:
             assert await sessions.steer_user_message("s", "never mind")
             turns, reason = 2, "steered"
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(turns))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(turns))
         assert snapshot.pending_interrupts == ()
         assert not await sessions.answer_question("s", "ask-1", "eu")
         events = await read_events_until(
@@ -379,7 +378,7 @@ async def test_cancel_abandons_a_started_tool_task(
         )
         await wait_until("a first poll", lambda: runner.polls)
         assert await sessions.cancel_turn("s", "turn-1")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert [c.tool_call.task_id for c in runner.cancelled] == ["job-1"]
         assert (
             runner.cancelled[0].tool_call.cancellation_reason is CancellationReason.TURN_CANCELLED
@@ -408,7 +407,7 @@ async def test_a_steer_waits_for_a_started_tool_task(
         assert is_active(snapshot) is not None and snapshot.state is not None
         assert snapshot.state.turn_count == 1
         runner.finish.set()
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         assert runner.cancelled == []
         assert snapshot.messages[-1].text == "heard also add totals"
         assert any("report ready" in (m.text or "") for m in snapshot.messages)
@@ -444,7 +443,7 @@ async def test_a_question_asked_after_the_turn_was_stopped_never_waits(
             assert await sessions.steer_user_message("s", "do not ship")
             turns, reason = 2, CancellationReason.STEERED
         gate.opened.set()
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(turns))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(turns))
         assert snapshot.pending_interrupts == ()
         assert len(runner.model_calls) == turns
         events = await read_events_until(
@@ -478,7 +477,7 @@ async def test_a_task_started_after_the_cancel_is_abandoned(
         await gate.wait_reached()
         assert await sessions.cancel_turn("s", "turn-1")
         gate.opened.set()
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert runner.polls == []
         assert [c.tool_call.task_id for c in runner.cancelled] == ["job-1"]
         events = await read_events_until(stack, "s", lambda e: e.type == "turn_cancelled")

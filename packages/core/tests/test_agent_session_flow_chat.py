@@ -5,7 +5,6 @@ from __future__ import annotations
 from agent_session_test_support import (
     ScriptedRunner,
     assistant,
-    idle_after_turns,
     running_session_stack,
 )
 from dex_agents import (
@@ -15,7 +14,7 @@ from dex_agents import (
     MessageRole,
     TurnCompleted,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
@@ -34,7 +33,7 @@ async def test_chat_turns_store_messages_usage_and_events(
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("session-1", "hello")
         snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "session-1", idle_after_turns(1), "the first turn to complete"
+            stack.sessions, "session-1", turn_ended(1), "the first turn to complete"
         )
         assert [(m.sequence, m.role, m.text) for m in snapshot.messages] == [
             (1, MessageRole.USER, "hello"),
@@ -48,7 +47,7 @@ async def test_chat_turns_store_messages_usage_and_events(
         assert not await stack.sessions.send_user_message("session-1", "   ")
         assert await stack.sessions.send_user_message("session-1", "again")
         snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "session-1", idle_after_turns(2), "the second turn to complete"
+            stack.sessions, "session-1", turn_ended(2), "the second turn to complete"
         )
         assert [m.text for m in snapshot.messages][-2:] == ["again", "Echo: again"]
         assert snapshot.usage.input_tokens == 10

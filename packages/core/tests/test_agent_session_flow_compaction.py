@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 import pytest
-from agent_session_test_support import ScriptedRunner, assistant, idle_after_turns
+from agent_session_test_support import ScriptedRunner, assistant
 from compaction_test_support import (
     CompactingScriptedRunner,
     calls_separated_by,
@@ -32,7 +32,12 @@ from dex_agents import (
     TurnCompleted,
     estimate_stored_input_tokens,
 )
-from dex_agents.testing import EXECUTE_COMPLETED_EVENT, read_step_history, wait_for_agent_snapshot
+from dex_agents.testing import (
+    EXECUTE_COMPLETED_EVENT,
+    read_step_history,
+    turn_ended,
+    wait_for_agent_snapshot,
+)
 
 FLOW_TYPE = "CompactingAgent"
 POLICY = CompactionPolicy(context_window_tokens=200)
@@ -56,10 +61,10 @@ def _options(**overrides: object) -> AgentSessionOptions:
 
 async def _run_turns(sessions: AgentSessionClient, session_id: str, turns: int) -> None:
     await sessions.start_session(session_id, "message 1")
-    await wait_for_agent_snapshot(sessions, session_id, idle_after_turns(1))
+    await wait_for_agent_snapshot(sessions, session_id, turn_ended(1))
     for number in range(2, turns + 1):
         assert await sessions.send_user_message(session_id, f"message {number}")
-        await wait_for_agent_snapshot(sessions, session_id, idle_after_turns(number))
+        await wait_for_agent_snapshot(sessions, session_id, turn_ended(number))
 
 
 async def test_compaction_summarizes_and_retention_deletes_whole_chunks(tmp_path: Path) -> None:
@@ -232,7 +237,7 @@ async def test_a_worker_killed_in_compact_context_reruns_only_the_summary_call(
         await gate.wait_until_reached(count=2)
         gate.release()
         snapshot = await wait_for_agent_snapshot(
-            sessions, "s1", idle_after_turns(turns), "every turn to finish", timeout=120
+            sessions, "s1", turn_ended(turns), "every turn to finish", timeout=120
         )
         history = await stack.read_step_history("s1")
 
@@ -268,11 +273,11 @@ async def test_a_summary_call_that_keeps_failing_fails_the_turn_through_record_t
         async with stack.serve(flow) as sessions:
             await sessions.start_session("s1", "message 1")
             number = 1
-            snapshot = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(number))
+            snapshot = await wait_for_agent_snapshot(sessions, "s1", turn_ended(number))
             while not runner.summary_requests:
                 number += 1
                 assert await sessions.send_user_message("s1", f"message {number}")
-                snapshot = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(number))
+                snapshot = await wait_for_agent_snapshot(sessions, "s1", turn_ended(number))
         history = await read_step_history(stack.engine.server_address, "s1")
 
     assert snapshot.state is not None
@@ -302,7 +307,7 @@ async def test_a_runner_without_compaction_warns_on_a_session_with_deleted_messa
         with caplog.at_level(logging.WARNING, logger="dex_agents.session"):
             async with stack.serve(flow) as sessions:
                 assert await sessions.send_user_message("s1", "after the policy was removed")
-                await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(TURNS + 1))
+                await wait_for_agent_snapshot(sessions, "s1", turn_ended(TURNS + 1))
 
     warnings = [r.getMessage() for r in caplog.records if "deleted the messages" in r.getMessage()]
     assert len(warnings) == 1

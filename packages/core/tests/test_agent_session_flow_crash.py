@@ -4,9 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_session_test_support import idle_after_turns
 from agent_session_test_support.crash_agent import STATE_DIR_ENV, build_crash_flow
-from dex_agents.testing import AgentTestStack, FileGate, InvocationLog, wait_for_agent_snapshot
+from dex_agents.testing import (
+    AgentTestStack,
+    FileGate,
+    InvocationLog,
+    turn_ended,
+    wait_for_agent_snapshot,
+)
 
 TESTS_DIR = Path(__file__).resolve().parent
 
@@ -34,7 +39,7 @@ async def test_worker_kill_during_parallel_tools(tmp_path: Path) -> None:
         lookup.release()
         refund.release()
         snapshot = await wait_for_agent_snapshot(
-            sessions, "session-1", idle_after_turns(1), "the turn to finish", timeout=120
+            sessions, "session-1", turn_ended(1), "the turn to finish", timeout=120
         )
         log = InvocationLog(tmp_path / "tools.log")
         assert len(log.records("refund")) == 1

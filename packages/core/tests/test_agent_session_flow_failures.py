@@ -5,7 +5,6 @@ from __future__ import annotations
 from agent_session_test_support import (
     ScriptedRunner,
     assistant,
-    idle_after_turns,
     request_tools,
     running_session_stack,
     tool_call,
@@ -25,7 +24,12 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.testing import EXECUTE_COMPLETED_EVENT, read_step_history, wait_for_agent_snapshot
+from dex_agents.testing import (
+    EXECUTE_COMPLETED_EVENT,
+    read_step_history,
+    turn_ended,
+    wait_for_agent_snapshot,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
@@ -49,7 +53,7 @@ async def test_a_model_call_that_keeps_failing_fails_the_turn_with_a_note(
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("session-1", "check order 7")
         snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "session-1", idle_after_turns(1), "the turn to fail", timeout=90
+            stack.sessions, "session-1", turn_ended(1), "the turn to fail", timeout=90
         )
         assert snapshot.state is not None
         assert "provider overloaded" in (snapshot.state.last_turn_error or "")
@@ -66,7 +70,7 @@ async def test_a_model_call_that_keeps_failing_fails_the_turn_with_a_note(
 
         # The next turn starts from clean records and clears the error when it completes.
         assert await stack.sessions.send_user_message("session-1", "and now?")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", turn_ended(2))
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
         assert runner.model_calls[-1].tool_calls == {}
         assert runner.model_calls[-1].framework_run_state is None
@@ -86,7 +90,7 @@ async def test_an_invalid_tool_call_id_fails_the_turn_without_retry(
     runner = ScriptedRunner(script, {"lookup": _lookup})
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("session-1", "go")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", turn_ended(1))
         assert snapshot.state is not None
         assert "must not contain '/'" in (snapshot.state.last_turn_error or "")
         assert len(runner.model_calls) == 1

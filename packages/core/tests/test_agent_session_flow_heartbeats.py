@@ -9,7 +9,6 @@ import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
-    idle_after_turns,
     request_tools,
     running_session_stack,
     tool_call,
@@ -23,7 +22,7 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
@@ -54,7 +53,7 @@ async def test_a_retried_tool_attempt_reads_the_saved_checkpoint(
     ) as stack:
         await stack.sessions.start_session("session-1", "make the report")
         snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "session-1", idle_after_turns(1), timeout=60
+            stack.sessions, "session-1", turn_ended(1), timeout=60
         )
         assert seen == [(1, None), (2, "job-42")]
         assert snapshot.messages[-1].text == "report=resumed job-42"

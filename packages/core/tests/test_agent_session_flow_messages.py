@@ -7,7 +7,6 @@ import asyncio
 from agent_session_test_support import (
     ScriptedRunner,
     assistant,
-    idle_after_turns,
     running_session_stack,
 )
 from dex_agents import (
@@ -17,7 +16,7 @@ from dex_agents import (
     AgentUsage,
     TurnCompleted,
 )
-from dex_agents.testing import wait_for_agent_snapshot, wait_until
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot, wait_until
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
@@ -32,9 +31,9 @@ async def test_messages_page_oldest_first_with_a_clamped_limit(
     async with running_session_stack(dex_in_process_worker, ScriptedRunner(_reply_twice)) as stack:
         sessions = stack.sessions
         await sessions.start_session("session-1", "one")
-        await wait_for_agent_snapshot(sessions, "session-1", idle_after_turns(1))
+        await wait_for_agent_snapshot(sessions, "session-1", turn_ended(1))
         assert await sessions.send_user_message("session-1", "two")
-        snapshot = await wait_for_agent_snapshot(sessions, "session-1", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "session-1", turn_ended(2))
         assert [m.sequence for m in snapshot.messages] == [1, 2, 3, 4, 5, 6]
         assert snapshot.state is not None and snapshot.state.last_message_sequence == 6
 
@@ -82,7 +81,7 @@ async def test_messages_sent_during_a_turn_queue_for_the_next_one(
         (queued,) = snapshot.queued_messages
         assert queued.text == "queued" and queued.message_id
         release.set()
-        snapshot = await wait_for_agent_snapshot(sessions, "session-1", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "session-1", turn_ended(2))
         assert [m.text for m in snapshot.messages] == [
             "one", "a:one", "b:one", "queued", "a:queued", "b:queued",
         ]  # fmt: skip

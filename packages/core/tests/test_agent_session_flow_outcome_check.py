@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from agent_session_test_support import idle_after_turns
 from agent_session_test_support.crash_agent import STATE_DIR_ENV
 from agent_session_test_support.outcome_check_agent import (
     CALLS,
@@ -30,6 +29,7 @@ from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     AgentTestStack,
     FileGate,
+    turn_ended,
     wait_for_agent_snapshot,
 )
 
@@ -82,7 +82,7 @@ async def test_a_lost_write_is_settled_by_its_outcome_check(
         snapshot = await sessions.get_agent_snapshot(SESSION)
         final_model.release()
         done = await wait_for_agent_snapshot(
-            sessions, SESSION, idle_after_turns(1), "the turn to finish", timeout=120
+            sessions, SESSION, turn_ended(1), "the turn to finish", timeout=120
         )
         finished = await _finished_events(sessions)
         history = await stack.read_step_history(SESSION)

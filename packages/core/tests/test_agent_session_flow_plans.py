@@ -9,7 +9,6 @@ from agent_session_test_support import (
     ScriptedRunner,
     assistant,
     final_answer_with_results,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -33,7 +32,7 @@ from dex_agents import (
 from dex_agents._plans import (
     plan_execution_message,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(
@@ -81,7 +80,7 @@ async def test_plan_mode_draft_feedback_execute(
         await sessions.start_session("s")
         assert not await sessions.execute_plan("s", 1)  # no plan yet
         assert await sessions.send_user_message("s", "Back up", plan_mode=True)
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert snapshot.state is not None
         assert snapshot.state.interaction_mode is InteractionMode.PLANNING
         assert snapshot.plan is not None
@@ -96,7 +95,7 @@ async def test_plan_mode_draft_feedback_execute(
 
         # Feedback on a draft is an ordinary message that revises it.
         assert await sessions.send_user_message("s", "Migrate")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         assert snapshot.plan is not None
         assert (snapshot.plan.revision, snapshot.plan.status) == (2, PlanStatus.DRAFT)
         assert [todo.content for todo in snapshot.plan.todos] == ["Back up", "Migrate"]
@@ -107,7 +106,7 @@ async def test_plan_mode_draft_feedback_execute(
             sessions.execute_plan("s", 2), sessions.execute_plan("s", 2)
         )
         assert sorted(accepted) == [False, True]
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(3))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(3))
         assert snapshot.state is not None
         assert snapshot.state.interaction_mode is InteractionMode.EXECUTING
         assert snapshot.plan is not None
@@ -142,7 +141,7 @@ async def test_plan_mode_messages_need_plan_mode(
         assert not await stack.sessions.send_user_message("s", "Plan it", plan_mode=True)
         assert not await stack.sessions.send_user_message("s", "   ")
         assert await stack.sessions.send_user_message("s", "hello")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "chat: hello"
         assert not await stack.sessions.execute_plan("s", 1)
 
@@ -153,6 +152,6 @@ async def test_a_session_can_start_with_a_planning_turn(
     runner = PlanRunner(_script, {"lookup": _lookup})
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "Back up", plan_mode=True)
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert runner.model_calls[0].interaction_mode is InteractionMode.PLANNING
         assert snapshot.plan is not None and snapshot.plan.status is PlanStatus.DRAFT

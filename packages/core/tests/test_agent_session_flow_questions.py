@@ -7,7 +7,6 @@ from collections.abc import Callable
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -27,7 +26,7 @@ from dex_agents import (
     ToolInputRequested,
     ToolPolicy,
 )
-from dex_agents.testing import read_step_history, wait_for_agent_snapshot
+from dex_agents.testing import read_step_history, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(
@@ -85,7 +84,7 @@ async def test_a_tool_question_is_answered_and_the_tool_runs_again(
 
         assert not await stack.sessions.answer_question("s", "ship-1-input-1", "maybe")
         assert await stack.sessions.answer_question("s", "ship-1-input-1", "yes")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "ship=shipped yes after request-7"
         assert len(runner.tool_calls) == 2
         second = runner.tool_calls[1]
@@ -111,7 +110,7 @@ async def test_a_declined_tool_question_rejects_the_call(
         await stack.sessions.start_session("s", "ship it")
         await wait_for_agent_snapshot(stack.sessions, "s", _question)
         assert await stack.sessions.resolve_interrupt("s", "ship-1-input-1", approved=False)
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "ship=The user declined to answer."
         assert len(runner.tool_calls) == 1
         (record,) = runner.model_calls[1].tool_calls.values()
@@ -130,7 +129,7 @@ async def test_a_question_id_in_use_by_another_call_fails_the_asking_call(
     )
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "ship it")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == (
             "ship=Error: the tool asked a question whose interrupt ID ship-1-input-1 another "
             "call of this turn already uses; lookup=found"

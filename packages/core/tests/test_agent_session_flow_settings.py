@@ -9,7 +9,6 @@ import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     assistant,
-    idle_after_turns,
     request_tools,
     running_session_stack,
     tool_call,
@@ -30,7 +29,7 @@ from dex_agents import (
     TurnCompleted,
     UpdateSessionSettingsRequest,
 )
-from dex_agents.testing import AgentTestStack, FileGate, wait_for_agent_snapshot
+from dex_agents.testing import AgentTestStack, FileGate, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_crash_agent import STATE_DIR_ENV, build_settings_crash_flow
 from turn_control_test_support import Gate
@@ -49,7 +48,7 @@ async def test_the_turn_sees_the_start_settings(
         dex_in_process_worker, ScriptedRunner(_reply_with_model)
     ) as stack:
         await stack.sessions.start_session("session-1", "hi", session_settings={"model": "m-1"})
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", turn_ended(1))
         assert snapshot.messages[-1].text == "model=m-1"
 
 
@@ -106,17 +105,17 @@ async def test_an_update_takes_effect_at_the_next_turn_not_mid_turn(
         # The snapshot shows the next turn's settings, not the running turn's.
         assert snapshot.session_settings == {"model": "m-2"}
         gate.opened.set()
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "model=m-1"
         assert runner.model_calls[0].session_settings == {"model": "m-1", "note": "ü"}
         assert await sessions.send_user_message("s", "again")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         assert snapshot.messages[-1].text == "model=m-2"
         # Nothing is merged, and {} clears the settings.
         assert await sessions.update_session_settings("s", {})
         assert (await sessions.get_agent_snapshot("s")).session_settings == {}
         assert await sessions.send_user_message("s", "third")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(3))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(3))
         assert snapshot.messages[-1].text == "model=None"
 
 
@@ -125,7 +124,7 @@ async def test_update_refuses_bad_settings(dex_in_process_worker: InProcessWorke
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "", session_settings={"model": "m-1"})
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(0))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(0))
         huge = {"prompt": "x" * 20_000}
         with pytest.raises(ConfigurationError, match="above the limit"):
             await sessions.update_session_settings("s", huge)
@@ -162,9 +161,9 @@ async def test_settings_of_a_running_turn_survive_a_worker_crash(tmp_path: Path)
         await gate.wait_until_reached(count=2)
         gate.release()
         snapshot = await wait_for_agent_snapshot(
-            sessions, "s", idle_after_turns(1), "the turn to finish", timeout=120
+            sessions, "s", turn_ended(1), "the turn to finish", timeout=120
         )
         assert snapshot.messages[-1].text == "model=m-1"
         assert await sessions.send_user_message("s", "again")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         assert snapshot.messages[-1].text == "model=m-2"

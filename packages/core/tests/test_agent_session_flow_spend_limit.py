@@ -9,7 +9,6 @@ from agent_session_test_support import (
     ScriptedRunner,
     assistant,
     final_answer_with_results,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -33,7 +32,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
@@ -77,7 +76,7 @@ async def test_a_refused_model_call_ends_the_turn_without_retry(
         dex_in_process_worker, runner, options, flow_type="SpendAgent"
     ) as stack:
         await stack.sessions.start_session("s", "look it up", session_settings={"model": "m"})
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.state is not None
         assert snapshot.state.last_turn_error == (
             f"{MODEL_SPEND_LIMIT_ERROR_PREFIX}: the test budget is used up"
@@ -111,7 +110,7 @@ async def test_without_a_limit_the_session_makes_no_checks(
     options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "look it up")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
         assert len(runner.model_calls) == 2
 
@@ -149,11 +148,11 @@ async def test_a_refused_summary_call_ends_the_turn(
         await sessions.start_session("s", "message 1")
         turn = 1
         while not any(call.kind is ModelCallKind.CONTEXT_SUMMARY for call in limit.checked):
-            snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(turn))
+            snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(turn))
             assert turn < 30, "the session never compacted"
             turn += 1
             assert await sessions.send_user_message("s", f"message {turn}")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(turn))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(turn))
         assert snapshot.state is not None
         assert snapshot.state.last_turn_error == (
             f"{MODEL_SPEND_LIMIT_ERROR_PREFIX}: no budget for summaries"

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 
 from agent_session_test_support import (
     ScriptedRunner,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -30,7 +29,7 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import (
     Gate,
@@ -71,7 +70,7 @@ async def test_steer_during_a_model_call_rejects_its_tool_calls(
         snapshot = await sessions.get_agent_snapshot("s")
         assert [m.text for m in snapshot.steered_messages] == ["first steer", "second steer"]
         gate.opened.set()
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         # Neither call ran: each was rejected before tool_call_started.
         assert runner.tool_calls == []
         assert snapshot.messages[-1].text == "heard first steer | second steer"
@@ -119,7 +118,7 @@ async def test_steer_while_a_tool_runs_lets_it_finish_and_rejects_a_waiting_sibl
         assert snapshot.state is not None and snapshot.state.active_turn_id == "turn-1"
         assert not await sessions.resolve_interrupt("s", "write", approved=True)
         gate.opened.set()
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         assert [c.tool_call.tool_name for c in runner.tool_calls] == ["lookup"]
         # Only the first model call of turn-1 ran; the next one is turn-2's.
         assert [t.turn_id for t in runner.model_calls] == ["turn-1", "turn-2"]
@@ -172,7 +171,7 @@ async def test_steer_a_queued_message_by_id_and_delete_another(
         gate.opened.set()
         # The model call finishes and completes turn-1 as usual; the steer starts turn-2, and the
         # queued message then starts turn-3.
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(3))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(3))
         texts = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT]
         assert texts == ["heard hello", "heard queued two", "heard queued one"]
 
@@ -188,7 +187,7 @@ async def test_steer_rpc_edge_cases(dex_in_process_worker: InProcessWorkerFactor
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "")
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(0))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(0))
         assert not await sessions.steer_user_message("s")
         assert not await sessions.steer_user_message("s", "text", message_id="1")
         assert not await sessions.steer_user_message("s", "   ")
@@ -196,14 +195,14 @@ async def test_steer_rpc_edge_cases(dex_in_process_worker: InProcessWorkerFactor
         assert not await sessions.steer_user_message("s", message_id="no-such-message")
         # While no turn is active, steering text queues it, so it starts the next turn at once.
         assert await sessions.steer_user_message("s", "idle steer")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "heard idle steer"
         assert await sessions.send_user_message("s", "second")
         await gate.wait_reached()
         assert not await sessions.steer_user_message("s", message_id="no-such-message")
         assert not await sessions.delete_queued_message("s", "no-such-message")
         gate.opened.set()
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
 
 
 async def test_a_turn_that_does_not_accept_turn_control_is_not_steered(
@@ -222,7 +221,7 @@ async def test_a_turn_that_does_not_accept_turn_control_is_not_steered(
         assert snapshot.state is not None and snapshot.state.accepts_turn_control
         assert snapshot.state.status is AgentStatus.RUNNING_MODEL
         gate.opened.set()
-        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
 
 
 @dataclass
@@ -253,6 +252,6 @@ async def test_a_steered_plan_mode_message_starts_a_planning_turn(
         assert await sessions.steer_user_message("s", message_id=queued.message_id)
         assert (await sessions.get_agent_snapshot("s")).steered_messages[0].plan_mode
         gate.opened.set()
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         modes = [(turn.turn_id, turn.interaction_mode) for turn in runner.model_calls]
         assert modes == [("turn-1", InteractionMode.CHAT), ("turn-2", InteractionMode.PLANNING)]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_session_test_support import idle_after_turns, running_flow_stack
+from agent_session_test_support import running_flow_stack
 from dex_agents import AgentSnapshot, AgentToolCallStatus, ToolEffect
 from dex_agents.stepwise import (
     AgentDefinition,
@@ -14,7 +14,7 @@ from dex_agents.stepwise import (
     function_tool,
     stepwise_agent_session_flow,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 REFUNDS: list[str] = []
@@ -68,7 +68,7 @@ async def test_stepwise_agent_runs_tools_and_waits_for_approval(
         assert await stack.sessions.resolve_interrupt("session-1", "refund", approved=True)
 
         def idle(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-            return idle_after_turns(1)(snapshot)
+            return turn_ended(1)(snapshot)
 
         snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle)
         assert snapshot.messages[-1].text == "order 7 is paid | refunded 7"

@@ -9,7 +9,6 @@ import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -39,7 +38,7 @@ from dex_agents import (
     describe_tool_call_outcome,
 )
 from dex_agents.adapters import AdapterRunner
-from dex_agents.testing import read_step_history, wait_for_agent_snapshot
+from dex_agents.testing import read_step_history, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(
@@ -110,9 +109,7 @@ async def test_a_task_is_polled_to_its_result_with_a_question_between(
         assert (record.status, record.task_id) == (AgentToolCallStatus.AWAITING_ANSWER, "job-1")
         assert await stack.sessions.answer_question("s", "report-1-input-1", "no")
 
-        snapshot = await wait_for_agent_snapshot(
-            stack.sessions, "s", idle_after_turns(1), timeout=60
-        )
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1), timeout=60)
         assert snapshot.messages[-1].text == "report=report job-1 ready"
         assert len(runner.tool_calls) == 1 and runner.tool_calls[0].supports_tool_tasks
         assert len(runner.polls) == 4
@@ -147,7 +144,7 @@ async def test_a_task_without_a_poller_fails_with_missing_poller(
     runner = ScriptedRunner(_one_call("report-1", "report"), {"report": _start})  # type: ignore[dict-item]
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "report")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == f"report=Error: {MISSING_TOOL_TASK_POLLER}"
         assert not runner.tool_calls[0].supports_tool_tasks
 
@@ -165,7 +162,7 @@ async def test_a_task_whose_polls_keep_failing_is_recorded_by_its_effect(
     )
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "export")
-        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1), timeout=120)
+        await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1), timeout=120)
         (record,) = runner.model_calls[1].tool_calls.values()
         # The task may still run, so a write's outcome is unknown, never "not run".
         assert record.status is AgentToolCallStatus.OUTCOME_UNKNOWN
@@ -195,7 +192,7 @@ async def test_a_kit_runner_without_the_tool_s_poller_records_the_call_at_once_b
     runner = KitRunner(_one_call("call-1", tool), {tool: _start})  # type: ignore[dict-item]
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", tool)
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         (record,) = runner.model_calls[1].tool_calls.values()
         assert record.status is status
         assert record.error == (
@@ -239,7 +236,7 @@ async def test_cancel_turn_abandons_a_started_task(
         await stack.sessions.start_session("s", "report")
         await wait_for_agent_snapshot(stack.sessions, "s", polled, timeout=60)
         assert await stack.sessions.cancel_turn("s", "turn-1")
-        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1), timeout=60)
+        await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1), timeout=60)
         (cancellation,) = {c.tool_call.task_id: c for c in runner.cancellations}.values()
         assert cancellation.tool_call.task_id == "job-1"
         assert cancellation.tool_call.cancellation_reason is CancellationReason.TURN_CANCELLED

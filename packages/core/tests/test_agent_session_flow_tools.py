@@ -8,7 +8,6 @@ from collections.abc import Callable
 from agent_session_test_support import (
     ScriptedRunner,
     final_answer_with_results,
-    idle_after_turns,
     request_tools,
     running_session_stack,
     tool_call,
@@ -24,7 +23,12 @@ from dex_agents import (
     ToolExecutionResult,
     ToolPolicy,
 )
-from dex_agents.testing import EXECUTE_COMPLETED_EVENT, read_step_history, wait_for_agent_snapshot
+from dex_agents.testing import (
+    EXECUTE_COMPLETED_EVENT,
+    read_step_history,
+    turn_ended,
+    wait_for_agent_snapshot,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 READ_POLICIES = AgentSessionOptions(
@@ -63,7 +67,7 @@ async def test_two_tool_calls_run_in_parallel_steps_then_resume(
     runner = ScriptedRunner(_call_each_tool_once("lookup", "lookup"), {"lookup": lookup})
     async with running_session_stack(dex_in_process_worker, runner, READ_POLICIES) as stack:
         await stack.sessions.start_session("session-1", "look up two things")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", turn_ended(1))
         answer = snapshot.messages[-1].text
         assert answer == (
             f"lookup=found call-0 key={stack.dex.scoped('session-1')}/turn-1/call-0; "
@@ -105,7 +109,7 @@ async def test_tool_errors_follow_the_effect(dex_in_process_worker: InProcessWor
     async with running_session_stack(dex_in_process_worker, runner, READ_POLICIES) as stack:
         await stack.sessions.start_session("session-1", "try the tools")
         await wait_for_agent_snapshot(
-            stack.sessions, "session-1", idle_after_turns(1), "the turn to finish", timeout=90
+            stack.sessions, "session-1", turn_ended(1), "the turn to finish", timeout=90
         )
         records = {r.tool_name: r for r in runner.model_calls[1].tool_calls.values()}
         assert records["lookup"].status is AgentToolCallStatus.FAILED

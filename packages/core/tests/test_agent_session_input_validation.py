@@ -8,7 +8,6 @@ import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     assistant,
-    idle_after_turns,
     request_tools,
     running_session_stack,
     tool_call,
@@ -32,7 +31,7 @@ from dex_agents import (
     is_blank_text,
     validate_session_id,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 INVISIBLE_TEXTS = ["\u200b", "\x00", "\u200b\u200c\u200d\u2060\ufeff", " \x00\t\u3164\u2800 "]
@@ -82,7 +81,7 @@ async def test_invisible_messages_start_no_turn_and_are_refused(
             assert not await sessions.steer_user_message("s", text)
         assert (await sessions.get_agent_snapshot("s")).queued_messages == ()
         assert await sessions.send_user_message("s", "\u200bhello")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert [message.text for message in snapshot.messages] == [
             "\u200bhello",
             "echo \u200bhello",
@@ -112,7 +111,7 @@ async def test_bad_session_ids_get_a_clear_error_and_start_nothing(
         # A valid ID right at the limit works end to end.
         longest = "é" * (MAX_SESSION_ID_BYTES // 2)
         await sessions.start_session(longest, "hi")
-        snapshot = await wait_for_agent_snapshot(sessions, longest, idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, longest, turn_ended(1))
         assert snapshot.messages[-1].text == "echo hi"
 
 
@@ -134,7 +133,7 @@ async def test_deeply_nested_settings_are_a_configuration_error(
             with pytest.raises(FlowNotFoundError):
                 await stack.client.describe_flow(stack.dex.scoped(f"deep-{depth}"))
         await sessions.start_session("s", "hi", session_settings=_nested(64))
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         for depth in (65, 5_000):
             with pytest.raises(ConfigurationError, match="nested more than 64 levels"):
                 await sessions.update_session_settings("s", _nested(depth))
@@ -195,7 +194,7 @@ async def test_a_client_serves_only_its_own_flow_types_sessions(
         assert [item.interrupt_id for item in snapshot.pending_interrupts] == ["c1"]
         assert snapshot.queued_messages == ()
         assert await billing_sessions.resolve_interrupt("b-1", "c1", approved=True)
-        await wait_for_agent_snapshot(billing_sessions, "b-1", idle_after_turns(1))
+        await wait_for_agent_snapshot(billing_sessions, "b-1", turn_ended(1))
         # A missing session still raises the SDK's own not-found error.
         with pytest.raises(FlowNotActiveOrNotFoundError):
             await support_sessions.get_agent_snapshot("nobody")

@@ -20,7 +20,6 @@ from agent_session_test_support import (
     SessionStack,
     assistant,
     final_answer_with_results,
-    idle_after_turns,
     request_tools,
     running_session_stack,
     tool_call,
@@ -76,7 +75,7 @@ from dex_agents import (
 )
 from dex_agents._session.message_layout import encoded_json_size
 from dex_agents._session.size_budgets import fit_snapshot, tool_result_problem
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 # The issue's probes: each was accepted and then failed the whole session.
@@ -93,13 +92,13 @@ def _echo(turn: AgentTurnContext) -> AgentTurnOutcome:
 
 async def _running_after_first_turn(stack: SessionStack, session_id: str) -> None:
     await stack.sessions.start_session(session_id, "hi")
-    await wait_for_agent_snapshot(stack.sessions, session_id, idle_after_turns(1))
+    await wait_for_agent_snapshot(stack.sessions, session_id, turn_ended(1))
 
 
 async def _still_works(stack: SessionStack, session_id: str, turns: int) -> AgentSnapshot:
     """The session takes another message and completes its turn: nothing broke it."""
     assert await stack.sessions.send_user_message(session_id, "still there?")
-    snapshot = await wait_for_agent_snapshot(stack.sessions, session_id, idle_after_turns(turns))
+    snapshot = await wait_for_agent_snapshot(stack.sessions, session_id, turn_ended(turns))
     assert snapshot.messages[-1].text == f"echo {len('still there?')}"
     return snapshot
 
@@ -130,7 +129,7 @@ async def test_oversized_user_messages_are_refused_where_they_enter(
         # A large message that fits is stored whole.
         fits = "b" * 400_000
         assert await stack.sessions.send_user_message("s", fits)
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(3))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(3))
         assert snapshot.messages[-2].text == fits
 
 
@@ -167,7 +166,7 @@ async def test_an_oversized_model_answer_fails_its_turn_not_the_session(
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         await _running_after_first_turn(stack, "s")
         assert await stack.sessions.send_user_message("s", "say a lot")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(2))
         assert snapshot.state is not None
         error = str(snapshot.state.last_turn_error)
         assert error.startswith("the model's answer is too large to store: its message 1 is")
@@ -196,7 +195,7 @@ async def test_an_oversized_tool_result_fails_its_call_not_the_turn(
     options = AgentSessionOptions(tool_policies={"fetch": ToolPolicy(ToolEffect.READ)})
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "fetch the page")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
         resumed = runner.model_calls[-1]
         record = resumed.tool_calls["c1"]
@@ -225,7 +224,7 @@ async def test_snapshot_and_pages_stay_under_the_rpc_limit(
         big = "m" * (MAX_STORED_MESSAGE_BYTES // 2 - 1024)
         for turn in range(2, 6):
             assert await stack.sessions.send_user_message("s", big)
-            await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(turn))
+            await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(turn))
         snapshot = await stack.sessions.get_agent_snapshot("s")
         assert encoded_json_size(snapshot) <= MAX_RPC_OUTPUT_BYTES
         assert snapshot.messages[-1].text == f"echo {len(big)}"
@@ -257,7 +256,7 @@ async def test_a_message_stored_before_the_budgets_still_reads(
         monkeypatch.setattr(size_budgets, "MAX_STORED_MESSAGE_BYTES", 8 * 1024 * 1024)
         old = "o" * 1_700_000
         assert await stack.sessions.send_user_message("s", old)
-        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(2))
+        await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(2))
         monkeypatch.undo()
         snapshot = await stack.sessions.get_agent_snapshot("s")
         assert encoded_json_size(snapshot) <= MAX_RPC_OUTPUT_BYTES
@@ -307,7 +306,7 @@ async def test_the_snapshot_of_a_turn_with_many_large_tool_results_fits(
         assert all(o.startswith("qqq") and o.endswith(CUT_TEXT_MARKER) for o in outputs)
         # The stored records keep their whole output: the approval still works end to end.
         assert await stack.sessions.resolve_interrupt("s", "r1", approved=False)
-        await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert all(
             len(record.output or "") == 250_000
             for record in runner.model_calls[-1].tool_calls.values()
@@ -385,7 +384,7 @@ async def test_the_snapshot_of_many_large_pending_questions_fits(
         # Each question is still answered by its ID; the tools see their whole questions.
         for interrupt in snapshot.pending_interrupts:
             assert await stack.sessions.answer_question("s", interrupt.interrupt_id, "d")
-        final = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        final = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert final.state is not None and final.state.last_turn_error is None
         assert final.messages[-1].text == "; ".join(["ask=answered d"] * 16)
         asked = [
@@ -515,7 +514,7 @@ async def test_oversized_answers_and_rejections_are_refused_and_the_interrupts_s
         assert await stack.sessions.resolve_interrupt(
             "s", "r1", approved=False, rejection_message=_LARGEST_EMOJI_REPLY
         )
-        final = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(1))
+        final = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
     assert final.state is not None and final.state.last_turn_error is None
     assert final.messages[-1].text == (
         f"ask_free=told {len(_LARGEST_EMOJI_REPLY)} characters; "
@@ -550,7 +549,7 @@ async def test_an_oversized_context_summary_fails_its_turn_not_the_session(
             turn += 1
             assert turn < 20, "compaction never ran"
             assert await stack.sessions.send_user_message("s", f"message {turn}")
-            snapshot = await wait_for_agent_snapshot(stack.sessions, "s", idle_after_turns(turn))
+            snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(turn))
         assert snapshot.state is not None
         assert str(snapshot.state.last_turn_error).startswith(
             "the context summary is too large to store: it is 1100002 bytes as stored"

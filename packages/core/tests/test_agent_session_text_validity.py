@@ -15,7 +15,6 @@ from agent_session_test_support import (
     ScriptedRunner,
     assistant,
     final_answer_with_results,
-    idle_after_turns,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -37,7 +36,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.ui_stream import read_agent_event_stream_snapshot
 
@@ -64,7 +63,7 @@ async def test_callers_cannot_send_a_lone_surrogate(
         with pytest.raises(ConfigurationError, match="lone surrogate"):
             await sessions.start_session("s", "hi", session_settings={"name": LONE_SURROGATE})
         await sessions.start_session("s", "hi")
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         assert not await sessions.send_user_message("s", LONE_SURROGATE)
         assert not await sessions.steer_user_message("s", LONE_SURROGATE)
         raw = await stack.client.invoke_rpc(
@@ -85,7 +84,7 @@ async def test_callers_cannot_send_a_lone_surrogate(
         assert raw_snapshot.state is not None and raw_snapshot.messages == ()
         assert "lone surrogate" in str(raw_snapshot.state.last_turn_error)
         assert await sessions.send_user_message("raw", "hello")
-        raw_snapshot = await wait_for_agent_snapshot(sessions, "raw", idle_after_turns(1))
+        raw_snapshot = await wait_for_agent_snapshot(sessions, "raw", turn_ended(1))
         assert raw_snapshot.messages[-1].text == "echo hello"
 
 
@@ -110,20 +109,20 @@ async def test_tool_and_model_output_is_stored_with_the_surrogate_replaced(
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "look it up")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         record = runner.model_calls[-1].tool_calls["c-turn-1"]
         assert record.status is AgentToolCallStatus.SUCCEEDED
         assert record.output == '{"name": "caf\ufffde"}'
         assert "caf\ufffde" in str(snapshot.messages[-1].text)
         # A tool's error message is stored the same way.
         assert await sessions.send_user_message("s", "again")
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         failed = runner.model_calls[-1].tool_calls["c-turn-2"]
         assert failed.status is AgentToolCallStatus.FAILED
         assert failed.error == "upstream said caf\ufffde"
         # Every later turn still runs, and the browser snapshot encodes as UTF-8.
         assert await sessions.send_user_message("s", "third")
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(3))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(3))
         browser = await read_agent_event_stream_snapshot(
             stack.client, stack.flow, stack.dex.scoped("s")
         )
@@ -148,7 +147,7 @@ async def test_a_session_poisoned_before_the_check_still_reads_and_runs(
         # An earlier release stored model output unchanged.
         monkeypatch.setattr(runner_facade, "replace_unencodable_values", lambda value: value)
         await sessions.start_session("s", "find it")
-        await wait_for_agent_snapshot(sessions, "s", idle_after_turns(1))
+        await wait_for_agent_snapshot(sessions, "s", turn_ended(1))
         monkeypatch.undo()
         snapshot = await sessions.get_agent_snapshot("s")
         assert snapshot.messages[-1].text == "I found caf\ufffde"
@@ -159,7 +158,7 @@ async def test_a_session_poisoned_before_the_check_still_reads_and_runs(
         )
         assert _utf8_json(browser.to_json())
         assert await sessions.send_user_message("s", "next")
-        snapshot = await wait_for_agent_snapshot(sessions, "s", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s", turn_ended(2))
         assert snapshot.state is not None and snapshot.state.last_turn_error is None
         assert snapshot.messages[-1].text == "echo next"
         # The next model call's input reads the stored text with U+FFFD, as a model API needs.

@@ -19,7 +19,6 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from agent_session_test_support import idle_after_turns
 from dex import AsyncClient
 from dex_agents import (
     AgentSessionClient,
@@ -37,6 +36,7 @@ from dex_agents.testing import (
     FileGate,
     in_process_worker,
     read_flow_attributes,
+    turn_ended,
     wait_for_agent_snapshot,
 )
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
@@ -98,7 +98,7 @@ async def serving(
 
 async def idle(sessions: AgentSessionClient, session_id: str, turns: int) -> AgentSnapshot:
     return await wait_for_agent_snapshot(
-        sessions, session_id, idle_after_turns(turns), f"turn {turns} to finish"
+        sessions, session_id, turn_ended(turns), f"turn {turns} to finish"
     )
 
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from agent_session_test_support import idle_after_turns, running_flow_stack
+from agent_session_test_support import running_flow_stack
 from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
@@ -40,7 +40,7 @@ from dex_agents.stepwise import (
     stepwise_agent_session_flow,
     stepwise_agent_session_options,
 )
-from dex_agents.testing import InvocationLog, wait_for_agent_snapshot
+from dex_agents.testing import InvocationLog, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from opentelemetry import trace
 from tracing_test_support import (
@@ -65,7 +65,7 @@ def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def _idle(sessions: AgentSessionClient, session_id: str, turns: int) -> AgentSnapshot:
     return await wait_for_agent_snapshot(
-        sessions, session_id, idle_after_turns(turns), f"turn {turns} to finish"
+        sessions, session_id, turn_ended(turns), f"turn {turns} to finish"
     )
 
 

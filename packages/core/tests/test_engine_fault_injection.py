@@ -58,7 +58,6 @@ from dex_agents import (
     AgentMessage,
     AgentSessionClient,
     AgentSnapshot,
-    AgentStatus,
     MessageRole,
     agent_codec_registry,
     tool_call_idempotency_key,
@@ -68,6 +67,7 @@ from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
     WorkerProcess,
+    turns_have_ended,
     wait_until,
 )
 from dex_agents.testing.scenarios import ScenarioCall, ScenarioCommand, invocation_log
@@ -290,13 +290,7 @@ class _Driver:
         async def ended() -> AgentSnapshot | None:
             snapshot = await self.snapshot(record)
             state = snapshot.state
-            if (
-                state is not None
-                and state.turn_count >= turn
-                and state.active_turn_id is None
-                and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-                and not snapshot.queued_messages
-            ):
+            if turns_have_ended(state, turn) and not snapshot.queued_messages:
                 return snapshot
             await asyncio.sleep(_POLL_SECONDS)
             return None

@@ -11,7 +11,7 @@ from typing import Any
 
 import litellm_test_support
 import pytest
-from agent_session_test_support import idle_after_turns
+from dex_agents.testing import turn_ended
 
 pytest.importorskip("litellm", reason="the litellm extra (dex-agents[litellm]) is not installed")
 
@@ -73,7 +73,7 @@ class _Stack:
         return await wait_for_agent_snapshot(
             self.sessions[flow_type],
             session_id,
-            idle_after_turns(1),
+            turn_ended(1),
             "the turn to end",
             timeout=120,
         )

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from agent_session_test_support import idle_after_turns
+from dex_agents.testing import turn_ended
 
 pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
 
@@ -55,7 +55,7 @@ class _Stack:
 
     async def turn_end(self, session_id: str) -> AgentSnapshot:
         return await wait_for_agent_snapshot(
-            self.sessions, session_id, idle_after_turns(1), "the turn to end", timeout=90
+            self.sessions, session_id, turn_ended(1), "the turn to end", timeout=90
         )
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -43,7 +43,6 @@ from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSnapshot,
-    AgentStatus,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -80,6 +79,7 @@ from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
     read_step_history,
+    turn_ended,
     wait_for_agent_snapshot,
 )
 from turn_control_test_support import Gate
@@ -137,21 +137,6 @@ async def _serving(worker: AsyncWorker, client: AsyncClient) -> AsyncIterator[No
         await worker.stop()
         await asyncio.gather(serving, return_exceptions=True)
         await client.close()
-
-
-def _idle_after(turns: int) -> Callable[[AgentSnapshot], AgentSnapshot | None]:
-    def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-        state = snapshot.state
-        if (
-            state is not None
-            and state.turn_count == turns
-            and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-            and state.active_turn_id is None
-        ):
-            return snapshot
-        return None
-
-    return probe
 
 
 #: Payload keys of each event type, as the documentation's AgentEvents list gives them.
@@ -309,7 +294,7 @@ async def test_running_an_agent_snippet_completes_a_turn(tmp_path: Path) -> None
                 await sessions.start_session("session-42", "Find my open tickets")
                 snapshot = await sessions.get_agent_snapshot("session-42")
                 # state is None until StartAgentSession commits, so wait for the turn.
-                snapshot = await wait_for_agent_snapshot(sessions, "session-42", _idle_after(1))
+                snapshot = await wait_for_agent_snapshot(sessions, "session-42", turn_ended(1))
                 history = await read_step_history(address, "session-42")
                 # "Stop it with AsyncClient.stop_flow"; the closed session's snapshot is served.
                 await client.stop_flow("session-42")
@@ -424,7 +409,7 @@ async def test_stepwise_mode_snippet_runs_tools_approvals_and_questions(tmp_path
             assert await sessions.resolve_interrupt(
                 "session-1", approval.interrupt_id, approved=True
             )
-            first = await wait_for_agent_snapshot(sessions, "session-1", _idle_after(1))
+            first = await wait_for_agent_snapshot(sessions, "session-1", turn_ended(1))
             # The session left the search when it moved on.
             waiting = await client.search_flows('ActiveStepTypes = "AwaitToolApproval"', 50)
             assert waiting.flows == []
@@ -440,7 +425,7 @@ async def test_stepwise_mode_snippet_runs_tools_approvals_and_questions(tmp_path
             )
             assert await sessions.answer_question("session-1", question.interrupt_id, "blue")
             assert not await sessions.answer_question("session-1", question.interrupt_id, "red")
-            second = await wait_for_agent_snapshot(sessions, "session-1", _idle_after(2))
+            second = await wait_for_agent_snapshot(sessions, "session-1", turn_ended(2))
             events = await _read_events_until(client, flow, "session-1", "turn-2", "turn_completed")
     refund_call_id = approval.tool_call_id
     assert payments.refunds == [("7", 500, f"session-1/turn-1/{refund_call_id}")]
@@ -528,12 +513,12 @@ async def test_steering_and_cancellation_snippet(tmp_path: Path) -> None:
             "session-42", "text", message_id=snapshot.queued_messages[1].message_id
         )
         gate.opened.set()
-        final = await wait_for_agent_snapshot(sessions, "session-42", _idle_after(2))
+        final = await wait_for_agent_snapshot(sessions, "session-42", turn_ended(2))
         events = await _read_events_until(client, flow, "session-42", "turn-2", "turn_completed")
         # Nothing is active now: cancel_turn refuses, and a steer with text starts the next turn.
         assert not await sessions.cancel_turn("session-42", "turn-2")
         assert await sessions.steer_user_message("session-42", text="Hi again")
-        last = await wait_for_agent_snapshot(sessions, "session-42", _idle_after(3))
+        last = await wait_for_agent_snapshot(sessions, "session-42", turn_ended(3))
         # Plan mode is off for this agent.
         assert not await sessions.send_user_message("session-42", "Plan it", plan_mode=True)
     # The cancelled turn's answer was dropped and its note says so; the steered messages started
@@ -592,13 +577,13 @@ async def test_plan_mode_snippet_plans_then_executes_the_approved_revision(tmp_p
         await sessions.start_session("session-42")
         # ---- the snippet, as written (a UI reads the snapshot once the turn ended) ----
         await sessions.send_user_message("session-42", "Plan the migration", plan_mode=True)
-        await wait_for_agent_snapshot(sessions, "session-42", _idle_after(1))
+        await wait_for_agent_snapshot(sessions, "session-42", turn_ended(1))
         snapshot = await sessions.get_agent_snapshot("session-42")
         if snapshot.plan is not None and snapshot.plan.status is PlanStatus.DRAFT:
             assert not await sessions.execute_plan("session-42", snapshot.plan.revision + 1)
             assert await sessions.execute_plan("session-42", snapshot.plan.revision)
         # ---- end of the snippet ----
-        done = await wait_for_agent_snapshot(sessions, "session-42", _idle_after(2))
+        done = await wait_for_agent_snapshot(sessions, "session-42", turn_ended(2))
         events = await _read_events_until(client, flow, "session-42", "turn-2", "turn_completed")
     assert snapshot.plan is not None and snapshot.plan.status is PlanStatus.DRAFT
     assert snapshot.plan.revision == 1
@@ -676,12 +661,12 @@ async def test_session_settings_compaction_and_storage_snippets(tmp_path: Path) 
         await sessions.start_session(
             "session-42", "Hello", session_settings={"model": "openai/gpt-5"}
         )
-        first = await wait_for_agent_snapshot(sessions, "session-42", _idle_after(1))
+        first = await wait_for_agent_snapshot(sessions, "session-42", turn_ended(1))
         assert await sessions.update_session_settings("session-42", {"model": "openai/gpt-5-mini"})
         # ---- end of the snippet ----
         updated = await sessions.get_agent_snapshot("session-42")
         assert await sessions.send_user_message("session-42", "Again")
-        second = await wait_for_agent_snapshot(sessions, "session-42", _idle_after(2))
+        second = await wait_for_agent_snapshot(sessions, "session-42", turn_ended(2))
         assert await sessions.update_session_settings("session-42", {})
         cleared = await sessions.get_agent_snapshot("session-42")
         # list_agent_messages clamps its limit to 1..200.

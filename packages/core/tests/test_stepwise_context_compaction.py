@@ -7,7 +7,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated
 
-from agent_session_test_support import idle_after_turns
 from compaction_test_support import calls_separated_by, swappable_worker_stack
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
@@ -44,7 +43,7 @@ from dex_agents.stepwise._input_items import (
     user_text_message,
 )
 from dex_agents.stepwise._model_client import ModelOutputItem, ModelOutputItemKind, ModelToolCall
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 
 CALLS_PER_TURN = 12
 
@@ -104,9 +103,9 @@ async def test_a_turn_with_many_tool_calls_compacts_mid_turn_without_splitting_p
     assert flow.options.compaction == agent.compaction
     async with swappable_worker_stack(tmp_path) as stack, stack.serve(flow) as sessions:
         await sessions.start_session("s1", "hello")
-        await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(1))
+        await wait_for_agent_snapshot(sessions, "s1", turn_ended(1))
         assert await sessions.send_user_message("s1", "read the report")
-        snapshot = await wait_for_agent_snapshot(sessions, "s1", idle_after_turns(2))
+        snapshot = await wait_for_agent_snapshot(sessions, "s1", turn_ended(2))
         messages = list(snapshot.messages)
 
     summary = snapshot.context_summary

@@ -12,7 +12,7 @@ from agent_session_test_support import running_flow_stack
 from dex import (
     Registry,
 )
-from dex_agents import AgentSnapshot, AgentStatus, MessageRole, ToolEffect
+from dex_agents import MessageRole, ToolEffect
 from dex_agents.stepwise import (
     AgentDefinition,
     ModelRequest,
@@ -26,6 +26,7 @@ from dex_agents.stepwise import (
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     read_step_history,
+    turn_ended,
     wait_for_agent_snapshot,
 )
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
@@ -98,17 +99,6 @@ flow = stepwise_agent_session_flow(support_agent, flow_type="SupportAgent")
 registry = Registry([flow], allow_async_handlers=True)
 
 
-def _idle_after_turn(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    state = snapshot.state
-    if (
-        state is not None
-        and state.turn_count == 1
-        and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-    ):
-        return snapshot
-    return None
-
-
 async def test_the_stepwise_snippet_runs_a_turn_with_an_approved_refund(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
@@ -127,7 +117,7 @@ async def test_the_stepwise_snippet_runs_a_turn_with_an_approved_refund(
         assert await sessions.resolve_interrupt("session-42", interrupt.interrupt_id, approved=True)
 
         snapshot = await wait_for_agent_snapshot(
-            sessions, "session-42", _idle_after_turn, description="the finished turn"
+            sessions, "session-42", turn_ended(1), description="the finished turn"
         )
         history = await read_step_history(server_address, stack.dex.scoped("session-42"))
 

@@ -52,6 +52,7 @@ from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
     in_process_worker,
+    turn_ended,
     wait_for_agent_snapshot,
 )
 from dex_agents.ui_stream import (
@@ -233,15 +234,6 @@ def _finishes(turn_id: str) -> Callable[[_Frame], bool]:
     return lambda frame: frame.event.turn_id == turn_id and frame.event.type in _FINISHED
 
 
-def _idle_after(turns: int) -> Callable[[AgentSnapshot], AgentSnapshot | None]:
-    def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-        state = snapshot.state
-        ended = state is not None and state.turn_count == turns and state.active_turn_id is None
-        return snapshot if ended else None
-
-    return probe
-
-
 def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     return snapshot if snapshot.pending_interrupts else None
 
@@ -283,9 +275,9 @@ async def test_reconnecting_with_the_last_id_neither_repeats_nor_misses_an_event
     stack: _Stack,
 ) -> None:
     await stack.sessions.start_session("s", "order 7")
-    await wait_for_agent_snapshot(stack.sessions, "s", _idle_after(1))
+    await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
     assert await stack.sessions.send_user_message("s", "hello again")
-    await wait_for_agent_snapshot(stack.sessions, "s", _idle_after(2))
+    await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(2))
     stored = await _all_events(stack, "s")
     assert len(stored) > 9
 
@@ -331,7 +323,7 @@ async def test_an_empty_long_poll_yields_a_keep_alive_comment(stack: _Stack) -> 
 async def test_a_refused_token_raises_before_anything_is_read(stack: _Stack) -> None:
     await stack.sessions.start_session("mine", "hello")
     await stack.sessions.start_session("theirs", "hello")
-    await wait_for_agent_snapshot(stack.sessions, "theirs", _idle_after(1))
+    await wait_for_agent_snapshot(stack.sessions, "theirs", turn_ended(1))
     theirs = (await _all_events(stack, "theirs"))[0][0]
     mine = (await _all_events(stack, "mine"))[0][0]
     payload = mine.split(".")[0]
@@ -388,7 +380,7 @@ async def test_the_snapshot_json_leaves_out_what_only_the_steps_use(stack: _Stac
 
 async def test_the_snapshot_token_replays_the_active_turn(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "order 7")
-    await wait_for_agent_snapshot(stack.sessions, "s", _idle_after(1))
+    await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
     assert await stack.sessions.send_user_message("s", "chatty refund")
     await wait_for_agent_snapshot(stack.sessions, "s", _pending)
 
@@ -416,7 +408,7 @@ async def test_the_snapshot_token_of_an_idle_session_continues_with_the_next_eve
     stack: _Stack,
 ) -> None:
     await stack.sessions.start_session("s", "order 7")
-    await wait_for_agent_snapshot(stack.sessions, "s", _idle_after(1))
+    await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
     value = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
     assert value.resume_token == (await _all_events(stack, "s"))[-1][0]
     frames = await stream_agent_event_frames(
@@ -431,7 +423,7 @@ async def test_the_snapshot_token_of_an_idle_session_continues_with_the_next_eve
 
 async def test_a_session_without_events_opens_from_the_head(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "")
-    await wait_for_agent_snapshot(stack.sessions, "s", _idle_after(0))
+    await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(0))
     value = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
     assert value.resume_token == ""
     assert value.snapshot.state is not None and value.snapshot.state.turn_count == 0
@@ -469,7 +461,7 @@ async def test_the_sync_variants_read_the_same_snapshot_and_frames(stack: _Stack
 
 async def _turn_completes_without_events(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "order 7")
-    snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _idle_after(1))
+    snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
     assert snapshot.messages[0].role == "user"
     assert snapshot.messages[-1].text == 'Done: {"order_id": "7", "status": "delivered"}'
     # The session's Steps wrote their events; the engine kept none of them.
@@ -582,7 +574,7 @@ async def test_the_helpers_serve_only_sessions_of_their_flow_type(tmp_path: Path
         flows = [FLOW, OTHER_FLOW]
         async with in_process_worker(flows, engine.server_address, tmp_path / "cache") as dex:
             await dex.sessions(OTHER_FLOW).start_session("theirs", "secret plans")
-            await wait_for_agent_snapshot(dex.sessions(OTHER_FLOW), "theirs", _idle_after(1))
+            await wait_for_agent_snapshot(dex.sessions(OTHER_FLOW), "theirs", turn_ended(1))
             client = dex.client
             # Read through this Flow's helpers, another type's session is refused, even with
             # the empty token that would stream its events from the oldest one.

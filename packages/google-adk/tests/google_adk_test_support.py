@@ -14,7 +14,6 @@ from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
     AgentSnapshot,
-    AgentStatus,
     AgentToolCall,
     AgentTurnContext,
     FrameworkMessage,
@@ -24,6 +23,7 @@ from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     InProcessWorker,
     read_step_history,
+    turn_ended,
     wait_for_agent_snapshot,
 )
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
@@ -127,22 +127,6 @@ class TurnBuilder:
             interaction_mode=fields.pop("interaction_mode", InteractionMode.CHAT),
             **fields,
         )
-
-
-def turn_ended(turns: int = 1) -> Callable[[AgentSnapshot], AgentSnapshot | None]:
-    """A snapshot probe: the session finished ``turns`` turns and waits for a message."""
-
-    def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-        state = snapshot.state
-        ended = (
-            state is not None
-            and state.turn_count >= turns
-            and state.active_turn_id is None
-            and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-        )
-        return snapshot if ended else None
-
-    return probe
 
 
 @dataclass(frozen=True)

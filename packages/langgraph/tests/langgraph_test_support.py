@@ -16,7 +16,6 @@ from dex_agents import (
     AgentMessage,
     AgentSessionClient,
     AgentSnapshot,
-    AgentStatus,
     AgentTurnContext,
     MessageRole,
 )
@@ -112,26 +111,6 @@ async def local_sessions(
     async with workers(flows) as dex:
         clients = {flow.get_flow_type(): dex.sessions(flow) for flow in flows}  # type: ignore[arg-type]
         yield LocalSessions(dex, clients)
-
-
-async def wait_for_turns(
-    sessions: AgentSessionClient, session_id: str, turns: int = 1
-) -> AgentSnapshot:
-    """Wait until ``turns`` turns of the session ended and it waits for the next user message."""
-
-    def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-        state = snapshot.state
-        done = (
-            state is not None
-            and state.turn_count >= turns
-            and state.active_turn_id is None
-            and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-        )
-        return snapshot if done else None
-
-    return await wait_for_agent_snapshot(
-        sessions, session_id, ended, description=f"turn {turns} to end"
-    )
 
 
 async def wait_for_interrupt(sessions: AgentSessionClient, session_id: str) -> AgentInterrupt:

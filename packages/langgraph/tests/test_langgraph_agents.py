@@ -15,6 +15,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import langgraph_session_flow, model_tools
 from langchain.agents import create_agent
@@ -31,7 +32,6 @@ from langgraph_test_support import (
     tool_results,
     turn_messages,
     wait_for_interrupt,
-    wait_for_turns,
 )
 from typing_extensions import TypedDict
 
@@ -66,10 +66,10 @@ async def _run_two_lookups(dex_in_process_worker: InProcessWorkerFactory, graph:
     )
     async with local_sessions(dex_in_process_worker, [flow]) as dex:
         await dex["Orders"].start_session("s1", "Where are orders 7 and 8?")
-        snapshot = await wait_for_turns(dex["Orders"], "s1")
+        snapshot = await wait_for_turn_end(dex["Orders"], "s1")
         # The model reuses its tool call IDs in the next turn, as models do.
         assert await dex["Orders"].send_user_message("s1", "And now?")
-        second = await wait_for_turns(dex["Orders"], "s1", turns=2)
+        second = await wait_for_turn_end(dex["Orders"], "s1", turns=2)
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert texts_of(snapshot, MessageRole.ASSISTANT) == [
@@ -146,7 +146,7 @@ async def test_a_state_graph_keeps_its_own_channels_across_the_tool_steps(
     runner = flow.runner
     async with local_sessions(dex_in_process_worker, [flow]) as dex:
         await dex["Counting"].start_session("s1", "Look up two orders, one after the other.")
-        snapshot = await wait_for_turns(dex["Counting"], "s1")
+        snapshot = await wait_for_turn_end(dex["Counting"], "s1")
 
     assert texts_of(snapshot, MessageRole.ASSISTANT) == ["order 7 is shipped; order 8 is shipped"]
     # The tool node has its own name; the runner found it because it is a ToolNode.
@@ -178,9 +178,9 @@ async def test_model_tools_offers_the_enabled_built_ins_and_plan_mode_only_write
         await sessions.start_session("s1", "please ask me")
         interrupt = await wait_for_interrupt(sessions, "s1")
         assert await sessions.answer_question("s1", interrupt.interrupt_id, "eu")
-        snapshot = await wait_for_turns(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
         assert await sessions.send_user_message("s1", "plan it", plan_mode=True)
-        await wait_for_turns(sessions, "s1", turns=2)
+        await wait_for_turn_end(sessions, "s1", turns=2)
 
     assert texts_of(snapshot, MessageRole.ASSISTANT) == [
         'answered: {"status":"answered","answer":"eu"}'
@@ -216,7 +216,7 @@ async def test_a_rejected_write_never_runs_and_the_model_sees_the_reason(
         assert await sessions.resolve_interrupt(
             "s1", interrupt.interrupt_id, approved=False, rejection_message="not today"
         )
-        snapshot = await wait_for_turns(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
 
     assert refunds == []
     (result,) = texts_of(snapshot, MessageRole.TOOL)

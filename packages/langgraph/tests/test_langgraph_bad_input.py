@@ -16,6 +16,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import (
     LangGraphRunner,
@@ -34,7 +35,6 @@ from langgraph_test_support import (
     texts_of,
     tool_results,
     turn_messages,
-    wait_for_turns,
 )
 
 RUNS: list[int] = []
@@ -86,7 +86,7 @@ async def _one_turn(
     flow = langgraph_session_flow(graph, flow_type="Bad", options=OPTIONS)
     async with local_sessions(dex_in_process_worker, [flow]) as dex:
         await dex["Bad"].start_session("s1", text)
-        snapshot = await wait_for_turns(dex["Bad"], "s1")
+        snapshot = await wait_for_turn_end(dex["Bad"], "s1")
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     return texts_of(snapshot, MessageRole.TOOL)
 
@@ -153,7 +153,7 @@ async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(
     async with local_sessions(dex_in_process_worker, [flow]) as dex:
         sessions = dex["Bad"]
         await sessions.start_session("s1", "go")
-        snapshot = await wait_for_turns(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
         assert snapshot.state is not None
         assert "the provider is down" in (snapshot.state.last_turn_error or "")
         assert RUNS == [2]  # the tool ran once; three model attempts never repeated it
@@ -161,7 +161,7 @@ async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(
         assert (snapshot.messages[-1].text or "").startswith(TURN_FAILURE_NOTE_HEADER)
         # The session goes on; the next turn's model sees the note and the tool result.
         assert await sessions.send_user_message("s1", "again")
-        snapshot = await wait_for_turns(sessions, "s1", turns=2)
+        snapshot = await wait_for_turn_end(sessions, "s1", turns=2)
     assert snapshot.state is not None and "provider is down" in (
         snapshot.state.last_turn_error or ""
     )
@@ -176,7 +176,7 @@ async def test_a_second_model_call_in_one_run_model_fails_the_turn_clearly(
     )
     async with local_sessions(dex_in_process_worker, [flow]) as dex:
         await dex["Bad"].start_session("s1", "go")
-        snapshot = await wait_for_turns(dex["Bad"], "s1")
+        snapshot = await wait_for_turn_end(dex["Bad"], "s1")
 
     assert snapshot.state is not None
     error = snapshot.state.last_turn_error or ""

@@ -19,13 +19,14 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import LangGraphRunner, langgraph_session_flow
 from langchain_core.messages import AIMessage, messages_from_dict
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.prebuilt import create_react_agent
-from langgraph_test_support import first_turn, local_sessions, texts_of, wait_for_turns
+from langgraph_test_support import first_turn, local_sessions, texts_of
 from pydantic import SecretStr
 
 
@@ -63,7 +64,7 @@ async def test_a_chat_openai_agent_turn_is_durable(
         )
         async with local_sessions(dex_in_process_worker, [flow]) as dex:
             await dex["OpenAIOrders"].start_session("s1", "Where is order 7?")
-            snapshot = await wait_for_turns(dex["OpenAIOrders"], "s1")
+            snapshot = await wait_for_turn_end(dex["OpenAIOrders"], "s1")
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert texts_of(snapshot, MessageRole.ASSISTANT) == ["Answer: order 7 is shipped"]

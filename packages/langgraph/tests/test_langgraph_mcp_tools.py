@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from dex_agents import AgentSessionOptions, ConfigurationTypeError, ListedTool, MessageRole
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,
@@ -29,7 +30,6 @@ from langgraph_test_support import (
     local_sessions,
     texts_of,
     wait_for_interrupt,
-    wait_for_turns,
 )
 
 
@@ -60,7 +60,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
         assert interrupt.tool_name == SCENARIO_MCP_WRITE_TOOL
         assert log.count("send_note") == 0
         assert await sessions.resolve_interrupt("mcp-1", interrupt.interrupt_id, approved=True)
-        snapshot = await wait_for_turns(sessions, "mcp-1")
+        snapshot = await wait_for_turn_end(sessions, "mcp-1")
 
     assert set(model.offered[0]) == {SCENARIO_MCP_READ_TOOL, SCENARIO_MCP_WRITE_TOOL}
     assert log.keys("lookup_stock") == [dex.dex.scoped("mcp-1") + "/turn-1/read"]

@@ -32,23 +32,7 @@ __all__ = [
     "assistant_texts",
     "tool_messages",
     "wait_for_interrupt",
-    "wait_for_turns",
 ]
-
-
-async def wait_for_turns(
-    dex: InProcessWorker, flow: AgentSessionFlow, session_id: str, turns: int
-) -> AgentSnapshot:
-    """The snapshot once ``turns`` turns ended and the session waits for the user."""
-
-    def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-        state = snapshot.state
-        done = state is not None and state.turn_count >= turns and state.active_turn_id is None
-        return snapshot if done else None
-
-    return await wait_for_agent_snapshot(
-        dex.sessions(flow), session_id, ended, description=f"turn {turns} to end"
-    )
 
 
 async def wait_for_interrupt(

@@ -12,6 +12,7 @@ from agents import Agent
 from agents.items import TResponseOutputItem
 from agents.mcp import MCPServerStdio
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import (
@@ -23,7 +24,6 @@ from dex_agents_openai_agents.testing import (
 from openai_agents_test_support import (
     assistant_texts,
     wait_for_interrupt,
-    wait_for_turns,
 )
 
 SERVER_SCRIPT = Path(__file__).with_name("openai_agents_mcp_notes_server.py")
@@ -72,7 +72,7 @@ async def test_mcp_tools_run_inline_unless_the_server_asks_for_approval(
             assert interrupt.tool_name == "save_note"
 
             assert await sessions.resolve_interrupt("notes", interrupt.interrupt_id, approved=True)
-            snapshot = await wait_for_turns(dex, flow, "notes", 1)
+            snapshot = await wait_for_turn_end(dex.sessions(flow), "notes", 1)
 
     assert log.read_text().splitlines() == ["count_words one two three", "save_note remember"]
     (answer,) = assistant_texts(snapshot)

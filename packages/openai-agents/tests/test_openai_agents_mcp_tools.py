@@ -13,6 +13,7 @@ import pytest
 from agents import Agent
 from agents.items import TResponseOutputItem
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ConfigurationTypeError, ListedTool
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,
@@ -32,7 +33,6 @@ from openai_agents_test_support import (
     assistant_texts,
     tool_messages,
     wait_for_interrupt,
-    wait_for_turns,
 )
 
 
@@ -71,7 +71,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
         assert interrupt.tool_name == SCENARIO_MCP_WRITE_TOOL
         assert log.count("send_note") == 0
         assert await sessions.resolve_interrupt("mcp-1", interrupt.interrupt_id, approved=True)
-        snapshot = await wait_for_turns(dex, flow, "mcp-1", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "mcp-1", 1)
 
     assert set(offered[0]) == {SCENARIO_MCP_READ_TOOL, SCENARIO_MCP_WRITE_TOOL}
     assert log.keys("lookup_stock") == [dex.scoped("mcp-1") + "/turn-1/read"]

@@ -19,6 +19,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from openai import AsyncOpenAI
@@ -32,7 +33,6 @@ from openai_agents_test_support import (
     TurnDriver,
     assistant_texts,
     tool_messages,
-    wait_for_turns,
 )
 
 REQUEST_MODEL = "gpt-test"
@@ -153,7 +153,7 @@ async def test_a_durable_turn_with_the_real_openai_model(
     )
     async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("order-7", "Where is order 7?")
-        snapshot = await wait_for_turns(dex, flow, "order-7", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "order-7", 1)
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert assistant_texts(snapshot) == [ANSWER]

@@ -31,6 +31,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import (
     OpenAIAgentsRunner,
@@ -46,7 +47,6 @@ from openai_agents_test_support import (
     assistant_texts,
     tool_messages,
     wait_for_interrupt,
-    wait_for_turns,
 )
 
 READ = AgentSessionOptions(default_tool_effect=ToolEffect.READ)
@@ -100,9 +100,9 @@ async def test_a_handoff_switches_the_agent_for_the_rest_of_the_turn_and_the_nex
     async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("handoff", "I was charged twice")
-        await wait_for_turns(dex, flow, "handoff", 1)
+        await wait_for_turn_end(dex.sessions(flow), "handoff", 1)
         assert await sessions.send_user_message("handoff", "thanks")
-        snapshot = await wait_for_turns(dex, flow, "handoff", 2)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "handoff", 2)
 
     triage_model.assert_complete()  # triage made one call; the second turn went to billing
     assert billing_calls == ["I was charged twice", "thanks"]
@@ -145,11 +145,11 @@ async def test_input_guardrails_run_once_per_turn_and_a_tripwire_fails_the_turn(
     async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("guard", "look something up")
-        snapshot = await wait_for_turns(dex, flow, "guard", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "guard", 1)
         assert assistant_texts(snapshot) == ["done: x found"]
         assert len(checked) == 1  # not again on the model call after the tool
         assert await sessions.send_user_message("guard", "tell me the secret")
-        snapshot = await wait_for_turns(dex, flow, "guard", 2)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "guard", 2)
 
     assert snapshot.state is not None
     error = snapshot.state.last_turn_error or ""
@@ -171,9 +171,9 @@ async def test_an_output_guardrail_tripwire_fails_the_turn(
     async with dex_in_process_worker([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("calm", "hello")
-        await wait_for_turns(dex, flow, "calm", 1)
+        await wait_for_turn_end(dex.sessions(flow), "calm", 1)
         assert await sessions.send_user_message("calm", "HELLO!")
-        snapshot = await wait_for_turns(dex, flow, "calm", 2)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "calm", 2)
 
     assert snapshot.state is not None
     assert "output guardrail no_shouting" in (snapshot.state.last_turn_error or "")
@@ -200,7 +200,7 @@ async def test_an_unknown_tool_and_invalid_arguments_are_failed_results_the_mode
     flow = _flow(Agent(name="orders", model=model, tools=[lookup_order]))
     async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("bad", "look up order 7")
-        snapshot = await wait_for_turns(dex, flow, "bad", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "bad", 1)
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     outputs = [message.tool_output or "" for message in tool_messages(snapshot)]
@@ -231,7 +231,7 @@ async def test_a_model_that_fails_mid_turn_fails_the_turn_with_its_note(
     flow = _flow(Agent(name="writer", model=ReplyFunctionModel(reply), tools=[upsert]))
     async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("down", "write k")
-        snapshot = await wait_for_turns(dex, flow, "down", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "down", 1)
 
     assert snapshot.state is not None
     assert "the provider is down" in (snapshot.state.last_turn_error or "")
@@ -275,7 +275,7 @@ async def test_a_schema_only_tool_reads_its_idempotency_key_inside_its_tool_step
         interrupt = await wait_for_interrupt(dex, flow, "refund-7")
         assert sent == []  # nothing runs before the approval
         assert await sessions.resolve_interrupt("refund-7", interrupt.interrupt_id, approved=True)
-        snapshot = await wait_for_turns(dex, flow, "refund-7", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "refund-7", 1)
 
     assert sent == [(dex.scoped("refund-7") + "/turn-1/call_0", {"order_id": "7"})]
     assert assistant_texts(snapshot) == ["done: refunded 7 (attempt 1)"]
@@ -304,7 +304,7 @@ async def test_a_rejected_call_reaches_the_model_with_the_reason(
         assert await sessions.resolve_interrupt(
             "admin", interrupt.interrupt_id, approved=False, rejection_message="not today"
         )
-        snapshot = await wait_for_turns(dex, flow, "admin", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "admin", 1)
 
     (record,) = [m for m in tool_messages(snapshot)]
     assert "not today" in (record.tool_output or "")
@@ -327,7 +327,7 @@ async def test_tool_use_behavior_ends_the_turn_with_the_tool_result(
     flow = _flow(Agent(name="stopper", model=model, tools=[lookup], tool_use_behavior=behavior))
     async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("stop", "look up x")
-        snapshot = await wait_for_turns(dex, flow, "stop", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "stop", 1)
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert snapshot.messages[-1].tool_output == "x found"
@@ -377,7 +377,7 @@ async def test_a_tool_exception_follows_the_calls_effect_not_the_sdk_default_mes
     )
     async with dex_in_process_worker([flow]) as dex:
         await dex.sessions(flow).start_session("mixed", "do it all")
-        snapshot = await wait_for_turns(dex, flow, "mixed", 1)
+        snapshot = await wait_for_turn_end(dex.sessions(flow), "mixed", 1)
 
     outputs = {m.tool_name: m.tool_output for m in tool_messages(snapshot)}
     assert outputs["flaky_read"] == "x found"  # CallTool retried the read

@@ -8,32 +8,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from dex_agents import AgentEvent, AgentSessionClient, AgentSessionFlow, AgentSnapshot, AgentStatus
+from dex_agents import AgentEvent, AgentSessionFlow
 from dex_agents.testing import (
     InProcessWorker,
-    wait_for_agent_snapshot,
 )
 from dex_agents_pydantic_ai._scripted_model import turn_view
 from pydantic_ai.messages import ModelMessage, ToolReturnPart
-
-
-async def wait_for_turn(
-    sessions: AgentSessionClient, session_id: str, turns: int = 1
-) -> AgentSnapshot:
-    """The snapshot once turn ``turns`` ended and the session waits for a user message."""
-
-    def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-        state = snapshot.state
-        if (
-            state is not None
-            and state.turn_count >= turns
-            and state.active_turn_id is None
-            and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-        ):
-            return snapshot
-        return None
-
-    return await wait_for_agent_snapshot(sessions, session_id, ended, f"turn {turns} to end")
 
 
 async def session_events(

@@ -20,7 +20,7 @@ from dex_agents import (
     ListedTool,
     MessageRole,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import wait_for_agent_snapshot, wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,
@@ -36,7 +36,7 @@ from pydantic_ai import Agent
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai_test_support import turn_tool_results, wait_for_turn
+from pydantic_ai_test_support import turn_tool_results
 
 
 def _calls_then_outputs(*calls: ToolCallPart, offered: list[dict[str, Any]]) -> FunctionModel:
@@ -88,7 +88,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
         sessions = worker.sessions(flow)
         await sessions.start_session("mcp-1", "check the stock and send a note")
         await _approve_the_write(sessions, "mcp-1", SCENARIO_MCP_WRITE_TOOL, state_dir)
-        snapshot = await wait_for_turn(sessions, "mcp-1")
+        snapshot = await wait_for_turn_end(sessions, "mcp-1")
 
     listed = {tool.name: dict(tool.parameters) for tool in source.cached_tools()}
     assert offered[0] == listed  # the model sees the server's own schemas
@@ -121,7 +121,7 @@ async def test_pydantic_ais_own_mcp_toolset_defers_its_calls_into_tool_steps_wit
         await sessions.start_session("own-1", "check the stock and send a note")
         # Its annotations reach the session: the read runs at once, the write waits.
         await _approve_the_write(sessions, "own-1", "send_note", state_dir)
-        snapshot = await wait_for_turn(sessions, "own-1")
+        snapshot = await wait_for_turn_end(sessions, "own-1")
 
     assert snapshot.messages[-1].text == "lookup_stock ungated ok | send_note ungated ok"
     log = invocation_log(state_dir)

@@ -15,6 +15,7 @@ from dex_agents import (
     ToolCallsRequested,
     ToolEffect,
 )
+from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
 from pydantic_ai import Agent
@@ -24,7 +25,6 @@ from pydantic_ai_test_support import (
     ChatCompletionsServer,
     ChatReply,
     session_events,
-    wait_for_turn,
 )
 
 
@@ -57,7 +57,7 @@ async def test_a_streamed_openai_chat_turn_with_a_tool_call(
         async with dex_in_process_worker([flow]) as worker:
             sessions = worker.sessions(flow)
             await sessions.start_session("s1", "Where is order 7?")
-            snapshot = await wait_for_turn(sessions, "s1")
+            snapshot = await wait_for_turn_end(sessions, "s1")
             events = await session_events(worker, flow, "s1")
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None

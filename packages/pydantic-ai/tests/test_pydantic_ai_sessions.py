@@ -13,7 +13,7 @@ from dex_agents import (
     MessageRole,
     ToolEffect,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import wait_for_agent_snapshot, wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_pydantic_ai import (
     APPROVE_CHOICE,
@@ -33,7 +33,7 @@ from pydantic_ai.messages import (
     ToolCallPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
-from pydantic_ai_test_support import turn_tool_results, wait_for_turn
+from pydantic_ai_test_support import turn_tool_results
 
 
 @dataclass
@@ -99,7 +99,7 @@ async def test_structured_output_and_deps_reach_the_tool_step(
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "where is order 7?", session_settings={"tier": "gold"})
-        snapshot = await wait_for_turn(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     answer = [m for m in snapshot.messages if m.role is MessageRole.ASSISTANT][-1]
@@ -136,7 +136,7 @@ async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "look it up")
-        snapshot = await wait_for_turn(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
 
     assert ran == []
     by_call = {
@@ -172,7 +172,7 @@ async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "write x")
-        snapshot = await wait_for_turn(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
         assert snapshot.state is not None
         assert "the provider broke" in (snapshot.state.last_turn_error or "")
         note = [m for m in snapshot.messages if m.role is MessageRole.USER][-1]
@@ -185,7 +185,7 @@ async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(
         failing["on"] = False
         script.calls = []
         await sessions.send_user_message("s1", "try again")
-        snapshot = await wait_for_turn(sessions, "s1", turns=2)
+        snapshot = await wait_for_turn_end(sessions, "s1", turns=2)
 
     assert writes == ["x"]
     assert snapshot.messages[-1].text == "recovered"
@@ -201,7 +201,7 @@ async def test_output_that_fails_validation_fails_the_attempt_not_a_second_reque
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "give me an order")
-        snapshot = await wait_for_turn(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
 
     assert snapshot.state is not None
     assert "output validation" in (snapshot.state.last_turn_error or "")
@@ -234,7 +234,7 @@ async def test_a_pydantic_ai_approval_is_a_session_approval(
         )
         assert interrupt.tool_name == "refund" and approvals == []
         assert await sessions.resolve_interrupt("s1", interrupt.interrupt_id, approved=True)
-        snapshot = await wait_for_turn(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
 
     assert approvals == [True]
     assert snapshot.messages[-1].text == "refunded 7"
@@ -266,7 +266,7 @@ async def test_approval_required_inside_a_tool_becomes_a_question(
         )
         assert deleted == [] and APPROVE_CHOICE in question.choices
         assert await sessions.answer_question("s1", question.interrupt_id, APPROVE_CHOICE)
-        snapshot = await wait_for_turn(sessions, "s1")
+        snapshot = await wait_for_turn_end(sessions, "s1")
 
     assert deleted == [".env"]
     assert snapshot.messages[-1].text == "deleted .env"
@@ -281,9 +281,9 @@ async def test_the_system_prompt_reaches_every_call_without_being_stored(
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "one")
-        await wait_for_turn(sessions, "s1")
+        await wait_for_turn_end(sessions, "s1")
         await sessions.send_user_message("s1", "two")
-        snapshot = await wait_for_turn(sessions, "s1", turns=2)
+        snapshot = await wait_for_turn_end(sessions, "s1", turns=2)
 
     assert len(script.seen) == 2
     for messages in script.seen:
@@ -329,7 +329,7 @@ async def test_a_schema_only_tool_reads_its_key_inside_the_tool_step(
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("w1", "file a ticket")
-        snapshot = await wait_for_turn(sessions, "w1")
+        snapshot = await wait_for_turn_end(sessions, "w1")
 
     assert sorted(sent) == [
         ("create_ticket", {"title": "printer"}, worker.scoped("w1") + "/turn-1/t1"),
@@ -380,7 +380,7 @@ async def test_a_model_that_cannot_stream_runs_a_session_with_the_default_runner
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("plain", "where is order 7?")
-        snapshot = await wait_for_turn(sessions, "plain")
+        snapshot = await wait_for_turn_end(sessions, "plain")
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     answer = [m for m in snapshot.messages if m.role is MessageRole.ASSISTANT][-1]

@@ -17,8 +17,6 @@ from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
-    AgentSnapshot,
-    AgentStatus,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -39,7 +37,6 @@ __all__ = [
     "SessionStack",
     "assistant",
     "final_answer_with_results",
-    "idle_after_turns",
     "read_events_until",
     "request_tools",
     "running_flow_stack",
@@ -104,22 +101,6 @@ class ScriptedRunner:
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
         self.tool_calls.append(call)
         return await self.tools[call.tool_call.tool_name](call)
-
-
-def idle_after_turns(turns: int) -> Callable[[AgentSnapshot], AgentSnapshot | None]:
-    """A ``wait_for_agent_snapshot`` probe: the session waits for a message after ``turns`` turns."""
-
-    def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-        state = snapshot.state
-        if (
-            state is not None
-            and state.turn_count == turns
-            and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-        ):
-            return snapshot
-        return None
-
-    return probe
 
 
 @dataclass

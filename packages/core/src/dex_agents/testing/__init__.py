@@ -45,7 +45,10 @@ from dex_agents.testing._step_history import (
 from dex_agents.testing._waiting import (
     DEFAULT_WAIT_TIMEOUT_SECONDS,
     WaitTimeoutError,
+    turn_ended,
+    turns_have_ended,
     wait_for_agent_snapshot,
+    wait_for_turn_end,
     wait_until,
 )
 from dex_agents.testing._worker_process import (
@@ -94,6 +97,9 @@ __all__ = [
     "read_flow_attributes",
     "read_step_history",
     "run_agent_worker",
+    "turn_ended",
+    "turns_have_ended",
     "wait_for_agent_snapshot",
+    "wait_for_turn_end",
     "wait_until",
 ]

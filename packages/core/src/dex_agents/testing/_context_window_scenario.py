@@ -43,7 +43,6 @@ from dex_agents._values import (
     AgentMessage,
     AgentSnapshot,
     AgentState,
-    AgentStatus,
     MessageRole,
 )
 from dex_agents.stepwise import (
@@ -60,7 +59,7 @@ from dex_agents.stepwise import (
 from dex_agents.testing._engine_process import EngineLogs, EngineProcess
 from dex_agents.testing._flow_attributes import read_flow_attributes
 from dex_agents.testing._in_process_worker import in_process_worker
-from dex_agents.testing._waiting import wait_until
+from dex_agents.testing._waiting import turns_have_ended, wait_until
 
 __all__ = [
     "CONTEXT_WINDOW_TOOL_NAME",
@@ -451,12 +450,7 @@ async def _idle_after_turns(server_address: str, turns: int) -> bool:
     stored = attributes.json_of(AGENT_STATE.name)
     if not isinstance(stored, dict):
         return False
-    state = AgentState.from_json(stored)
-    return (
-        state.turn_count >= turns
-        and state.active_turn_id is None
-        and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
-    )
+    return turns_have_ended(AgentState.from_json(stored), turns)
 
 
 async def _kept_messages(sessions: AgentSessionClient) -> list[AgentMessage]:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar, cast, overload
 
+from dex_agents._values import AgentState, AgentStatus
 from dex_agents.exceptions import DexAgentsError
 
 if TYPE_CHECKING:
@@ -134,6 +135,55 @@ async def wait_for_agent_snapshot(
             timeout,
             timed_out.last_value,
         ) from None
+
+
+def turns_have_ended(state: AgentState | None, turns: int = 1) -> bool:
+    """Whether the session has ended ``turns`` turns (or more) and waits for a user message: no
+    active turn, status ``waiting_for_user_message``.
+
+    Example:
+        >>> turns_have_ended(AgentState(), 1)
+        False
+    """
+    return (
+        state is not None
+        and state.turn_count >= turns
+        and state.active_turn_id is None
+        and state.status is AgentStatus.WAITING_FOR_USER_MESSAGE
+    )
+
+
+def turn_ended(turns: int = 1) -> Callable[[AgentSnapshot], AgentSnapshot | None]:
+    """A ``wait_for_agent_snapshot`` probe: the snapshot once ``turns_have_ended(state, turns)``.
+
+    Example:
+        >>> snapshot = await wait_for_agent_snapshot(sessions, "chat", turn_ended(2))  # doctest: +SKIP
+    """
+
+    def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        return snapshot if turns_have_ended(snapshot.state, turns) else None
+
+    return probe
+
+
+async def wait_for_turn_end(
+    sessions: AgentSessionClient,
+    session_id: str,
+    turns: int = 1,
+    timeout: float = DEFAULT_WAIT_TIMEOUT_SECONDS,
+) -> AgentSnapshot:
+    """The session's snapshot once it has ended ``turns`` turns and waits for a user message.
+
+    Raises:
+        WaitTimeoutError: The turn had not ended by the deadline; the message names the
+            session's last status.
+
+    Example:
+        >>> snapshot = await wait_for_turn_end(sessions, "chat", turns=2)  # doctest: +SKIP
+    """
+    return await wait_for_agent_snapshot(
+        sessions, session_id, turn_ended(turns), f"turn {turns} to end", timeout
+    )
 
 
 def _describe_snapshot(snapshot: AgentSnapshot) -> str:
