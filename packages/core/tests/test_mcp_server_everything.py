@@ -12,16 +12,34 @@ import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("mcp", reason="the mcp extra (dex-agents[mcp]) is not installed")
 
-from dex_agents import AgentSnapshot, AgentToolCallStatus, MessageRole
-from dex_agents.mcp import McpStdioServerConfig, McpStreamableHttpServerConfig, McpToolSource
+from dex_agents import (
+    AgentSessionClient,
+    AgentSnapshot,
+    AgentToolCallStatus,
+    InterruptKind,
+    MessageRole,
+    ToolExecutionError,
+)
+from dex_agents.mcp import (
+    INPUT_REQUEST_ERROR_PREFIX,
+    McpStdioServerConfig,
+    McpStreamableHttpServerConfig,
+    McpToolSource,
+)
 from dex_agents.mcp._connection import _connect_mode, close_connections
-from dex_agents.testing import EXECUTE_COMPLETED_EVENT, AgentTestStack, wait_for_agent_snapshot
+from dex_agents.testing import (
+    EXECUTE_COMPLETED_EVENT,
+    AgentTestStack,
+    WorkerProcess,
+    wait_for_agent_snapshot,
+)
 from mcp_test_support.agent import (
     EVERYTHING_URL_ENV,
     RESEARCH_TOOL,
@@ -176,12 +194,30 @@ async def test_a_task_required_tool_over_stdio_is_polled_inside_the_call() -> No
     await close_connections()
 
 
-@_needs_server_everything
-async def test_a_2025_11_25_task_is_polled_across_a_worker_sigkill(tmp_path: Path) -> None:
-    """A durable session calls the task-required tool over Streamable HTTP: the tool Step stores
-    the task handle (the task and the MCP session holding it) and ends; the Worker is SIGKILLed
-    while the task runs, and the next Worker polls the same task in the same server session
-    until its report comes back. The tool was called once (one ``CallSingleAttemptTool``)."""
+@dataclass
+class _Durable:
+    """A real engine, a Worker child process and server-everything over Streamable HTTP."""
+
+    stack: AgentTestStack
+    sessions: AgentSessionClient
+    worker: WorkerProcess
+
+    async def executed(self, session_id: str) -> list[str]:
+        history = await self.stack.read_step_history(session_id)
+        return [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
+
+    async def reply(self, session_id: str) -> str:
+        def replied(snapshot: AgentSnapshot) -> str | None:
+            texts = [m.text for m in snapshot.messages if m.role == MessageRole.ASSISTANT]
+            return texts[-1] if texts and texts[-1] else None
+
+        return await wait_for_agent_snapshot(
+            self.sessions, session_id, replied, "the turn's reply", timeout=120
+        )
+
+
+@asynccontextmanager
+async def _durable(tmp_path: Path) -> AsyncIterator[_Durable]:
     async with server_everything_over_http() as url:
         flow = build_mcp_flow(tmp_path / "stdio", None, url)
         async with AgentTestStack(
@@ -191,38 +227,89 @@ async def test_a_2025_11_25_task_is_polled_across_a_worker_sigkill(tmp_path: Pat
             worker_cwd=TESTS_DIR,
             worker_env={STATE_DIR_ENV: str(tmp_path / "stdio"), EVERYTHING_URL_ENV: url},
         ) as stack:
-            worker = await stack.start_worker()
-            sessions = stack.sessions(flow)
-            await sessions.start_session("research", command((RESEARCH_TOOL, {"topic": "tides"})))
+            yield _Durable(stack, stack.sessions(flow), await stack.start_worker())
 
-            def waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-                waits = any(
-                    call.status == AgentToolCallStatus.WAITING_FOR_TASK and call.task_id
-                    for call in snapshot.tool_calls
-                )
-                return snapshot if waits else None
 
-            started = await wait_for_agent_snapshot(
-                sessions, "research", waiting, "the call to wait for its task", timeout=90
+@_needs_server_everything
+async def test_a_2025_11_25_task_is_polled_across_a_worker_sigkill(tmp_path: Path) -> None:
+    """A durable session calls the task-required tool over Streamable HTTP: the tool Step stores
+    the task handle (the task and the MCP session holding it) and ends; the Worker is SIGKILLed
+    while the task runs, and the next Worker polls the same task in the same server session
+    until its report comes back. The tool was called once (one ``CallSingleAttemptTool``)."""
+    async with _durable(tmp_path) as durable:
+        await durable.sessions.start_session(
+            "research", command((RESEARCH_TOOL, {"topic": "tides"}))
+        )
+
+        def waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+            waits = any(
+                call.status == AgentToolCallStatus.WAITING_FOR_TASK and call.task_id
+                for call in snapshot.tool_calls
             )
-            (call,) = started.tool_calls
-            assert call.task_id is not None and "session_id" in call.task_id
-            worker.kill()
-            await stack.start_worker()
+            return snapshot if waits else None
 
-            def ended(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-                replied = any(
-                    message.role == MessageRole.ASSISTANT and message.text
-                    for message in snapshot.messages
-                )
-                return snapshot if replied else None
+        started = await wait_for_agent_snapshot(
+            durable.sessions, "research", waiting, "the call to wait for its task", timeout=90
+        )
+        (call,) = started.tool_calls
+        assert call.task_id is not None and "session_id" in call.task_id
+        durable.worker.kill()
+        durable.worker = await durable.stack.start_worker()
 
-            snapshot = await wait_for_agent_snapshot(
-                sessions, "research", ended, "the turn to end", timeout=120
-            )
-            reply = [m.text for m in snapshot.messages if m.role == MessageRole.ASSISTANT][-1]
-            assert reply is not None and reply.startswith("done: # Research Report: tides")
-            history = await stack.read_step_history("research")
-            executed = [e.step_type for e in history if e.event_type == EXECUTE_COMPLETED_EVENT]
-            assert executed.count("CallSingleAttemptTool") == 1
-            assert executed.count("PollToolTask") >= 1
+        reply = await durable.reply("research")
+        assert reply.startswith("done: # Research Report: tides")
+        executed = await durable.executed("research")
+        assert executed.count("CallSingleAttemptTool") == 1
+        assert executed.count("PollToolTask") >= 1
+
+
+@_needs_server_everything
+async def test_a_2025_11_25_task_elicitation_becomes_the_sessions_question(tmp_path: Path) -> None:
+    """An ambiguous research query: the task goes ``input_required`` and queues an
+    ``elicitation/create`` with one titled-enum field; a poll reads it from ``tasks/result`` and
+    it becomes the session's question with the enum's consts as choices; the answer goes back to
+    the server's request in the task's session and the report uses it."""
+    async with _durable(tmp_path) as durable:
+        await durable.sessions.start_session(
+            "ask", command((RESEARCH_TOOL, {"topic": "python", "ambiguous": True}))
+        )
+        interrupt = await wait_for_agent_snapshot(
+            durable.sessions,
+            "ask",
+            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            "the task's question",
+            timeout=90,
+        )
+        assert interrupt.kind == InterruptKind.QUESTION
+        assert interrupt.question is not None and "multiple interpretations" in interrupt.question
+        assert interrupt.choices == ("programming", "snake", "comedy")
+        assert not await durable.sessions.answer_question("ask", interrupt.interrupt_id, "opera")
+        assert await durable.sessions.answer_question("ask", interrupt.interrupt_id, "snake")
+
+        reply = await durable.reply("ask")
+        assert reply.startswith("done: # Research Report: python (snake)"), reply[:200]
+
+
+@_needs_server_everything
+async def test_elicitation_and_sampling_outside_a_task_get_the_refusal() -> None:
+    """The source declares elicitation and sampling, so server-everything offers its tools that
+    ask; a request the session cannot turn into a question (during a plain ``tools/call``, or a
+    stdio task's) is refused with the seeds' text, which the server reports back."""
+    source = McpToolSource([_config()])
+    names = {tool.name for tool in await source.list_tools()}
+    assert {"everything__trigger-sampling-request", "everything__trigger-elicitation-request"} <= (
+        names
+    )
+    for tool, arguments, asked in (
+        ("everything__trigger-sampling-request", {"prompt": "hi"}, "a model completion"),
+        ("everything__trigger-elicitation-request", {}, "an answer to 'Please provide inputs"),
+    ):
+        with pytest.raises(ToolExecutionError) as failure:
+            await source.call_tool(tool, arguments, idempotency_key=f"s/t/{tool}")
+        assert INPUT_REQUEST_ERROR_PREFIX in str(failure.value)
+        assert asked in str(failure.value)
+    report = await source.call_tool(
+        RESEARCH_TOOL, {"topic": "python", "ambiguous": True}, idempotency_key="s/t/research"
+    )
+    assert "# Research Report: python (technical (default - elicitation unavailable))" in report
+    await close_connections()

@@ -47,6 +47,7 @@ from opentelemetry import trace
 from pydantic import BaseModel, ConfigDict
 
 from dex_agents.mcp._errors import McpServerUnreachableError
+from dex_agents.mcp._input_requests import input_request_error
 from dex_agents.mcp._server_config import (
     McpServerConfig,
     McpStdioServerConfig,
@@ -174,8 +175,11 @@ class McpConnection:
         """The SDK's ClientSession (typed loosely: its overloads depend on flags)."""
         return self.client.session
 
-    async def tasks_request(self, method: str, task_id: str, **params: object) -> dict[str, Any]:
-        """Sends one ``tasks/*`` request and returns the raw result.
+    async def tasks_request(
+        self, method: str, task_id: str, *, timeout: float | None = None, **params: object
+    ) -> dict[str, Any]:
+        """Sends one ``tasks/*`` request and returns the raw result; bounded by ``timeout``, or
+        by the server's ``connection_timeout``.
 
         Raises:
             MCPError: For an error answer or a broken connection.
@@ -184,7 +188,9 @@ class McpConnection:
         result = await self.client.session.send_request(
             request,
             _RawResult,
-            request_read_timeout_seconds=self.server.connection_timeout.total_seconds(),
+            request_read_timeout_seconds=(
+                timeout if timeout is not None else self.server.connection_timeout.total_seconds()
+            ),
         )
         return dict(result.model_extra or {})
 
@@ -283,8 +289,31 @@ def http_client(server: McpStreamableHttpServerConfig, **options: Any) -> httpx2
     )
 
 
+def _refusal(method: str, params: BaseModel) -> mcp_types.ErrorData:
+    request = {"method": method, "params": params.model_dump(by_alias=True, exclude_none=True)}
+    return mcp_types.ErrorData(code=INVALID_REQUEST, message=input_request_error({"1": request}))
+
+
+async def _refuse_elicitation(
+    context: Any, params: mcp_types.ElicitRequestParams
+) -> mcp_types.ErrorData:
+    # A request of the server's that only a live connection could answer: the session cannot
+    # ask its user and hold the request open (a task's elicitation is asked durably instead).
+    return _refusal("elicitation/create", params)
+
+
+async def _refuse_sampling(
+    context: Any, params: mcp_types.CreateMessageRequestParams
+) -> mcp_types.ErrorData:
+    return _refusal("sampling/createMessage", params)
+
+
 def _sdk_client(server: McpServerConfig, stack: AsyncExitStack, session_ids: list[str]) -> Client:
     extensions = [_TasksExtension()]
+    callbacks: dict[str, Any] = {
+        "elicitation_callback": _refuse_elicitation,
+        "sampling_callback": _refuse_sampling,
+    }
     mode = _connect_mode(server)
     read_timeout = server.connection_timeout.total_seconds()
     if isinstance(server, McpStdioServerConfig):
@@ -300,6 +329,7 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack, session_ids: lis
             cache=None,
             extensions=extensions,
             read_timeout_seconds=read_timeout,
+            **callbacks,
         )
 
     async def note_session(response: httpx2.Response) -> None:
@@ -317,6 +347,7 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack, session_ids: lis
         cache=None,
         extensions=extensions,
         read_timeout_seconds=read_timeout,
+        **callbacks,
     )
 
 

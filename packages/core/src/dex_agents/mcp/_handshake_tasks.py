@@ -6,19 +6,30 @@ augmentation; the server answers with a task. Its ``tasks/get``, ``tasks/result`
 polls it inside the call (stdio, ``call_tool``), or, for a tool task of a Streamable HTTP server,
 in a plain JSON-RPC POST carrying the stored ``Mcp-Session-Id``, so a Worker started after a
 SIGKILL polls the task the killed Worker started (the pooled connections never end a session).
+
+A task in ``input_required`` delivers its queued request (``elicitation/create``,
+``sampling/createMessage``) on the stream of ``tasks/result``. A poll reads that stream for a few
+seconds: an elicitation that can be a question (one string, choice or boolean field) becomes the
+session's question, its JSON-RPC request ID kept in the continuation, and the poll after the
+answer POSTs the elicitation result to the session under that ID (a stale answer can only reach
+the request it answered: the server never reuses an ID). Any other request is refused with
+``INPUT_REQUEST_ERROR_PREFIX (...)`` as its error, and the server decides what its task does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from mcp.shared.exceptions import MCPError
 
 from dex_agents import (
     ToolExecutionResult,
+    ToolInputRequested,
     ToolTaskPending,
     ToolTaskPoll,
     ToolTaskPollOutcome,
@@ -32,6 +43,13 @@ from dex_agents.mcp._connection import (
     http_client,
 )
 from dex_agents.mcp._errors import McpTaskError
+from dex_agents.mcp._input_requests import (
+    ElicitationQuestion,
+    FieldKind,
+    elicitation_question,
+    input_request_error,
+    input_response,
+)
 from dex_agents.mcp._server_config import McpStreamableHttpServerConfig
 from dex_agents.mcp._tasks import (
     TaskContinuation,
@@ -52,6 +70,10 @@ __all__ = [
 _KEY: Final = "mcp_2025_11_25_task"
 _RESULT_STATUSES: Final = frozenset({"completed"})
 _TERMINAL: Final = frozenset({"completed", "failed", "cancelled"})
+_REQUEST_WINDOW_SECONDS: Final = 5.0
+"""How long a poll of an ``input_required`` task reads ``tasks/result`` for its queued request."""
+_SETTLE_POLL_SECONDS: Final = 1
+_REFUSED: Final = -32600
 
 TaskSender = Callable[[str], Awaitable[dict[str, Any]]]
 """Sends one ``tasks/<method>`` for the task and returns the raw result."""
@@ -133,7 +155,22 @@ def session_reader(
     async def send(method: str) -> dict[str, Any]:
         return await task_request(connection, target, method, task_id)
 
-    return lambda: _read(send)
+    async def read() -> dict[str, Any]:
+        task = await _read(send)
+        if task["status"] != "input_required":
+            return task
+        # The task's queued request comes only on the stream of tasks/result, where the
+        # connection's callbacks refuse it; the answer comes once the task ended.
+        await task_request(
+            connection,
+            target,
+            "tasks/result",
+            task_id,
+            timeout=connection.server.request_timeout.total_seconds(),
+        )
+        return await _read(send)
+
+    return read
 
 
 def _http_sender(
@@ -161,18 +198,9 @@ async def _post(
     server: McpStreamableHttpServerConfig, task: HandshakeTask, method: str
 ) -> dict[str, Any]:
     body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {"taskId": task.task_id}}
-    headers = {
-        "accept": "application/json, text/event-stream",
-        "mcp-protocol-version": task.protocol_version,
-        "mcp-session-id": task.session_id,
-    }
     async with http_client(server) as client:
-        response = await client.post(server.url, json=body, headers=headers)
-    if response.status_code == 404:
-        raise McpTaskError(
-            f"MCP server {server.name} no longer knows session {task.session_id}, which held "
-            f"task {task.task_id} (HTTP 404)"
-        )
+        response = await client.post(server.url, json=body, headers=_headers(task))
+    _check_session(server, task, response.status_code)
     answer = _json_rpc_answer(response.headers.get("content-type", ""), response.text)
     if answer is None:
         raise MCPError(
@@ -183,6 +211,70 @@ async def _post(
         raise MCPError(code=int(error.get("code", -32603)), message=str(error.get("message")))
     result = answer.get("result")
     return dict(result) if isinstance(result, Mapping) else {}
+
+
+def _headers(task: HandshakeTask) -> dict[str, str]:
+    return {
+        "accept": "application/json, text/event-stream",
+        "mcp-protocol-version": task.protocol_version,
+        "mcp-session-id": task.session_id,
+    }
+
+
+def _check_session(server: McpStreamableHttpServerConfig, task: HandshakeTask, status: int) -> None:
+    if status == 404:
+        raise McpTaskError(
+            f"MCP server {server.name} no longer knows session {task.session_id}, which held "
+            f"task {task.task_id} (HTTP 404)"
+        )
+
+
+async def _queued_request(
+    server: McpStreamableHttpServerConfig, task: HandshakeTask
+) -> dict[str, Any] | None:
+    """The first request the server sends on the ``tasks/result`` stream within the window, or
+    ``None`` (nothing queued, or the task ended: the next ``tasks/get`` reads it)."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tasks/result", "params": {"taskId": task.task_id}}
+    try:
+        async with (
+            asyncio.timeout(_REQUEST_WINDOW_SECONDS),
+            http_client(server) as client,
+            client.stream("POST", server.url, json=body, headers=_headers(task)) as response,
+        ):
+            _check_session(server, task, response.status_code)
+            async for line in response.aiter_lines():
+                text = line[len("data:") :] if line.startswith("data:") else line
+                try:
+                    message = json.loads(text)
+                except ValueError:
+                    continue
+                if not isinstance(message, dict):
+                    continue
+                if "method" in message and "id" in message:
+                    return message
+                if "result" in message or "error" in message:
+                    return None
+    except TimeoutError:
+        return None
+    return None
+
+
+async def _respond(
+    server: McpStreamableHttpServerConfig,
+    task: HandshakeTask,
+    request_id: object,
+    answer: dict[str, Any],
+) -> None:
+    """POSTs the JSON-RPC response to a request of the server's, in the task's session."""
+    body = {"jsonrpc": "2.0", "id": request_id, **answer}
+    async with http_client(server) as client:
+        response = await client.post(server.url, json=body, headers=_headers(task))
+    _check_session(server, task, response.status_code)
+    if response.status_code >= 400:
+        raise MCPError(
+            code=-32603,
+            message=f"HTTP {response.status_code} for the answer to request {request_id}",
+        )
 
 
 def _json_rpc_answer(content_type: str, text: str) -> dict[str, Any] | None:
@@ -218,13 +310,22 @@ async def poll_handshake_task(
         McpToolCallInterruptedError: The server could not be reached or answered nothing.
     """
     record = poll.tool_call
-    state = await _read(_http_sender(server, task, target))
     continuation = TaskContinuation.from_text(record.input_continuation)
+    asked = _AskedRequest.from_continuation(continuation)
+    if poll.pending_answer is not None and asked is not None and continuation.sent_at is None:
+        response = input_response(asked.question(continuation), poll.pending_answer)
+        await poll.heartbeat()
+        await _answer(server, task, target, asked.request_id, {"result": response})
+        sent = replace(continuation, sent_at=time.time(), declined=response["action"] != "accept")
+        return ToolTaskPending(_SETTLE_POLL_SECONDS, sent.to_text())
+    state = await _read(_http_sender(server, task, target))
     status = str(state.get("status"))
     if status != continuation.status:
         write_status(target, task.task_id, state)
     if status in _TERMINAL:
         return ToolExecutionResult(terminal_output(state, task.task_id, target))
+    if status == "input_required":
+        return await _input_required(server, task, target)
     interval = state.get("pollIntervalMs")
     return ToolTaskPending(
         next_poll_interval(
@@ -246,3 +347,79 @@ async def cancel_handshake_task(
         await _http_sender(server, task, target)("tasks/cancel")
     except McpTaskError:
         return
+
+
+@dataclass(frozen=True)
+class _AskedRequest:
+    """The server's elicitation a question stands for, kept in the continuation's request key."""
+
+    request_id: object
+    field_name: str
+    kind: FieldKind
+
+    def to_key(self) -> str:
+        return dump_json_text({"id": self.request_id, "field": self.field_name, "kind": self.kind})
+
+    @classmethod
+    def from_continuation(cls, continuation: TaskContinuation) -> _AskedRequest | None:
+        if not continuation.request_key:
+            return None
+        try:
+            saved = json.loads(continuation.request_key)
+            return cls(saved["id"], str(saved["field"]), FieldKind(saved["kind"]))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+    def question(self, continuation: TaskContinuation) -> ElicitationQuestion:
+        return ElicitationQuestion(
+            continuation.request_key or "",
+            continuation.fingerprint or "",
+            "",
+            self.field_name,
+            self.kind,
+            (),
+        )
+
+
+async def _answer(
+    server: McpStreamableHttpServerConfig,
+    task: HandshakeTask,
+    target: McpCallTarget,
+    request_id: object,
+    answer: dict[str, Any],
+) -> None:
+    try:
+        await _respond(server, task, request_id, answer)
+    except McpTaskError:
+        raise
+    except Exception as error:
+        raise interrupted(server.name, target, f"answer: {describe_error(error)}") from error
+
+
+async def _input_required(
+    server: McpStreamableHttpServerConfig, task: HandshakeTask, target: McpCallTarget
+) -> ToolTaskPollOutcome:
+    try:
+        request = await _queued_request(server, task)
+    except McpTaskError:
+        raise
+    except Exception as error:
+        raise interrupted(server.name, target, f"tasks/result: {describe_error(error)}") from error
+    waiting = TaskContinuation(status="input_required").to_text()
+    if request is None:
+        return ToolTaskPending(_SETTLE_POLL_SECONDS, waiting)
+    raw = {"1": {"method": request.get("method"), "params": request.get("params") or {}}}
+    question = elicitation_question(raw)
+    if question is None:
+        refusal = {"code": _REFUSED, "message": input_request_error(raw)}
+        await _answer(server, task, target, request["id"], {"error": refusal})
+        return ToolTaskPending(_SETTLE_POLL_SECONDS, waiting)
+    asked = _AskedRequest(request["id"], question.field_name, question.kind)
+    return ToolInputRequested(
+        question.message,
+        choices=question.choices,
+        allows_free_text=question.allows_free_text,
+        continuation=TaskContinuation(
+            status="input_required", request_key=asked.to_key(), fingerprint=question.fingerprint
+        ).to_text(),
+    )

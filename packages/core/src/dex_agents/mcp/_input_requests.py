@@ -18,6 +18,7 @@ from dex_agents import QuestionAnswer, QuestionResolution, dump_json_text
 __all__ = [
     "INPUT_REQUEST_ERROR_PREFIX",
     "ElicitationQuestion",
+    "FieldKind",
     "elicitation_question",
     "input_request_error",
     "input_response",
@@ -32,7 +33,9 @@ INPUT_REQUEST_ERROR_PREFIX: Final = (
 _YES_NO: Final = ("yes", "no")
 
 
-class _FieldKind(StrEnum):
+class FieldKind(StrEnum):
+    """What a question's single field takes: any text, one of its choices, or yes/no."""
+
     TEXT = "text"
     CHOICE = "choice"
     BOOLEAN = "boolean"
@@ -46,13 +49,13 @@ class ElicitationQuestion:
     fingerprint: str
     message: str
     field_name: str
-    kind: _FieldKind
+    kind: FieldKind
     choices: tuple[str, ...]
 
     @property
     def allows_free_text(self) -> bool:
         """Only a string field without ``enum`` takes any text."""
-        return self.kind is _FieldKind.TEXT
+        return self.kind is FieldKind.TEXT
 
 
 def request_fingerprint(request: Mapping[str, Any]) -> str:
@@ -117,17 +120,21 @@ def elicitation_question(
     )
 
 
-def _field_kind(field_schema: Mapping[str, Any]) -> tuple[_FieldKind | None, tuple[str, ...]]:
+def _field_kind(field_schema: Mapping[str, Any]) -> tuple[FieldKind | None, tuple[str, ...]]:
     field_type = field_schema.get("type")
     if field_type == "boolean":
-        return _FieldKind.BOOLEAN, _YES_NO
+        return FieldKind.BOOLEAN, _YES_NO
     if field_type != "string":
         return None, ()
     enum = field_schema.get("enum")
+    one_of = field_schema.get("oneOf")
+    if enum is None and isinstance(one_of, list) and one_of:
+        # A titled enum (2025-11-25): each option a {"const", "title"}; the consts are the choices.
+        enum = [option.get("const") if isinstance(option, Mapping) else None for option in one_of]
     if enum is None:
-        return _FieldKind.TEXT, ()
+        return FieldKind.TEXT, ()
     if isinstance(enum, list) and enum and all(isinstance(value, str) for value in enum):
-        return _FieldKind.CHOICE, tuple(enum)
+        return FieldKind.CHOICE, tuple(enum)
     return None, ()
 
 
@@ -139,5 +146,5 @@ def input_response(question: ElicitationQuestion, answer: QuestionAnswer) -> dic
     if answer.resolution is QuestionResolution.DEADLINE_PASSED:
         return {"action": "cancel"}
     text = answer.answer or ""
-    value: str | bool = text == "yes" if question.kind is _FieldKind.BOOLEAN else text
+    value: str | bool = text == "yes" if question.kind is FieldKind.BOOLEAN else text
     return {"action": "accept", "content": {question.field_name: value}}

@@ -165,16 +165,19 @@ async def task_request(
     target: McpCallTarget,
     method: str,
     task_id: str,
+    *,
+    timeout: float | None = None,
     **params: object,
 ) -> dict[str, Any]:
-    """One ``tasks/*`` request on ``connection``.
+    """One ``tasks/*`` request on ``connection``, bounded by ``timeout`` or the server's
+    ``connection_timeout``.
 
     Raises:
         McpToolCallInterruptedError: No answer came (a broken stream, a timeout, -32603).
         McpTaskError: The server answered with an error, such as an unknown task.
     """
     try:
-        return await connection.tasks_request(method, task_id, **params)
+        return await connection.tasks_request(method, task_id, timeout=timeout, **params)
     except MCPError as error:
         if error.error.code in INTERRUPTION_ERROR_CODES:
             raise interrupted(connection.server.name, target, describe_error(error)) from error
