@@ -21,6 +21,12 @@ At the end, with no more faults, every session must show:
   idempotency key), and either answered ``ok`` (then it ran exactly once) or carries the seed's
   outcome for an interrupted non-idempotent write, ``OUTCOME_UNKNOWN_TOOL_RESULT``.
 
+Some outcome-unknown writes never ran: their attempt was lost after a Worker took it but before
+the tool started, or while a Worker was declining it. Neither the engine nor the Step can prove
+that such an attempt had not started (SDK 1.23 gives a Step no acknowledged write before it
+completes; see the local engine's README, "Persistence and restart"), so the test counts them and
+prints the count rather than asserting none; a write with an outcome check resolves them.
+
 The default suite runs a short variant (40 sessions, 3 turns, 12 faults). ``DEX_AGENTS_LONG_TESTS=1``
 runs 100 sessions of 3 turns under 40 faults. ``DEX_AGENTS_FAULT_SEED`` repeats a run's fault
 schedule (its seed is in every failure message); the moments the faults hit still depend on timing.
@@ -450,7 +456,7 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
     ]
     unknown = len(unknown_keys)
     # An attempt a Worker took may have run or not; one that only waited in the engine never
-    # counts as lost, so its write is never outcome-unknown.
+    # counts as lost. Counted, not asserted: see the module docstring.
     never_ran = sum(send_counts[key] == 0 for key in unknown_keys)
     print(
         f"{context}: {plan.sessions} sessions x {plan.turns} turns; "

@@ -129,10 +129,8 @@ def reply_text_problem(text: str | None, what: str) -> str | None:
     or over :data:`MAX_TOOL_RESULT_BYTES`; ``None`` when it can."""
     if text is not None and (problem := unencodable_text_problem(text, what)) is not None:
         return problem
-    if text is None or len(text) * 12 + 2 <= MAX_TOOL_RESULT_BYTES:
-        return None
-    size = _json_string_size(text)
-    if size <= MAX_TOOL_RESULT_BYTES:
+    size = None if text is None else _size_over(text, MAX_TOOL_RESULT_BYTES)
+    if size is None:
         return None
     return f"{what} is {size} bytes as stored, over the limit of {MAX_TOOL_RESULT_BYTES} bytes"
 
@@ -148,10 +146,8 @@ def summary_text_problem(text: str) -> str | None:
         >>> summary_text_problem("z" * 1_100_000).startswith("the context summary is too large")
         True
     """
-    if len(text) * 12 + 2 <= MAX_STORED_MESSAGE_BYTES:
-        return None
-    size = _json_string_size(text)
-    if size <= MAX_STORED_MESSAGE_BYTES:
+    size = _size_over(text, MAX_STORED_MESSAGE_BYTES)
+    if size is None:
         return None
     return (
         f"the context summary is too large to store: it is {size} bytes as stored, over the "
@@ -168,10 +164,8 @@ def tool_result_problem(result: str) -> str | None:
         >>> tool_result_problem("x" * 300_000).startswith(TOOL_RESULT_TOO_LARGE_ERROR_PREFIX)
         True
     """
-    if len(result) * 12 + 2 <= MAX_TOOL_RESULT_BYTES:
-        return None
-    size = _json_string_size(result)
-    if size <= MAX_TOOL_RESULT_BYTES:
+    size = _size_over(result, MAX_TOOL_RESULT_BYTES)
+    if size is None:
         return None
     return (
         f"{TOOL_RESULT_TOO_LARGE_ERROR_PREFIX}: the tool ran, but its result is {size} bytes, "
@@ -485,6 +479,15 @@ def _other_characters(snapshot: AgentSnapshot) -> int:
         + plan
         + 64 * 1024
     )
+
+
+def _size_over(text: str, limit: int) -> int | None:
+    """The bytes ``text`` takes as a stored JSON string when over ``limit``, else ``None``
+    (measured only when it could be over)."""
+    if len(text) * 12 + 2 <= limit:
+        return None
+    size = _json_string_size(text)
+    return size if size > limit else None
 
 
 def _json_string_size(text: str) -> int:
