@@ -133,3 +133,31 @@ def test_a_missing_optional_requirement_is_listed_but_is_no_problem(tmp_path: Pa
         "installed",
         "(optional)",
     ]
+
+
+def test_an_optional_requirement_outside_its_range_is_a_note_not_a_problem(
+    tmp_path: Path,
+) -> None:
+    # Another package brought the extra's requirement at a version the extra was not tested
+    # with (strands-agents pins mcp<2.2, the core's mcp extra wants mcp>=2.3).
+    line = dex_agents.__version__
+    sdk = metadata.version("dex-python-sdk")
+    site = _distribution(
+        tmp_path,
+        "dex-agents-extra-elsewhere",
+        line,
+        f"dex-agents=={line}",
+        'dex-python-sdk>=999; extra == "fancy"',
+        extras=("fancy",),
+    )
+
+    result = _doctor(site)
+
+    assert result.returncode == 0, result.stdout
+    row = next(text for text in result.stdout.splitlines() if "dex-python-sdk >=999" in text)
+    assert row.split()[-5:] == ["outside", "the", "tested", "range", "(optional)"]
+    assert (
+        f"Note: dex-agents-extra-elsewhere's extra fancy was tested with dex-python-sdk>=999, but "
+        f"dex-python-sdk {sdk} is installed (another package asks for it): what that extra adds "
+        "may not work"
+    ) in result.stdout

@@ -43,6 +43,7 @@ class RequirementState(StrEnum):
 
     OK = "ok"
     OUTSIDE_RANGE = "outside the tested range"
+    OPTIONAL_OUTSIDE_RANGE = "outside the tested range (optional)"
     MISSING = "not installed"
     OPTIONAL_MISSING = "not installed (optional)"
 
@@ -81,6 +82,7 @@ class DoctorReport:
     line: str | None
     packages: tuple[InstalledPackage, ...]
     problems: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -151,7 +153,13 @@ def _requirement_status(
             else RequirementState.OPTIONAL_MISSING
         )
     elif requirement.url is None and not _within(requirement, installed):
-        state = RequirementState.OUTSIDE_RANGE
+        # An extra's requirement that another package brought at another version: only what
+        # the extra adds is at stake, and nothing says the extra is used (a note, no problem).
+        state = (
+            RequirementState.OUTSIDE_RANGE
+            if extra == _UNCONDITIONAL
+            else RequirementState.OPTIONAL_OUTSIDE_RANGE
+        )
     else:
         state = RequirementState.OK
     return RequirementStatus(requirement.name, specifier, extra or None, installed, state)
@@ -180,6 +188,16 @@ def _requirement_problem(package: InstalledPackage, status: RequirementStatus) -
             f'{status.installed_version} is installed: pip install "{wanted}"'
         )
     return None
+
+
+def _requirement_note(package: InstalledPackage, status: RequirementStatus) -> str | None:
+    if status.state is not RequirementState.OPTIONAL_OUTSIDE_RANGE:
+        return None
+    return (
+        f"{package.name}'s extra {status.extra} was tested with {status.name}{status.specifier}, "
+        f"but {status.name} {status.installed_version} is installed (another package asks for "
+        f"it): what that extra adds may not work"
+    )
 
 
 def _line(packages: tuple[InstalledPackage, ...]) -> str | None:
@@ -236,8 +254,14 @@ def doctor_report() -> DoctorReport:
     )
     if not core_required and not any(_is_core(package.name) for package in packages):
         problems.append(f"{CORE_DISTRIBUTION} is not installed: pip install {CORE_DISTRIBUTION}")
+    notes = tuple(
+        note
+        for package in packages
+        for status in package.requirements
+        if (note := _requirement_note(package, status)) is not None
+    )
     python = f"Python {sys.version.split()[0]} at {sys.executable}"
-    return DoctorReport(python, _line(packages), packages, tuple(problems))
+    return DoctorReport(python, _line(packages), packages, tuple(problems), notes)
 
 
 def format_doctor_report(report: DoctorReport) -> str:
@@ -265,6 +289,7 @@ def format_doctor_report(report: DoctorReport) -> str:
         if report.line is not None:
             pins = " ".join(f'"{package.name}=={report.line}"' for package in report.packages)
             lines.append(f"To put every package on the {report.line} line: pip install {pins}")
+    lines += (f"Note: {note}" for note in report.notes)
     return "\n".join(lines)
 
 

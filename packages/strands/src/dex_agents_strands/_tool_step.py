@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, cast
 
 from dex_agents import (
+    ConfigurationTypeError,
     DeferredToolExecution,
     DeferredToolOutcome,
     QuestionResolution,
@@ -33,6 +34,7 @@ from dex_agents import (
     ToolTaskStarted,
 )
 from dex_agents.adapters import check_tool_arguments, tool_arguments_object, unknown_tool_error
+from dex_agents.exceptions import StoredStateError
 from strands import Agent
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent
 from strands.interrupt import Interrupt
@@ -65,8 +67,6 @@ def dex_tool_result(
         ... async def report(period: str) -> ToolResult:
         ...     return dex_tool_result(ToolTaskStarted(await start_job(period), 5))
     """
-    from dex_agents import ConfigurationTypeError
-
     if not isinstance(outcome, ToolTaskStarted | ToolInputRequested | ToolExecutionResult):
         raise ConfigurationTypeError(
             f"dex_tool_result takes ToolTaskStarted, ToolInputRequested or ToolExecutionResult, "
@@ -171,8 +171,14 @@ def _asked_interrupts(call: DeferredToolExecution) -> list[tuple[str, str]]:
     continuation = call.tool_call.input_continuation or ""
     if not continuation.startswith(_INTERRUPTS_CONTINUATION):
         return []
-    pairs = json.loads(continuation.removeprefix(_INTERRUPTS_CONTINUATION))
-    return [(str(pair[0]), str(pair[1])) for pair in pairs]
+    try:
+        pairs = json.loads(continuation.removeprefix(_INTERRUPTS_CONTINUATION))
+        return [(str(interrupt_id), str(name)) for interrupt_id, name in pairs]
+    except (ValueError, TypeError) as error:
+        raise StoredStateError(
+            f"tool call {call.tool_call.tool_call_id} has a continuation {continuation[:80]!r} "
+            "that is not a Strands runner's list of interrupts"
+        ) from error
 
 
 def _question(tool: str, asked: list[tuple[str, str]], interrupt: Interrupt) -> ToolInputRequested:
