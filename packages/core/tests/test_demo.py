@@ -12,7 +12,7 @@ import threading
 import time
 from pathlib import Path
 
-from dex_agents._demo import APPROVAL_PENDING_EXIT_STATUS
+from dex_agents._demo import APPROVAL_PENDING_EXIT_STATUS, DemoRefunds
 
 _TIMEOUT_SECONDS = 60.0
 
@@ -172,3 +172,26 @@ def test_ctrl_c_stops_the_demo_quietly(tmp_path: Path) -> None:
     assert "Traceback" not in demo.output
     assert "disconnected" not in tail and "UNAVAILABLE" not in tail
     assert tail.strip().count("\n") == 0, tail  # nothing after the one line
+
+
+def test_a_refund_lost_to_a_kill_is_confirmed_by_its_outcome_check_on_reattach(
+    tmp_path: Path,
+) -> None:
+    first = _Demo(tmp_path, "--approve")
+    session_id = first.expect(r"Session ID: (\S+)").group(1)
+    first.expect(r"running refund_order")
+    refunds = DemoRefunds(tmp_path / ".dex-agents" / "refunds.json")
+    deadline = time.monotonic() + _TIMEOUT_SECONDS
+    while not refunds.all():  # the provider took the refund; its confirmation is a second away
+        assert time.monotonic() < deadline, first.output
+        time.sleep(0.02)
+    first.process.send_signal(signal.SIGKILL)  # mid-refund: the tool Step's attempt is lost
+    first.process.wait(timeout=_TIMEOUT_SECONDS)
+
+    second = _Demo(tmp_path, "--session", session_id)
+    # Followed live or, when the check was faster, in the conversation so far.
+    second.expect(r"refund_order: .*\(confirmed after a restart: the order store has it\)")
+    second.expect(r"assistant: Done\. Refunded 25\.99 USD on order 7")
+    assert second.wait() == 0
+    assert "running refund_order" not in second.output  # the check ran, not the refund
+    assert len(refunds.all()) == 1

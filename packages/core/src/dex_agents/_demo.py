@@ -6,6 +6,12 @@ process, and streams one turn to the terminal: an order lookup (a READ tool)
 and a refund (a NON_IDEMPOTENT_WRITE tool that needs approval). The engine's
 database persists, so ``dex-agents demo --session ID`` reattaches after the
 process was killed and the session continues where it stopped.
+
+The refund goes to the demo's order store (``refunds.json`` in the directory), keyed by the
+call's idempotency key, and the payment provider takes a moment to confirm it. The refund tool
+declares an outcome check against that store: kill the demo while the refund runs, reattach, and
+the session asks the store instead of recording ``outcome_unknown`` (confirmed after a restart,
+or run once more when the refund never reached the store).
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import re
 import secrets
@@ -46,9 +53,14 @@ from dex_agents import (
     DexAgentsError,
     MessageRole,
     ToolEffect,
+    ToolOutcomeCheck,
+    ToolOutcomeCheckRequest,
+    ToolOutcomeCheckResult,
+    ToolOutcomeCheckStatus,
 )
 from dex_agents.stepwise import (
     AgentDefinition,
+    FunctionTool,
     ModelClient,
     ModelRequest,
     ScriptedModelClient,
@@ -141,13 +153,69 @@ async def lookup_order(order_id: str) -> dict[str, str | int]:
     return {"order_id": order_id, **order}
 
 
-@function_tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE)
-async def refund_order(order_id: str, amount_cents: int, context: ToolCallContext) -> str:
-    """Refund part of an order."""
-    return (
-        f"Refunded {amount_cents / 100:.2f} USD on order {order_id} "
-        f"(idempotency key {context.idempotency_key})."
+REFUND_CONFIRMATION_SECONDS: Final = 1.0
+"""How long the demo's payment provider takes to confirm a refund it has already taken: the
+window in which killing the demo loses the refund's attempt."""
+
+
+class DemoRefunds:
+    """The demo's order store of refunds, by idempotency key, in one JSON file.
+
+    One demo process uses a directory at a time (its lock), so a plain rewrite is enough.
+
+    Example:
+        >>> refunds = DemoRefunds(tmp_path / "refunds.json")
+        >>> refunds.record("s/turn-1/c1", "Refunded 25.99 USD on order 7.")
+        >>> refunds.find("s/turn-1/c1")
+        'Refunded 25.99 USD on order 7.'
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def all(self) -> dict[str, str]:
+        """Every refund text by idempotency key."""
+        if not self.path.exists():
+            return {}
+        loaded: dict[str, str] = json.loads(self.path.read_text(encoding="utf-8"))
+        return loaded
+
+    def find(self, idempotency_key: str) -> str | None:
+        """The refund taken with ``idempotency_key``, or ``None``."""
+        return self.all().get(idempotency_key)
+
+    def record(self, idempotency_key: str, text: str) -> None:
+        """Take a refund; the same key again changes nothing (the provider deduplicates)."""
+        refunds = self.all()
+        refunds.setdefault(idempotency_key, text)
+        temporary = self.path.with_suffix(".tmp")
+        temporary.write_text(json.dumps(refunds, indent=1), encoding="utf-8")
+        temporary.replace(self.path)
+
+
+def _refund_tool(refunds: DemoRefunds) -> FunctionTool:
+    async def refund_applied(request: ToolOutcomeCheckRequest) -> ToolOutcomeCheckResult:
+        text = refunds.find(request.idempotency_key)
+        if text is None:
+            return ToolOutcomeCheckResult.not_applied("the order store has no refund with this key")
+        return ToolOutcomeCheckResult.applied(text)
+
+    @function_tool(
+        effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+        # A lost refund is looked up in the order store; one that never got there runs again.
+        outcome_check=ToolOutcomeCheck(refund_applied, run_again_if_not_applied=True),
     )
+    async def refund_order(order_id: str, amount_cents: int, context: ToolCallContext) -> str:
+        """Refund part of an order."""
+        text = (
+            f"Refunded {amount_cents / 100:.2f} USD on order {order_id} "
+            f"(idempotency key {context.idempotency_key})."
+        )
+        refunds.record(context.idempotency_key, text)
+        await asyncio.sleep(REFUND_CONFIRMATION_SECONDS)
+        return text
+
+    return refund_order
 
 
 def demo_model_reply(request: ModelRequest) -> ScriptedModelReply:
@@ -178,9 +246,13 @@ _REAL_MODEL_INSTRUCTIONS = (
 
 
 def build_demo_flow(
-    model: str | None = None, api_base: str | None = None, api: DemoModelApi | None = None
+    model: str | None = None,
+    api_base: str | None = None,
+    api: DemoModelApi | None = None,
+    directory: Path = DEFAULT_DEMO_DIRECTORY,
 ) -> AgentSessionFlow:
-    """The demo's Stepwise support agent Flow: the scripted model, or a LiteLLM ``model``.
+    """The demo's Stepwise support agent Flow: the scripted model, or a LiteLLM ``model``; its
+    refunds go to the order store in ``directory``.
 
     Raises:
         DemoError: ``model`` is given but LiteLLM is not installed, cannot route the model, or
@@ -196,7 +268,7 @@ def build_demo_flow(
         name="support",
         instructions=instructions,
         model=client,
-        tools=[lookup_order, refund_order],
+        tools=[lookup_order, _refund_tool(DemoRefunds(directory / "refunds.json"))],
     )
     return stepwise_agent_session_flow(agent, flow_type=DEMO_FLOW_TYPE)
 
@@ -249,7 +321,7 @@ async def run_demo(options: DemoOptions, output: TextIO = sys.stdout) -> int:
 
 async def _run_in_directory(options: DemoOptions, terminal: _Terminal) -> int:
     # Built first: a model that cannot run fails before any process starts.
-    flow = build_demo_flow(options.model, options.api_base, options.api)
+    flow = build_demo_flow(options.model, options.api_base, options.api, options.directory)
     terminal.progress(f"starting engine on {options.directory / 'engine.db'}...")
     engine = await _start_engine(options.directory)
     serving = False
@@ -423,6 +495,9 @@ class _DemoSession:
 
     async def _reattach(self, session_id: str) -> str | None:
         """Show the stored conversation; the Stream token to follow from, or None when done."""
+        # The token first: the Worker already serves, and what it does while the conversation is
+        # read must not fall between the two.
+        token = await self._stream_end(session_id)
         snapshot = await self._show_conversation(session_id)
         if _turn_finished(snapshot):
             self._terminal.line(
@@ -430,7 +505,6 @@ class _DemoSession:
                 f'{self._resume_command(session_id)} --message "..."'
             )
             return None
-        token = await self._stream_end(session_id)
         self._terminal.line("The turn is still running; following it.")
         return token
 
@@ -457,10 +531,26 @@ class _DemoSession:
 
     async def _show_conversation(self, session_id: str) -> AgentSnapshot:
         snapshot = await self._started_snapshot(session_id)
+        checks = await self._outcome_checks(session_id)
         self._terminal.line("Conversation so far:")
         for message in snapshot.messages:
-            self._terminal.line(_render_message(message))
+            self._terminal.line(_render_message(message, checks))
         return snapshot
+
+    async def _outcome_checks(self, session_id: str) -> dict[str, str]:
+        """The outcome check answer of every call whose check ran, by tool call ID, from the
+        newest events (a stored message does not carry it)."""
+        page = await self._client.list_stream_messages(
+            session_id, self._flow.agent_events, _CHECKED_EVENTS_PAGE
+        )
+        checks: dict[str, str] = {}
+        for message in page.messages:
+            payload = message.value.payload_json()
+            if message.value.type == AgentEventType.TOOL_CALL_FINISHED and payload.get(
+                "outcome_check"
+            ):
+                checks[str(payload.get("tool_call_id"))] = str(payload["outcome_check"])
+        return checks
 
     async def _stream_end(self, session_id: str) -> str:
         """The Stream token after the newest event: the snapshot already shows what is stored."""
@@ -610,7 +700,8 @@ class _DemoSession:
             case AgentEventType.TOOL_CALL_STARTED:
                 self._terminal.line(f"-> running {field('tool_name')}")
             case AgentEventType.TOOL_CALL_FINISHED:
-                self._terminal.line(f"<- {field('tool_name')}: {field('status')}")
+                checked = _CHECK_NOTES.get(str(payload.get("outcome_check")), "")
+                self._terminal.line(f"<- {field('tool_name')}: {field('status')}{checked}")
             case AgentEventType.INTERRUPT_RAISED:
                 self._terminal.line(f"?? {field('tool_name')} waits for approval")
             case AgentEventType.INTERRUPT_RESOLVED:
@@ -633,6 +724,22 @@ class _DemoSession:
             self._terminal.line(f"(the model call was retried: attempt {event.attempt})")
         self._text_attempts[step] = event.attempt
         self._terminal.text(text)
+
+
+_CHECKED_EVENTS_PAGE: Final = 200
+"""How many of the newest events the conversation view reads for outcome check answers."""
+
+_CHECK_NOTES: Final = {
+    ToolOutcomeCheckStatus.APPLIED.value: " (confirmed after a restart: the order store has it)",
+    ToolOutcomeCheckStatus.NOT_APPLIED.value: (
+        " (not applied before the restart: the order store had no trace of it)"
+    ),
+    ToolOutcomeCheckStatus.UNKNOWN.value: " (outcome unknown after a restart)",
+    ToolOutcomeCheckStatus.CHECK_FAILED.value: (
+        " (outcome unknown after a restart: its outcome check failed)"
+    ),
+}
+"""What the demo adds to ``tool_call_finished`` when a lost call's outcome check answered."""
 
 
 async def _read_stdin_line() -> str:
@@ -670,9 +777,10 @@ def _turn_finished(snapshot: AgentSnapshot) -> bool:
     )
 
 
-def _render_message(message: AgentMessage) -> str:
+def _render_message(message: AgentMessage, checks: dict[str, str]) -> str:
     if message.role == MessageRole.TOOL:
-        return f"  tool {message.tool_name}: {message.tool_output}"
+        checked = _CHECK_NOTES.get(checks.get(message.tool_call_id or "", ""), "")
+        return f"  tool {message.tool_name}: {message.tool_output}{checked}"
     if message.tool_name:
         return f"  {message.role} -> {message.tool_name}({message.tool_arguments or ''})"
     return f"  {message.role}: {message.text or ''}"
