@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from dex_agents import (
+    AgentEventType,
     AgentInterrupt,
     AgentMessage,
     AgentSnapshot,
     MessageRole,
 )
 from dex_agents.testing import (
+    DEFAULT_WAIT_TIMEOUT_SECONDS,
     EXECUTE_COMPLETED_EVENT,
     AgentTestStack,
     FileGate,
@@ -114,6 +118,19 @@ class Scenario:
                 "this test kills its Worker, which other tests share: mark it "
                 "@pytest.mark.dex_own_stack"
             )
+
+    async def raised_interrupt(
+        self, session_id: str, *, deadline_agent: bool = False
+    ) -> dict[str, Any]:
+        """The payload of the session's first ``interrupt_raised`` event. Unlike the snapshot's
+        pending interrupts it stays readable after the interrupt expired, so a test of a short
+        deadline cannot miss it on a loaded machine."""
+        sessions = self.deadline_sessions if deadline_agent else self.sessions
+        async with asyncio.timeout(DEFAULT_WAIT_TIMEOUT_SECONDS):
+            async for message in sessions.stream_events(session_id):
+                if message.value.type == AgentEventType.INTERRUPT_RAISED:
+                    return message.value.payload_json()
+        raise AssertionError("the event stream ended")  # stream_events never ends
 
     async def wait_for_pending_interrupt(
         self, session_id: str, *, deadline_agent: bool = False

@@ -148,10 +148,15 @@ async def test_killed_before_or_after_output_is_lost(
 
     late = asyncio.create_task(consume())
     await gates.wait_arrived("late.after-output")
+    # The handler passes its gate right after sending output, but under load that output can
+    # still be in flight: kill only once the engine has it, so this case is "after output".
+    async with asyncio.timeout(30):
+        while not received and not late.done():
+            await asyncio.sleep(0.01)
+    assert received, "the Worker's output before the kill reached the engine"
     child.kill()
     with pytest.raises(WorkerLost):
         await late
-    assert received, "the Worker's output before the kill reached the engine"
     assert invocation_log.count("ProbeStep.done") == 0
 
 
