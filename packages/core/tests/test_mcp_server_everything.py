@@ -34,6 +34,7 @@ from dex_agents.mcp import (
     McpToolSource,
 )
 from dex_agents.mcp._connection import _connect_mode, close_connections
+from dex_agents.mcp._handshake_tasks import HandshakeTask, _post
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     AgentTestStack,
@@ -201,6 +202,7 @@ class _Durable:
     stack: AgentTestStack
     sessions: AgentSessionClient
     worker: WorkerProcess
+    url: str
 
     async def executed(self, session_id: str) -> list[str]:
         history = await self.stack.read_step_history(session_id)
@@ -227,7 +229,7 @@ async def _durable(tmp_path: Path) -> AsyncIterator[_Durable]:
             worker_cwd=TESTS_DIR,
             worker_env={STATE_DIR_ENV: str(tmp_path / "stdio"), EVERYTHING_URL_ENV: url},
         ) as stack:
-            yield _Durable(stack, stack.sessions(flow), await stack.start_worker())
+            yield _Durable(stack, stack.sessions(flow), await stack.start_worker(), url)
 
 
 @_needs_server_everything
@@ -313,3 +315,36 @@ async def test_elicitation_and_sampling_outside_a_task_get_the_refusal() -> None
     )
     assert "# Research Report: python (technical (default - elicitation unavailable))" in report
     await close_connections()
+
+
+@_needs_server_everything
+async def test_cancel_turn_sends_tasks_cancel_to_the_tasks_session(tmp_path: Path) -> None:
+    """``cancel_turn`` while the 2025-11-25 task waits for the answer to its question (so it
+    cannot finish first): ``CancelToolTask`` sends ``tasks/cancel`` to the session that holds the
+    task, and the server then reports it cancelled."""
+    async with _durable(tmp_path) as durable:
+        await durable.sessions.start_session(
+            "cancel", command((RESEARCH_TOOL, {"topic": "glaciers", "ambiguous": True}))
+        )
+        await wait_for_agent_snapshot(
+            durable.sessions,
+            "cancel",
+            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            "the task's question",
+            timeout=90,
+        )
+        snapshot = await durable.sessions.get_agent_snapshot("cancel")
+        assert snapshot.state is not None and snapshot.state.active_turn_id is not None
+        (call,) = snapshot.tool_calls
+        task = HandshakeTask.from_text(call.task_id)
+        assert task is not None
+        assert await durable.sessions.cancel_turn("cancel", snapshot.state.active_turn_id)
+        for _ in range(180):
+            if "CancelToolTask" in await durable.executed("cancel"):
+                break
+            await asyncio.sleep(0.5)
+        else:
+            pytest.fail("CancelToolTask never ran")
+        server = McpStreamableHttpServerConfig(name="everything", url=durable.url)
+        state = await _post(server, task, "tasks/get")
+        assert state["status"] == "cancelled"
