@@ -10,6 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from agent_session_test_support import (
+    ScriptedRunner,
+    final_answer_with_results,
+    request_tools,
+    running_session_stack,
+    tool_call,
+)
 from agent_session_test_support.crash_agent import STATE_DIR_ENV
 from agent_session_test_support.outcome_check_agent import (
     CALLS,
@@ -23,7 +30,18 @@ from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     TOOL_CALL_NOT_APPLIED_ERROR_PREFIX,
     AgentSessionClient,
+    AgentSessionOptions,
+    AgentTracingOptions,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    ToolEffect,
+    ToolExecutionResult,
+    ToolOutcomeCheck,
+    ToolOutcomeCheckRequest,
+    ToolOutcomeCheckResult,
     ToolOutcomeCheckStatus,
+    ToolPolicy,
 )
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
@@ -32,6 +50,8 @@ from dex_agents.testing import (
     turn_ended,
     wait_for_agent_snapshot,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
+from tracing_test_support import traced
 
 TESTS_DIR = Path(__file__).resolve().parent
 SESSION = "session-1"
@@ -149,3 +169,69 @@ async def test_a_lost_write_is_settled_by_its_outcome_check(
         ]
     )
     assert done.state is not None and done.state.last_turn_error is None
+
+
+async def test_the_check_and_a_run_again_carry_the_answer_on_their_execute_tool_spans(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    # A single-attempt tool that raises anything but ToolExecutionError loses its attempt just
+    # as a killed Worker does (the failure route cannot tell whether it took effect).
+    ran: list[str] = []
+
+    async def pay(call: DeferredToolExecution) -> ToolExecutionResult:
+        ran.append(call.tool_call.tool_call_id)
+        if ran.count(call.tool_call.tool_call_id) == 1:
+            raise RuntimeError("the payment provider's connection dropped")
+        return ToolExecutionResult("paid again")
+
+    def confirm(request: ToolOutcomeCheckRequest) -> ToolOutcomeCheckResult:
+        if request.tool_call_id == "c-confirmed":
+            return ToolOutcomeCheckResult.applied("paid (confirmed)")
+        return ToolOutcomeCheckResult.not_applied("no payment")
+
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        if not turn.is_resuming:
+            return request_tools(
+                turn,
+                tool_call(turn, "c-confirmed", "pay", {"order": 7}),
+                tool_call(turn, "c-again", "pay", {"order": 8}),
+            )
+        return final_answer_with_results(turn)
+
+    spans = traced()
+    options = AgentSessionOptions(
+        tool_policies={
+            "pay": ToolPolicy(
+                ToolEffect.NON_IDEMPOTENT_WRITE,
+                requires_approval=False,
+                outcome_check=ToolOutcomeCheck(confirm, run_again_if_not_applied=True),
+            )
+        },
+        tracing=AgentTracingOptions(tracer_provider=spans.provider),
+    )
+    runner = ScriptedRunner(script, {"pay": pay})
+    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
+        await stack.sessions.start_session("s-traced", "pay twice")
+        done = await wait_for_agent_snapshot(
+            stack.sessions, "s-traced", turn_ended(1), "the turn to finish"
+        )
+
+    assert done.messages[-1].text == "pay=paid (confirmed); pay=paid again"
+    assert sorted(ran) == ["c-again", "c-again", "c-confirmed"]
+    tool_spans = [span for span in spans.spans() if span.name == "execute_tool pay"]
+    answered = {
+        (
+            span.attr("gen_ai.tool.call.id"),
+            span.attr("dex.agent.tool_call.status"),
+            span.attr("dex.agent.tool_call.outcome_check"),
+        )
+        for span in tool_spans
+    }
+    assert answered == {
+        ("c-confirmed", None, None),  # the lost attempt: an ERROR span
+        ("c-again", None, None),
+        ("c-confirmed", "succeeded", "applied"),  # CheckToolOutcome's span
+        ("c-again", "approved", "not_applied"),  # CheckToolOutcome's: it runs once more
+        ("c-again", "succeeded", "not_applied"),  # the run again after the check
+    }
+    assert len(tool_spans) == 5
