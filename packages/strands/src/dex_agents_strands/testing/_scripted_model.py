@@ -105,12 +105,22 @@ ReplyFunction = Callable[[ModelCall], "Message | Awaitable[Message]"]
 
 
 def text_reply(text: str) -> Message:
-    """An assistant message with one text block."""
+    """An assistant message with one text block.
+
+    Example:
+        >>> text_reply("Done.")
+        {'role': 'assistant', 'content': [{'text': 'Done.'}]}
+    """
     return {"role": "assistant", "content": [{"text": text}]}
 
 
 def tool_use_reply(tool_use_id: str, name: str, arguments: dict[str, Any]) -> Message:
-    """An assistant message that calls one tool."""
+    """An assistant message that calls one tool.
+
+    Example:
+        >>> tool_use_reply("call-1", "lookup_order", {"order_id": "7"})["content"][0]["toolUse"]["name"]
+        'lookup_order'
+    """
     return {
         "role": "assistant",
         "content": [{"toolUse": {"toolUseId": tool_use_id, "name": name, "input": arguments}}],
