@@ -47,7 +47,7 @@ async def test_a_streamed_openai_turn_with_a_tool_call(
             )
             events = [message.value for message in page.messages]
 
-    assert result.error is None and result.text
+    assert result.error is None and result.text == "Answer: shipped"
     (call,) = result.tool_calls
     assert (call.tool_name, call.output) == ("lookup_order", "shipped")
     assert [m.role for m in snapshot.messages] == [
@@ -60,6 +60,14 @@ async def test_a_streamed_openai_turn_with_a_tool_call(
     # The second request carried the tool result as a Chat Completions tool message.
     tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == [call.tool_call_id]
-    assert server.requests[0]["messages"][0]["role"] == "system"
-    deltas = [e for e in events if e.type == AgentEventType.TEXT_DELTA]
-    assert deltas
+    assert server.requests[0]["messages"][0] == {
+        "role": "system",
+        "content": "You answer questions about orders.",
+    }
+    # The answer arrived in two chunks, each written as a text delta as it came.
+    deltas = [
+        str(event.payload_json()["text"])
+        for event in reversed(events)
+        if event.type == AgentEventType.TEXT_DELTA
+    ]
+    assert deltas == ["Answer:", " shipped"]
