@@ -1,17 +1,19 @@
 """The engine SIGKILLed at random points under sessions with tool calls, Workers too: nothing lost.
 
-Sessions of the scenario agent (Stepwise) each run a few turns; every turn's model calls three
-tools at once: ``lookup`` (a read), ``upsert`` (an idempotent write) and ``send_once`` (a
-non-idempotent write). Meanwhile a fault task SIGKILLs, at random moments, the engine (and
-restarts it on the same database and address), the Worker child (and starts another), or both;
-the sessions' starts are spread over the faults, so each fault lands among running sessions.
+Sessions of the scenario agent (Stepwise) each run a few turns; every turn's model calls four
+tools at once: ``lookup`` (a read), ``upsert`` (an idempotent write), ``send_once`` (a
+non-idempotent write) and ``pay_again`` (a non-idempotent write with an outcome check that looks
+its idempotency key up in the scenario ledger and runs it again when it was not applied).
+Meanwhile a fault task SIGKILLs, at random moments, the engine (and restarts it on the same
+database and address), the Worker child (and starts another), or both; the sessions' starts are
+spread over the faults, so each fault lands among running sessions.
 Clients keep going through it: a send that failed because the engine was down is checked against
 the session before it is sent again, so a message is never sent twice on purpose.
 
 At the end, with no more faults, every session must show:
 
 - the user messages are exactly the turns' messages, in order, each once;
-- every turn completed (the model's ``done: ...`` reply after all three tool results), or shows
+- every turn completed (the model's ``done: ...`` reply after all four tool results), or shows
   the seed's outcome of a Step whose every attempt was lost to faults (its retry policy allows
   three): the turn failed with that error and its failure note, and the next turn runs;
 - no committed message lost: every message any snapshot showed during the run is still there,
@@ -19,13 +21,17 @@ At the end, with no more faults, every session must show:
 - ``lookup`` and ``upsert`` answered ``ok`` (a killed attempt repeats them);
 - ``send_once`` ran at most once per call (``InvocationLog`` counts every real call by its
   idempotency key), and either answered ``ok`` (then it ran exactly once) or carries the seed's
-  outcome for an interrupted non-idempotent write, ``OUTCOME_UNKNOWN_TOOL_RESULT``.
+  outcome for an interrupted non-idempotent write, ``OUTCOME_UNKNOWN_TOOL_RESULT``;
+- ``pay_again`` took effect (its key in the ledger) at most once; it answered ``ok`` when it did,
+  and otherwise ``failed`` (its check found it not applied after its one more run, or its Step
+  never reached a Worker); and a ``pay_again`` that never started is never outcome-unknown: its
+  check answers for it.
 
-Some outcome-unknown writes never ran: their attempt was lost after a Worker took it but before
-the tool started, or while a Worker was declining it. Neither the engine nor the Step can prove
-that such an attempt had not started (SDK 1.23 gives a Step no acknowledged write before it
-completes; see the local engine's README, "Persistence and restart"), so the test counts them and
-prints the count rather than asserting none; a write with an outcome check resolves them.
+Some outcome-unknown ``send_once`` writes never ran: their attempt was lost after a Worker took it
+but before the tool started, or while a Worker was declining it. Neither the engine nor the Step
+can prove that such an attempt had not started (SDK 1.23 gives a Step no acknowledged write before
+it completes; see the local engine's README, "Persistence and restart"), so the test counts them
+for ``send_once`` and asserts none only for ``pay_again``, whose outcome check resolves them.
 
 The default suite runs a short variant (40 sessions, 3 turns, 12 faults). ``DEX_AGENTS_LONG_TESTS=1``
 runs 100 sessions of 3 turns under 40 faults. ``DEX_AGENTS_FAULT_SEED`` repeats a run's fault
@@ -60,6 +66,8 @@ from dex import (
 )
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    TOOL_CALL_NOT_APPLIED_ERROR_PREFIX,
+    TOOL_CALL_NOT_RUN_ERROR_PREFIX,
     TURN_FAILURE_NOTE_HEADER,
     AgentMessage,
     AgentSessionClient,
@@ -76,14 +84,22 @@ from dex_agents.testing import (
     turns_have_ended,
     wait_until,
 )
-from dex_agents.testing.scenarios import ScenarioCall, ScenarioCommand, invocation_log
+from dex_agents.testing.scenarios import (
+    LEDGER_INVOCATION,
+    ScenarioCall,
+    ScenarioCommand,
+    invocation_log,
+    outcome_check_invocation,
+)
 from engine_fault_worker import STATE_DIR_ENV, build_fault_flow
 
 TESTS_DIR = Path(__file__).resolve().parent
 LONG_TESTS = os.environ.get("DEX_AGENTS_LONG_TESTS") == "1"
 SEED_ENV = "DEX_AGENTS_FAULT_SEED"
-TOOLS = ("lookup", "upsert", "send_once")
+TOOLS = ("lookup", "upsert", "send_once", "pay_again")
 NON_IDEMPOTENT_TOOL = "send_once"
+CHECKED_TOOL = "pay_again"
+"""A non-idempotent write with an outcome check (the scenario ledger) that runs it again."""
 LOST_ATTEMPT_ERRORS = ("the engine stopped while this attempt was in flight", "on Worker")
 """What a turn's error says when faults took every attempt of one of its Steps."""
 _POLL_SECONDS = 0.25
@@ -342,9 +358,31 @@ async def _drive_all(
     await asyncio.gather(*(lane() for _ in range(plan.concurrency)))
 
 
-def _check_session(
-    record: _SessionRecord, final: AgentSnapshot, send_counts: Counter[str], context: str
-) -> None:
+@dataclass(frozen=True)
+class _Runs:
+    """What really ran, by idempotency key, from the Workers' ``InvocationLog``."""
+
+    sends: Counter[str]
+    """Runs of ``send_once``."""
+    payments: Counter[str]
+    """Runs of ``pay_again`` (a run that died before its ledger write did not take effect)."""
+    ledger: Counter[str]
+    """``pay_again`` writes that took effect."""
+    checks: Counter[str]
+    """Runs of ``pay_again``'s outcome check (each after a lost attempt)."""
+
+    @classmethod
+    def read(cls, state_dir: Path) -> _Runs:
+        log = invocation_log(state_dir)
+        return cls(
+            Counter(log.keys(NON_IDEMPOTENT_TOOL)),
+            Counter(log.keys(CHECKED_TOOL)),
+            Counter(log.keys(LEDGER_INVOCATION)),
+            Counter(log.keys(outcome_check_invocation(CHECKED_TOOL))),
+        )
+
+
+def _check_session(record: _SessionRecord, final: AgentSnapshot, runs: _Runs, context: str) -> None:
     messages = list(final.messages)
     assert messages and messages[0].sequence == 1, f"{context}: messages start at 1"
     by_sequence = {message.sequence: message for message in messages}
@@ -363,19 +401,15 @@ def _check_session(
             record,
             turn,
             [m for m in messages if m.turn_id == f"turn-{turn}"],
-            send_counts,
+            runs,
             f"{context} turn-{turn}",
         )
 
 
 def _check_turn(
-    record: _SessionRecord,
-    turn: int,
-    of_turn: list[AgentMessage],
-    send_counts: Counter[str],
-    context: str,
+    record: _SessionRecord, turn: int, of_turn: list[AgentMessage], runs: _Runs, context: str
 ) -> None:
-    """A completed turn: ``done: ...`` and all three tool results. A failed one (the seed's
+    """A completed turn: ``done: ...`` and all four tool results. A failed one (the seed's
     outcome when faults took every attempt of a Step): its error names the lost attempt, and
     whichever tool results it stored obey the same rules."""
     tool_results = [m for m in of_turn if m.role is MessageRole.TOOL]
@@ -389,24 +423,56 @@ def _check_turn(
         assert any(lost in error for lost in LOST_ATTEMPT_ERRORS), f"{context}: {error!r}"
         assert len(names) == len(set(names)) <= len(TOOLS), f"{context}: tool results {names}"
     for message in tool_results:
-        _check_tool_result(record, message, send_counts, context)
+        _check_tool_result(record, message, runs, context)
 
 
 def _check_tool_result(
-    record: _SessionRecord, message: AgentMessage, send_counts: Counter[str], context: str
+    record: _SessionRecord, message: AgentMessage, runs: _Runs, context: str
 ) -> None:
     tool, output = message.tool_name, message.tool_output or ""
-    if tool != NON_IDEMPOTENT_TOOL:
-        assert output == f"{tool} ungated ok", f"{context}: {tool} answered {output!r}"
+    ok = f"{tool} ungated ok"
+    if tool not in (NON_IDEMPOTENT_TOOL, CHECKED_TOOL):
+        assert output == ok, f"{context}: {tool} answered {output!r}"
         return
-    assert message.tool_call_id is not None and message.turn_id is not None, context
-    key = tool_call_idempotency_key(record.session_id, message.turn_id, message.tool_call_id)
-    runs = send_counts[key]
-    if output == f"{NON_IDEMPOTENT_TOOL} ungated ok":
-        assert runs == 1, f"{context}: send_once answered ok after {runs} runs"
+    key = _key(record, message)
+    if tool == NON_IDEMPOTENT_TOOL:
+        sent = runs.sends[key]
+        if output == ok:
+            assert sent == 1, f"{context}: send_once answered ok after {sent} runs"
+        else:
+            assert OUTCOME_UNKNOWN_TOOL_RESULT in output, f"{context}: send_once said {output!r}"
+            assert sent <= 1, f"{context}: send_once ran {sent} times"
+        return
+    applied = runs.ledger[key]
+    assert applied <= 1, f"{context}: pay_again took effect {applied} times"
+    if output == ok:
+        assert applied == 1, f"{context}: pay_again answered ok but took effect {applied} times"
+    elif OUTCOME_UNKNOWN_TOOL_RESULT in output:
+        # Only a check that could not answer leaves it unknown; never for a call that never ran.
+        assert runs.payments[key] > 0, f"{context}: pay_again never ran but is outcome-unknown"
     else:
-        assert OUTCOME_UNKNOWN_TOOL_RESULT in output, f"{context}: send_once answered {output!r}"
-        assert runs <= 1, f"{context}: send_once ran {runs} times"
+        # Its check found it not applied (after one more run), or its Step never reached a Worker.
+        assert any(
+            prefix in output
+            for prefix in (TOOL_CALL_NOT_APPLIED_ERROR_PREFIX, TOOL_CALL_NOT_RUN_ERROR_PREFIX)
+        ), f"{context}: pay_again answered {output!r}"
+        assert applied == 0, f"{context}: pay_again reported not applied but took effect"
+
+
+def _key(record: _SessionRecord, message: AgentMessage) -> str:
+    assert message.tool_call_id is not None and message.turn_id is not None, message
+    return tool_call_idempotency_key(record.session_id, message.turn_id, message.tool_call_id)
+
+
+def _outcome_unknown_keys(
+    records: Sequence[_SessionRecord], finals: Sequence[AgentSnapshot], tool: str
+) -> list[str]:
+    return [
+        _key(record, message)
+        for record, final in zip(records, finals, strict=True)
+        for message in final.messages
+        if message.tool_name == tool and OUTCOME_UNKNOWN_TOOL_RESULT in (message.tool_output or "")
+    ]
 
 
 async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
@@ -439,32 +505,27 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
     finally:
         await cluster.close()
         cache.close()
-    send_keys = invocation_log(state_dir).keys(NON_IDEMPOTENT_TOOL)
-    send_counts = Counter(send_keys)
+    runs = _Runs.read(state_dir)
     context = f"seed {seed} ({SEED_ENV}), faults {[str(f) for f in cluster.faults]}"
     assert cluster.faults == schedule, context
-    twice = {key: count for key, count in send_counts.items() if count > 1}
+    twice = {key: count for key, count in runs.sends.items() if count > 1}
     assert not twice, f"{context}: non-idempotent writes ran twice: {twice}"
     for record, final in zip(records, finals, strict=True):
-        _check_session(record, final, send_counts, f"{context}, {record.session_id}")
-    unknown_keys = [
-        tool_call_idempotency_key(record.session_id, m.turn_id or "", m.tool_call_id or "")
-        for record, final in zip(records, finals, strict=True)
-        for m in final.messages
-        if m.tool_name == NON_IDEMPOTENT_TOOL
-        and OUTCOME_UNKNOWN_TOOL_RESULT in (m.tool_output or "")
-    ]
-    unknown = len(unknown_keys)
-    # An attempt a Worker took may have run or not; one that only waited in the engine never
-    # counts as lost. Counted, not asserted: see the module docstring.
-    never_ran = sum(send_counts[key] == 0 for key in unknown_keys)
+        _check_session(record, final, runs, f"{context}, {record.session_id}")
+    # An attempt a Worker took may have run or not (counted, not asserted: see the module
+    # docstring); one that only waited in the engine never counts as lost.
+    unknown = _outcome_unknown_keys(records, finals, NON_IDEMPOTENT_TOOL)
+    never_ran = sum(runs.sends[key] == 0 for key in unknown)
+    checked_unknown = _outcome_unknown_keys(records, finals, CHECKED_TOOL)
     print(
         f"{context}: {plan.sessions} sessions x {plan.turns} turns; "
-        f"{len(send_keys)} send_once runs, {unknown} outcome-unknown results "
-        f"({never_ran} of them never ran), "
+        f"{sum(runs.sends.values())} send_once runs, {len(unknown)} outcome-unknown results "
+        f"({never_ran} of them never ran); {sum(runs.payments.values())} pay_again runs, "
+        f"{sum(runs.ledger.values())} applied, {len(runs.checks)} lost and checked, "
+        f"{len(checked_unknown)} outcome-unknown; "
         f"{sum(r.resends for r in records)} resent messages, "
-        f"{sum(len(r.failed_turns) for r in records)} turns failed by lost attempts; the faults took {faults_took:.1f} s, "
-        f"the sessions {sessions_took:.1f} s"
+        f"{sum(len(r.failed_turns) for r in records)} turns failed by lost attempts; "
+        f"the faults took {faults_took:.1f} s, the sessions {sessions_took:.1f} s"
     )
 
 

@@ -236,9 +236,9 @@ def fit_snapshot(snapshot: AgentSnapshot) -> AgentSnapshot:
     still counts every queued one); then the texts of the active turn's tool calls cut; then the
     texts of the pending interrupts cut (every interrupt stays, with its ID, so each can still be
     resolved); then the context summary's text cut; then the plan's todos cut (the first ones,
-    their contents cut to 1,024 characters). Each cut part keeps an eighth of the budget and every cut text ends in
-    :data:`CUT_TEXT_MARKER`; what is stored stays whole. The messages get the rest: the newest
-    that fit, and a single one that does not fit alone with its texts cut.
+    their contents cut to 1,024 characters). Each cut part keeps an eighth of the budget and
+    every cut text ends in :data:`CUT_TEXT_MARKER`; what is stored stays whole. The messages get
+    the rest: the newest that fit, and a single one that does not fit alone with its texts cut.
     """
     if _characters(snapshot.messages) + _other_characters(snapshot) < _SAFE_CHARACTERS:
         return snapshot
