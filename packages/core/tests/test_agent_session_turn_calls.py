@@ -50,7 +50,8 @@ from dex_agents.stepwise import (
     stepwise_agent_session_flow,
     stepwise_agent_session_options,
 )
-from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
+from dex_agents.testing import InProcessWorker
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 _GATE = asyncio.Event()
 _SLOW_STARTED = asyncio.Event()
@@ -114,25 +115,19 @@ class _Stack:
     sessions: AgentSessionClient
     client: AsyncClient
     calls: dict[str, int]
-    server_address: str
+    dex: InProcessWorker
 
 
 @pytest.fixture
-async def stack(tmp_path: Path) -> AsyncIterator[_Stack]:
+async def stack(dex_in_process_worker: InProcessWorkerFactory) -> AsyncIterator[_Stack]:
     _GATE.clear()
     _SLOW_STARTED.clear()
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        flow = _flow()
-        async with in_process_worker([flow], engine.server_address, tmp_path / "cache") as dex:
-            calls: dict[str, int] = {}
-            _count_calls(dex.client, calls)
-            yield _Stack(dex.sessions(flow), dex.client, calls, engine.server_address)
-            _GATE.set()
-    finally:
-        await engine.stop()
+    flow = _flow()
+    async with dex_in_process_worker([flow]) as dex:
+        calls: dict[str, int] = {}
+        _count_calls(dex.client, calls)
+        yield _Stack(dex.sessions(flow), dex.client, calls, dex)
+        _GATE.set()
 
 
 def _count_calls(client: AsyncClient, calls: dict[str, int]) -> None:
@@ -149,7 +144,11 @@ def _count_calls(client: AsyncClient, calls: dict[str, int]) -> None:
 
 async def test_run_turn_starts_a_session_and_returns_the_completed_turn(stack: _Stack) -> None:
     result = await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)
-    assert (result.session_id, result.turn_id, result.status) == ("s1", "turn-1", "completed")
+    assert (result.session_id, result.turn_id, result.status) == (
+        stack.dex.scoped("s1"),
+        "turn-1",
+        "completed",
+    )
     assert result.completed
     assert result.text == "Done: order 7 was delivered"
     (call,) = result.tool_calls
@@ -264,7 +263,7 @@ async def test_run_turn_times_out_and_the_wait_can_go_on(stack: _Stack) -> None:
         await stack.sessions.run_turn("s1", "hang on order 7", timeout=1.5)
     error = raised.value
     assert isinstance(error, TimeoutError)
-    assert (error.session_id, error.turn_id) == ("s1", "turn-1")
+    assert (error.session_id, error.turn_id) == (stack.dex.scoped("s1"), "turn-1")
     assert "keeps running" in str(error)
     _GATE.set()
     final = await stack.sessions.wait_for_turn(
@@ -326,27 +325,26 @@ async def test_the_sync_client_runs_turns_and_answers_approvals(
     registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "sync-cache"), 16 * 1024 * 1024))
     options = ClientOptions(
-        server_address=stack.server_address, worker_target=WorkerTarget(pull=True)
+        server_address=stack.dex.server_address, worker_target=WorkerTarget(pull=True)
     )
     client = Client(registry, cache, options)
     try:
         sessions = SyncAgentSessionClient(client, flow)
-        result = await asyncio.to_thread(
-            sessions.run_turn, "s1", "Please refund order 7", timeout=60
-        )
+        s1 = stack.dex.scoped("s1")  # the sync client takes the ID as the engine sees it
+        result = await asyncio.to_thread(sessions.run_turn, s1, "Please refund order 7", timeout=60)
         assert result.status is TurnStatus.WAITING_FOR_PERSON
         (interrupt,) = result.pending_interrupts
         assert await asyncio.to_thread(
-            lambda: sessions.resolve_interrupt("s1", interrupt.interrupt_id, approved=True)
+            lambda: sessions.resolve_interrupt(s1, interrupt.interrupt_id, approved=True)
         )
-        final = await asyncio.to_thread(sessions.wait_for_turn, "s1", result, timeout=60)
+        final = await asyncio.to_thread(sessions.wait_for_turn, s1, result, timeout=60)
         assert (final.status, final.text) == (TurnStatus.COMPLETED, "Done: refunded order 7")
         with pytest.raises(TurnTimeoutError) as raised:
-            await asyncio.to_thread(sessions.run_turn, "s1", "hang on order 7", timeout=1)
+            await asyncio.to_thread(sessions.run_turn, s1, "hang on order 7", timeout=1)
         _GATE.set()
         late = await asyncio.to_thread(
             lambda: sessions.wait_for_turn(
-                "s1", raised.value.resume_token, turn_id=raised.value.turn_id, timeout=60
+                s1, raised.value.resume_token, turn_id=raised.value.turn_id, timeout=60
             )
         )
         assert (late.turn_id, late.text) == ("turn-2", "Done: order 7 found late")
@@ -367,6 +365,6 @@ async def test_a_message_the_session_cannot_store_is_refused_before_sending(
 
 async def test_run_turn_on_a_stopped_session_refuses_to_reuse_its_id(stack: _Stack) -> None:
     assert (await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)).completed
-    await stack.client.stop_flow("s1")
+    await stack.client.stop_flow(stack.dex.scoped("s1"))
     with pytest.raises(FlowAlreadyStartedError):
         await stack.sessions.run_turn("s1", "Are you there?", timeout=60)

@@ -55,6 +55,7 @@ from dex_agents.testing import (
     turn_ended,
     wait_for_agent_snapshot,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.ui_stream import (
     AGENT_EVENT_STREAM_HEADERS,
     KEEP_ALIVE_FRAME,
@@ -146,22 +147,25 @@ FLOW = stepwise_agent_session_flow(
 
 @dataclass(frozen=True)
 class _Stack:
-    engine: EngineProcess
+    server_address: str
     client: AsyncClient
     sessions: AgentSessionClient
     tmp_path: Path
+    session_prefix: str = ""
+
+    def scoped(self, session_id: str) -> str:
+        """``session_id`` as the engine sees it (under the test's prefix on the shared engine)."""
+        return self.session_prefix + session_id
 
 
 @pytest.fixture
-async def stack(tmp_path: Path) -> AsyncIterator[_Stack]:
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        async with in_process_worker([FLOW], engine.server_address, tmp_path / "cache") as dex:
-            yield _Stack(engine, dex.client, dex.sessions(FLOW), tmp_path)
-    finally:
-        await engine.stop()
+async def stack(
+    dex_in_process_worker: InProcessWorkerFactory, tmp_path: Path
+) -> AsyncIterator[_Stack]:
+    async with dex_in_process_worker([FLOW]) as dex:
+        yield _Stack(
+            dex.server_address, dex.client, dex.sessions(FLOW), tmp_path, dex.session_prefix
+        )
 
 
 @pytest.fixture
@@ -172,7 +176,7 @@ async def stack_without_streams(tmp_path: Path) -> AsyncIterator[_Stack]:
     )
     try:
         async with in_process_worker([FLOW], engine.server_address, tmp_path / "cache") as dex:
-            yield _Stack(engine, dex.client, dex.sessions(FLOW), tmp_path)
+            yield _Stack(engine.server_address, dex.client, dex.sessions(FLOW), tmp_path)
     finally:
         await engine.stop()
 
@@ -182,9 +186,7 @@ def _sync_client(stack: _Stack) -> tuple[Client, Callable[[], None]]:
     client = Client(
         Registry([FLOW], agent_codec_registry(), allow_async_handlers=True),
         cache,
-        ClientOptions(
-            server_address=stack.engine.server_address, worker_target=WorkerTarget(pull=True)
-        ),
+        ClientOptions(server_address=stack.server_address, worker_target=WorkerTarget(pull=True)),
     )
 
     def close() -> None:
@@ -239,13 +241,15 @@ def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
 
 
 async def _all_events(stack: _Stack, session_id: str) -> list[tuple[str, AgentEvent]]:
-    page = await stack.client.list_stream_messages(session_id, FLOW.agent_events, 1000)
+    page = await stack.client.list_stream_messages(
+        stack.scoped(session_id), FLOW.agent_events, 1000
+    )
     return [(message.resume_token, message.value) for message in reversed(page.messages)]
 
 
 async def test_frames_carry_the_resume_token_and_the_event_wire_json(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "order 7")
-    frames = await stream_agent_event_frames(stack.client, FLOW, "s")
+    frames = await stream_agent_event_frames(stack.client, FLOW, stack.scoped("s"))
     received = await _frames_through(frames, _finishes("turn-1"))
     await frames.aclose()
 
@@ -287,7 +291,7 @@ async def test_reconnecting_with_the_last_id_neither_repeats_nor_misses_an_event
     while len(received) < len(stored):
         last_event_id = received[-1][0] if received else ""
         frames = await stream_agent_event_frames(
-            stack.client, FLOW, "s", resume_token=last_event_id
+            stack.client, FLOW, stack.scoped("s"), resume_token=last_event_id
         )
         batch = await _frames_through(frames, _counting(min(3, len(stored) - len(received))))
         await frames.aclose()
@@ -307,9 +311,13 @@ def _counting(count: int) -> Callable[[_Frame], bool]:
 
 async def test_an_empty_long_poll_yields_a_keep_alive_comment(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "")
-    snapshot = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
+    snapshot = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     frames = await stream_agent_event_frames(
-        stack.client, FLOW, "s", resume_token=snapshot.resume_token, poll_timeout=_ONE_SECOND
+        stack.client,
+        FLOW,
+        stack.scoped("s"),
+        resume_token=snapshot.resume_token,
+        poll_timeout=_ONE_SECOND,
     )
     assert await asyncio.wait_for(anext(frames), 30) == KEEP_ALIVE_FRAME
     assert KEEP_ALIVE_FRAME.startswith(":") and KEEP_ALIVE_FRAME.endswith("\n\n")
@@ -331,13 +339,17 @@ async def test_a_refused_token_raises_before_anything_is_read(stack: _Stack) -> 
     forged = base64.urlsafe_b64encode(json.dumps({**scope, "i": "1-0"}).encode()).decode()
     for token in (theirs, forged, f"{forged}.{mine.split('.')[1]}", "%%garbled%%"):
         with pytest.raises(InvalidAgentEventResumeTokenError) as raised:
-            await stream_agent_event_frames(stack.client, FLOW, "mine", resume_token=token)
+            await stream_agent_event_frames(
+                stack.client, FLOW, stack.scoped("mine"), resume_token=token
+            )
         error = raised.value
         assert isinstance(error, DexAgentsError) and isinstance(error, ValueError)
-        assert error.session_id == "mine"
-        assert "'mine'" in str(error) and "snapshot" in str(error)
+        assert error.session_id == stack.scoped("mine")
+        assert f"'{stack.scoped('mine')}'" in str(error) and "snapshot" in str(error)
     # A valid token of the same session still reads on.
-    frames = await stream_agent_event_frames(stack.client, FLOW, "mine", resume_token=mine)
+    frames = await stream_agent_event_frames(
+        stack.client, FLOW, stack.scoped("mine"), resume_token=mine
+    )
     assert _parse(await anext(frames)).event.turn_id == "turn-1"
     await frames.aclose()
 
@@ -345,7 +357,7 @@ async def test_a_refused_token_raises_before_anything_is_read(stack: _Stack) -> 
 async def test_the_snapshot_json_leaves_out_what_only_the_steps_use(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "refund order 7", session_settings={"model": "m1"})
     await wait_for_agent_snapshot(stack.sessions, "s", _pending)
-    value = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
+    value = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     assert isinstance(value, AgentEventStreamSnapshot)
     assert value.snapshot.messages[0].framework_item, "the server keeps the whole snapshot"
 
@@ -384,10 +396,10 @@ async def test_the_snapshot_token_replays_the_active_turn(stack: _Stack) -> None
     assert await stack.sessions.send_user_message("s", "chatty refund")
     await wait_for_agent_snapshot(stack.sessions, "s", _pending)
 
-    value = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
+    value = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     assert value.snapshot.state is not None and value.snapshot.state.active_turn_id == "turn-2"
     frames = await stream_agent_event_frames(
-        stack.client, FLOW, "s", resume_token=value.resume_token
+        stack.client, FLOW, stack.scoped("s"), resume_token=value.resume_token
     )
     replayed = await _frames_through(frames, lambda frame: frame.event.type == "interrupt_raised")
     await frames.aclose()
@@ -409,10 +421,10 @@ async def test_the_snapshot_token_of_an_idle_session_continues_with_the_next_eve
 ) -> None:
     await stack.sessions.start_session("s", "order 7")
     await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
-    value = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
+    value = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     assert value.resume_token == (await _all_events(stack, "s"))[-1][0]
     frames = await stream_agent_event_frames(
-        stack.client, FLOW, "s", resume_token=value.resume_token
+        stack.client, FLOW, stack.scoped("s"), resume_token=value.resume_token
     )
     assert await stack.sessions.send_user_message("s", "hello again")
     received = await _frames_through(frames, _finishes("turn-2"))
@@ -424,7 +436,7 @@ async def test_the_snapshot_token_of_an_idle_session_continues_with_the_next_eve
 async def test_a_session_without_events_opens_from_the_head(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "")
     await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(0))
-    value = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
+    value = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     assert value.resume_token == ""
     assert value.snapshot.state is not None and value.snapshot.state.turn_count == 0
 
@@ -432,20 +444,26 @@ async def test_a_session_without_events_opens_from_the_head(stack: _Stack) -> No
 async def test_the_sync_variants_read_the_same_snapshot_and_frames(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "refund order 7")
     await wait_for_agent_snapshot(stack.sessions, "s", _pending)
-    expected = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
+    expected = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     stored = await _all_events(stack, "s")
     sync_client, close = _sync_client(stack)
 
     def read_synchronously() -> tuple[AgentEventStreamSnapshot, list[str], list[str]]:
-        value = read_agent_event_stream_snapshot_sync(sync_client, FLOW, "s")
+        value = read_agent_event_stream_snapshot_sync(sync_client, FLOW, stack.scoped("s"))
         frames = stream_agent_event_frames_sync(
-            sync_client, FLOW, "s", resume_token=stored[0][0], poll_timeout=_ONE_SECOND
+            sync_client,
+            FLOW,
+            stack.scoped("s"),
+            resume_token=stored[0][0],
+            poll_timeout=_ONE_SECOND,
         )
         # Every event after the first, then a keep-alive once the Stream has no more.
         after_first = [next(frames) for _ in range(len(stored))]
         frames.close()
         with pytest.raises(InvalidAgentEventResumeTokenError):
-            stream_agent_event_frames_sync(sync_client, FLOW, "s", resume_token="garbled")
+            stream_agent_event_frames_sync(
+                sync_client, FLOW, stack.scoped("s"), resume_token="garbled"
+            )
         with pytest.raises(ConfigurationTypeError):
             read_agent_event_stream_snapshot_sync(sync_client, object(), "s")  # type: ignore[arg-type]
         return value, after_first[:-1], after_first[-1:]
@@ -466,7 +484,7 @@ async def _turn_completes_without_events(stack: _Stack) -> None:
     assert snapshot.messages[-1].text == 'Done: {"order_id": "7", "status": "delivered"}'
     # The session's Steps wrote their events; the engine kept none of them.
     with pytest.raises(DexServiceError) as raised:
-        await stack.client.list_stream_messages("s", FLOW.agent_events, 10)
+        await stack.client.list_stream_messages(stack.scoped("s"), FLOW.agent_events, 10)
     assert raised.value.code is grpc.StatusCode.FAILED_PRECONDITION
 
 
@@ -475,7 +493,7 @@ async def test_without_a_stream_store_the_snapshot_has_an_empty_token_and_frames
 ) -> None:
     stack = stack_without_streams
     await _turn_completes_without_events(stack)
-    value = await read_agent_event_stream_snapshot(stack.client, FLOW, "s")
+    value = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     assert value.resume_token == ""
     assert value.snapshot.state is not None and value.snapshot.state.turn_count == 1
     assert value.to_json()["resume_token"] == ""
@@ -484,14 +502,20 @@ async def test_without_a_stream_store_the_snapshot_has_an_empty_token_and_frames
     assert len(snapshot_json["messages"]) == len(value.snapshot.messages) > 2
 
     frames = await stream_agent_event_frames(
-        stack.client, FLOW, "s", resume_token=value.resume_token, poll_timeout=_ONE_SECOND
+        stack.client,
+        FLOW,
+        stack.scoped("s"),
+        resume_token=value.resume_token,
+        poll_timeout=_ONE_SECOND,
     )
     two = [await asyncio.wait_for(anext(frames), 30) for _ in range(2)]
     await frames.aclose()
     assert two == [KEEP_ALIVE_FRAME, KEEP_ALIVE_FRAME]
     # No token can be valid: the browser is sent back to the snapshot, whose token is empty.
     with pytest.raises(InvalidAgentEventResumeTokenError, match="Stream Store is disabled"):
-        await stream_agent_event_frames(stack.client, FLOW, "s", resume_token="token-1")
+        await stream_agent_event_frames(
+            stack.client, FLOW, stack.scoped("s"), resume_token="token-1"
+        )
 
 
 async def test_without_a_stream_store_the_sync_variants_do_the_same(
@@ -502,14 +526,20 @@ async def test_without_a_stream_store_the_sync_variants_do_the_same(
     sync_client, close = _sync_client(stack)
 
     def read_synchronously() -> tuple[AgentEventStreamSnapshot, list[str]]:
-        value = read_agent_event_stream_snapshot_sync(sync_client, FLOW, "s")
+        value = read_agent_event_stream_snapshot_sync(sync_client, FLOW, stack.scoped("s"))
         frames = stream_agent_event_frames_sync(
-            sync_client, FLOW, "s", resume_token=value.resume_token, poll_timeout=_ONE_SECOND
+            sync_client,
+            FLOW,
+            stack.scoped("s"),
+            resume_token=value.resume_token,
+            poll_timeout=_ONE_SECOND,
         )
         two = [next(frames) for _ in range(2)]
         frames.close()
         with pytest.raises(InvalidAgentEventResumeTokenError, match="Stream Store is disabled"):
-            stream_agent_event_frames_sync(sync_client, FLOW, "s", resume_token="token-1")
+            stream_agent_event_frames_sync(
+                sync_client, FLOW, stack.scoped("s"), resume_token="token-1"
+            )
         return value, two
 
     try:
@@ -519,7 +549,7 @@ async def test_without_a_stream_store_the_sync_variants_do_the_same(
     assert value.resume_token == ""
     assert (
         value.to_json()
-        == (await read_agent_event_stream_snapshot(stack.client, FLOW, "s")).to_json()
+        == (await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))).to_json()
     )
     assert two == [KEEP_ALIVE_FRAME, KEEP_ALIVE_FRAME]
 
@@ -529,7 +559,7 @@ async def test_arguments_are_checked(stack: _Stack) -> None:
         await read_agent_event_stream_snapshot(stack.client, object(), "s")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="whole number of seconds"):
         await stream_agent_event_frames(
-            stack.client, FLOW, "s", poll_timeout=timedelta(milliseconds=500)
+            stack.client, FLOW, stack.scoped("s"), poll_timeout=timedelta(milliseconds=500)
         )
 
 
