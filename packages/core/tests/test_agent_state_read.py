@@ -35,7 +35,8 @@ from dex_agents.stepwise import (
     ScriptedModelReply,
     stepwise_agent_session_flow,
 )
-from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
+from dex_agents.testing import InProcessWorker
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 _GATE = asyncio.Event()
 _MODEL_WAITING = asyncio.Event()
@@ -57,23 +58,19 @@ def _flow() -> AgentSessionFlow:
 
 
 @pytest.fixture
-async def sessions(tmp_path: Path) -> AsyncIterator[tuple[AgentSessionClient, str]]:
+async def sessions(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> AsyncIterator[tuple[AgentSessionClient, InProcessWorker]]:
     _GATE.clear()
     _MODEL_WAITING.clear()
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        flow = _flow()
-        async with in_process_worker([flow], engine.server_address, tmp_path / "cache") as dex:
-            yield dex.sessions(flow), engine.server_address
-            _GATE.set()
-    finally:
-        await engine.stop()
+    flow = _flow()
+    async with dex_in_process_worker([flow]) as dex:
+        yield dex.sessions(flow), dex
+        _GATE.set()
 
 
 async def test_agent_state_follows_the_turn_and_matches_the_snapshot(
-    sessions: tuple[AgentSessionClient, str],
+    sessions: tuple[AgentSessionClient, InProcessWorker],
 ) -> None:
     client, _ = sessions
     first = await client.run_turn("s1", "hello", timeout=60)
@@ -106,7 +103,7 @@ async def test_agent_state_follows_the_turn_and_matches_the_snapshot(
 
 
 async def test_agent_state_of_an_unknown_session_is_not_found(
-    sessions: tuple[AgentSessionClient, str],
+    sessions: tuple[AgentSessionClient, InProcessWorker],
 ) -> None:
     client, _ = sessions
     with pytest.raises(FlowNotActiveOrNotFoundError):
@@ -114,18 +111,20 @@ async def test_agent_state_of_an_unknown_session_is_not_found(
 
 
 async def test_the_sync_client_reads_the_same_state(
-    sessions: tuple[AgentSessionClient, str], tmp_path: Path
+    sessions: tuple[AgentSessionClient, InProcessWorker], tmp_path: Path
 ) -> None:
-    client, server_address = sessions
+    client, dex = sessions
     assert (await client.run_turn("s1", "hello", timeout=60)).completed
     flow = _flow()
     registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "sync-cache"), 16 * 1024 * 1024))
-    options = ClientOptions(server_address=server_address, worker_target=WorkerTarget(pull=True))
+    options = ClientOptions(
+        server_address=dex.server_address, worker_target=WorkerTarget(pull=True)
+    )
     sync_client = Client(registry, cache, options)
     try:
         sync_sessions = SyncAgentSessionClient(sync_client, flow)
-        state = await asyncio.to_thread(sync_sessions.get_agent_state, "s1")
+        state = await asyncio.to_thread(sync_sessions.get_agent_state, dex.scoped("s1"))
         assert state == await client.get_agent_state("s1")
         assert state.turn_count == 1
     finally:
