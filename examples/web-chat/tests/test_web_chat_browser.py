@@ -242,6 +242,34 @@ async def test_a_worker_killed_while_the_page_is_open_is_replaced_and_the_turn_c
     assert page.errors == []
 
 
+async def test_a_refund_lost_to_a_worker_kill_shows_confirmed_after_the_restart(
+    browser: Any, stack: ChatStack, chat: RunningChat
+) -> None:
+    gates = stack.tmp_path / "gates"
+    gates.mkdir(parents=True, exist_ok=True)
+    (gates / "hold-refund-7").touch()  # the refund stops at its gate once the ledger has it
+    page = await ChatPage.open(browser, chat)
+    await page.send("Please refund order 7")
+    await page.prompt("approval").locator("button.approve").click()
+    gate = stack.gate("refund-7")
+    await gate.wait_until_reached()
+    card = page.tool_call("refund_order")
+    await expect(card).to_have_attribute("data-status", "approved")  # the record, while it runs
+
+    stack.workers[-1].kill()  # the refund's one attempt is lost after it took effect
+    await stack.start_worker()
+    gate.release()  # a wrongly repeated refund would pass it and run twice
+
+    await page.wait_for_turn_end()
+    await expect(page.stored_replies().last).to_contain_text(
+        "Refund result: Refunded 25.99 USD on order 7"
+    )
+    await expect(card).to_have_attribute("data-outcome-check", "applied")
+    await expect(card.locator(".outcome-check")).to_have_text("confirmed after a restart")
+    assert gate.reached_count == 1  # the check confirmed it; the refund never ran again
+    assert page.errors == []
+
+
 async def test_without_a_stream_store_the_page_polls_the_snapshot(
     browser: Any, tmp_path: Path
 ) -> None:

@@ -2,13 +2,16 @@
 
 A user message with ``slow:<gate>`` holds the first model call of its turn right after the first
 streamed word, until the test releases FileGate ``<gate>`` (in ``$WEB_CHAT_TEST_GATE_DIR``). Each
-attempt arrives at the gate again, so a test sees a retried call after a Worker crash.
+attempt arrives at the gate again, so a test sees a retried call after a Worker crash. Refunds go
+to the ledger ``refunds.json`` in that directory; a refund of an order for which the test created
+``hold-refund-<order>`` there stops at FileGate ``refund-<order>`` after it was written.
 """
 
 from __future__ import annotations
 
 import os
 import re
+from pathlib import Path
 
 from dex_agents.stepwise import ModelRequest, ScriptedModelClient
 from dex_agents.testing import FileGate, run_agent_worker
@@ -30,5 +33,23 @@ async def hold_at_gate(request: ModelRequest) -> None:
     await gate.wait_for_release()
 
 
+async def hold_refund(order_id: str) -> None:
+    """Stop a refund the test asked to hold at its gate, after the ledger has it."""
+    gate_dir = Path(os.environ[GATE_DIR_ENV])
+    if not (gate_dir / f"hold-refund-{order_id}").exists():
+        return
+    gate = FileGate(gate_dir, f"refund-{order_id}")
+    gate.mark_reached()
+    await gate.wait_for_release()
+
+
 if __name__ == "__main__":
-    run_agent_worker([build_web_chat_flow(pause=hold_at_gate)])
+    run_agent_worker(
+        [
+            build_web_chat_flow(
+                pause=hold_at_gate,
+                refund_ledger=Path(os.environ[GATE_DIR_ENV]) / "refunds.json",
+                refund_pause=hold_refund,
+            )
+        ]
+    )

@@ -1,7 +1,10 @@
 """The chat's agent: a Stepwise support agent whose scripted model streams its text word by word.
 
 It looks orders up (a read tool), refunds them (a non-idempotent write that waits for approval),
-and asks the user when it needs a choice (the built-in ``ask_user``). No model key is needed: the
+and asks the user when it needs a choice (the built-in ``ask_user``). With a refund ledger
+(``refund_ledger``), each refund is written there by its idempotency key and the refund tool
+declares an outcome check against it, so a refund whose Worker died mid-call is confirmed after
+the restart instead of recorded ``outcome_unknown``. No model key is needed: the
 replies come from a script of the conversation, and the model writes them as text deltas a few
 milliseconds apart, the way a provider streams, so the page shows live text.
 """
@@ -13,11 +16,20 @@ import json
 import re
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Final
 
-from dex_agents import AgentSessionFlow, BuiltInTool, ToolEffect
+from dex_agents import (
+    AgentSessionFlow,
+    BuiltInTool,
+    ToolEffect,
+    ToolOutcomeCheck,
+    ToolOutcomeCheckRequest,
+    ToolOutcomeCheckResult,
+)
 from dex_agents.stepwise import (
     AgentDefinition,
+    FunctionTool,
     ModelOutputWriter,
     ModelRequest,
     ModelResponse,
@@ -33,6 +45,7 @@ __all__ = [
     "DEFAULT_WORD_DELAY",
     "WEB_CHAT_FLOW_TYPE",
     "ModelPause",
+    "RefundPause",
     "StreamingScriptedModel",
     "build_web_chat_flow",
     "web_chat_model_reply",
@@ -44,6 +57,10 @@ DEFAULT_WORD_DELAY: Final = timedelta(milliseconds=30)
 
 ModelPause = Callable[[ModelRequest], Awaitable[None]]
 """Awaited after a model call streamed its first word: a hook that holds a call (tests, demos)."""
+
+RefundPause = Callable[[str], Awaitable[None]]
+"""Awaited with the order ID after a refund was written to the ledger, before the tool returns: a
+hook that holds a refund mid-call (tests)."""
 
 _ORDERS: Final[dict[str, dict[str, str | int]]] = {
     "7": {"item": "a ceramic teapot", "status": "delivered", "total_cents": 2599},
@@ -64,10 +81,50 @@ async def lookup_order(order_id: str) -> dict[str, str | int]:
 @function_tool(effect=ToolEffect.NON_IDEMPOTENT_WRITE)
 async def refund_order(order_id: str, amount_cents: int, context: ToolCallContext) -> str:
     """Refund an order; a person approves each refund first."""
+    return _refund_text(order_id, amount_cents, context.idempotency_key)
+
+
+def _refund_text(order_id: str, amount_cents: int, idempotency_key: str) -> str:
     return (
         f"Refunded {amount_cents / 100:.2f} USD on order {order_id} "
-        f"(idempotency key {context.idempotency_key})."
+        f"(idempotency key {idempotency_key})."
     )
+
+
+def _ledger_refunds(ledger: Path) -> dict[str, str]:
+    if not ledger.exists():
+        return {}
+    refunds: dict[str, str] = json.loads(ledger.read_text(encoding="utf-8"))
+    return refunds
+
+
+def _ledger_refund_tool(ledger: Path, pause: RefundPause | None) -> FunctionTool:
+    """``refund_order`` writing each refund to ``ledger`` (a JSON object by idempotency key), with
+    an outcome check that looks the refund up there."""
+
+    def refund_applied(request: ToolOutcomeCheckRequest) -> ToolOutcomeCheckResult:
+        text = _ledger_refunds(ledger).get(request.idempotency_key)
+        if text is None:
+            return ToolOutcomeCheckResult.not_applied("the ledger has no refund with this key")
+        return ToolOutcomeCheckResult.applied(text)
+
+    @function_tool(
+        effect=ToolEffect.NON_IDEMPOTENT_WRITE,
+        name="refund_order",
+        outcome_check=ToolOutcomeCheck(refund_applied, run_again_if_not_applied=True),
+    )
+    async def refund_with_ledger(order_id: str, amount_cents: int, context: ToolCallContext) -> str:
+        """Refund an order; a person approves each refund first."""
+        text = _refund_text(order_id, amount_cents, context.idempotency_key)
+        refunds = _ledger_refunds(ledger)
+        refunds.setdefault(context.idempotency_key, text)
+        ledger.parent.mkdir(parents=True, exist_ok=True)
+        ledger.write_text(json.dumps(refunds), encoding="utf-8")
+        if pause is not None:
+            await pause(order_id)
+        return text
+
+    return refund_with_ledger
 
 
 def web_chat_model_reply(request: ModelRequest) -> ScriptedModelReply:
@@ -157,18 +214,28 @@ class StreamingScriptedModel:
 
 
 def build_web_chat_flow(
-    *, pause: ModelPause | None = None, word_delay: timedelta = DEFAULT_WORD_DELAY
+    *,
+    pause: ModelPause | None = None,
+    word_delay: timedelta = DEFAULT_WORD_DELAY,
+    refund_ledger: Path | None = None,
+    refund_pause: RefundPause | None = None,
 ) -> AgentSessionFlow:
     """The chat's session Flow: the support agent with ``ask_user`` enabled.
 
-    The web server and the Worker build the same Flow; only the Worker runs its model, so only
-    the Worker's ``pause`` matters.
+    The web server and the Worker build the same Flow; only the Worker runs its model and tools,
+    so only the Worker's ``pause``, ``refund_ledger`` and ``refund_pause`` matter. With
+    ``refund_ledger``, refunds are written there and checked there after a lost attempt.
     """
     agent = AgentDefinition(
         name="support",
         instructions="You help customers with their orders.",
         model=StreamingScriptedModel(pause, word_delay),
-        tools=[lookup_order, refund_order],
+        tools=[
+            lookup_order,
+            refund_order
+            if refund_ledger is None
+            else _ledger_refund_tool(refund_ledger, refund_pause),
+        ],
         built_in_tools=frozenset({BuiltInTool.ASK_USER}),
     )
     return stepwise_agent_session_flow(agent, flow_type=WEB_CHAT_FLOW_TYPE)

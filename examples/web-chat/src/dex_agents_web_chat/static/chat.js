@@ -12,6 +12,10 @@
 // - Prompts (approvals, questions) come from the snapshot's pending_interrupts.
 // - The page follows the newest content (messages, live text, prompts) while the reader is at
 //   the bottom; once they scroll up it stays put and shows a "new messages" button instead.
+// - A call whose attempt was lost and whose outcome check answered (tool_call_finished's and the
+//   record's outcome_check) shows the answer on its card: "confirmed after a restart" apart from
+//   "outcome unknown after a restart". Stored messages do not carry it, so the page remembers it
+//   for its cards until it reloads.
 // - A stopped turn keeps its note ("[Dex] The user stopped ...") and, until the page reloads,
 //   the partial text it streamed, marked as not sent.
 // - A Step writes its events before it commits, so a snapshot read right after an event can
@@ -39,6 +43,12 @@ const STATUS_LABELS = {
   compacting_context: "compacting the conversation",
 };
 const FINAL_TOOL_STATUSES = new Set(["rejected", "succeeded", "failed", "outcome_unknown"]);
+const OUTCOME_CHECK_LABELS = {
+  applied: "confirmed after a restart",
+  not_applied: "did not take effect before a restart",
+  unknown: "outcome unknown after a restart",
+  check_failed: "outcome unknown after a restart: the check failed",
+};
 const EXPECTATION_LIFETIME_MS = 30000;
 const EXPECTATION_RETRY_MS = 150;
 const SNAPSHOT_POLL_MS = 1000;
@@ -55,6 +65,7 @@ const state = {
   renderQueued: false,
   expectations: [], // [{holds(snapshot) -> bool, until}], what events say the snapshot will show
   resolvedInterrupts: new Set(),
+  outcomeChecks: new Map(), // tool_call_id -> outcome_check, as events and records said
   expectationTimer: null,
   pollTimer: null,
   following: true, // the reader is at the bottom: new content scrolls into view
@@ -268,6 +279,11 @@ async function refreshSnapshot() {
 
 function setSnapshot(snapshot) {
   state.snapshot = snapshot;
+  for (const call of snapshot.tool_calls || []) {
+    if (call.outcome_check && call.outcome_check !== "pending") {
+      state.outcomeChecks.set(call.tool_call_id, call.outcome_check);
+    }
+  }
   for (const turnId of [...state.live.keys()]) {
     if (isFinished(turnId)) state.live.delete(turnId);
   }
@@ -323,6 +339,9 @@ function applyEvent(event) {
   const payload = JSON.parse(event.payload || "{}");
   const turnId = event.turn_id;
   if (event.type === "interrupt_resolved") state.resolvedInterrupts.add(payload.interrupt_id);
+  if (event.type === "tool_call_finished" && payload.outcome_check) {
+    state.outcomeChecks.set(payload.tool_call_id, payload.outcome_check);
+  }
   const holds = expectationOf(event, payload);
   if (holds) state.expectations.push({ holds, until: Date.now() + EXPECTATION_LIFETIME_MS });
   if (FINISHED.has(event.type) || REFRESHING.has(event.type)) refreshSnapshot();
@@ -494,6 +513,13 @@ function toolCard(toolCallId, toolName, argumentsText, status, output) {
   card.dataset.status = status;
   card.append(element("span", "tool-name", `${toolName}(${argumentsText || ""})`));
   card.append(element("span", "tool-status", status.replaceAll("_", " ")));
+  const check = state.outcomeChecks.get(toolCallId);
+  if (check) {
+    card.dataset.outcomeCheck = check;
+    const ranAgain = check === "not_applied" && status !== "failed";
+    card.append(element("span", "outcome-check",
+      ranAgain ? "ran again after a restart" : OUTCOME_CHECK_LABELS[check] || check));
+  }
   if (output !== undefined) card.append(element("span", "tool-output", output));
   card.append(idDetails(`call ${toolCallId}`));
   return card;
