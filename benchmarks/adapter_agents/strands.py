@@ -1,4 +1,5 @@
-"""The benchmark agent as a ``strands.Agent`` whose model is a sleeping ``ScriptedModel``.
+"""The benchmark agent as a ``strands.Agent`` whose model is a sleeping ``ScriptedModel``
+(``reference_agent``).
 
 ``build_agent`` gives the plain agent too, so ``peers.py`` runs the same agent in process.
 """
@@ -9,7 +10,7 @@ import asyncio
 
 from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
 from dex_agents_strands import strands_session_flow
-from dex_agents_strands.testing import ModelCall, ScriptedModel, text_reply, tool_use_reply
+from dex_agents_strands.testing import ModelCall, reference_agent, text_reply, tool_use_reply
 from strands import Agent, tool
 from strands.types.content import Message
 
@@ -56,11 +57,8 @@ def build_agent(model_latency_seconds: float, shape: TurnShape = TurnShape.READ)
         return tool_use_reply(action.call_id, action.name, action.arguments)
 
     tools = [lookup_order, add_order_note] if shape is TurnShape.READ_WRITE else [lookup_order]
-    return Agent(
-        model=ScriptedModel(reply, model_id="benchmark-script"),
-        tools=tools,
-        system_prompt="You answer questions about orders.",
-        callback_handler=None,
+    return reference_agent(
+        reply, tools, system_prompt="You answer questions about orders.", model_id="benchmark"
     )
 
 

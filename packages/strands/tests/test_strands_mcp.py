@@ -16,10 +16,9 @@ from dex_agents.testing.scenarios import (
     scenario_mcp_tool_source,
 )
 from dex_agents_strands import mcp_tools, strands_session_flow
-from dex_agents_strands.testing import ModelCall, ScriptedModel, text_reply, tool_use_reply
+from dex_agents_strands.testing import ModelCall, reference_agent, text_reply, tool_use_reply
 from mcp import StdioServerParameters
 from mcp.client.stdio import stdio_client
-from strands import Agent
 from strands.tools.mcp import MCPClient
 from strands.types.content import Message
 
@@ -45,11 +44,7 @@ async def test_mcp_client_tools_and_mcp_tools_run_in_their_tool_steps(
         lambda: stdio_client(StdioServerParameters(command=server.command, args=list(server.args)))
     )
     source = scenario_mcp_tool_source(spec)
-    agent = Agent(
-        model=ScriptedModel(_reply),
-        tools=[client, *await mcp_tools(source)],
-        callback_handler=None,
-    )
+    agent = reference_agent(_reply, [client, *await mcp_tools(source)])
     options = AgentSessionOptions(
         tool_policies={**source.tool_policies(), _OWN_CLIENT_TOOL: ToolPolicy(ToolEffect.READ)}
     )

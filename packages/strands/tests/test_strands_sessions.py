@@ -21,7 +21,13 @@ from dex_agents.exceptions import StoredStateError
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_strands import IDEMPOTENCY_KEY_STATE, StrandsRunner, strands_session_flow
 from dex_agents_strands._transcript import decode_messages, encode_message
-from dex_agents_strands.testing import ModelCall, ScriptedModel, text_reply, tool_use_reply
+from dex_agents_strands.testing import (
+    ModelCall,
+    ScriptedModel,
+    reference_agent,
+    text_reply,
+    tool_use_reply,
+)
 from strands import Agent, ToolContext, tool
 from strands.hooks import BeforeToolCallEvent, HookProvider, HookRegistry
 from strands.types.content import Message
@@ -88,12 +94,11 @@ def _agent(ran: list[str]) -> Agent:
         ran.append(f"ship {order_id} to {address}")
         return f"shipping {order_id} to {address}"
 
-    return Agent(
-        model=ScriptedModel(_script),
-        tools=[lookup_order, delete_order, ship_order],
+    return reference_agent(
+        _script,
+        [lookup_order, delete_order, ship_order],
         hooks=[ApproveDeletes()],
         system_prompt="You help with orders.",
-        callback_handler=None,
     )
 
 
@@ -151,7 +156,7 @@ async def test_the_model_follows_the_session_settings(
     def model_for(settings: Any) -> ScriptedModel:
         return ScriptedModel(lambda call: text_reply(f"model {settings.get('model', 'default')}"))
 
-    agent = Agent(model=ScriptedModel(lambda call: text_reply("agent's")), callback_handler=None)
+    agent = reference_agent(lambda call: text_reply("agent's"))
     flow = strands_session_flow(agent, "StrandsSettings", resolve_model=model_for)
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)

@@ -1,14 +1,15 @@
 """``dex_agents_strands.testing``: a scripted Strands model and the shared suite's runner.
 
 ``ScriptedModel`` is a Strands ``Model`` whose replies come from a function, for tests and
-examples (no provider, no key); ``SCENARIO_RUNNER`` runs the shared scenario suite on Strands.
+examples (no provider, no key); ``reference_agent`` builds a ``strands.Agent`` from plain tools and
+that model; ``SCENARIO_RUNNER`` runs the shared scenario suite on Strands.
 This module imports ``dex_agents.testing``; the runtime modules of the adapter never import it.
 
 Example:
-    >>> model = ScriptedModel(lambda call: text_reply(f"Echo: {call.last_user_text()}"))
-    >>> agent = Agent(model=model, callback_handler=None)
+    >>> agent = reference_agent(lambda call: text_reply(f"Echo: {call.last_user_text()}"))
 """
 
+from dex_agents_strands.testing._reference_agent import reference_agent
 from dex_agents_strands.testing._scenario_runner import (
     SCENARIO_RUNNER,
     build_strands_context_window_flow,
@@ -29,6 +30,7 @@ __all__ = [
     "ScriptedModel",
     "build_strands_context_window_flow",
     "build_strands_flow",
+    "reference_agent",
     "text_reply",
     "tool_use_reply",
 ]

@@ -48,15 +48,17 @@ from dex_agents.testing.scenarios import (
     start_report,
     stop_at_report_gate,
 )
-from strands import Agent, ToolContext, tool
+from strands import ToolContext, tool
 from strands.types.content import Message
 from strands.types.tools import AgentTool, ToolResult
 
 from dex_agents_strands._flow import strands_session_flow
 from dex_agents_strands._mcp_tools import mcp_tool
 from dex_agents_strands._tool_step import dex_tool_result
+from dex_agents_strands.testing._reference_agent import reference_agent
 from dex_agents_strands.testing._scripted_model import (
     ModelCall,
+    ReplyFunction,
     ScriptedModel,
     text_reply,
     tool_use_reply,
@@ -65,6 +67,7 @@ from dex_agents_strands.testing._scripted_model import (
 __all__ = ["SCENARIO_RUNNER", "build_strands_context_window_flow", "build_strands_flow"]
 
 _CONTEXT_WINDOW_TOOL: Final = "lookup_note"
+_SCENARIO_MODEL_ID: Final = "scenario-script"
 _RESULT_PREFIX: Final = "Result of "
 
 
@@ -77,11 +80,11 @@ def build_strands_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
         _report_tool(spec),
         *([mcp_tool(mcp.source, listed) for listed in mcp.tools] if mcp else []),
     ]
-    agent = Agent(
-        model=_scenario_model(spec, {}),
-        tools=tools,
+    agent = reference_agent(
+        _scenario_reply(spec, {}),
+        tools,
         system_prompt=spec.instructions,
-        callback_handler=None,
+        model_id=_SCENARIO_MODEL_ID,
         name="scenario",
     )
     policies = scenario_tool_policies(spec)
@@ -99,12 +102,14 @@ def build_strands_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
         spec.flow_type,
         options,
         # The turn's session settings reach the scripted model, as a real resolve_model would.
-        resolve_model=lambda settings: _scenario_model(spec, settings),
+        resolve_model=lambda settings: ScriptedModel(
+            _scenario_reply(spec, settings), model_id=_SCENARIO_MODEL_ID
+        ),
         tool_task_pollers={REPORT_TOOL: _ReportPoller(spec)},
     )
 
 
-def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> ScriptedModel:
+def _scenario_reply(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> ReplyFunction:
     async def reply(call: ModelCall) -> Message:
         index = call.model_call_index()
         answer = await scripted_reply(
@@ -128,7 +133,7 @@ def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
             ],
         }
 
-    return ScriptedModel(reply, model_id="scenario-script")
+    return reply
 
 
 def _scenario_tool(spec: ScenarioAgentSpec, scenario_tool: ScenarioTool) -> AgentTool:
@@ -228,11 +233,11 @@ def build_strands_context_window_flow(
         """
         return ContextWindowModel.run_tool(topic)
 
-    agent = Agent(
-        model=ScriptedModel(reply, model_id="context-window-script"),
-        tools=[tool(name=_CONTEXT_WINDOW_TOOL)(lookup_note)],
+    agent = reference_agent(
+        reply,
+        [tool(name=_CONTEXT_WINDOW_TOOL)(lookup_note)],
         system_prompt="You answer questions about topics; look up notes when asked.",
-        callback_handler=None,
+        model_id="context-window-script",
     )
     policies: dict[str, Any] = {
         **options.tool_policies,
