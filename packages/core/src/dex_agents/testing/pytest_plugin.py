@@ -14,8 +14,8 @@ test suite can ask for its fixtures:
   this test, on the shared engine named ``in-process`` (started once per session; no Worker
   child serves there, so a test's own Flow objects never meet a pooled child's); every session
   ID it is given carries the test's ``dex_session_prefix``, and the test's sessions are
-  terminated when it ends, so no Step of theirs reaches a later test's Worker of the same Flow
-  type. A test marked ``dex_own_stack`` gets a private engine.
+  terminated when it ends (not when a block ends: a test may serve them again with another
+  Worker), so no Step of theirs reaches a later test's Worker of the same Flow type. A test marked ``dex_own_stack`` gets a private engine.
 - ``dex_session_prefix``: a prefix of this test's own (``t<12 hex>-``) for its session IDs.
 - ``dex_agent_stack``: builds ``AgentTestStack``\\ s for this test, attached to the session engine
   and pool (``stack.shared_worker()``); a test marked ``dex_own_stack`` gets a private engine
@@ -37,16 +37,28 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
-from dex import CodecRegistry, Flow, FlowNotActiveOrNotFoundError, StopFlowOptions, StopType
+from dex import (
+    AsyncClient,
+    BlobCacheConfig,
+    ClientOptions,
+    CodecRegistry,
+    Flow,
+    FlowNotActiveOrNotFoundError,
+    Registry,
+    StopFlowOptions,
+    StopType,
+    open_blob_cache,
+)
 
 from dex_agents.testing._agent_test_stack import AgentTestStack, start_test_engine
 from dex_agents.testing._engine_process import EngineProcess
 from dex_agents.testing._in_process_worker import InProcessWorker, in_process_worker
+from dex_agents.testing._pull_worker import BLOB_CACHE_BYTES
 from dex_agents.testing._session_prefix import new_session_prefix
 from dex_agents.testing._worker_pool import WorkerPool
 
@@ -220,15 +232,17 @@ def dex_agent_stack(request: pytest.FixtureRequest, tmp_path: Path) -> AgentStac
 @dataclass(frozen=True)
 class InProcessWorkerFactory:
     """Starts this test's in-process Workers: on a shared engine, or, for a test marked
-    ``dex_own_stack``, on an engine of its own (``engines`` is ``None``).
+    ``dex_own_stack``, on an engine of its own per block (``engines`` is ``None``).
 
-    Every ``InProcessWorker`` it yields prefixes session IDs with ``session_prefix``; leaving the
-    block terminates every session the test named, then stops the Worker.
+    Every ``InProcessWorker`` it yields prefixes session IDs with ``session_prefix``. The sessions
+    a test named on a shared engine are terminated when the test ends (``terminate_sessions``),
+    not when a block ends, so a test may serve its sessions again with another Worker.
     """
 
     tmp_path: Path
     engines: SharedEngines | None
     session_prefix: str
+    _named: dict[str, set[str]] = field(default_factory=dict)
 
     @property
     def own_stack(self) -> bool:
@@ -273,28 +287,48 @@ class InProcessWorkerFactory:
                 try:
                     yield dex
                 finally:
-                    await _terminate_sessions(dex)
+                    if private is None:
+                        self._named.setdefault(address, set()).update(dex.session_ids)
         finally:
             if private is not None:
                 await private.stop()
 
-
-async def _terminate_sessions(dex: InProcessWorker) -> None:
-    # A session left mid-turn would otherwise be handed to the next test's Worker of its type.
-    stop = StopFlowOptions(type=StopType.TERMINATE, reason="the test ended")
-    for session_id in sorted(dex.session_ids):
-        try:
-            await dex.client.stop_flow(session_id, stop)
-        except FlowNotActiveOrNotFoundError:
-            continue  # already closed, or never started
+    async def terminate_sessions(self) -> None:
+        """Terminate every session this test named on a shared engine: a session left mid-turn
+        would otherwise be handed to the next test's Worker of its Flow type."""
+        stop = StopFlowOptions(type=StopType.TERMINATE, reason="the test ended")
+        for address, session_ids in self._named.items():
+            cache = open_blob_cache(
+                BlobCacheConfig(str(self.tmp_path / "terminate-cache"), BLOB_CACHE_BYTES)
+            )
+            # Stopping a Flow needs no registration: a Client of no Flows will do.
+            client = AsyncClient(
+                Registry([], CodecRegistry(), allow_async_handlers=True),
+                cache,
+                ClientOptions(server_address=address),
+            )
+            try:
+                for session_id in sorted(session_ids):
+                    try:
+                        await client.stop_flow(session_id, stop)
+                    except FlowNotActiveOrNotFoundError:
+                        continue  # already closed, or never started
+            finally:
+                await client.close()
+                cache.close()
+        self._named.clear()
 
 
 @pytest.fixture
 def dex_in_process_worker(
     request: pytest.FixtureRequest, tmp_path: Path, dex_session_prefix: str
-) -> InProcessWorkerFactory:
+) -> Iterator[InProcessWorkerFactory]:
     """Starts this test's in-process Workers (see ``InProcessWorkerFactory``)."""
     if request.node.get_closest_marker(OWN_STACK_MARKER) is not None:
-        return InProcessWorkerFactory(tmp_path, None, dex_session_prefix)
+        yield InProcessWorkerFactory(tmp_path, None, dex_session_prefix)
+        return
     engines: SharedEngines = request.getfixturevalue("dex_engines")
-    return InProcessWorkerFactory(tmp_path, engines, dex_session_prefix)
+    factory = InProcessWorkerFactory(tmp_path, engines, dex_session_prefix)
+    yield factory
+    # The test's event loop is closed by now; a synchronous fixture may run one of its own.
+    asyncio.run(factory.terminate_sessions())
