@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from agent_session_test_support import ScriptedRunner, assistant
 from compaction_test_support import swappable_worker_stack
@@ -21,6 +19,7 @@ from dex_agents import (
 )
 from dex_agents._session.message_decode_cache import MessageDecodeCache
 from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 FLOW_TYPE = "MessageReadsAgent"
 REPLIES_PER_TURN = 149
@@ -178,14 +177,14 @@ async def _all_messages(sessions: AgentSessionClient, session_id: str) -> list[A
 
 
 async def test_the_snapshot_returns_the_newest_200_messages_across_window_and_chunks(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     runner = ScriptedRunner(_many_replies)
     # A small window: the older messages sit in chunks, the newest in the window.
     options = AgentSessionOptions(message_window_size=40, message_chunk_size=20)
     per_turn = REPLIES_PER_TURN + 1
     async with (
-        swappable_worker_stack(tmp_path) as stack,
+        swappable_worker_stack(dex_in_process_worker) as stack,
         stack.serve(AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)) as sessions,
     ):
         await sessions.start_session("s1", "first")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from agent_session_test_support import ScriptedRunner, assistant
 from compaction_test_support import swappable_worker_stack
 from dex_agents import (
@@ -18,6 +16,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 FLOW_TYPE = "StorageAgent"
 
@@ -53,11 +52,13 @@ def _expected_texts(turns: int) -> list[str]:
     return [text for n in range(1, turns + 1) for text in (f"message {n}", f"reply to message {n}")]
 
 
-async def test_the_window_rolls_over_into_chunks_that_read_back_in_order(tmp_path: Path) -> None:
+async def test_the_window_rolls_over_into_chunks_that_read_back_in_order(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_reply)
     options = AgentSessionOptions(message_window_size=4, message_chunk_size=3)
     async with (
-        swappable_worker_stack(tmp_path) as stack,
+        swappable_worker_stack(dex_in_process_worker) as stack,
         stack.serve(AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)) as sessions,
     ):
         await _run_turns(sessions, "s1", 1, 8)
@@ -87,7 +88,7 @@ async def test_the_window_rolls_over_into_chunks_that_read_back_in_order(tmp_pat
 
 
 async def test_a_message_larger_than_a_chunk_goes_straight_into_its_own_chunk(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     big = "x" * 6_000
 
@@ -98,7 +99,7 @@ async def test_a_message_larger_than_a_chunk_goes_straight_into_its_own_chunk(
         )
 
     options = AgentSessionOptions(message_window_size=8, message_chunk_max_bytes=4_000)
-    async with swappable_worker_stack(tmp_path) as stack:
+    async with swappable_worker_stack(dex_in_process_worker) as stack:
         flow = AgentSessionFlow(ScriptedRunner(script), flow_type=FLOW_TYPE, options=options)
         async with stack.serve(flow) as sessions:
             await sessions.start_session("s1", "hello")
@@ -118,9 +119,9 @@ async def test_a_message_larger_than_a_chunk_goes_straight_into_its_own_chunk(
 
 
 async def test_a_session_in_the_old_single_window_layout_reads_and_moves_over(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    async with swappable_worker_stack(tmp_path) as stack:
+    async with swappable_worker_stack(dex_in_process_worker) as stack:
         # A window too large to ever roll over stores every message in AgentMessages with no
         # index: the layout dex-agents 0.1.0 wrote.
         old_flow = AgentSessionFlow(
@@ -158,7 +159,9 @@ async def test_a_session_in_the_old_single_window_layout_reads_and_moves_over(
     assert [m.sequence for m in runner.model_calls[-1].messages] == list(range(1, 32))
 
 
-async def test_a_message_too_large_to_store_fails_its_own_turn(tmp_path: Path) -> None:
+async def test_a_message_too_large_to_store_fails_its_own_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     # Text and framework item each hold the reply, so 2.5 MB of text is a 5 MB message: over
     # MAX_STORED_MESSAGE_BYTES (and the server's value limit). 300 KB of text (600 KB) is over
     # this Flow type's 256 KiB chunk limit but within the budget.
@@ -170,7 +173,7 @@ async def test_a_message_too_large_to_store_fails_its_own_turn(tmp_path: Path) -
 
     runner = ScriptedRunner(script)
     options = AgentSessionOptions(message_chunk_max_bytes=256 * 1024)
-    async with swappable_worker_stack(tmp_path) as stack:
+    async with swappable_worker_stack(dex_in_process_worker) as stack:
         flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)
         async with stack.serve(flow) as sessions:
             await sessions.start_session("s1", "huge")

@@ -34,10 +34,10 @@ from dex_agents import (
 )
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
-    read_step_history,
     turn_ended,
     wait_for_agent_snapshot,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 FLOW_TYPE = "CompactingAgent"
 POLICY = CompactionPolicy(context_window_tokens=200)
@@ -67,10 +67,12 @@ async def _run_turns(sessions: AgentSessionClient, session_id: str, turns: int) 
         await wait_for_agent_snapshot(sessions, session_id, turn_ended(number))
 
 
-async def test_compaction_summarizes_and_retention_deletes_whole_chunks(tmp_path: Path) -> None:
+async def test_compaction_summarizes_and_retention_deletes_whole_chunks(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = CompactingScriptedRunner(_reply)
     flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=_options())
-    async with swappable_worker_stack(tmp_path) as stack:
+    async with swappable_worker_stack(dex_in_process_worker) as stack:
         async with stack.serve(flow) as sessions:
             await _run_turns(sessions, "s1", TURNS)
             snapshot = await sessions.get_agent_snapshot("s1")
@@ -79,7 +81,7 @@ async def test_compaction_summarizes_and_retention_deletes_whole_chunks(tmp_path
                 flow, "s1", lambda e: e.type == "turn_completed" and e.turn_id == f"turn-{TURNS}"
             )
         attributes = await stack.attributes("s1")
-        history = await read_step_history(stack.engine.server_address, "s1")
+        history = await stack.read_step_history("s1")
 
     summaries = runner.summary_requests
     assert len(summaries) >= 2
@@ -135,10 +137,15 @@ def _summary_text(request: ContextSummaryRequest) -> str:
     return f"summary of {messages[0].sequence}..{messages[-1].sequence}"
 
 
-async def test_without_compaction_nothing_is_deleted(tmp_path: Path) -> None:
+async def test_without_compaction_nothing_is_deleted(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = ScriptedRunner(_reply)
     flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=_options(compaction=None))
-    async with swappable_worker_stack(tmp_path) as stack, stack.serve(flow) as sessions:
+    async with (
+        swappable_worker_stack(dex_in_process_worker) as stack,
+        stack.serve(flow) as sessions,
+    ):
         await _run_turns(sessions, "s1", 12)
         snapshot = await sessions.get_agent_snapshot("s1")
     assert snapshot.deleted_before_sequence is None
@@ -147,12 +154,17 @@ async def test_without_compaction_nothing_is_deleted(tmp_path: Path) -> None:
     assert [m.sequence for m in runner.model_calls[-1].messages] == list(range(1, 24))
 
 
-async def test_retained_message_limit_none_keeps_every_message(tmp_path: Path) -> None:
+async def test_retained_message_limit_none_keeps_every_message(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     runner = CompactingScriptedRunner(_reply)
     flow = AgentSessionFlow(
         runner, flow_type=FLOW_TYPE, options=_options(retained_message_limit=None)
     )
-    async with swappable_worker_stack(tmp_path) as stack, stack.serve(flow) as sessions:
+    async with (
+        swappable_worker_stack(dex_in_process_worker) as stack,
+        stack.serve(flow) as sessions,
+    ):
         await _run_turns(sessions, "s1", 20)
         pages: list[AgentMessage] = []
         after: int | None = None
@@ -175,7 +187,7 @@ def test_a_policy_on_a_runner_without_compaction_is_a_type_error() -> None:
 
 
 async def test_a_second_high_estimate_finds_no_new_cutoff_and_calls_the_model(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     # Every message is huge, so even right after a compaction the estimate stays above the trigger.
     def reply(turn: AgentTurnContext) -> AgentTurnOutcome:
@@ -183,7 +195,10 @@ async def test_a_second_high_estimate_finds_no_new_cutoff_and_calls_the_model(
 
     runner = CompactingScriptedRunner(reply)
     flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=_options())
-    async with swappable_worker_stack(tmp_path) as stack, stack.serve(flow) as sessions:
+    async with (
+        swappable_worker_stack(dex_in_process_worker) as stack,
+        stack.serve(flow) as sessions,
+    ):
         await _run_turns(sessions, "s1", 4)
         snapshot = await sessions.get_agent_snapshot("s1")
     # One compaction per turn after the first at most: never two in a row for one model call.
@@ -261,7 +276,7 @@ async def test_a_worker_killed_in_compact_context_reruns_only_the_summary_call(
 
 
 async def test_a_summary_call_that_keeps_failing_fails_the_turn_through_record_turn_failure(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     async def broken_summary(request: ContextSummaryRequest) -> None:
         raise RuntimeError("summary model unavailable")
@@ -269,7 +284,7 @@ async def test_a_summary_call_that_keeps_failing_fails_the_turn_through_record_t
     runner = CompactingScriptedRunner(_reply, before_summary=broken_summary)
     options = _options(run_model_limit=RunModelLimit(maximum_attempts=2))
     flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)
-    async with swappable_worker_stack(tmp_path) as stack:
+    async with swappable_worker_stack(dex_in_process_worker) as stack:
         async with stack.serve(flow) as sessions:
             await sessions.start_session("s1", "message 1")
             number = 1
@@ -278,7 +293,7 @@ async def test_a_summary_call_that_keeps_failing_fails_the_turn_through_record_t
                 number += 1
                 assert await sessions.send_user_message("s1", f"message {number}")
                 snapshot = await wait_for_agent_snapshot(sessions, "s1", turn_ended(number))
-        history = await read_step_history(stack.engine.server_address, "s1")
+        history = await stack.read_step_history("s1")
 
     assert snapshot.state is not None
     assert "summary model unavailable" in (snapshot.state.last_turn_error or "")
@@ -291,9 +306,9 @@ async def test_a_summary_call_that_keeps_failing_fails_the_turn_through_record_t
 
 
 async def test_a_runner_without_compaction_warns_on_a_session_with_deleted_messages(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    dex_in_process_worker: InProcessWorkerFactory, caplog: pytest.LogCaptureFixture
 ) -> None:
-    async with swappable_worker_stack(tmp_path) as stack:
+    async with swappable_worker_stack(dex_in_process_worker) as stack:
         compacting = AgentSessionFlow(
             CompactingScriptedRunner(_reply), flow_type=FLOW_TYPE, options=_options()
         )

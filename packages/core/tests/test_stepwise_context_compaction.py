@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Annotated
 
 from compaction_test_support import calls_separated_by, swappable_worker_stack
@@ -44,6 +43,7 @@ from dex_agents.stepwise._input_items import (
 )
 from dex_agents.stepwise._model_client import ModelOutputItem, ModelOutputItemKind, ModelToolCall
 from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 CALLS_PER_TURN = 12
 
@@ -94,14 +94,17 @@ def _agent(requests: list[ModelRequest], summaries: list[ModelRequest]) -> Agent
 
 
 async def test_a_turn_with_many_tool_calls_compacts_mid_turn_without_splitting_pairs(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     requests: list[ModelRequest] = []
     summaries: list[ModelRequest] = []
     agent = _agent(requests, summaries)
     flow = stepwise_agent_session_flow(agent, flow_type="ReaderAgent")
     assert flow.options.compaction == agent.compaction
-    async with swappable_worker_stack(tmp_path) as stack, stack.serve(flow) as sessions:
+    async with (
+        swappable_worker_stack(dex_in_process_worker) as stack,
+        stack.serve(flow) as sessions,
+    ):
         await sessions.start_session("s1", "hello")
         await wait_for_agent_snapshot(sessions, "s1", turn_ended(1))
         assert await sessions.send_user_message("s1", "read the report")

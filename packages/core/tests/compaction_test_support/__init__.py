@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from agent_session_test_support import ScriptedRunner
 from dex import AsyncClient, CodecRegistry
@@ -30,12 +29,13 @@ from dex_agents import (
     select_turn_boundary_cutoff,
 )
 from dex_agents.testing import (
-    EngineLogs,
-    EngineProcess,
     FlowAttributes,
-    in_process_worker,
+    InProcessWorker,
+    StepHistoryEntry,
     read_flow_attributes,
+    read_step_history,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 __all__ = [
     "CompactingScriptedRunner",
@@ -90,23 +90,39 @@ def calls_separated_by(messages: list[AgentMessage], last_summarized: int) -> li
 
 @dataclass
 class SwappableStack:
-    """One engine and Client; ``serve`` runs an in-process Worker for one Flow at a time."""
+    """In-process Workers on the test session's engine, serving one Flow at a time (``serve``);
+    the test's sessions outlive each Worker (``workers`` is the ``dex_in_process_worker``
+    fixture)."""
 
-    engine: EngineProcess
-    tmp_path: Path
-    client: AsyncClient | None = None
+    workers: InProcessWorkerFactory
+    dex: InProcessWorker | None = None
+
+    @property
+    def client(self) -> AsyncClient | None:
+        """The Client of the Worker served last."""
+        return None if self.dex is None else self.dex.client
+
+    @property
+    def server_address(self) -> str:
+        assert self.dex is not None, "serve a Flow first"
+        return self.dex.server_address
+
+    def scoped(self, session_id: str) -> str:
+        """``session_id`` as the engine sees it, under the test's prefix."""
+        return self.workers.session_prefix + session_id
 
     @asynccontextmanager
     async def serve(self, flow: AgentSessionFlow) -> AsyncIterator[AgentSessionClient]:
         """Serve ``flow`` with a fresh Client and Worker until the block ends (SDK codecs)."""
-        async with in_process_worker(
-            [flow], self.engine.server_address, self.tmp_path / "blob-cache", codecs=CodecRegistry()
-        ) as dex:
-            self.client = dex.client
+        async with self.workers([flow], codecs=CodecRegistry()) as dex:
+            self.dex = dex
             yield dex.sessions(flow)
 
     async def attributes(self, session_id: str) -> FlowAttributes:
-        return await read_flow_attributes(self.engine.server_address, session_id)
+        return await read_flow_attributes(self.server_address, self.scoped(session_id))
+
+    async def read_step_history(self, session_id: str) -> list[StepHistoryEntry]:
+        return await read_step_history(self.server_address, self.scoped(session_id))
 
     async def events_until(
         self, flow: AgentSessionFlow, session_id: str, is_last: Callable[[AgentEvent], bool]
@@ -116,7 +132,9 @@ class SwappableStack:
         events: list[AgentEvent] = []
         token = ""
         while True:
-            message = await self.client.read_stream(session_id, flow.agent_events, token)
+            message = await self.client.read_stream(
+                self.scoped(session_id), flow.agent_events, token
+            )
             events.append(message.value)
             token = message.resume_token
             if is_last(message.value):
@@ -124,12 +142,6 @@ class SwappableStack:
 
 
 @asynccontextmanager
-async def swappable_worker_stack(tmp_path: Path) -> AsyncIterator[SwappableStack]:
-    """Start an engine on ``tmp_path`` whose Workers the test starts with ``serve``."""
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        yield SwappableStack(engine, tmp_path)
-    finally:
-        await engine.stop()
+async def swappable_worker_stack(workers: InProcessWorkerFactory) -> AsyncIterator[SwappableStack]:
+    """A stack whose Workers the test starts with ``serve``, on the test session's engine."""
+    yield SwappableStack(workers)
