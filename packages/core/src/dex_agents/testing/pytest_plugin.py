@@ -173,11 +173,9 @@ def dex_session_prefix() -> str:
 
 
 @dataclass(frozen=True)
-class AgentStackFactory:
-    """Builds this test's ``AgentTestStack``\\ s: on the shared engine and Worker pool, or, for a
-    test marked ``dex_own_stack``, on an engine of their own (``engine_address`` is ``None``).
-    """
-
+class _TestStacks:
+    # What both factories know: the test's directory, and the shared engines (None: the test
+    # is marked dex_own_stack and gets private ones).
     tmp_path: Path
     engines: SharedEngines | None
 
@@ -185,6 +183,13 @@ class AgentStackFactory:
     def own_stack(self) -> bool:
         """Whether this test runs on a private engine."""
         return self.engines is None
+
+
+@dataclass(frozen=True)
+class AgentStackFactory(_TestStacks):
+    """Builds this test's ``AgentTestStack``\\ s: on the shared engine and Worker pool, or, for a
+    test marked ``dex_own_stack``, on an engine of their own (``engine_address`` is ``None``).
+    """
 
     @asynccontextmanager
     async def __call__(
@@ -230,7 +235,7 @@ def dex_agent_stack(request: pytest.FixtureRequest, tmp_path: Path) -> AgentStac
 
 
 @dataclass(frozen=True)
-class InProcessWorkerFactory:
+class InProcessWorkerFactory(_TestStacks):
     """Starts this test's in-process Workers: on a shared engine, or, for a test marked
     ``dex_own_stack``, on an engine of its own per block (``engines`` is ``None``).
 
@@ -239,15 +244,8 @@ class InProcessWorkerFactory:
     not when a block ends, so a test may serve its sessions again with another Worker.
     """
 
-    tmp_path: Path
-    engines: SharedEngines | None
     session_prefix: str
     _named: dict[str, set[str]] = field(default_factory=dict)
-
-    @property
-    def own_stack(self) -> bool:
-        """Whether this test runs on a private engine."""
-        return self.engines is None
 
     @asynccontextmanager
     async def __call__(
