@@ -102,10 +102,11 @@ def _free_port() -> int:
 
 
 @asynccontextmanager
-async def server_everything_over_http() -> AsyncIterator[str]:
-    """server-everything's Streamable HTTP transport on a free loopback port; yields its URL."""
+async def server_everything_over_http(port: int | None = None) -> AsyncIterator[str]:
+    """server-everything's Streamable HTTP transport on loopback (a free port unless given);
+    yields its URL."""
     assert _EXECUTABLE is not None
-    port = _free_port()
+    port = port or _free_port()
     process = await asyncio.create_subprocess_exec(
         _EXECUTABLE,
         "streamableHttp",
@@ -348,3 +349,27 @@ async def test_cancel_turn_sends_tasks_cancel_to_the_tasks_session(tmp_path: Pat
         server = McpStreamableHttpServerConfig(name="everything", url=durable.url)
         state = await _post(server, task, "tasks/get")
         assert state["status"] == "cancelled"
+
+
+@_needs_server_everything
+async def test_a_restarted_http_server_gets_a_new_session_from_the_worker() -> None:
+    """The Worker's MCP session dies with the server process. After a restart on the same port,
+    the server rejects the old session (HTTP 400) without running the request: a call is sent
+    once more on a new session, and a listing is read again on one."""
+    port = _free_port()
+    source = McpToolSource(
+        [McpStreamableHttpServerConfig(name="everything", url=f"http://127.0.0.1:{port}/mcp")]
+    )
+    async with server_everything_over_http(port):
+        await source.list_tools()
+        assert "first" in await source.call_tool(
+            "everything__echo", {"message": "first"}, idempotency_key="s/t/1"
+        )
+    async with server_everything_over_http(port):
+        assert "second" in await source.call_tool(
+            "everything__echo", {"message": "second"}, idempotency_key="s/t/2"
+        )
+    async with server_everything_over_http(port):
+        tools = await source.list_tools(refresh=True)
+        assert "everything__echo" in {tool.name for tool in tools}
+    await close_connections()

@@ -3,9 +3,10 @@
 The first request to a server opens its connection (a process for a stdio server, an MCP session
 for a Streamable HTTP server); later requests in the same process and event loop reuse it. A
 connection whose transport failed (the process exited, the stream broke) is dropped, and the next
-request opens a new one; a Streamable HTTP session the server has ended (HTTP 404, which the SDK
-reports as ``Session terminated``) is opened again and the request sent once more, because the
-server did not run it.
+request opens a new one. A Streamable HTTP session the server rejects (HTTP 404 for an ended
+session, or 400 for one it no longer knows) ran nothing: the connection is dropped, and a read is
+sent again on a new session (``read_on_connection``), as is a ``tools/call`` whose own request was
+rejected (``McpConnection.call_rejected``).
 
 The SDK's ``mode="auto"`` probes ``server/discover`` (MCP 2026-07-28, no protocol session) and
 falls back to the ``initialize`` handshake for older servers, such as those of the 2025-11-25
@@ -21,14 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import json
 import logging
 import secrets
 import ssl
 import weakref
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AsyncExitStack, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import httpx2
 import mcp_types
@@ -62,7 +64,9 @@ __all__ = [
     "describe_error",
     "http_client",
     "leaf_errors",
+    "mark_not_run",
     "open_connection",
+    "read_on_connection",
     "session_expired",
 ]
 
@@ -159,6 +163,19 @@ class McpConnection:
     server: McpServerConfig
     client: Client
     http_session: list[str] = field(default_factory=list, repr=False)
+    rejected_sessions: set[str] = field(default_factory=set, repr=False)
+    rejected_keys: set[str] = field(default_factory=set, repr=False)
+
+    def call_rejected(self, idempotency_key: str) -> bool:
+        """Whether the server answered HTTP 400 or 404 to a ``tools/call`` with this key: it
+        rejected the session, so it did not run that call."""
+        return idempotency_key in self.rejected_keys
+
+    @property
+    def session_rejected(self) -> bool:
+        """Whether the server answered HTTP 400 or 404 to a request of this connection's MCP
+        session: it ended or never knew the session, and ran none of its requests since."""
+        return self.session_id is not None and self.session_id in self.rejected_sessions
 
     @property
     def session_id(self) -> str | None:
@@ -231,6 +248,16 @@ def _tls_context() -> ssl.SSLContext:
     # than a loopback request.
     return httpx2.create_ssl_context()
 
+
+_IDEMPOTENCY_KEY: Final = "io.superdurable.dex/idempotencyKey"
+"""``IDEMPOTENCY_KEY_META_KEY`` (defined with the tool call, which imports this module)."""
+_SESSION_REJECTED_STATUSES: Final = frozenset({400, 404})
+"""HTTP statuses of a request on a session that the server ended (404, as the specification
+says) or no longer knows (400, as server-everything answers): the request was not run."""
+_SESSION_REJECTED_NOTE: Final = (
+    "the MCP server rejected the connection's session (HTTP 400 or 404), so it did not run the "
+    "request"
+)
 
 _HANDSHAKE_SERVERS: set[tuple[str, str]] = set()
 """Servers (by ``_server_key``) that answered the ``initialize`` handshake in this process."""
@@ -308,7 +335,23 @@ async def _refuse_sampling(
     return _refusal("sampling/createMessage", params)
 
 
-def _sdk_client(server: McpServerConfig, stack: AsyncExitStack, session_ids: list[str]) -> Client:
+def _rejected_call_key(request: httpx2.Request) -> str | None:
+    """The idempotency key of a rejected ``tools/call`` request body, else ``None``."""
+    try:
+        body = json.loads(request.content or b"null")
+        key = body["params"]["_meta"][_IDEMPOTENCY_KEY]
+    except (ValueError, KeyError, TypeError, httpx2.RequestNotRead):
+        return None
+    return key if isinstance(key, str) and body.get("method") == "tools/call" else None
+
+
+def _sdk_client(
+    server: McpServerConfig,
+    stack: AsyncExitStack,
+    session_ids: list[str],
+    rejected: set[str],
+    rejected_keys: set[str],
+) -> Client:
     extensions = [_TasksExtension()]
     callbacks: dict[str, Any] = {
         "elicitation_callback": _refuse_elicitation,
@@ -336,6 +379,12 @@ def _sdk_client(server: McpServerConfig, stack: AsyncExitStack, session_ids: lis
         session_id = response.headers.get("mcp-session-id")
         if session_id and session_id not in session_ids:
             session_ids.append(session_id)
+        sent_with = response.request.headers.get("mcp-session-id")
+        if sent_with and response.status_code in _SESSION_REJECTED_STATUSES:
+            rejected.add(sent_with)
+            key = _rejected_call_key(response.request)
+            if key is not None:
+                rejected_keys.add(key)
 
     client = http_client(server, event_hooks={"response": [note_session]})
     stack.push_async_callback(client.aclose)
@@ -382,12 +431,14 @@ async def _own(
     try:
         async with AsyncExitStack() as stack:
             session_ids: list[str] = []
-            client = _sdk_client(server, stack, session_ids)
+            rejected: set[str] = set()
+            rejected_keys: set[str] = set()
+            client = _sdk_client(server, stack, session_ids, rejected, rejected_keys)
             async with asyncio.timeout(server.connection_timeout.total_seconds()):
                 with _unsampled():
                     await stack.enter_async_context(client)
             _remember_protocol(server, client)
-            opened.set_result(McpConnection(server, client, session_ids))
+            opened.set_result(McpConnection(server, client, session_ids, rejected, rejected_keys))
             await close.wait()
     except BaseException as error:
         if not opened.done():
@@ -466,9 +517,18 @@ def _causes(error: BaseException) -> Iterator[BaseException]:
                 pending.append(leaf.__cause__)
 
 
+def mark_not_run(error: BaseException) -> None:
+    """Notes on ``error`` that the server rejected the request's session, so it did not run it
+    (``session_expired`` then says so)."""
+    if _SESSION_REJECTED_NOTE not in getattr(error, "__notes__", ()):
+        error.add_note(_SESSION_REJECTED_NOTE)
+
+
 def session_expired(error: BaseException) -> bool:
-    """Whether ``error`` is (or was caused by) the SDK's ``Session terminated``: the server
-    answered HTTP 404 for the session, so it did not run the request."""
+    """Whether ``error`` shows the server rejected the connection's session (HTTP 400 or 404, or
+    the SDK's ``Session terminated``), so it did not run the request."""
+    if _SESSION_REJECTED_NOTE in getattr(error, "__notes__", ()):
+        return True
     return any(
         isinstance(leaf, MCPError)
         and leaf.error.code == INVALID_REQUEST
@@ -504,12 +564,42 @@ async def open_connection(
     try:
         yield pooled.connection
     except BaseException as error:
-        if not pooled.usable or _connection_lost(error):
+        if not pooled.usable or pooled.connection.session_rejected or _connection_lost(error):
             loop_pool = _POOLS.get(asyncio.get_running_loop(), {})
             _discard(loop_pool, _pool_key(server), pooled)
         raise
     if not pooled.usable:
         _discard(_POOLS.get(asyncio.get_running_loop(), {}), _pool_key(server), pooled)
+
+
+_T = TypeVar("_T")
+
+
+async def read_on_connection(
+    server: McpServerConfig, read: Callable[[McpConnection], Awaitable[_T]]
+) -> _T:
+    """Runs a request that changes nothing on the server (a listing, a resource read) on the
+    server's connection, and once more on a new connection when the first showed the connection
+    gone: a server restarted since the Worker connected costs no failed listing.
+
+    Raises:
+        McpServerUnreachableError: Every connection attempt failed.
+        Exception: What ``read`` raised on the new connection, or any other failure.
+    """
+    try:
+        async with open_connection(server) as connection:
+            try:
+                return await read(connection)
+            except Exception as error:
+                if connection.session_rejected:
+                    mark_not_run(error)
+                raise
+    except Exception as error:
+        if not _connection_lost(error):
+            raise
+        _LOG.info("MCP server %s: the connection is gone; reconnecting", server.name)
+    async with open_connection(server, fresh=True) as connection:
+        return await read(connection)
 
 
 async def close_connections() -> None:

@@ -13,7 +13,7 @@ import mcp_types
 from pydantic import BaseModel
 
 from dex_agents import JsonValue, ListedTool, ToolEffect, ToolExecutionError, dump_json_text
-from dex_agents.mcp._connection import McpConnection, describe_error, open_connection
+from dex_agents.mcp._connection import McpConnection, describe_error, read_on_connection
 from dex_agents.mcp._errors import McpServerUnreachableError
 from dex_agents.mcp._server_config import McpServerConfig
 from dex_agents.mcp._tool_call import parse_tool_arguments
@@ -161,8 +161,9 @@ async def run_resource_or_prompt_tool(
             f"{', '.join(sorted(servers)) or '(none)'}"
         )
     try:
-        async with open_connection(server) as connection:
-            output = await _run(tool_name, arguments, connection)
+        output = await read_on_connection(
+            server, lambda connection: _run(tool_name, arguments, connection)
+        )
     except McpServerUnreachableError as error:
         raise ToolExecutionError(str(error)) from error
     except ToolExecutionError:

@@ -46,7 +46,9 @@ from dex_agents.mcp._connection import (
     McpConnection,
     McpTaskHandle,
     describe_error,
+    mark_not_run,
     open_connection,
+    read_on_connection,
     session_expired,
 )
 from dex_agents.mcp._errors import (
@@ -607,7 +609,12 @@ class McpToolSource:
         fresh: bool,
     ) -> DeferredToolOutcome:
         async with open_connection(call.server, fresh=fresh) as connection:
-            result = await send_tool_call(connection, call.target, call.arguments)
+            try:
+                result = await send_tool_call(connection, call.target, call.arguments)
+            except Exception as error:
+                if connection.call_rejected(call.target.idempotency_key):
+                    mark_not_run(error)
+                raise
             if isinstance(result, McpTaskHandle):
                 return await on_task(connection, result)
             return ToolExecutionResult(render_tool_result(result))
@@ -645,8 +652,7 @@ class McpToolSource:
 
     async def _list_server(self, server: McpServerConfig, listing: _ServerListing) -> None:
         try:
-            async with open_connection(server) as connection:
-                tools = await self._listing_pages(connection)
+            tools = await read_on_connection(server, self._listing_pages)
         except Exception as error:
             listing.failed_at = time.monotonic()
             _LOG.warning(
