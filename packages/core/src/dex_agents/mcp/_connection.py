@@ -594,6 +594,8 @@ async def read_on_connection(
                 if connection.session_rejected:
                     mark_not_run(error)
                 raise
+    except McpServerUnreachableError:
+        raise
     except Exception as error:
         if not _connection_lost(error):
             raise
