@@ -1,13 +1,19 @@
-"""Strands' own ``OpenAIModel`` against a local Chat Completions server, in a real session: the
-real-provider path (streamed), with a tool call in its own tool Step."""
+"""Strands' own provider models (``OpenAIModel``, ``LiteLLMModel``) against a local Chat
+Completions server, in a real session: the real-provider path (streamed), with a tool call in its
+own tool Step."""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
+
+import pytest
 from chat_completions_server import MODEL, chat_completions_server
 from dex_agents import AgentEventType, AgentSessionOptions, MessageRole, ToolEffect, ToolPolicy
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_strands import strands_session_flow
 from strands import Agent, tool
+from strands.models import Model
 from strands.models.openai import OpenAIModel
 
 
@@ -21,17 +27,32 @@ def lookup_order(order_id: str) -> str:
     return "shipped"
 
 
-async def test_a_streamed_openai_turn_with_a_tool_call(
-    dex_in_process_worker: InProcessWorkerFactory,
+def _openai(base_url: str) -> Model:
+    # max_retries=0: Dex retries the model call, the client must not repeat it itself.
+    return OpenAIModel(
+        client_args={"base_url": base_url, "api_key": "not-a-key", "max_retries": 0},
+        model_id=MODEL,
+    )
+
+
+def _litellm(base_url: str) -> Model:
+    # LiteLLM's bundled cost map, not a download at import (as dex_agents.litellm does).
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from strands.models.litellm import LiteLLMModel
+
+    return LiteLLMModel(
+        client_args={"api_base": base_url, "api_key": "not-a-key", "num_retries": 0},
+        model_id=f"openai/{MODEL}",
+    )
+
+
+@pytest.mark.parametrize("provider", [_openai, _litellm], ids=["openai", "litellm"])
+async def test_a_streamed_provider_turn_with_a_tool_call(
+    provider: Callable[[str], Model], dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
     with chat_completions_server() as server:
-        model = OpenAIModel(
-            # max_retries=0: Dex retries the model call, the client must not repeat it itself.
-            client_args={"base_url": server.base_url, "api_key": "not-a-key", "max_retries": 0},
-            model_id=MODEL,
-        )
         agent = Agent(
-            model=model,
+            model=provider(server.base_url),
             tools=[lookup_order],
             system_prompt="You answer questions about orders.",
             callback_handler=None,
@@ -60,10 +81,10 @@ async def test_a_streamed_openai_turn_with_a_tool_call(
     # The second request carried the tool result as a Chat Completions tool message.
     tool_messages = [m for m in server.requests[1]["messages"] if m["role"] == "tool"]
     assert [m["tool_call_id"] for m in tool_messages] == [call.tool_call_id]
-    assert server.requests[0]["messages"][0] == {
-        "role": "system",
-        "content": "You answer questions about orders.",
-    }
+    system = server.requests[0]["messages"][0]
+    assert system["role"] == "system"
+    # OpenAIModel sends the text, LiteLLMModel a list of content parts.
+    assert "You answer questions about orders." in str(system["content"])
     # The answer arrived in two chunks, each written as a text delta as it came.
     deltas = [
         str(event.payload_json()["text"])
