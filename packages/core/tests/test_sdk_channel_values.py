@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from importlib import metadata
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -38,7 +37,7 @@ from dex._value_hydrator import ValueHydrator
 from dex.dexpb import dex_pb2 as pb
 from dex_agents import AgentSessionFlow
 from dex_agents._sdk_channel_values import FAULTY_SDK_VERSIONS
-from dex_agents.testing import EngineLogs, EngineProcess, in_process_worker
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import echo_user_messages
 
 _METHODS = ("wait_for_request", "execute_request", "rpc_request")
@@ -181,21 +180,15 @@ def _two_channel_flow() -> Flow[str]:
 
 
 async def test_an_rpc_loading_two_channels_reads_each_with_its_own_messages(
-    tmp_path: Path,
+    dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     """Through the local engine and an SDK Worker, as ``get_agent_snapshot`` reads the queued and
     the steered messages."""
     flow = _two_channel_flow()
     _scripted_flow()
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        async with in_process_worker([flow], engine.server_address, tmp_path / "cache") as dex:
-            client = dex.client
-            await client.start_flow(flow, "two-channels", "start")
-            assert await client.invoke_rpc(flow.publish, "two-channels")  # type: ignore[attr-defined]
-            listed = json.loads(await client.invoke_rpc(flow.pending, "two-channels"))  # type: ignore[attr-defined]
-    finally:
-        await engine.stop()
+    async with dex_in_process_worker([flow]) as dex:
+        client, flow_id = dex.client, dex.scoped("two-channels")
+        await client.start_flow(flow, flow_id, "start")
+        assert await client.invoke_rpc(flow.publish, flow_id)  # type: ignore[attr-defined]
+        listed = json.loads(await client.invoke_rpc(flow.pending, flow_id))  # type: ignore[attr-defined]
     assert listed == {name: [text for _, text in messages] for name, messages in _EXPECTED.items()}
