@@ -211,12 +211,16 @@ async def test_the_check_and_a_run_again_carry_the_answer_on_their_execute_tool_
     )
     runner = ScriptedRunner(script, {"pay": pay})
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
-        await stack.sessions.start_session("s-traced", "pay twice")
-        done = await wait_for_agent_snapshot(
-            stack.sessions, "s-traced", turn_ended(1), "the turn to finish"
-        )
+        result = await stack.sessions.run_turn("s-traced", "pay twice")
 
-    assert done.messages[-1].text == "pay=paid (confirmed); pay=paid again"
+    assert result.text == "pay=paid (confirmed); pay=paid again"
+    # The turn-level result says which calls a check settled, and how.
+    assert {
+        (call.tool_call_id, call.status.value, call.outcome_check) for call in result.tool_calls
+    } == {
+        ("c-confirmed", "succeeded", ToolOutcomeCheckStatus.APPLIED),
+        ("c-again", "succeeded", ToolOutcomeCheckStatus.NOT_APPLIED),
+    }
     assert sorted(ran) == ["c-again", "c-again", "c-confirmed"]
     tool_spans = [span for span in spans.spans() if span.name == "execute_tool pay"]
     answered = {

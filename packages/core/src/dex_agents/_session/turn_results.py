@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Final
 
 from dex_agents._events import AgentEvent, AgentEventType
+from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
 from dex_agents._tool_policy import ToolEffect
 from dex_agents._values import (
     AgentInterrupt,
@@ -63,6 +64,9 @@ class TurnToolCall:
         effect: The effect class the session's policy gave it.
         requires_approval: Whether it needs (or needed) a person's approval.
         output: The tool result the model sees, when the session stores it.
+        outcome_check: The answer of the call's outcome check (``applied``, ``not_applied``,
+            ``unknown``, ``check_failed``) when its attempt was lost and the check ran, else
+            ``None``.
     """
 
     tool_call_id: str
@@ -71,6 +75,7 @@ class TurnToolCall:
     effect: ToolEffect | None = None
     requires_approval: bool = False
     output: str | None = None
+    outcome_check: ToolOutcomeCheckStatus | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,7 @@ class _CallSeen:
     status: AgentToolCallStatus
     effect: ToolEffect | None = None
     requires_approval: bool = False
+    outcome_check: ToolOutcomeCheckStatus | None = None
 
 
 @dataclass
@@ -215,6 +221,8 @@ class TurnTracker:
                 call_id, _CallSeen(str(payload.get("tool_name", "")), AgentToolCallStatus.APPROVED)
             )
             seen.status = AgentToolCallStatus(str(payload.get("status")))
+            check = payload.get("outcome_check")
+            seen.outcome_check = ToolOutcomeCheckStatus(str(check)) if check else None
         elif event.type == AgentEventType.TOOL_CALL_STARTED:
             self.calls.setdefault(
                 call_id, _CallSeen(str(payload.get("tool_name", "")), AgentToolCallStatus.APPROVED)
@@ -267,6 +275,7 @@ class TurnTracker:
                     seen.effect,
                     seen.requires_approval,
                     outputs.get(call_id),
+                    seen.outcome_check,
                 )
                 for call_id, seen in self.calls.items()
             ),
