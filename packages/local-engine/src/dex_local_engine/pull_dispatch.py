@@ -27,8 +27,11 @@ Protocol, as the Dex SDK's pull Worker expects it:
   most ``no_capacity_retry_seconds``); a Worker that does not know the Step or RPC is skipped for
   that task. A task waits for a Worker without limit; the
   scheduler enforces the deadline by cancelling the dispatch.
+- The task's ``on_worker(True)`` (the scheduler commits the attempt's in-flight row) runs in the
+  stream's writer right before the task is written, with nothing in between: a task still queued
+  for a stream when the engine dies left no row, so it is not counted as a lost attempt.
 - Cancelling a dispatch sends ``cancel_task``; the stream stays busy until the Worker's final frame,
-  which is dropped.
+  which is dropped (a task not written yet is not written at all, and its stream is free).
 - A Worker retires idle streams at any time (half-close, then it rejects or silently drops a task
   that arrives), so a task whose stream half-closes before any output never ran: it is offered to
   another stream, like a reject. A stream that breaks (a killed Worker, a cancelled call) after the
@@ -46,7 +49,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 import grpc
@@ -73,6 +76,7 @@ from dex_local_engine.pull_worker_registry import (
     RejectEvent,
     StreamGoneEvent,
     WorkerStream,
+    WriteRefusedEvent,
 )
 from dex_local_engine.request_decoding import UndecodableRequest
 
@@ -123,14 +127,18 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
             delivered = asyncio.get_running_loop().create_future()
             try:
                 response = pb.PollWorkerTaskResponse(task=_poll_worker_task(task))
-                note_on_worker(task, True)  # before the task can be written to the stream
-                assignment.stream.send(response, delivered)
+                assignment.stream.send(
+                    response, delivered, before_write=self._before_writing(assignment)
+                )
                 while True:
                     event = await assignment.events.get()
                     if isinstance(event, FrameEvent):
                         yield event.frame
                         if event.is_final:
                             return
+                    elif isinstance(event, WriteRefusedEvent):
+                        self._registry.release_unsent(assignment)
+                        raise event.error
                     elif isinstance(event, RejectEvent):
                         self._note_reject(assignment, event, exclusions)
                         if _is_rpc(task) and self._registry.all_workers_lack_name(task, exclusions):
@@ -149,6 +157,30 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
                 note_on_worker(task, False)
             finally:
                 self._registry.abandon(assignment)
+
+    def _before_writing(self, assignment: Assignment) -> Callable[[], bool]:
+        """What the stream's writer does right before it writes the task: tell the task it is on
+        a Worker (the scheduler commits the attempt's in-flight row then); False: do not write it.
+
+        Committing there rather than when the task is queued leaves no gap in which a killed
+        engine has a row for a task it never wrote (no Worker can have run it, yet the restart
+        would count it lost). A task whose dispatch stopped listening meanwhile is not written
+        (its stream is free again); when the commit fails, the task is not written and its
+        dispatch raises the error.
+        """
+
+        def take() -> bool:
+            if assignment.is_abandoned:
+                self._registry.release_unsent(assignment)
+                return False
+            try:
+                note_on_worker(assignment.task, True)
+            except Exception as error:
+                assignment.events.put_nowait(WriteRefusedEvent(error))
+                return False
+            return True
+
+        return take
 
     # Administration ------------------------------------------------------------------------
 
@@ -260,6 +292,10 @@ async def _write_frames(
 ) -> None:
     while True:
         outgoing = await stream.outbox.get()
+        if outgoing.before_write is not None and not outgoing.before_write():
+            if outgoing.written is not None and not outgoing.written.done():
+                outgoing.written.set_result(False)
+            continue
         try:
             await context.write(outgoing.response)
         except BaseException:

@@ -22,7 +22,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 from dex.dexpb import dex_pb2 as pb
@@ -94,7 +94,14 @@ class StreamGoneEvent:
     """True when the Worker's side of the stream ended cleanly (EOF); False when it broke."""
 
 
-AssignmentEvent = FrameEvent | RejectEvent | StreamGoneEvent
+@dataclass(frozen=True)
+class WriteRefusedEvent:
+    """The task was not written: what had to happen just before writing it failed."""
+
+    error: Exception
+
+
+AssignmentEvent = FrameEvent | RejectEvent | StreamGoneEvent | WriteRefusedEvent
 
 
 @dataclass(eq=False)
@@ -114,10 +121,15 @@ class Assignment:
 
 @dataclass(frozen=True)
 class Outgoing:
-    """A frame for the stream's writer; ``written`` (if any) learns whether the write succeeded."""
+    """A frame for the stream's writer; ``written`` (if any) learns whether the write succeeded.
+
+    ``before_write`` (if any) runs right before the frame is written, with nothing in between;
+    when it returns False the frame is not written (``written`` learns False).
+    """
 
     response: pb.PollWorkerTaskResponse
     written: asyncio.Future[bool] | None = None
+    before_write: Callable[[], bool] | None = None
 
 
 @dataclass(eq=False)
@@ -160,16 +172,20 @@ class WorkerStream:
             )
 
     def send(
-        self, response: pb.PollWorkerTaskResponse, written: asyncio.Future[bool] | None = None
+        self,
+        response: pb.PollWorkerTaskResponse,
+        written: asyncio.Future[bool] | None = None,
+        before_write: Callable[[], bool] | None = None,
     ) -> None:
         """Queue a frame for the stream's writer; frames leave in the order they were sent.
 
-        ``written`` learns ``False`` at once when the stream is already closed.
+        ``written`` learns ``False`` at once when the stream is already closed; ``before_write``
+        runs only if the frame is about to be written (see :class:`Outgoing`).
         """
         if self.is_closed:
             _resolve(written, False)
         else:
-            self.outbox.put_nowait(Outgoing(response, written))
+            self.outbox.put_nowait(Outgoing(response, written, before_write))
 
     def fail_unwritten(self) -> None:
         """After the writer stopped: frames still queued were never written; tell their senders."""
@@ -404,7 +420,7 @@ class PullWorkerRegistry:
                 self._waiters.remove(waiter)
             elif waiter.future.done() and not waiter.future.cancelled():
                 # Bound to a stream just as the caller was cancelled: give the stream back.
-                self._release_unsent(waiter.future.result())
+                self.release_unsent(waiter.future.result())
             raise
 
     def all_workers_lack_name(self, task: DispatchTask, exclusions: Exclusions) -> bool:
@@ -430,7 +446,8 @@ class PullWorkerRegistry:
                 )
             )
 
-    def _release_unsent(self, assignment: Assignment) -> None:
+    def release_unsent(self, assignment: Assignment) -> None:
+        """Free the stream of a task that was bound to it but never written to it."""
         assignment.is_abandoned = True
         assignment.is_finished = True
         if assignment.stream.assignment is assignment:
