@@ -37,7 +37,7 @@ from dex_agents_claude_agent_sdk._cli_process import (
     launcher_environment,
     launcher_path,
 )
-from dex_agents_claude_agent_sdk._harness import QUIET_CLI_ENVIRONMENT
+from dex_agents_claude_agent_sdk._model_step import QUIET_CLI_ENVIRONMENT
 from dex_agents_claude_agent_sdk.testing import (
     FAKE_API_KEY_ENVIRONMENT,
     FakeAnthropicServer,

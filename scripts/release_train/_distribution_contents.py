@@ -2,8 +2,8 @@
 
 A wheel holds the member's import packages and its ``.dist-info`` only. Test files are paths under
 a ``tests``/``test`` directory and modules named ``test_*.py``, ``*_test.py`` or ``conftest.py``.
-Testing support that ships on purpose (``dex_agents.testing``, an adapter's private
-``_scenario_runner.py``) is neither. Workspace-only paths are what works only inside this
+Testing support that ships on purpose (``dex_agents.testing``, an adapter's ``testing``
+package) is neither. Workspace-only paths are what works only inside this
 checkout: a requirement with a direct reference (``dex-agents @ file:///...``, which a
 ``{ workspace = true }`` source or a path dependency leaves in metadata), a ``file://`` URL in the
 metadata, and the repository's absolute path in any file. The metadata must be on the line too:

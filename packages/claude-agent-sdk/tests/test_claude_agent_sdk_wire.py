@@ -10,7 +10,7 @@ from dex_agents_claude_agent_sdk._anthropic_stream import (
     SseEventParser,
     message_sse_events,
 )
-from dex_agents_claude_agent_sdk._stored_items import api_messages, assistant_messages
+from dex_agents_claude_agent_sdk._transcript import api_messages, assistant_messages
 
 RESPONSE = {
     "id": "msg_1",

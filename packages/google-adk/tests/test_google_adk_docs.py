@@ -36,6 +36,7 @@ def test_the_readme_example_runs_as_written_twice(tmp_path: Path) -> None:
             env={**os.environ, "PYTHONPATH": ""},
         )
         assert result.returncode == 0, result.stderr[-3000:]
+        assert result.stderr == ""  # no stray warnings: the README shows the whole output
         outputs.append(result.stdout)
     assert outputs[0] == expected
     # The second run continues the session in the same database.
@@ -51,6 +52,7 @@ def test_the_example_script_prints_the_turns_events_and_messages() -> None:
         timeout=240,
     )
     assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr == ""  # no stray warnings
     out = result.stdout
     events = out.split("Stored messages:")[0]
     for event_type in (

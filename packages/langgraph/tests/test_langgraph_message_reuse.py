@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dex_agents import AgentMessage, MessageRole
-from dex_agents_langgraph._messages import framework_message, langchain_message
+from dex_agents_langgraph._transcript import framework_message, langchain_message
 from langchain_core.messages import AIMessage, HumanMessage
 
 

@@ -12,7 +12,7 @@ from dex_agents import AgentEvent, AgentSessionFlow
 from dex_agents.testing import (
     InProcessWorker,
 )
-from dex_agents_pydantic_ai._scripted_model import turn_view
+from dex_agents_pydantic_ai.testing import turn_view
 from pydantic_ai.messages import ModelMessage, ToolReturnPart
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from dex_agents import AgentMessage, FrameworkMessage, MessageRole
-from dex_agents_pydantic_ai._stored_messages import decode_history, encode_messages, user_message
+from dex_agents_pydantic_ai._transcript import decode_history, encode_messages, user_message
 from pydantic_ai.messages import (
     ModelRequest,
     ModelResponse,

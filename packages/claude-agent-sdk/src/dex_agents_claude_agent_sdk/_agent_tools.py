@@ -26,7 +26,7 @@ from dex_agents import (
 from mcp.server import Server
 from mcp.types import CallToolRequestParams, CallToolResult, ListToolsResult, TextContent, Tool
 
-from dex_agents_claude_agent_sdk._stored_items import ToolResultContent
+from dex_agents_claude_agent_sdk._transcript import ToolResultContent
 
 __all__ = [
     "MCP_SERVER_NAME",

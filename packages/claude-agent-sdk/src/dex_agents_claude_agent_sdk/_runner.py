@@ -1,6 +1,6 @@
 """``ClaudeAgentSdkRunner``: the runner contract for the Claude Agent SDK, a whole-turn harness.
 
-One ``RunModel`` runs the SDK's agent loop (see ``_harness``) until the turn's final answer or the
+One ``RunModel`` runs the SDK's agent loop (see ``_model_step``) until the turn's final answer or the
 first model response that asks for a tool that must run in its own tool Step. Everything the run
 produced is stored as it appears (``ToolCallsRequested.new_messages``), so the next ``RunModel``
 rebuilds the CLI's conversation from committed state only.
@@ -70,13 +70,13 @@ from dex_agents_claude_agent_sdk._agent_tools import (
     mcp_tool_name,
     run_function_tool,
 )
-from dex_agents_claude_agent_sdk._harness import (
+from dex_agents_claude_agent_sdk._model_step import (
     HarnessOutcome,
     HarnessRequest,
     HarnessSettings,
     run_harness,
 )
-from dex_agents_claude_agent_sdk._stored_items import (
+from dex_agents_claude_agent_sdk._transcript import (
     ToolResultContent,
     api_messages,
     assistant_messages,

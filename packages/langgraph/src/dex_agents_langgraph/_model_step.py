@@ -37,7 +37,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel import Pregel
 
 from dex_agents_langgraph._graph_tools import GraphTools
-from dex_agents_langgraph._messages import (
+from dex_agents_langgraph._model_call_observer import ModelCallObserver
+from dex_agents_langgraph._run_state import GraphRunState
+from dex_agents_langgraph._tool_context import OFFER_CONFIG_KEY, model_offer
+from dex_agents_langgraph._transcript import (
     PendingToolCall,
     framework_message,
     langchain_message,
@@ -46,9 +49,6 @@ from dex_agents_langgraph._messages import (
     recorded_tool_message,
     unanswered_tool_calls,
 )
-from dex_agents_langgraph._model_call_observer import ModelCallObserver
-from dex_agents_langgraph._run_state import GraphRunState
-from dex_agents_langgraph._tool_context import OFFER_CONFIG_KEY, model_offer
 
 __all__ = ["GraphModelStep", "ModelInput", "build_model_input", "recorded_results"]
 

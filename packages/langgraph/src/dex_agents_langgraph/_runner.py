@@ -33,15 +33,15 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 
 from dex_agents_langgraph._graph_tools import inspect_graph, tool_framework_effect
-from dex_agents_langgraph._messages import (
+from dex_agents_langgraph._model_call_observer import ModelCallObserver, message_usage
+from dex_agents_langgraph._model_step import GraphModelStep, recorded_results
+from dex_agents_langgraph._tool_step import ToolStepRunner
+from dex_agents_langgraph._transcript import (
     PendingToolCall,
     framework_message,
     system_message,
     user_message,
 )
-from dex_agents_langgraph._model_call_observer import ModelCallObserver, message_usage
-from dex_agents_langgraph._model_step import GraphModelStep, recorded_results
-from dex_agents_langgraph._tool_step import ToolStepRunner
 
 __all__ = ["ContextFactory", "LangGraphRunner", "SummaryModel"]
 

@@ -18,9 +18,9 @@ Example:
 
 from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
 from dex_agents_openai_agents._errors import GuardrailTripwireError
+from dex_agents_openai_agents._flow import openai_agents_session_flow
 from dex_agents_openai_agents._mcp_tools import mcp_function_tool, mcp_function_tools
 from dex_agents_openai_agents._runner import ContextFactory, OpenAIAgentsRunner, RunConfigFactory
-from dex_agents_openai_agents._session_flow import openai_agents_session_flow
 
 __all__ = [
     "ContextFactory",

@@ -1,6 +1,6 @@
 """The agents of one session: the starting agent and every agent a handoff can reach, by name.
 
-A session stores which agent is active by name only (see ``_stored_items``), so every Worker must
+A session stores which agent is active by name only (see ``_transcript``), so every Worker must
 find the same agent for a name. The graph walks the starting agent's handoffs once, when the runner
 is built, and checks what the adapter cannot run durably.
 """

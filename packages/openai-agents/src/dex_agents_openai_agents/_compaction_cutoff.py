@@ -1,7 +1,7 @@
 """Where compaction may cut so that the active agent outlives it.
 
 The session knows the active agent only from the stored items that name it (see
-``_stored_items``). A cut that summarizes every message naming an agent would send the next turn
+``_transcript``). A cut that summarizes every message naming an agent would send the next turn
 back to the starting agent, so the cutoff moves to the turn boundary before the last message that
 names the active agent, keeping that turn. A cut past a message naming the starting agent needs no
 care: the starting agent is the default.
@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from dex_agents import AgentMessage
 
-from dex_agents_openai_agents._stored_items import decode_framework_item
+from dex_agents_openai_agents._transcript import decode_framework_item
 
 __all__ = ["keep_active_agent_named"]
 

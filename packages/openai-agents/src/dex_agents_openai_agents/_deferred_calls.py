@@ -23,7 +23,7 @@ from dex_agents.adapters import UNKNOWN_TOOL_POLICY, unknown_tool_error
 
 from dex_agents_openai_agents._agent_graph import AgentGraph, agent_handoffs
 from dex_agents_openai_agents._call_reference import CallReference
-from dex_agents_openai_agents._model_call import ModelCallResult
+from dex_agents_openai_agents._model_step import ModelCallResult
 from dex_agents_openai_agents._prepared_agent import function_tools
 
 __all__ = ["defer_calls", "find_tool"]

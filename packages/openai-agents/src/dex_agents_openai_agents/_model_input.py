@@ -25,7 +25,7 @@ from dex_agents import (
 )
 
 from dex_agents_openai_agents._agent_graph import agent_handoffs
-from dex_agents_openai_agents._stored_items import (
+from dex_agents_openai_agents._transcript import (
     StoredCall,
     Transcript,
     function_call_output_item,

@@ -45,22 +45,22 @@ from dex_agents_openai_agents._call_reference import CallReference
 from dex_agents_openai_agents._compaction_cutoff import keep_active_agent_named
 from dex_agents_openai_agents._deferred_calls import defer_calls, find_tool
 from dex_agents_openai_agents._errors import GuardrailTripwireError
-from dex_agents_openai_agents._model_call import run_one_model_call
 from dex_agents_openai_agents._model_input import (
     fixed_input_tokens,
     model_input,
     pending_results,
 )
 from dex_agents_openai_agents._model_report import agent_usage, model_call_metadata, model_of
+from dex_agents_openai_agents._model_step import run_one_model_call
 from dex_agents_openai_agents._prepared_agent import prepare_agent
-from dex_agents_openai_agents._stored_items import (
+from dex_agents_openai_agents._tool_step import run_function_tool
+from dex_agents_openai_agents._tool_use_behavior import tool_results_end_turn
+from dex_agents_openai_agents._transcript import (
     FUNCTION_CALL,
     read_transcript,
     stored_message,
     user_message_item,
 )
-from dex_agents_openai_agents._tool_execution import run_function_tool
-from dex_agents_openai_agents._tool_use_behavior import tool_results_end_turn
 from dex_agents_openai_agents._turn_run_state import TurnRunState
 
 __all__ = ["ContextFactory", "OpenAIAgentsRunner", "RunConfigFactory"]

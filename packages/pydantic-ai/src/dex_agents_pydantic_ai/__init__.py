@@ -12,10 +12,11 @@ Example:
     >>> flow = pydantic_ai_session_flow(agent, "OrdersAgent")
 """
 
+from dex_agents_pydantic_ai._flow import pydantic_ai_session_flow
 from dex_agents_pydantic_ai._idempotency import deferred_tool_idempotency_key
 from dex_agents_pydantic_ai._mcp_tools import mcp_tool, mcp_tools
 from dex_agents_pydantic_ai._model_step import ModelOutputRetryError
-from dex_agents_pydantic_ai._runner import PydanticAIRunner, pydantic_ai_session_flow
+from dex_agents_pydantic_ai._runner import PydanticAIRunner
 from dex_agents_pydantic_ai._runner_config import DepsRequest, ModelResolver
 from dex_agents_pydantic_ai._tool_policies import DEX_TOOL_METADATA_KEY, dex_tool_metadata
 from dex_agents_pydantic_ai._tool_step import APPROVE_CHOICE, REJECT_CHOICE

@@ -52,8 +52,8 @@ from dex_agents_pydantic_ai._model_calls import agent_usage, model_call_metadata
 from dex_agents_pydantic_ai._run_state import PydanticAIRunState, deferred_tool_results
 from dex_agents_pydantic_ai._runner_config import DepsRequest, RunnerConfig
 from dex_agents_pydantic_ai._step_capability import StepCapability
-from dex_agents_pydantic_ai._stored_messages import decode_history, encode_messages, user_request
 from dex_agents_pydantic_ai._tool_policies import tool_call_policy
+from dex_agents_pydantic_ai._transcript import decode_history, encode_messages, user_request
 
 __all__ = ["ModelOutputRetryError", "StepObservation", "model_input", "run_model_step"]
 

@@ -6,8 +6,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, Generic
 
 from dex_agents import (
-    AgentSessionFlow,
-    AgentSessionOptions,
     AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -28,10 +26,10 @@ from dex_agents_pydantic_ai import _compaction
 from dex_agents_pydantic_ai._model_step import StepObservation, run_model_step
 from dex_agents_pydantic_ai._run_state import recorded_tool_return
 from dex_agents_pydantic_ai._runner_config import DepsRequest, ModelResolver, RunnerConfig
-from dex_agents_pydantic_ai._stored_messages import decode_history, encode_messages, user_message
 from dex_agents_pydantic_ai._tool_step import run_tool_step
+from dex_agents_pydantic_ai._transcript import decode_history, encode_messages, user_message
 
-__all__ = ["PydanticAIRunner", "pydantic_ai_session_flow"]
+__all__ = ["PydanticAIRunner"]
 
 
 class PydanticAIRunner(AdapterRunner, Generic[AgentDepsT]):
@@ -154,26 +152,3 @@ class PydanticAIRunner(AdapterRunner, Generic[AgentDepsT]):
         return await _compaction.summarize_context(
             self._config, request, self._summary_max_output_tokens
         )
-
-
-def pydantic_ai_session_flow(
-    agent: Agent[Any, Any],
-    flow_type: str,
-    options: AgentSessionOptions | None = None,
-    **runner_options: Any,
-) -> AgentSessionFlow:
-    """The session Flow of ``agent``: a :class:`PydanticAIRunner` with ``runner_options``.
-
-    Raises:
-        ConfigurationError: From :class:`PydanticAIRunner`.
-        ValueError: From ``AgentSessionFlow`` for an invalid ``flow_type`` or options.
-
-    Example:
-        >>> flow = pydantic_ai_session_flow(agent, "OrdersAgent",
-        ...     AgentSessionOptions(built_in_tools=frozenset({BuiltInTool.ASK_USER})))
-    """
-    return AgentSessionFlow(
-        PydanticAIRunner(agent, **runner_options),
-        flow_type=flow_type,
-        options=options if options is not None else AgentSessionOptions(),
-    )

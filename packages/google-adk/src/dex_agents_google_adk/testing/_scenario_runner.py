@@ -1,27 +1,24 @@
 """The Google ADK runner of the shared scenario suite: the scenario agent as an ADK ``LlmAgent``.
 
 The package's entry point ``google-adk`` in the group ``dex_agents.scenario_runners`` points to
-:data:`SCENARIO_RUNNER`. The scripted model is a ``BaseLlm`` subclass, so every model call goes
+``dex_agents_google_adk.testing:SCENARIO_RUNNER``. The scripted model is a ``BaseLlm`` subclass, so every model call goes
 through ADK's own flow (request processors, callbacks, streaming); the scenario tools are ADK
 ``FunctionTool`` functions, ``confirm`` asks through ADK's ``tool_context.request_confirmation``,
 and ``report`` is a ``BaseTool`` with its own ``FunctionDeclaration`` that starts a task and polls
-it.
+it. What every runner builds alike comes from ``ScenarioRunnerBase``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 from typing import Any, Final
 
-from dex import Flow
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     OUTCOME_UNKNOWN_TOOL_RESULT,
+    AgentFrameworkRunner,
     AgentSessionFlow,
     AgentSessionOptions,
-    BuiltInTool,
-    ToolEffect,
-    ToolExecutionError,
     ToolPolicy,
     ToolTaskPoll,
     ToolTaskPollOutcome,
@@ -33,19 +30,15 @@ from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
     REPORT_TOOL,
     SCENARIO_MCP_TOOL_POLICIES,
+    ReportTaskPoller,
     ScenarioAgentSpec,
-    ScenarioFeature,
     ScenarioQuestion,
     ScenarioReply,
-    ScenarioRunner,
+    ScenarioRunnerBase,
     ScenarioTool,
-    ScenarioToolError,
-    mcp_extra_installed,
-    poll_report_task,
     run_confirm_tool,
-    run_scenario_tool,
+    run_scenario_tool_call,
     scenario_mcp_tool_source,
-    scenario_tool_policies,
     scripted_reply,
     start_report_task,
 )
@@ -54,6 +47,7 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.tools.base_tool import BaseTool
+from google.adk.tools.base_toolset import BaseToolset
 from google.adk.tools.function_tool import FunctionTool
 from google.adk.tools.tool_context import ToolContext
 from google.genai import types
@@ -64,47 +58,84 @@ from dex_agents_google_adk._runner import GoogleAdkRunner
 from dex_agents_google_adk._tool_call_key import idempotency_key_for_tool_call
 from dex_agents_google_adk._transcript import function_response_text
 
-__all__ = ["SCENARIO_RUNNER", "build_google_adk_context_window_flow", "build_google_adk_flow"]
+__all__ = [
+    "SCENARIO_RUNNER",
+    "ContextWindowLlm",
+    "GoogleAdkScenarioRunner",
+    "ScenarioLlm",
+    "ScenarioReportTool",
+]
 
 _MODEL_NAME: Final = "scenario-model"
 _CONTEXT_WINDOW_FLOW_TYPE: Final = "ContextWindowAgent"
 _NOTE_TOOL: Final = "lookup_note"
 _STREAM_CHUNK_CHARS: Final = 8
 
+AdkTool = BaseTool | BaseToolset
+"""What an ``LlmAgent`` takes in ``tools`` besides plain functions."""
 
-def build_google_adk_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
+
+class GoogleAdkScenarioRunner(ScenarioRunnerBase[AdkTool]):
     """The scenario agent as an ADK ``LlmAgent`` whose model is the scripted ``BaseLlm``."""
-    agent = LlmAgent(
-        name="scenario",
-        model=ScenarioLlm(model=_MODEL_NAME, spec=spec),
-        instruction=spec.instructions,
-        tools=[
-            *(FunctionTool(_scenario_function(spec, tool)) for tool in spec.tools),
-            FunctionTool(_confirm_function(spec)),
-            ScenarioReportTool(spec),
-            # Only the MCP agent lists the MCP server, so no other scenario waits for it.
-            *([McpToolSourceToolset(scenario_mcp_tool_source(spec))] if spec.mcp_tools else []),
-        ],
-    )
-    policies = scenario_tool_policies(spec)
-    policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
-    policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
-    policies.update(SCENARIO_MCP_TOOL_POLICIES)
-    options = AgentSessionOptions(
-        tool_policies=policies,
-        interrupt_deadline=spec.interrupt_deadline,
-        built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
-        plan_mode_enabled=spec.plan_mode_enabled,
-        model_spend_limit=spec.model_spend_limit,
-    )
-    runner = GoogleAdkRunner(
-        agent,
-        # The turn's session settings reach the scripted model, as a real resolve_model would.
-        resolve_model=lambda settings: ScenarioLlm(
-            model=_MODEL_NAME, spec=spec, settings=dict(settings)
-        ),
-    )
-    return AgentSessionFlow(runner, flow_type=spec.flow_type, options=options)
+
+    name = "google-adk"
+
+    def scenario_tool(self, spec: ScenarioAgentSpec, tool: ScenarioTool) -> AdkTool:
+        async def run(gate: str, tool_context: ToolContext) -> str:
+            key = idempotency_key_for_tool_call(tool_context)
+            return await run_scenario_tool_call(spec, tool, gate, key)
+
+        run.__name__ = tool.name
+        run.__doc__ = tool.description
+        return FunctionTool(run)
+
+    def confirm_tool(self, spec: ScenarioAgentSpec) -> AdkTool:
+        return FunctionTool(_confirm_function(spec))
+
+    def report_tool(self, spec: ScenarioAgentSpec) -> AdkTool:
+        return ScenarioReportTool(spec)
+
+    def mcp_tools(self, spec: ScenarioAgentSpec) -> tuple[list[AdkTool], Mapping[str, ToolPolicy]]:
+        """A toolset that lists the scenario MCP server when ADK resolves the agent's tools."""
+        if not spec.mcp_tools:
+            return [], {}
+        return [McpToolSourceToolset(scenario_mcp_tool_source(spec))], SCENARIO_MCP_TOOL_POLICIES
+
+    def build_runner(
+        self, spec: ScenarioAgentSpec, tools: Sequence[AdkTool]
+    ) -> AgentFrameworkRunner[Any]:
+        agent = LlmAgent(
+            name="scenario",
+            model=ScenarioLlm(model=_MODEL_NAME, spec=spec),
+            instruction=spec.instructions,
+            tools=list(tools),
+        )
+        return GoogleAdkRunner(
+            agent,
+            # The turn's session settings reach the scripted model, as a real resolve_model would.
+            resolve_model=lambda settings: ScenarioLlm(
+                model=_MODEL_NAME, spec=spec, settings=dict(settings)
+            ),
+        )
+
+    def build_context_window_flow(
+        self, model: ContextWindowModel, options: AgentSessionOptions
+    ) -> AgentSessionFlow:
+        """The context window scenario's agent as an ADK ``LlmAgent`` whose model asks ``model``."""
+
+        def lookup_note(topic: str) -> str:
+            """Look up a short note."""
+            return ContextWindowModel.run_tool(topic)
+
+        agent = LlmAgent(
+            name="context_window",
+            model=ContextWindowLlm(model=_MODEL_NAME, window=model),
+            instruction="You answer questions about topics; look up notes when asked.",
+            tools=[lookup_note],
+        )
+        return AgentSessionFlow(
+            GoogleAdkRunner(agent), flow_type=_CONTEXT_WINDOW_FLOW_TYPE, options=options
+        )
 
 
 class ScenarioLlm(BaseLlm):
@@ -158,22 +189,6 @@ async def _reply_responses(reply: ScenarioReply, stream: bool) -> AsyncGenerator
     )
 
 
-def _scenario_function(
-    spec: ScenarioAgentSpec, tool: ScenarioTool
-) -> Callable[..., Awaitable[str]]:
-    async def run(gate: str, tool_context: ToolContext) -> str:
-        try:
-            return await run_scenario_tool(
-                spec, tool.name, gate, idempotency_key_for_tool_call(tool_context)
-            )
-        except ScenarioToolError as failure:
-            raise ToolExecutionError(str(failure)) from failure
-
-    run.__name__ = tool.name
-    run.__doc__ = tool.description
-    return run
-
-
 def _confirm_function(spec: ScenarioAgentSpec) -> Callable[..., str]:
     def confirm(gate: str, tool_context: ToolContext) -> str:
         """Ask before shipping, then ship once."""
@@ -215,27 +230,7 @@ class ScenarioReportTool(BaseTool):
         return await start_report_task(self._spec, execution, str(args.get("gate") or ""))
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        return poll_report_task(self._spec, poll)
-
-
-def build_google_adk_context_window_flow(
-    model: ContextWindowModel, options: AgentSessionOptions
-) -> AgentSessionFlow:
-    """The context window scenario's agent as an ADK ``LlmAgent`` whose model asks ``model``."""
-
-    def lookup_note(topic: str) -> str:
-        """Look up a short note."""
-        return ContextWindowModel.run_tool(topic)
-
-    agent = LlmAgent(
-        name="context_window",
-        model=ContextWindowLlm(model=_MODEL_NAME, window=model),
-        instruction="You answer questions about topics; look up notes when asked.",
-        tools=[lookup_note],
-    )
-    return AgentSessionFlow(
-        GoogleAdkRunner(agent), flow_type=_CONTEXT_WINDOW_FLOW_TYPE, options=options
-    )
+        return await ReportTaskPoller(self._spec).poll_tool_task(poll)
 
 
 class ContextWindowLlm(BaseLlm):
@@ -311,14 +306,6 @@ def _function_response_texts(contents: Sequence[types.Content]) -> list[str]:
     ]
 
 
-SCENARIO_RUNNER = ScenarioRunner(
-    "google-adk",
-    build_flow=build_google_adk_flow,
-    # MCP tools (through McpToolSourceToolset) need the mcp extra.
-    features=frozenset(
-        {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
-        | ({ScenarioFeature.MCP_TOOLS} if mcp_extra_installed() else set())
-    ),
-    build_context_window_flow=build_google_adk_context_window_flow,
-)
-"""Google ADK under the shared suite: every optional feature, and the context window scenario."""
+SCENARIO_RUNNER = GoogleAdkScenarioRunner().scenario_runner()
+"""Google ADK under the shared suite: every optional feature (MCP tools, through
+``McpToolSourceToolset``, with the mcp extra), and the context window scenario."""

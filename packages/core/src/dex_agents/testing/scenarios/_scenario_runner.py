@@ -5,12 +5,13 @@ declares one entry point in the group ``dex_agents.scenario_runners``, named aft
 points to a :class:`ScenarioRunner`::
 
     [project.entry-points."dex_agents.scenario_runners"]
-    langgraph = "dex_agents_langgraph._scenario_runner:SCENARIO_RUNNER"
+    langgraph = "dex_agents_langgraph.testing:SCENARIO_RUNNER"
 
 The shared suite lists the entry points' names without importing anything, so it runs over
 whichever runner packages are installed, and imports a runner's framework only when a test of that
 runner builds its Flows. ``DEX_AGENTS_SCENARIO_RUNNERS`` (names separated by commas) narrows the
-suite to some runners, such as one adapter's ``ci.sh``.
+suite to some runners, such as one adapter's ``ci.sh``; ``DEX_AGENTS_EXTRA_SCENARIO_RUNNERS``
+adds runners that no installed package declares (``name=module:attribute``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from dex_agents.testing.scenarios._scenario_agent import ScenarioAgentSpec, scen
 __all__ = [
     "SCENARIO_RUNNERS_ENTRY_POINT_GROUP",
     "SCENARIO_RUNNERS_ENV",
+    "SCENARIO_RUNNERS_EXTRA_ENV",
     "ScenarioFeature",
     "ScenarioRunner",
     "UnknownScenarioRunnerError",
@@ -47,6 +49,11 @@ SCENARIO_RUNNERS_ENTRY_POINT_GROUP: Final = "dex_agents.scenario_runners"
 
 SCENARIO_RUNNERS_ENV: Final = "DEX_AGENTS_SCENARIO_RUNNERS"
 """Comma-separated runner names that narrow the shared suite; unset or empty runs every one."""
+
+SCENARIO_RUNNERS_EXTRA_ENV: Final = "DEX_AGENTS_EXTRA_SCENARIO_RUNNERS"
+"""Runners that no installed package declares, as ``name=module:attribute`` entries separated by
+commas (a runner written in a test, such as the smallest adapter of "Writing an adapter"); the
+module must be importable in every process of the run (``PYTHONPATH``)."""
 
 _DEFAULT_CONTEXT_WINDOW_GUARD_TURNS: Final = 300
 """Turns of the default suite's context-window guard unless a runner sets fewer."""
@@ -168,7 +175,23 @@ class ScenarioRunner:
 
 
 def _entry_points() -> dict[str, EntryPoint]:
-    return {ep.name: ep for ep in entry_points(group=SCENARIO_RUNNERS_ENTRY_POINT_GROUP)}
+    installed = {ep.name: ep for ep in entry_points(group=SCENARIO_RUNNERS_ENTRY_POINT_GROUP)}
+    return {**installed, **_extra_entry_points()}
+
+
+def _extra_entry_points() -> dict[str, EntryPoint]:
+    extra: dict[str, EntryPoint] = {}
+    for entry in os.environ.get(SCENARIO_RUNNERS_EXTRA_ENV, "").split(","):
+        if not entry.strip():
+            continue
+        name, separator, value = (part.strip() for part in entry.partition("="))
+        if not separator or not name or ":" not in value:
+            raise ConfigurationError(
+                f"{SCENARIO_RUNNERS_EXTRA_ENV} takes name=module:attribute entries separated by "
+                f"commas, got {entry!r}"
+            )
+        extra[name] = EntryPoint(name, value, SCENARIO_RUNNERS_ENTRY_POINT_GROUP)
+    return extra
 
 
 def scenario_runner_names() -> list[str]:

@@ -67,7 +67,7 @@ from dex_agents_claude_agent_sdk._cli_process import (
 )
 from dex_agents_claude_agent_sdk._inline_reads import InlineReadCall, running_inline_read
 from dex_agents_claude_agent_sdk._model_relay import RelayedExchange, RelayRun, model_relay
-from dex_agents_claude_agent_sdk._stored_items import (
+from dex_agents_claude_agent_sdk._transcript import (
     ApiMessage,
     ToolResultContent,
     tool_uses,

@@ -54,7 +54,7 @@ from dex_agents import (
 from dex_agents.adapters import invalid_arguments_error, tool_arguments_object
 from openai.types.responses import ResponseFunctionToolCall
 
-from dex_agents_openai_agents._stored_items import output_text
+from dex_agents_openai_agents._transcript import output_text
 
 __all__ = ["ToolStepOutcome", "run_function_tool"]
 

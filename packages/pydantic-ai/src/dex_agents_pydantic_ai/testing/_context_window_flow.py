@@ -16,12 +16,12 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCall
 from pydantic_ai.models.function import AgentInfo
 
 from dex_agents_pydantic_ai._runner import PydanticAIRunner
-from dex_agents_pydantic_ai._scripted_model import (
+from dex_agents_pydantic_ai._tool_policies import dex_tool_metadata
+from dex_agents_pydantic_ai.testing._scripted_model import (
     measured_input_tokens,
     scripted_function_model,
     turn_view,
 )
-from dex_agents_pydantic_ai._tool_policies import dex_tool_metadata
 
 __all__ = ["build_pydantic_ai_context_window_flow"]
 

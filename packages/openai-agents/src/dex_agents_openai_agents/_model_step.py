@@ -33,7 +33,7 @@ from dex_agents import AgentEventWriter, JsonObject
 from dex_agents.exceptions import AgentFrameworkError
 from openai.types.responses import Response
 
-from dex_agents_openai_agents._stored_items import output_text
+from dex_agents_openai_agents._transcript import output_text
 
 __all__ = ["ModelCallResult", "run_one_model_call"]
 

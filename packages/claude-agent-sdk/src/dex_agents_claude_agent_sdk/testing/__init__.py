@@ -1,0 +1,49 @@
+"""``dex_agents_claude_agent_sdk.testing``: a local Anthropic Messages API whose replies come from a
+function, and the shared suite's runner.
+
+:class:`FakeAnthropicServer` answers ``POST /v1/messages`` (streaming) on the loopback interface
+with a function of the request, so an agent runs through the real Claude Code CLI and the real
+relay while a script plays the model (no key, no network). :data:`SCENARIO_RUNNER` builds the
+shared scenario agent (the package's entry point ``claude-agent-sdk`` in the group
+``dex_agents.scenario_runners``); it and ``ClaudeAgentSdkScenarioRunner`` are imported on first
+use, so the fake server alone needs no ``dex_agents.testing``.
+
+Example:
+    >>> async def respond(request: FakeModelRequest) -> FakeModelReply:
+    ...     return FakeModelReply(text=f"Echo: {request.last_user_text}")
+    >>> server = FakeAnthropicServer()
+    >>> await server.start()
+    >>> runner = ClaudeAgentSdkRunner(instructions="...", upstream_base_url=server.route("demo", respond),
+    ...                               env=FAKE_API_KEY_ENVIRONMENT)
+"""
+
+from typing import Any
+
+from dex_agents_claude_agent_sdk.testing._scripted_model import (
+    FAKE_API_KEY_ENVIRONMENT,
+    FakeAnthropicServer,
+    FakeModelReply,
+    FakeModelRequest,
+    FakeModelResponder,
+    FakeToolCall,
+)
+
+__all__ = [
+    "FAKE_API_KEY_ENVIRONMENT",
+    "SCENARIO_RUNNER",
+    "ClaudeAgentSdkScenarioRunner",
+    "FakeAnthropicServer",
+    "FakeModelReply",
+    "FakeModelRequest",
+    "FakeModelResponder",
+    "FakeToolCall",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The scenario runner imports dex_agents.testing; a user of the fake server never pays it.
+    if name in ("SCENARIO_RUNNER", "ClaudeAgentSdkScenarioRunner"):
+        from dex_agents_claude_agent_sdk.testing import _scenario_runner
+
+        return getattr(_scenario_runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

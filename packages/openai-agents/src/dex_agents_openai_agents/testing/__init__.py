@@ -1,0 +1,44 @@
+"""``dex_agents_openai_agents.testing``: an SDK ``Model`` whose replies come from a function, and the
+shared suite's runner.
+
+``ReplyFunctionModel`` implements the SDK's ``agents.Model`` interface, so the SDK's real run loop
+drives it exactly as it drives ``OpenAIResponsesModel``: each call asks the reply function for the
+response's output items (``assistant_message``, ``function_call``). :data:`SCENARIO_RUNNER` builds
+the shared scenario agent (the package's entry point ``openai-agents`` in the group
+``dex_agents.scenario_runners``); it and ``OpenAIAgentsScenarioRunner`` are imported on first use,
+so the scripted model alone needs no ``dex_agents.testing``.
+
+Example:
+    >>> async def reply(call: ModelCallInput) -> list[TResponseOutputItem]:
+    ...     return [assistant_message(f"Echo: {call.last_user_text()}")]
+    >>> agent = Agent(name="echo", model=ReplyFunctionModel(reply))
+"""
+
+from typing import Any
+
+from dex_agents_openai_agents.testing._scripted_model import (
+    ModelCallInput,
+    ReplyFunction,
+    ReplyFunctionModel,
+    assistant_message,
+    function_call,
+)
+
+__all__ = [
+    "SCENARIO_RUNNER",
+    "ModelCallInput",
+    "OpenAIAgentsScenarioRunner",
+    "ReplyFunction",
+    "ReplyFunctionModel",
+    "assistant_message",
+    "function_call",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # The scenario runner imports dex_agents.testing; a user of the scripted model never pays it.
+    if name in ("SCENARIO_RUNNER", "OpenAIAgentsScenarioRunner"):
+        from dex_agents_openai_agents.testing import _scenario_runner
+
+        return getattr(_scenario_runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
