@@ -326,6 +326,10 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "run_agent_worker",
             "wait_for_agent_snapshot",
             "wait_until",
+            "PrefixedSessionClient",
+            "turn_ended",
+            "turns_have_ended",
+            "wait_for_turn_end",
         }
     ),
     "dex_agents.runtime": frozenset(
