@@ -466,13 +466,18 @@ async def _ask_free(call: DeferredToolExecution) -> ToolExecutionResult | ToolIn
     return ToolExecutionResult(f"told {len(call.input_answers[-1].answer or '')} characters")
 
 
-# Over MAX_TOOL_RESULT_BYTES as stored: ASCII by its length, emoji by its escapes (12 bytes each).
-OVERSIZED_REPLIES = {"300 KB ASCII": "a" * 300_000, "30,000 emoji": "😀" * 30_000}
+# Over MAX_TOOL_RESULT_BYTES as stored: ASCII by its length, emoji by its escapes (12 bytes each);
+# and a lone surrogate, which no stored text may hold.
+REFUSED_REPLIES = {
+    "300 KB ASCII": "a" * 300_000,
+    "30,000 emoji": "😀" * 30_000,
+    "a lone surrogate": json.loads('"caf\\ud800e"'),
+}
 _LARGEST_EMOJI_REPLY = "😀" * 20_000
 """240,002 bytes as stored: just within the budget."""
 
 
-async def test_oversized_answers_and_rejections_are_refused_and_the_interrupts_stay(
+async def test_refused_answers_and_rejections_leave_the_interrupts_pending(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     runner = ScriptedRunner(_ask_and_refund, {"ask_free": _ask_free})  # type: ignore[dict-item]
@@ -489,7 +494,7 @@ async def test_oversized_answers_and_rejections_are_refused_and_the_interrupts_s
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "ask, then refund")
         await wait_for_agent_snapshot(stack.sessions, "s", both_pending)
-        for name, text in OVERSIZED_REPLIES.items():
+        for name, text in REFUSED_REPLIES.items():
             assert not await stack.sessions.answer_question("s", "q1-input-1", text), name
             assert not await stack.sessions.resolve_interrupt(
                 "s", "r1", approved=False, rejection_message=text
