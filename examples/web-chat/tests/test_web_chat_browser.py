@@ -270,6 +270,40 @@ async def test_a_refund_lost_to_a_worker_kill_shows_confirmed_after_the_restart(
     assert page.errors == []
 
 
+async def test_a_refund_whose_check_fails_after_a_worker_kill_shows_outcome_unknown(
+    browser: Any, stack: ChatStack, chat: RunningChat
+) -> None:
+    gates = stack.tmp_path / "gates"
+    gates.mkdir(parents=True, exist_ok=True)
+    (gates / "hold-refund-8").touch()
+    page = await ChatPage.open(browser, chat)
+    await page.send("Please refund order 8")
+    await page.prompt("approval").locator("button.approve").click()
+    gate = stack.gate("refund-8")
+    await gate.wait_until_reached()
+
+    stack.workers[-1].kill()
+    ledger = gates / "refunds.json"
+    kept = ledger.read_text()
+    ledger.write_text("the ledger is being migrated")  # every look-up now fails
+    try:
+        await stack.start_worker()
+        gate.release()
+        await page.wait_for_turn_end()
+    finally:
+        ledger.write_text(kept)
+    card = page.tool_call("refund_order")
+    await expect(card).to_have_attribute("data-outcome-check", "check_failed")
+    await expect(card.locator(".outcome-check")).to_have_text(
+        "outcome unknown after a restart: the check failed"
+    )
+    await expect(page.stored_replies().last).to_contain_text(
+        "Refund result: The outcome of this tool call is unknown"
+    )
+    assert gate.reached_count == 1
+    assert page.errors == []
+
+
 async def test_without_a_stream_store_the_page_polls_the_snapshot(
     browser: Any, tmp_path: Path
 ) -> None:
