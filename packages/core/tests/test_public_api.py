@@ -330,10 +330,6 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "wait_for_agent_snapshot",
             "wait_for_turn_end",
             "wait_until",
-            "PrefixedSessionClient",
-            "turn_ended",
-            "turns_have_ended",
-            "wait_for_turn_end",
         }
     ),
     "dex_agents.runtime": frozenset(
