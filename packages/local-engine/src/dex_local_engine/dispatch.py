@@ -52,7 +52,8 @@ class DispatchTask:
     deadline: datetime
     """Absolute time (UTC) when the attempt times out; the Worker is told so."""
     on_worker: Callable[[bool], None] | None = None
-    """Told ``True`` just before the task is handed to a Worker (before it can be written) and
+    """Told ``True`` right before the task is written to a Worker (a pull stream's writer calls it
+    with nothing in between; a task still queued for a stream is not on a Worker yet) and
     ``False`` when it goes back to waiting for one without having run (a rejection, a retiring
     stream), so a heartbeat timeout counts only time spent on a Worker and the attempt's in-flight
     marker exists only while a Worker may run it. A dispatch that ends with
