@@ -101,7 +101,8 @@ async def serve(
         directory / "engine.db", EngineLogs.in_directory(directory)
     )
     try:
-        flow = build_web_chat_flow(word_delay=word_delay)
+        # Refunds go to a ledger next to the database, and their outcome check looks there.
+        flow = build_web_chat_flow(word_delay=word_delay, refund_ledger=directory / "refunds.json")
         async with in_process_worker(
             [flow], engine.server_address, directory / "blob-cache"
         ) as dex:
