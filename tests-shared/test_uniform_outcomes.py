@@ -3,17 +3,22 @@
 A tool the agent does not have, arguments that break the tool's schema, and a tool that raises
 ``ToolExecutionError`` each fail the call at once: one tool Step attempt, no failure route, status
 ``failed``, and a result the model sees that says why in the kit's words. A model that raises is
-retried by ``RunModel`` and then fails the turn with its error. How each framework wraps an error
-result for its model differs (see "Writing an adapter"); the words inside are the same.
+retried by ``RunModel`` and then fails the turn with its error. A model that cannot stream answers
+as a streamed one does. How each framework wraps an error result for its model differs (see
+"Writing an adapter"); the words inside are the same. A task with no poller on this Worker is
+``packages/core/tests/test_agent_session_flow_tasks.py``'s (no scenario tool starts a task that
+its runner does not poll).
 """
 
 from __future__ import annotations
 
+import pytest
 from dex_agents import AgentToolCallStatus
 from dex_agents.testing.scenarios import (
     BROKEN_TOOL_ERROR,
     MODEL_FAILURE,
     MODEL_INVOCATION,
+    NO_STREAMING_SETTINGS,
     ScenarioCall,
     ScenarioCommand,
     model_gate_name,
@@ -26,6 +31,13 @@ _FRAMEWORK_WORDS: dict[tuple[str, str], str] = {
     # The Claude Code CLI answers a tool it was not given itself, inside RunModel, before any
     # runner code sees the call; the model reads the CLI's text. The record is still failed.
     ("claude-agent-sdk", "no_such_tool"): "No such tool available: no_such_tool",
+}
+
+#: Runners whose framework has no model that cannot stream, and why ("Writing an adapter").
+_ALWAYS_STREAMING: dict[str, str] = {
+    "openai-agents": "every agents.Model implements stream_response; the runner runs the SDK's "
+    "Runner.run_streamed",
+    "claude-agent-sdk": "the Claude Code CLI always asks the Messages API for a stream",
 }
 
 #: Each call the scripted model makes, and what the model must see for it.
@@ -103,3 +115,24 @@ async def test_a_model_that_raises_fails_the_turn_with_its_error(scenario: Scena
     assert MODEL_FAILURE in (snapshot.state.last_turn_error or "")
     assert scenario.log.keys(MODEL_INVOCATION) == ["call-1"] * 3  # RunModel's three attempts
     assert tool_messages(snapshot) == []
+
+
+async def test_a_model_that_cannot_stream_answers_as_a_streamed_one(scenario: Scenario) -> None:
+    if scenario.runner in _ALWAYS_STREAMING:
+        pytest.skip(_ALWAYS_STREAMING[scenario.runner])
+    await scenario.sessions.start_session(
+        "no-stream",
+        ScenarioCommand(calls=(ScenarioCall("lookup"),)).to_message(),
+        session_settings=dict(NO_STREAMING_SETTINGS),
+    )
+
+    snapshot = await scenario.wait_for_turn_end("no-stream")
+
+    assert snapshot.state is not None and snapshot.state.last_turn_error is None
+    (tool_message,) = tool_messages(snapshot)
+    assert tool_message.tool_output == "lookup ungated ok"
+    assert assistant_texts(snapshot)[-1] == "done: lookup ungated ok"
+    # One model call for the tool, one for the answer; neither was retried.
+    history = await scenario.executed("no-stream")
+    model_steps = [entry for entry in history if entry.step_type == "RunModel"]
+    assert [entry.final_attempt for entry in model_steps] == [1, 1]

@@ -36,6 +36,7 @@ from dex_agents.testing.scenarios import (
     ScenarioReply,
     ScenarioRunnerBase,
     ScenarioTool,
+    model_streams,
     run_confirm_tool,
     run_scenario_tool_call,
     scenario_mcp_tool_source,
@@ -160,7 +161,8 @@ class ScenarioLlm(BaseLlm):
                 if _is_user_text(content)
             ],
         )
-        async for response in _reply_responses(reply, stream):
+        # Under NO_STREAMING_SETTINGS a model that cannot stream: one whole response, always.
+        async for response in _reply_responses(reply, stream and model_streams(self.settings)):
             yield response
 
 

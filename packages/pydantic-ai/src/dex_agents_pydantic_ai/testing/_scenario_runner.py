@@ -33,6 +33,7 @@ from dex_agents.testing.scenarios import (
     ScenarioRunnerBase,
     ScenarioTool,
     confirm_tool_outcome,
+    model_streams,
     run_scenario_tool_call,
     scenario_tool_policy,
     scripted_reply,
@@ -152,7 +153,9 @@ def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
             ]
         )
 
-    return scripted_function_model(respond, model_name="scenario-script")
+    return scripted_function_model(
+        respond, model_name="scenario-script", stream=model_streams(settings)
+    )
 
 
 SCENARIO_RUNNER = PydanticAIScenarioRunner().scenario_runner()

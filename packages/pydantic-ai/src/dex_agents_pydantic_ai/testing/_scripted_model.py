@@ -28,10 +28,13 @@ __all__ = ["TurnView", "measured_input_tokens", "scripted_function_model", "turn
 Script = Callable[[list[ModelMessage], AgentInfo], Awaitable[ModelResponse]]
 
 
-def scripted_function_model(script: Script, *, model_name: str) -> FunctionModel:
-    """A ``FunctionModel`` that answers with ``script``, streamed or not."""
+def scripted_function_model(
+    script: Script, *, model_name: str, stream: bool = True
+) -> FunctionModel:
+    """A ``FunctionModel`` that answers with ``script``, streamed or not; with ``stream=False`` it
+    is a model that cannot stream (no ``stream_function``)."""
 
-    async def stream(
+    async def stream_parts(
         messages: list[ModelMessage], info: AgentInfo
     ) -> AsyncIterator[str | DeltaToolCalls]:
         response = await script(messages, info)
@@ -47,7 +50,9 @@ def scripted_function_model(script: Script, *, model_name: str) -> FunctionModel
                     )
                 }
 
-    return FunctionModel(script, stream_function=stream, model_name=model_name)
+    if not stream:
+        return FunctionModel(script, model_name=model_name)
+    return FunctionModel(script, stream_function=stream_parts, model_name=model_name)
 
 
 @dataclass(frozen=True)

@@ -111,10 +111,12 @@ from dex_agents.testing.scenarios._scenario_runner import (
     scenario_runner_names,
 )
 from dex_agents.testing.scenarios._scenario_runner_base import (
+    NO_STREAMING_SETTINGS,
     ReportTaskPoller,
     ScenarioRunnerBase,
     confirm_tool_outcome,
     every_scenario_feature,
+    model_streams,
     run_scenario_tool_call,
     scenario_session_options,
 )
@@ -140,6 +142,7 @@ __all__ = [
     "MODEL_FAILURE",
     "MODEL_INPUT_INVOCATION",
     "MODEL_INVOCATION",
+    "NO_STREAMING_SETTINGS",
     "PLAN_FLOW_TYPE",
     "QUESTION_BUILT_IN_TOOLS",
     "REPORT_POLL_INTERVAL_SECONDS",
@@ -189,6 +192,7 @@ __all__ = [
     "mcp_extra_installed",
     "model_gate_name",
     "model_input_user_texts",
+    "model_streams",
     "outcome_check_invocation",
     "poll_report",
     "poll_report_task",

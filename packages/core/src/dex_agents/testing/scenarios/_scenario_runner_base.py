@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Generic, TypeVar
+from types import MappingProxyType
+from typing import Any, ClassVar, Final, Generic, TypeVar
 
 from dex import Flow
 
@@ -55,15 +56,28 @@ from dex_agents.testing.scenarios._scenario_questions import (
 from dex_agents.testing.scenarios._scenario_runner import ScenarioFeature, ScenarioRunner
 
 __all__ = [
+    "NO_STREAMING_SETTINGS",
     "ReportTaskPoller",
     "ScenarioRunnerBase",
     "confirm_tool_outcome",
     "every_scenario_feature",
+    "model_streams",
     "run_scenario_tool_call",
     "scenario_session_options",
 ]
 
 ToolT = TypeVar("ToolT")
+
+_STREAMING_SETTING: Final = "scenario_streaming"
+
+NO_STREAMING_SETTINGS: Final[Mapping[str, object]] = MappingProxyType({_STREAMING_SETTING: "off"})
+"""Session settings under which a runner's scripted model is one that cannot stream (a runner
+whose framework has such models builds one for a turn with these settings: ``model_streams``)."""
+
+
+def model_streams(settings: Mapping[str, object]) -> bool:
+    """Whether the scripted model of a turn with these session settings may stream."""
+    return settings.get(_STREAMING_SETTING) != "off"
 
 
 def every_scenario_feature() -> frozenset[ScenarioFeature]:
