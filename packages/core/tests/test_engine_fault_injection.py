@@ -33,8 +33,10 @@ can prove that such an attempt had not started (SDK 1.23 gives a Step no acknowl
 it completes; see the local engine's README, "Persistence and restart"), so the test counts them
 for ``send_once`` and asserts none only for ``pay_again``, whose outcome check resolves them.
 
-The default suite runs a short variant (40 sessions, 3 turns, 12 faults). ``DEX_AGENTS_LONG_TESTS=1``
-runs 100 sessions of 3 turns under 40 faults. ``DEX_AGENTS_FAULT_SEED`` repeats a run's fault
+The default suite runs a short variant (40 sessions, 3 turns, 12 faults), and the same checks
+under load (issue 33): 50 sessions at once over 2 Worker processes, one Worker SIGKILLed and
+restarted once 25 turns have ended (``benchmarks/load.py`` measures the larger configurations).
+``DEX_AGENTS_LONG_TESTS=1`` runs 100 sessions of 3 turns under 40 faults. ``DEX_AGENTS_FAULT_SEED`` repeats a run's fault
 schedule (its seed is in every failure message); the moments the faults hit still depend on timing.
 """
 
@@ -124,10 +126,19 @@ class FaultPlan:
     concurrency: int
     faults: int
     fault_interval_seconds: tuple[float, float]
+    workers: int = 1
+    """Worker processes serving the Flow; a Worker fault kills and restarts the first."""
+    turns_before_first_fault: int = 0
+    """Turns (of all sessions) that must have ended before the first fault: under load, the
+    fault then lands mid-run however fast the machine runs the sessions."""
+
+    kinds: tuple[Fault, ...] = tuple(Fault)
+    """The kinds of fault the plan injects."""
 
     def schedule(self, rng: random.Random) -> list[Fault]:
         """Every kind of fault once, then random ones, in random order."""
-        kinds = [*Fault, *rng.choices(list(Fault), k=max(0, self.faults - len(Fault)))]
+        kinds = [*self.kinds]
+        kinds += rng.choices(kinds, k=max(0, self.faults - len(kinds)))
         rng.shuffle(kinds)
         return kinds
 
@@ -138,6 +149,17 @@ SHORT_PLAN = FaultPlan(
 LONG_PLAN = FaultPlan(
     sessions=100, turns=3, concurrency=10, faults=40, fault_interval_seconds=(0.3, 1.5)
 )
+UNDER_LOAD_PLAN = FaultPlan(
+    sessions=50,
+    turns=2,
+    concurrency=50,
+    faults=1,
+    fault_interval_seconds=(0.0, 0.5),
+    workers=2,
+    turns_before_first_fault=25,
+    kinds=(Fault.WORKER,),
+)
+"""Faults under load: 50 sessions at once over 2 Workers, one Worker SIGKILLed mid-run."""
 
 
 @dataclass
@@ -148,7 +170,7 @@ class _Cluster:
     state_dir: Path
     address: str = ""
     engine: EngineProcess | None = None
-    worker: WorkerProcess | None = None
+    workers: list[WorkerProcess] = field(default_factory=list)
     generation: int = 0
     faults: list[Fault] = field(default_factory=list)
     injected: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -163,9 +185,13 @@ class _Cluster:
         )
         self.address = self.engine.server_address
 
-    async def start_worker(self) -> None:
+    async def start_workers(self, count: int) -> None:
+        for _ in range(count):
+            self.workers.append(await self._new_worker())
+
+    async def _new_worker(self) -> WorkerProcess:
         self.generation += 1
-        self.worker = await WorkerProcess.start(
+        return await WorkerProcess.start(
             "engine_fault_worker",
             server_address=self.address,
             state_dir=self.tmp_path / "workers" / f"worker-{self.generation}",
@@ -178,12 +204,12 @@ class _Cluster:
         if fault in (Fault.ENGINE, Fault.BOTH) and self.engine is not None:
             self.engine.process.kill()
             await asyncio.to_thread(self.engine.process.wait)
-        if fault in (Fault.WORKER, Fault.BOTH) and self.worker is not None:
-            self.worker.kill()
+        if fault in (Fault.WORKER, Fault.BOTH) and self.workers:
+            self.workers[0].kill()
         if fault in (Fault.ENGINE, Fault.BOTH):
             await self.start_engine()
         if fault in (Fault.WORKER, Fault.BOTH):
-            await self.start_worker()
+            self.workers[0] = await self._new_worker()
         async with self.injected:
             self.faults.append(fault)
             self.injected.notify_all()
@@ -194,8 +220,8 @@ class _Cluster:
             await self.injected.wait_for(lambda: len(self.faults) >= count)
 
     async def close(self) -> None:
-        if self.worker is not None:
-            self.worker.kill()
+        for worker in self.workers:
+            worker.kill()
         if self.engine is not None:
             await self.engine.stop()
 
@@ -210,6 +236,7 @@ class _SessionRecord:
     resends: int = 0
     failed_turns: dict[int, str] = field(default_factory=dict)
     """Turn number -> the turn's error, for turns that ended failed."""
+    ended_turns: int = 0
 
     def observe(self, snapshot: AgentSnapshot) -> None:
         for message in snapshot.messages:
@@ -321,13 +348,27 @@ class _Driver:
             f"turn {turn} of {record.session_id} to end", ended, _TURN_TIMEOUT_SECONDS
         )
         assert snapshot.state is not None
+        record.ended_turns += 1
         if snapshot.state.last_turn_error is not None:
             record.failed_turns[turn] = snapshot.state.last_turn_error
 
 
+def _turns_ended(records: Sequence[_SessionRecord]) -> int:
+    return sum(record.ended_turns for record in records)
+
+
 async def _inject_faults(
-    cluster: _Cluster, plan: FaultPlan, rng: random.Random, schedule: list[Fault]
+    cluster: _Cluster,
+    plan: FaultPlan,
+    rng: random.Random,
+    schedule: list[Fault],
+    records: Sequence[_SessionRecord],
 ) -> None:
+    await wait_until(
+        f"{plan.turns_before_first_fault} turns to end before the first fault",
+        lambda: _turns_ended(records) >= plan.turns_before_first_fault or None,
+        _TURN_TIMEOUT_SECONDS,
+    )
     for fault in schedule:
         await asyncio.sleep(rng.uniform(*plan.fault_interval_seconds))
         await cluster.inject(fault)
@@ -488,7 +529,7 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
     )
     try:
         await cluster.start_engine()
-        await cluster.start_worker()
+        await cluster.start_workers(plan.workers)
         registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
         options = ClientOptions(
             server_address=cluster.address, worker_target=WorkerTarget(pull=True)
@@ -497,7 +538,7 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
             sessions = AgentSessionClient(client, flow)
             started = time.monotonic()
             faults_took, sessions_took = await asyncio.gather(
-                _timed(_inject_faults(cluster, plan, rng, schedule), started),
+                _timed(_inject_faults(cluster, plan, rng, schedule, records), started),
                 _timed(_drive_all(sessions, plan, records, cluster), started),
             )
             driver = _Driver(sessions, plan)
@@ -531,6 +572,14 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
 
 async def test_engine_and_worker_kills_lose_nothing_and_repeat_no_write(tmp_path: Path) -> None:
     await _run_plan(tmp_path, SHORT_PLAN)
+
+
+@pytest.mark.dex_own_stack  # its own engine and two Worker processes, one SIGKILLed
+async def test_a_worker_killed_under_load_of_50_sessions_over_2_workers_loses_nothing(
+    tmp_path: Path,
+) -> None:
+    """Issue 33's small fault under load: 50 sessions at once, 2 Workers, one killed mid-run."""
+    await _run_plan(tmp_path, UNDER_LOAD_PLAN)
 
 
 @pytest.mark.skipif(not LONG_TESTS, reason="set DEX_AGENTS_LONG_TESTS=1 for 100 sessions")
