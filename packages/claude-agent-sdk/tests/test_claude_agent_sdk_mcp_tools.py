@@ -20,13 +20,11 @@ from dex_agents import (
     ToolEffect,
 )
 from dex_agents.testing import (
-    EngineLogs,
-    EngineProcess,
-    in_process_worker,
     read_step_history,
     wait_for_agent_snapshot,
     wait_for_turn_end,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,
     SCENARIO_MCP_WRITE_TOOL,
@@ -65,7 +63,7 @@ def _tool_use_ids(request: FakeModelRequest) -> list[str]:
 
 
 async def test_an_mcp_read_runs_in_the_harness_and_a_write_in_its_tool_step_each_with_its_key(
-    tmp_path: Path, model_api: FakeAnthropicServer
+    tmp_path: Path, model_api: FakeAnthropicServer, dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
     state_dir = tmp_path / "state"
     source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
@@ -92,23 +90,18 @@ async def test_an_mcp_read_runs_in_the_harness_and_a_write_in_its_tool_step_each
     # The read's readOnlyHint makes it a read; the write has no hints, so it waits for approval.
     options = AgentSessionOptions(tool_policies=source.tool_policies())
     flow = AgentSessionFlow(runner, flow_type="McpAgent", options=options)
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        async with in_process_worker([flow], engine.server_address, tmp_path / "c") as dex:
-            sessions = dex.sessions(flow)
-            await sessions.start_session("s", "check the stock and send a note")
-            interrupt: AgentInterrupt = await wait_for_agent_snapshot(
-                sessions, "s", lambda s: next(iter(s.pending_interrupts), None), "the approval"
-            )
-            assert interrupt.tool_name == SCENARIO_MCP_WRITE_TOOL
-            assert invocation_log(state_dir).count("send_note") == 0
-            assert await sessions.resolve_interrupt("s", interrupt.interrupt_id, approved=True)
-            snapshot = await wait_for_turn_end(sessions, "s")
-        steps = [e.step_type for e in await read_step_history(engine.server_address, "s")]
-    finally:
-        await engine.stop()
+    async with dex_in_process_worker([flow]) as dex:
+        sessions = dex.sessions(flow)
+        await sessions.start_session("s", "check the stock and send a note")
+        interrupt: AgentInterrupt = await wait_for_agent_snapshot(
+            sessions, "s", lambda s: next(iter(s.pending_interrupts), None), "the approval"
+        )
+        assert interrupt.tool_name == SCENARIO_MCP_WRITE_TOOL
+        assert invocation_log(state_dir).count("send_note") == 0
+        assert await sessions.resolve_interrupt("s", interrupt.interrupt_id, approved=True)
+        snapshot = await wait_for_turn_end(sessions, "s")
+    history = await read_step_history(dex.server_address, dex.scoped("s"))
+    steps = [e.step_type for e in history]
 
     last = model_api.requests[-1]
     offered = {str(t["name"]): t["input_schema"] for t in last.body["tools"]}
@@ -117,8 +110,8 @@ async def test_an_mcp_read_runs_in_the_harness_and_a_write_in_its_tool_step_each
     read_id, write_id, _bad_read_id = _tool_use_ids(last)
     log = invocation_log(state_dir)
     # The inline read sent the key its call would have in a tool Step; the bad read never ran.
-    assert log.keys("lookup_stock") == [f"s/turn-1/{read_id}"]
-    assert log.keys("send_note") == [f"s/turn-1/{write_id}"]
+    assert log.keys("lookup_stock") == [f"{dex.scoped('s')}/turn-1/{read_id}"]
+    assert log.keys("send_note") == [f"{dex.scoped('s')}/turn-1/{write_id}"]
     (answer,) = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
     outputs = (answer or "").split(" | ")
     assert outputs[:2] == ["lookup_stock ungated ok", "send_note ungated ok"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,13 +22,12 @@ from dex_agents import (
     RunModelLimit,
 )
 from dex_agents.testing import (
-    EngineLogs,
-    EngineProcess,
-    in_process_worker,
+    InProcessWorker,
     read_step_history,
     wait_for_agent_snapshot,
     wait_for_turn_end,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_claude_agent_sdk import ClaudeAgentSdkRunner, current_deferred_tool_execution
 from dex_agents_claude_agent_sdk.testing import (
     FAKE_API_KEY_ENVIRONMENT,
@@ -52,9 +50,10 @@ SAVE_SCHEMA = {
 @dataclass
 class Harness:
     server: FakeAnthropicServer
-    engine: EngineProcess
-    directory: Path
+    workers: InProcessWorkerFactory
     keys: list[str | None]
+    #: The in-process Worker of the last ``_one_turn``.
+    dex: InProcessWorker | None = None
     second_peeked: asyncio.Event = field(default_factory=asyncio.Event)
 
     def flow(self, respond: FakeModelResponder, **options: Any) -> AgentSessionFlow:
@@ -92,23 +91,18 @@ class Harness:
 
 
 @pytest.fixture
-async def harness(tmp_path: Path) -> AsyncIterator[Harness]:
+async def harness(dex_in_process_worker: InProcessWorkerFactory) -> AsyncIterator[Harness]:
     server = FakeAnthropicServer()
     await server.start()
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
     try:
-        yield Harness(server, engine, tmp_path, [])
+        yield Harness(server, dex_in_process_worker, [])
     finally:
-        await engine.stop()
         await server.close()
 
 
 async def _one_turn(harness: Harness, flow: AgentSessionFlow, text: str) -> AgentSnapshot:
-    async with in_process_worker(
-        [flow], harness.engine.server_address, harness.directory / "c"
-    ) as dex:
+    async with harness.workers([flow]) as dex:
+        harness.dex = dex
         sessions: AgentSessionClient = dex.sessions(flow)
         await sessions.start_session("s", text)
         return await wait_for_turn_end(sessions, "s")
@@ -127,13 +121,15 @@ async def test_a_schema_only_tool_reads_its_call_inside_a_real_tool_step(harness
     (save,) = [r for r in harness.server.requests[-1].messages if r["role"] == "assistant"][1:2]
     call_id = save["content"][0]["id"]
     # The read ran inside the harness (no tool Step, no key); the write in its own Step.
-    assert harness.keys == [None, f"s/turn-1/{call_id}"]
+    assert harness.keys == [None, f"{harness.workers.session_prefix}s/turn-1/{call_id}"]
     texts = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
     assert texts == ["note a is empty; saved hi"]
     # Three model calls in all: the resumed RunModel replayed the first two answers.
     assert len(harness.server.requests) == 3
     assert snapshot.usage is not None and snapshot.usage.model_calls == 3
-    steps = [e.step_type for e in await read_step_history(harness.engine.server_address, "s")]
+    assert harness.dex is not None
+    history = await read_step_history(harness.dex.server_address, harness.dex.scoped("s"))
+    steps = [e.step_type for e in history]
     assert "CallTool" in steps and "AwaitToolApproval" not in steps
 
 
@@ -193,9 +189,7 @@ async def test_a_model_failure_mid_turn_fails_the_turn_with_its_error(harness: H
         raise RuntimeError("the provider is down")
 
     flow = harness.flow(respond, run_model_limit=RunModelLimit(maximum_attempts=2))
-    async with in_process_worker(
-        [flow], harness.engine.server_address, harness.directory / "c"
-    ) as dex:
+    async with harness.workers([flow]) as dex:
         sessions = dex.sessions(flow)
         await sessions.start_session("s", "peek")
         failed = await wait_for_agent_snapshot(
