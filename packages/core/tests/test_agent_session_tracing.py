@@ -31,14 +31,13 @@ from dex_agents import (
 from dex_agents._tracing import failures
 from dex_agents.testing import (
     AgentTestStack,
-    EngineLogs,
-    EngineProcess,
     FileGate,
-    in_process_worker,
+    InProcessWorker,
     read_flow_attributes,
     turn_ended,
     wait_for_agent_snapshot,
 )
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.sampling import ALWAYS_OFF, ParentBased
@@ -72,28 +71,17 @@ def _state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 @dataclass
 class Stack:
-    engine: EngineProcess
+    dex: InProcessWorker
     client: AsyncClient
     sessions: list[AgentSessionClient]
 
 
 @asynccontextmanager
-async def engine_stack(tmp_path: Path) -> AsyncIterator[EngineProcess]:
-    engine = await EngineProcess.start_local(
-        tmp_path / "engine.db", EngineLogs.in_directory(tmp_path)
-    )
-    try:
-        yield engine
-    finally:
-        await engine.stop()
-
-
-@asynccontextmanager
 async def serving(
-    engine: EngineProcess, tmp_path: Path, flows: Sequence[AgentSessionFlow]
+    workers: InProcessWorkerFactory, flows: Sequence[AgentSessionFlow]
 ) -> AsyncIterator[Stack]:
-    async with in_process_worker(flows, engine.server_address, tmp_path / "cache") as dex:
-        yield Stack(engine, dex.client, [dex.sessions(flow) for flow in flows])
+    async with workers(flows) as dex:
+        yield Stack(dex, dex.client, [dex.sessions(flow) for flow in flows])
 
 
 async def idle(sessions: AgentSessionClient, session_id: str, turns: int) -> AgentSnapshot:
@@ -107,10 +95,12 @@ async def stored_trace_context(server_address: str, session_id: str) -> object |
     return attributes.json_of("AGENT_TRACE_CONTEXT")
 
 
-async def test_a_turn_with_tools_and_an_approval_is_two_linked_traces(tmp_path: Path) -> None:
+async def test_a_turn_with_tools_and_an_approval_is_two_linked_traces(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     spans = traced()
     flow = build_traced_flow(AgentTracingOptions(tracer_provider=spans.provider))
-    async with engine_stack(tmp_path) as engine, serving(engine, tmp_path, [flow]) as stack:
+    async with serving(dex_in_process_worker, [flow]) as stack:
         sessions = stack.sessions[0]
         await sessions.start_session("s1", "lookup and refund order 7")
         await wait_for_agent_snapshot(
@@ -120,7 +110,8 @@ async def test_a_turn_with_tools_and_an_approval_is_two_linked_traces(tmp_path: 
         await idle(sessions, "s1", 1)
         await sessions.send_user_message("s1", "thanks")
         await idle(sessions, "s1", 2)
-        stored = await stored_trace_context(engine.server_address, "s1")
+        stored = await stored_trace_context(stack.dex.server_address, stack.dex.scoped("s1"))
+    s1 = stack.dex.scoped("s1")
     records = spans.spans()
     root1 = only(
         records,
@@ -137,15 +128,15 @@ async def test_a_turn_with_tools_and_an_approval_is_two_linked_traces(tmp_path: 
         assert span.scope == "dex_agents"
         assert span.schema_url == "https://opentelemetry.io/schemas/gen-ai-dev/1.42.0-dev"
         assert all(span.attr(key) is not None for key in COMMON_KEYS), span
-        assert span.attr("dex.flow.id") == span.attr("session.id") == "s1"
+        assert span.attr("dex.flow.id") == span.attr("session.id") == s1
         assert not any(key in span.attributes for key in CONTENT_KEYS), span
     # Activation roots: trace roots, linked each to the one before, ended inside their Step.
     assert root1.parent_span_id is None and root1.links == ()
     assert root1.kind == "INTERNAL"
     assert root1.attributes | {"dex.run.id": None, "dex.step.execution_id": None} == {
-        "gen_ai.conversation.id": "s1",
-        "session.id": "s1",
-        "dex.flow.id": "s1",
+        "gen_ai.conversation.id": s1,
+        "session.id": s1,
+        "dex.flow.id": s1,
         "dex.run.id": None,
         "dex.step.type": "StartAgentSession",
         "dex.step.execution_id": None,
@@ -211,7 +202,9 @@ async def test_a_turn_with_tools_and_an_approval_is_two_linked_traces(tmp_path: 
     assert root3.is_named_by(stored)
 
 
-async def test_failed_model_call_content_harness_and_conventions(tmp_path: Path) -> None:
+async def test_failed_model_call_content_harness_and_conventions(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     dev, old = traced(), traced()
     content = build_traced_flow(
         AgentTracingOptions(
@@ -233,7 +226,7 @@ async def test_failed_model_call_content_harness_and_conventions(tmp_path: Path)
         interrupt_deadline=timedelta(seconds=1),
     )
     flows = [content, legacy, deadline]
-    async with engine_stack(tmp_path) as engine, serving(engine, tmp_path, flows) as stack:
+    async with serving(dex_in_process_worker, flows) as stack:
         sessions, legacy_sessions, deadline_sessions = stack.sessions
         await sessions.start_session("c1", "fail once, then lookup")
         await legacy_sessions.start_session("l1", "lookup")
@@ -340,7 +333,9 @@ class _BrokenProvider(TracerProvider):
 
 
 async def test_broken_tracing_never_fails_or_retries_a_step(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+    dex_in_process_worker: InProcessWorkerFactory,
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(failures, "_failures", 0)
     broken_export, broken_start = TracerProvider(), TracerProvider()
@@ -358,12 +353,12 @@ async def test_broken_tracing_never_fails_or_retries_a_step(
         ),
     ]
     caplog.set_level(logging.DEBUG, logger="dex_agents.tracing")
-    async with engine_stack(tmp_path) as engine, serving(engine, tmp_path, flows) as stack:
+    async with serving(dex_in_process_worker, flows) as stack:
         await asyncio.gather(
             *(broken_turn(sessions, f"b{i}") for i, sessions in enumerate(stack.sessions))
         )
-        ids = [f"b{index}" for index in range(len(flows))]
-        stored = [await stored_trace_context(engine.server_address, i) for i in ids]
+        ids = [stack.dex.scoped(f"b{index}") for index in range(len(flows))]
+        stored = [await stored_trace_context(stack.dex.server_address, i) for i in ids]
     # No model call and no tool ran twice: nothing was retried.
     for session_id in ids:
         calls = [record.name for record in invocations(session_id).records()]
@@ -391,7 +386,9 @@ async def broken_turn(sessions: AgentSessionClient, session_id: str) -> None:
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
 
 
-async def test_untraced_workers_store_nothing_and_delete_the_root(tmp_path: Path) -> None:
+async def test_untraced_workers_store_nothing_and_delete_the_root(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
     spans = traced()
     traced_flow = build_traced_flow(AgentTracingOptions(tracer_provider=spans.provider))
     sampled_out = TracerProvider(sampler=ParentBased(ALWAYS_OFF))
@@ -401,28 +398,35 @@ async def test_untraced_workers_store_nothing_and_delete_the_root(tmp_path: Path
     )
     off = build_traced_flow(AgentTracingOptions(is_enabled=False))
     no_sdk = build_traced_flow(AgentTracingOptions(tracer_provider=NoOpTracerProvider()))
-    async with engine_stack(tmp_path) as engine:
-        async with serving(engine, tmp_path, [traced_flow, unsampled]) as stack:
-            await stack.sessions[0].start_session("t1", "hello")
-            await idle(stack.sessions[0], "t1", 1)
-            await stack.sessions[0].start_session("t2", "hello")
-            await idle(stack.sessions[0], "t2", 1)
-            await stack.sessions[1].start_session("u1", "lookup")
-            await idle(stack.sessions[1], "u1", 1)
-        assert await stored_trace_context(engine.server_address, "t1") is not None
-        # A sampled-out root stores its unsampled context, so its activation's spans drop too.
-        unsampled_root = await stored_trace_context(engine.server_address, "u1")
-        assert isinstance(unsampled_root, str)
-        assert int(unsampled_root.rsplit("-", 1)[1], 16) & 1 == 0
-        # The same Flow type served by a Worker with tracing off, then by one without an SDK.
-        for session_id, flow in (("t1", off), ("t2", no_sdk)):
-            async with serving(engine, tmp_path, [flow]) as stack:
-                await stack.sessions[0].send_user_message(session_id, "lookup")
-                await idle(stack.sessions[0], session_id, 2)
-                await stack.sessions[0].start_session(f"{session_id}-fresh", "lookup")
-                await idle(stack.sessions[0], f"{session_id}-fresh", 1)
-            assert await stored_trace_context(engine.server_address, session_id) is None
-            assert await stored_trace_context(engine.server_address, f"{session_id}-fresh") is None
+    async with serving(dex_in_process_worker, [traced_flow, unsampled]) as stack:
+        await stack.sessions[0].start_session("t1", "hello")
+        await idle(stack.sessions[0], "t1", 1)
+        await stack.sessions[0].start_session("t2", "hello")
+        await idle(stack.sessions[0], "t2", 1)
+        await stack.sessions[1].start_session("u1", "lookup")
+        await idle(stack.sessions[1], "u1", 1)
+    assert await stored_trace_context(stack.dex.server_address, stack.dex.scoped("t1")) is not None
+    # A sampled-out root stores its unsampled context, so its activation's spans drop too.
+    unsampled_root = await stored_trace_context(stack.dex.server_address, stack.dex.scoped("u1"))
+    assert isinstance(unsampled_root, str)
+    assert int(unsampled_root.rsplit("-", 1)[1], 16) & 1 == 0
+    # The same Flow type served by a Worker with tracing off, then by one without an SDK.
+    for session_id, flow in (("t1", off), ("t2", no_sdk)):
+        async with serving(dex_in_process_worker, [flow]) as stack:
+            await stack.sessions[0].send_user_message(session_id, "lookup")
+            await idle(stack.sessions[0], session_id, 2)
+            await stack.sessions[0].start_session(f"{session_id}-fresh", "lookup")
+            await idle(stack.sessions[0], f"{session_id}-fresh", 1)
+        assert (
+            await stored_trace_context(stack.dex.server_address, stack.dex.scoped(session_id))
+            is None
+        )
+        assert (
+            await stored_trace_context(
+                stack.dex.server_address, stack.dex.scoped(f"{session_id}-fresh")
+            )
+            is None
+        )
     # Only the traced Worker's two activations made spans.
     assert sorted(span.name for span in spans.spans()) == [
         "chat scripted-model",
