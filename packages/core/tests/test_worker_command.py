@@ -137,6 +137,37 @@ async def test_a_step_cut_off_after_the_drain_time_is_retried_or_recorded(
         assert refund.reached_count == 1
 
 
+async def test_task_slots_bound_the_steps_at_once_and_the_rest_wait_without_failing(
+    tmp_path: Path,
+) -> None:
+    """``--task-slots 3``: the SDK keeps one slot for RPCs, so two Steps run at once. The other
+    sessions' Steps wait in the engine for a free slot (back-pressure): an RPC still answers at
+    the bound, and once the slots free every turn completes, none failed or retried."""
+    gates = tmp_path / "gates"
+    lookup = FileGate(gates, "lookup")
+    names = [f"s{number}" for number in range(5)]
+    async with _engine_and_sessions(tmp_path) as (address, sessions):
+        with _worker(address, gates, "--task-slots", "3"):
+            for name in names:
+                await sessions.start_session(name, "where is my order?")
+            await lookup.wait_until_reached(count=2, timeout=60)
+            # At the bound: the reserved slot still answers an RPC (the turn-state read) of a
+            # session whose Steps wait.
+            state = await sessions.get_agent_state(names[-1])
+            assert state.last_turn_error is None
+            await asyncio.sleep(1.0)  # time enough for a third lookup, were there a slot
+            assert lookup.reached_count == 2
+            lookup.release()
+            results = [
+                await sessions.wait_for_turn(name, "", turn_id="turn-1", timeout=90)
+                for name in names
+            ]
+    assert [(r.status, r.text) for r in results] == [
+        (TurnStatus.COMPLETED, "Done: order 7 was delivered")
+    ] * len(names)
+    assert lookup.reached_count == len(names)  # each lookup ran once: none failed and retried
+
+
 @pytest.mark.parametrize(
     ("import_path", "message"),
     [

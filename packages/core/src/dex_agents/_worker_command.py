@@ -81,7 +81,9 @@ class WorkerOptions:
     Attributes:
         import_paths: ``module:attribute`` paths naming the Flows.
         server_address: The engine's ``host:port``.
-        task_slots: Steps the Worker runs at once.
+        task_slots: Tasks the Worker runs at once (the SDK's ``max_concurrent_tasks``); the SDK
+            keeps one of them for RPCs, so ``task_slots - 1`` Steps run at once and the rest
+            wait in the engine for a free slot.
         blob_cache: The blob cache directory; ``None`` uses a temporary one.
         blob_cache_bytes: The blob cache's size.
         drain_timeout: How long running Steps may finish after SIGTERM or SIGINT.

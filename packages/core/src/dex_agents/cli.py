@@ -145,7 +145,12 @@ def _add_worker_parser(commands: argparse._SubParsersAction[argparse.ArgumentPar
         "--address",
         help=f"the engine, host:port (default: ${SERVER_ADDRESS_ENV} or {DEFAULT_WORKER_ADDRESS})",
     )
-    worker.add_argument("--task-slots", type=int, default=8, help="Steps run at once (default: 8)")
+    worker.add_argument(
+        "--task-slots",
+        type=int,
+        default=8,
+        help="tasks run at once, one kept for RPCs: N-1 Steps (default: 8); more wait in the engine",
+    )
     worker.add_argument(
         "--blob-cache",
         type=Path,
