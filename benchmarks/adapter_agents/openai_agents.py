@@ -20,9 +20,9 @@ from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPo
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import (
     ModelCallInput,
-    ReplyFunctionModel,
     assistant_message,
     function_call,
+    reference_agent,
 )
 
 from adapter_agents import (
@@ -71,11 +71,12 @@ def build_agent(
     tools = [function_tool(wrap_tool(lookup_order), name_override=LOOKUP_TOOL)]
     if shape is TurnShape.READ_WRITE:
         tools.append(function_tool(wrap_tool(add_order_note), name_override=NOTE_TOOL))
-    return Agent(
+    return reference_agent(
+        reply,
+        tools,
         name="benchmark-support",
         instructions="You answer questions about orders.",
-        model=ReplyFunctionModel(reply, model="benchmark-model"),
-        tools=tools,
+        model_name="benchmark-model",
     )
 
 

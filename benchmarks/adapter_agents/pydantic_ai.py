@@ -12,6 +12,7 @@ from typing import Any
 
 from dex_agents import ToolEffect
 from dex_agents_pydantic_ai import dex_tool_metadata, pydantic_ai_session_flow
+from dex_agents_pydantic_ai.testing import reference_agent
 from pydantic_ai import Agent, Tool
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.messages import (
@@ -23,7 +24,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.models.function import AgentInfo
 
 from adapter_agents import (
     BenchmarkAgent,
@@ -94,12 +95,14 @@ def build_agent(
     if shape is TurnShape.READ_WRITE:
         metadata = dex_tool_metadata(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
         tools.append(Tool(wrap_tool(add_order_note), metadata=metadata))
-    return Agent(
-        FunctionModel(respond),
+    # The adapter's reference agent; its model answers whole responses (no stream_function).
+    return reference_agent(
+        respond,
+        tools,
         name=name,
         instructions="You answer questions about orders.",
-        tools=tools,
-        capabilities=list(capabilities),
+        stream=False,
+        capabilities=capabilities,
     )
 
 

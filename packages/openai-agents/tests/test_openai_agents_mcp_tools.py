@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from agents import Agent
 from agents.items import TResponseOutputItem
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ConfigurationTypeError, ListedTool
 from dex_agents.testing import wait_for_turn_end
@@ -25,9 +24,9 @@ from dex_agents.testing.scenarios import (
 from dex_agents_openai_agents import OpenAIAgentsRunner, mcp_function_tool, mcp_function_tools
 from dex_agents_openai_agents.testing import (
     ModelCallInput,
-    ReplyFunctionModel,
     assistant_message,
     function_call,
+    reference_agent,
 )
 from openai_agents_test_support import (
     assistant_texts,
@@ -54,9 +53,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
             ]
         return [assistant_message(" | ".join(call.tool_outputs_since_user()))]
 
-    agent = Agent(
-        name="ops", model=ReplyFunctionModel(reply), tools=await mcp_function_tools(source)
-    )
+    agent = reference_agent(reply, await mcp_function_tools(source), name="ops")
     # The read's readOnlyHint makes it a read; the write has no hints, so it waits for approval.
     flow = AgentSessionFlow(
         OpenAIAgentsRunner(agent),

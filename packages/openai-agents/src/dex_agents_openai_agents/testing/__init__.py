@@ -3,7 +3,9 @@ shared suite's runner.
 
 ``ReplyFunctionModel`` implements the SDK's ``agents.Model`` interface, so the SDK's real run loop
 drives it exactly as it drives ``OpenAIResponsesModel``: each call asks the reply function for the
-response's output items (``assistant_message``, ``function_call``). :data:`SCENARIO_RUNNER` builds
+response's output items (``assistant_message``, ``function_call``); :func:`reference_agent` is
+the one agent of tools and that model, which the suite's runner and the benchmark agent build.
+:data:`SCENARIO_RUNNER` builds
 the shared scenario agent (the package's entry point ``openai-agents`` in the group
 ``dex_agents.scenario_runners``); it and ``OpenAIAgentsScenarioRunner`` are imported on first use,
 so the scripted model alone needs no ``dex_agents.testing``.
@@ -16,6 +18,7 @@ Example:
 
 from typing import Any
 
+from dex_agents_openai_agents.testing._reference_agent import reference_agent
 from dex_agents_openai_agents.testing._scripted_model import (
     ModelCallInput,
     ReplyFunction,
@@ -32,6 +35,7 @@ __all__ = [
     "ReplyFunctionModel",
     "assistant_message",
     "function_call",
+    "reference_agent",
 ]
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from agents import Agent, FunctionTool, RunConfig, function_tool
+from agents import FunctionTool, RunConfig, function_tool
 from agents.items import TResponseOutputItem
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
@@ -42,6 +42,7 @@ from dex_agents.testing.scenarios import (
 from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
 from dex_agents_openai_agents._mcp_tools import mcp_function_tool
 from dex_agents_openai_agents._runner import OpenAIAgentsRunner
+from dex_agents_openai_agents.testing._reference_agent import reference_agent
 from dex_agents_openai_agents.testing._scripted_model import (
     ModelCallInput,
     ReplyFunctionModel,
@@ -94,9 +95,8 @@ class OpenAIAgentsScenarioRunner(ScenarioRunnerBase[FunctionTool]):
         def run_config_for(settings: Mapping[str, object]) -> RunConfig:
             return RunConfig(model=_scenario_model(spec, settings), tracing_disabled=True)
 
-        agent: Agent[Any] = Agent(
-            name="scenario", instructions=spec.instructions, tools=list(tools)
-        )
+        # No model of its own: the run config picks it from the turn's session settings.
+        agent = reference_agent(None, tools, name="scenario", instructions=spec.instructions)
         return OpenAIAgentsRunner(
             agent,
             run_config=run_config_for,
@@ -155,17 +155,17 @@ def _context_window_flow(
     async def lookup_note(topic: str) -> str:
         return ContextWindowModel.run_tool(topic)
 
-    agent: Agent[Any] = Agent(
+    note_tool = function_tool(
+        lookup_note,
+        name_override=_CONTEXT_WINDOW_TOOL,
+        description_override="Look up a short note.",
+    )
+    agent = reference_agent(
+        reply,
+        [note_tool],
         name="context-window",
         instructions="You answer questions about topics; look up notes when asked.",
-        model=ReplyFunctionModel(reply, model="context-window-model"),
-        tools=[
-            function_tool(
-                lookup_note,
-                name_override=_CONTEXT_WINDOW_TOOL,
-                description_override="Look up a short note.",
-            )
-        ],
+        model_name="context-window-model",
     )
     runner = OpenAIAgentsRunner(agent, run_config=RunConfig(tracing_disabled=True))
     return AgentSessionFlow(runner, flow_type=_CONTEXT_WINDOW_FLOW_TYPE, options=options)

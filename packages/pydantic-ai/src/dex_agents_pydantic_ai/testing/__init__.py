@@ -2,9 +2,12 @@
 
 :func:`scripted_function_model` is a ``FunctionModel`` whose whole responses come from a function
 and stream back through Pydantic AI's own ``stream_function``, so an agent runs its streamed graph
-with no provider; :func:`turn_view` reads the turn from a request's messages. :data:`SCENARIO_RUNNER`
-builds the shared scenario agent (the package's entry point ``pydantic-ai`` in the group
-``dex_agents.scenario_runners``). Needs ``dex_agents.testing``.
+with no provider; :func:`turn_view` reads the turn from a request's messages;
+:func:`reference_agent` is the one agent of tools and that model, which the suite's runner and
+the benchmark agent build. :data:`SCENARIO_RUNNER` builds the shared scenario agent (the
+package's entry point ``pydantic-ai`` in the group ``dex_agents.scenario_runners``); it and
+``PydanticAIScenarioRunner`` are imported on first use, so the scripted model alone needs no
+``dex_agents.testing``.
 
 Example:
     >>> async def respond(messages, info):
@@ -12,10 +15,9 @@ Example:
     >>> agent = Agent(scripted_function_model(respond, model_name="echo"))
 """
 
-from dex_agents_pydantic_ai.testing._scenario_runner import (
-    SCENARIO_RUNNER,
-    PydanticAIScenarioRunner,
-)
+from typing import Any
+
+from dex_agents_pydantic_ai.testing._reference_agent import reference_agent
 from dex_agents_pydantic_ai.testing._scripted_model import (
     TurnView,
     measured_input_tokens,
@@ -28,6 +30,16 @@ __all__ = [
     "PydanticAIScenarioRunner",
     "TurnView",
     "measured_input_tokens",
+    "reference_agent",
     "scripted_function_model",
     "turn_view",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The scenario runner imports dex_agents.testing; a user of the scripted model never pays it.
+    if name in ("SCENARIO_RUNNER", "PydanticAIScenarioRunner"):
+        from dex_agents_pydantic_ai.testing import _scenario_runner
+
+        return getattr(_scenario_runner, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

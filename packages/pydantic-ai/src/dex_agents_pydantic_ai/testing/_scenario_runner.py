@@ -39,7 +39,7 @@ from dex_agents.testing.scenarios import (
     scripted_reply,
     start_report_task,
 )
-from pydantic_ai import Agent, RunContext, Tool, ToolFailed
+from pydantic_ai import RunContext, Tool, ToolFailed
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -57,9 +57,16 @@ from dex_agents_pydantic_ai._tool_policies import dex_tool_metadata
 from dex_agents_pydantic_ai.testing._context_window_flow import (
     build_pydantic_ai_context_window_flow,
 )
-from dex_agents_pydantic_ai.testing._scripted_model import scripted_function_model, turn_view
+from dex_agents_pydantic_ai.testing._reference_agent import reference_agent
+from dex_agents_pydantic_ai.testing._scripted_model import (
+    Script,
+    scripted_function_model,
+    turn_view,
+)
 
 __all__ = ["SCENARIO_RUNNER", "PydanticAIScenarioRunner"]
+
+_MODEL_NAME = "scenario-script"
 
 
 class PydanticAIScenarioRunner(ScenarioRunnerBase[Tool[Any]]):
@@ -107,8 +114,12 @@ class PydanticAIScenarioRunner(ScenarioRunnerBase[Tool[Any]]):
     def build_runner(
         self, spec: ScenarioAgentSpec, tools: Sequence[Tool[Any]]
     ) -> AgentFrameworkRunner[Any]:
-        agent: Agent[None, str] = Agent(
-            name="scenario", instructions=spec.instructions, tools=tools
+        agent = reference_agent(
+            _scenario_script(spec, {}),
+            tools,
+            name="scenario",
+            instructions=spec.instructions,
+            model_name=_MODEL_NAME,
         )
         return PydanticAIRunner(
             agent,
@@ -124,6 +135,11 @@ class PydanticAIScenarioRunner(ScenarioRunnerBase[Tool[Any]]):
 
 
 def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> FunctionModel:
+    script = _scenario_script(spec, settings)
+    return scripted_function_model(script, model_name=_MODEL_NAME, stream=model_streams(settings))
+
+
+def _scenario_script(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> Script:
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         view = turn_view(messages)
         reply = await scripted_reply(
@@ -153,9 +169,7 @@ def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
             ]
         )
 
-    return scripted_function_model(
-        respond, model_name="scenario-script", stream=model_streams(settings)
-    )
+    return respond
 
 
 SCENARIO_RUNNER = PydanticAIScenarioRunner().scenario_runner()
