@@ -21,7 +21,10 @@ its default). It prints, for each configuration:
   on the engine's database (read-only; the Step attempts a Worker holds), ``mid-turn`` is the
   sessions whose turn runs and does not wait for a person (the client knows), and ``waiting``
   is their difference: sessions whose next Step waits for a free task slot or is being scheduled.
-  Their peak and mean over the one-second samples are printed.
+  Their peak and mean over the one-second samples are printed;
+- with ``--count-messages``, the tasks the engine offered to Workers and the offers they declined
+  (a Worker at its bound declines), per turn (``engine_message_counts.py``'s hook; it costs
+  engine CPU, so compare CPU only between runs that both count).
 
 **Parked** (``--parked N``): N sessions each start a turn and stop at its approval (at most
 ``--start-concurrency`` being started at once), then: the engine's RSS and CPU over
@@ -58,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -66,6 +70,7 @@ from typing import Final
 from dex import AsyncClient, BlobCacheConfig, ClientOptions, Registry, WorkerTarget, open_blob_cache
 from dex_agents import AgentSessionClient, TurnResult, TurnStatus, agent_codec_registry
 from dex_agents.testing import EngineDurability, EngineLogs, EngineProcess
+from engine_message_counts import COUNTS_FILE_ENV, install_hook, read_counts
 from load_agent import FINAL_TEXT, MARKS_FILE_ENV, MODEL_LATENCY_ENV, build_flow
 
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
@@ -92,6 +97,7 @@ class LoadOptions:
     approve_at_once: int = 1000
     start_concurrency: int = 200
     idle_seconds: float = 10.0
+    count_messages: bool = False
 
     def describe(self) -> str:
         if self.parked:
@@ -224,14 +230,51 @@ class _Stack:
     marks: Path
 
 
+@contextlib.contextmanager
+def _engine_counting(state_dir: Path | None) -> Iterator[None]:
+    """With a directory: the engine started inside counts its messages (``--count-messages``)."""
+    if state_dir is None:
+        yield
+        return
+    hook = install_hook(state_dir / "engine-count-hook")
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", COUNTS_FILE_ENV)}
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hook), saved["PYTHONPATH"]]))
+    os.environ[COUNTS_FILE_ENV] = str(state_dir / "engine-counts.json")
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def _counts_now(stack: _Stack, options: LoadOptions) -> Counter[str]:
+    if not options.count_messages:
+        return Counter()
+    path = stack.database.parent.parent / "engine-counts.json"
+    return read_counts(stack.engine.process.pid, path)[0]
+
+
+def _offers_figure(counts: Counter[str], turns: int) -> str:
+    """Tasks the engine wrote to Workers and the declines it read back, per turn."""
+    if not counts or not turns:
+        return ""
+    offers = sum(n for kind, n in counts.items() if kind.startswith("frame out task "))
+    declines = sum(n for kind, n in counts.items() if kind.startswith("frame in reject"))
+    return f"{offers / turns:.1f} tasks offered, {declines / turns:.1f} declined per turn"
+
+
 @contextlib.asynccontextmanager
 async def _stack(options: LoadOptions, state_dir: Path) -> AsyncIterator[_Stack]:
     database = state_dir / "engine" / "engine.db"
-    engine = await EngineProcess.start_local(
-        database,
-        EngineLogs.in_directory(state_dir / "engine"),
-        durability=EngineDurability.PROCESS_CRASH_SAFE,
-    )
+    with _engine_counting(state_dir if options.count_messages else None):
+        engine = await EngineProcess.start_local(
+            database,
+            EngineLogs.in_directory(state_dir / "engine"),
+            durability=EngineDurability.PROCESS_CRASH_SAFE,
+        )
     workers: list[_Worker] = []
     cache = open_blob_cache(BlobCacheConfig(str(state_dir / "client-cache"), _BLOB_CACHE_BYTES))
     try:
@@ -267,6 +310,8 @@ class _Progress:
 
     label: str
     total_turns: int
+    done_name: str = "turns"
+    """What ``done_turns`` counts: ``turns`` ended, or sessions ``parked`` on their approval."""
     done_turns: int = 0
     failed_turns: int = 0
     mid_turn: int = 0
@@ -301,15 +346,15 @@ class _CpuWindow:
 async def _sample(stack: _Stack, progress: _Progress, started: float) -> None:
     """Every second: the queue figures, the engine's RSS, and a progress line on stderr."""
     while True:
-        await asyncio.sleep(_SAMPLE_SECONDS)
+        await asyncio.sleep(_SAMPLE_SECONDS if progress.queue_samples else 0.1)
         inflight = await asyncio.to_thread(_inflight_attempts, stack.database)
         rss = _rss_bytes(stack.engine.process.pid)
         progress.rss_peak = max(progress.rss_peak, rss)
         if inflight is not None:
             progress.queue_samples.append((progress.mid_turn, inflight))
         print(
-            f"... {progress.label} {time.monotonic() - started:6.1f} s: turns "
-            f"{progress.done_turns}/{progress.total_turns} done ({progress.failed_turns} failed), "
+            f"... {progress.label} {time.monotonic() - started:6.1f} s: {progress.done_name} "
+            f"{progress.done_turns}/{progress.total_turns} ({progress.failed_turns} failed), "
             f"{progress.mid_turn} mid-turn, {progress.parked} waiting on a person, "
             f"{inflight if inflight is not None else '?'} attempts on Workers, engine RSS "
             f"{rss / 2**20:.0f} MiB",
@@ -419,6 +464,8 @@ class LoadFigures:
     database_bytes: int
     queue: str
     errors: tuple[str, ...]
+    offers: str = ""
+    """With ``--count-messages``: the engine's task offers and the Workers' declines per turn."""
 
 
 def _queue_figure(samples: Sequence[tuple[int, int]]) -> str:
@@ -440,6 +487,7 @@ async def run_load(options: LoadOptions, state_dir: Path) -> LoadFigures:
     async with _stack(options, state_dir) as stack:
         cpu = _CpuWindow(stack.engine.process.pid, [worker.pid for worker in stack.workers])
         with _sampling(stack, progress):
+            counted = _counts_now(stack, options)
             cpu.start()
             await asyncio.gather(
                 *(
@@ -448,7 +496,9 @@ async def run_load(options: LoadOptions, state_dir: Path) -> LoadFigures:
                 )
             )
             cpu.stop()
+            counted = _counts_now(stack, options) - counted
         rss_end = _rss_bytes(stack.engine.process.pid)
+        progress.rss_peak = max(progress.rss_peak, rss_end)
         database_bytes = _database_bytes(stack.database)
     marks = _read_marks(state_dir / "marks.tsv")
     gaps = [marks[text] - wall for text, wall in times.approvals.items() if text in marks]
@@ -466,6 +516,7 @@ async def run_load(options: LoadOptions, state_dir: Path) -> LoadFigures:
         database_bytes,
         _queue_figure(progress.queue_samples),
         tuple(times.errors[:5]),
+        _offers_figure(counted, progress.done_turns),
     )
 
 
@@ -511,6 +562,8 @@ def print_load_table(rows: Sequence[LoadFigures]) -> None:
         )
     _print_table(table)
     for row in rows:
+        if row.offers:
+            print(f"  engine messages ({row.options.describe()}): {row.offers}")
         for error in row.errors:
             print(f"  failed turn ({row.options.describe()}): {error}")
 
@@ -534,14 +587,22 @@ async def _park(
     async with gate:
         progress.mid_turn += 1
         try:
-            return await stack.sessions.run_turn(
+            result = await stack.sessions.run_turn(
                 session_id,
                 f"{session_id}/turn-1: note that order 7 was checked",
                 timeout=_TURN_TIMEOUT_SECONDS,
             )
+        except Exception:
+            progress.failed_turns += 1
+            raise
         finally:
             progress.mid_turn -= 1
+        if result.status is TurnStatus.WAITING_FOR_PERSON:
             progress.parked += 1
+            progress.done_turns += 1
+        else:
+            progress.failed_turns += 1
+        return result
 
 
 async def _search_waiting(client: AsyncClient, page_size: int, *, all_pages: bool) -> int:
@@ -556,7 +617,7 @@ async def _search_waiting(client: AsyncClient, page_size: int, *, all_pages: boo
 
 async def run_parked(options: LoadOptions, state_dir: Path) -> list[tuple[str, str]]:
     """Park ``options.parked`` sessions on an approval, measure, approve some at once."""
-    progress = _Progress(f"[{options.parked} parked]", options.parked)
+    progress = _Progress(f"[{options.parked} parked]", options.parked, "parked")
     figures: list[tuple[str, str]] = []
     async with _stack(options, state_dir) as stack:
         engine_pid = stack.engine.process.pid
@@ -564,15 +625,22 @@ async def run_parked(options: LoadOptions, state_dir: Path) -> list[tuple[str, s
         with _sampling(stack, progress):
             started = time.monotonic()
             results = await asyncio.gather(
-                *(_park(stack, number, gate, progress) for number in range(options.parked))
+                *(_park(stack, number, gate, progress) for number in range(options.parked)),
+                return_exceptions=True,
             )
             parking = time.monotonic() - started
-        waiting = [r for r in results if r.status is TurnStatus.WAITING_FOR_PERSON]
+        waiting = [
+            r
+            for r in results
+            if isinstance(r, TurnResult) and r.status is TurnStatus.WAITING_FOR_PERSON
+        ]
+        errors = [repr(r) for r in results if isinstance(r, BaseException)]
         figures.append(
             (
                 "sessions parked on an approval",
                 f"{len(waiting)} of {options.parked} in {parking:.1f} s "
-                f"({options.parked / parking:.1f} sessions/s)",
+                f"({options.parked / parking:.1f} sessions/s)"
+                + (f"; {len(errors)} failed, first: {errors[0]}" if errors else ""),
             )
         )
         figures.append(("engine RSS, all parked", _mib(_rss_bytes(engine_pid))))
@@ -682,6 +750,11 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[list[LoadOptions], bool
     parser.add_argument("--approve-at-once", type=int, default=1000)
     parser.add_argument("--start-concurrency", type=int, default=200)
     parser.add_argument("--idle-seconds", type=float, default=10.0)
+    parser.add_argument(
+        "--count-messages",
+        action="store_true",
+        help="count the tasks the engine offers and the Workers decline (costs engine CPU)",
+    )
     arguments = parser.parse_args(argv)
     if arguments.turns < 1 or arguments.parked < 0 or arguments.start_concurrency < 1:
         parser.error("--turns and --start-concurrency must be positive, --parked not negative")
@@ -697,6 +770,7 @@ def parse_arguments(argv: Sequence[str] | None) -> tuple[list[LoadOptions], bool
             arguments.approve_at_once,
             arguments.start_concurrency,
             arguments.idle_seconds,
+            arguments.count_messages,
         )
         for sessions, workers, slots in itertools.product(
             arguments.sessions, arguments.workers, arguments.task_slots
