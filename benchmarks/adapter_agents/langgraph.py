@@ -9,11 +9,11 @@ from __future__ import annotations
 import asyncio
 
 from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
-from dex_agents_langgraph import ScriptedChatModel, langgraph_session_flow, model_tools
+from dex_agents_langgraph import ScriptedChatModel, langgraph_session_flow
+from dex_agents_langgraph.testing import reference_graph
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.graph import MessagesState, StateGraph
 
 from adapter_agents import (
     LOOKUP_TOOL,
@@ -62,20 +62,7 @@ def build_graph(
     model_latency_seconds: float, shape: TurnShape = TurnShape.READ
 ) -> StateGraph[MessagesState]:
     """The benchmark agent's graph, not compiled: model node, ToolNode, and back."""
-    model = benchmark_model(model_latency_seconds, shape)
-    tools = _tools(shape)
-    bound = model.bind_tools(model_tools(tools))
-
-    async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
-        return {"messages": [await bound.ainvoke(state["messages"])]}
-
-    builder = StateGraph(MessagesState)
-    builder.add_node("model", call_model)
-    builder.add_node("tools", ToolNode(tools))
-    builder.add_edge(START, "model")
-    builder.add_conditional_edges("model", tools_condition, ["tools", END])
-    builder.add_edge("tools", "model")
-    return builder
+    return reference_graph(benchmark_model(model_latency_seconds, shape), _tools(shape))
 
 
 def build_benchmark_agent(

@@ -55,9 +55,6 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langchain_core.tools import tool as langchain_tool
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
-from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from dex_agents_langgraph._flow import langgraph_session_flow
@@ -65,7 +62,8 @@ from dex_agents_langgraph._graph_tools import TOOL_EFFECT_METADATA_KEY
 from dex_agents_langgraph._mcp_tools import mcp_structured_tool
 from dex_agents_langgraph._runner import LangGraphRunner
 from dex_agents_langgraph._scripted_chat_model import ScriptedChatModel
-from dex_agents_langgraph._tool_context import get_tool_call_idempotency_key, model_tools
+from dex_agents_langgraph._tool_context import get_tool_call_idempotency_key
+from dex_agents_langgraph.testing._reference_agent import reference_graph
 
 __all__ = [
     "SCENARIO_RUNNER",
@@ -204,15 +202,12 @@ class LangGraphScenarioRunner(ScenarioRunnerBase[BaseTool]):
     def build_runner(
         self, spec: ScenarioAgentSpec, tools: Sequence[BaseTool]
     ) -> AgentFrameworkRunner[Any]:
-        async def call_model(
-            state: MessagesState, runtime: Runtime[ScenarioContext]
-        ) -> dict[str, list[BaseMessage]]:
-            settings = runtime.context.session_settings if runtime.context is not None else {}
-            model = scenario_chat_model(spec, settings)
-            response = await model.bind_tools(model_tools(tools)).ainvoke(state["messages"])
-            return {"messages": [response]}
+        def model_for(context: ScenarioContext | None) -> ScriptedChatModel:
+            return scenario_chat_model(spec, context.session_settings if context else {})
 
-        graph = _agent_graph(call_model, ToolNode(list(tools)), context_schema=ScenarioContext)
+        graph = reference_graph(model_for, tools, context_schema=ScenarioContext).compile(
+            name="scenario-agent"
+        )
         return LangGraphRunner(
             graph,
             context=lambda settings: ScenarioContext(dict(settings)),
@@ -230,31 +225,12 @@ class LangGraphScenarioRunner(ScenarioRunnerBase[BaseTool]):
             return ContextWindowModel.run_tool(topic)
 
         chat_model = context_window_chat_model(model, summarizes=False)
-
-        async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
-            response = await chat_model.bind_tools(model_tools([lookup_note])).ainvoke(
-                state["messages"]
-            )
-            return {"messages": [response]}
-
         return langgraph_session_flow(
-            _agent_graph(call_model, ToolNode([lookup_note])),
+            reference_graph(chat_model, [lookup_note]).compile(name="scenario-agent"),
             flow_type="ContextWindowAgent",
             options=options,
             summary_model=context_window_chat_model(model, summarizes=True),
         )
-
-
-def _agent_graph(
-    call_model: Any, tool_node: ToolNode, *, context_schema: type | None = None
-) -> Any:
-    builder = StateGraph(MessagesState, context_schema=context_schema)
-    builder.add_node("model", call_model)
-    builder.add_node("tools", tool_node)
-    builder.add_edge(START, "model")
-    builder.add_conditional_edges("model", tools_condition, ["tools", END])
-    builder.add_edge("tools", "model")
-    return builder.compile(name="scenario-agent")
 
 
 def context_window_chat_model(model: ContextWindowModel, *, summarizes: bool) -> ScriptedChatModel:
