@@ -54,8 +54,20 @@ class McpTool:
         listed: The tool as the source listed it.
 
     Example:
-        >>> mcp = McpTool(source, listed)
-        >>> output = await mcp.call({"path": "a.txt"}, idempotency_key=key)
+        A source here is anything that lists and calls tools as an ``McpToolSource`` does:
+
+        >>> import asyncio
+        >>> class Files:
+        ...     async def list_tools(self, refresh=False):
+        ...         return [ListedTool("files__read", "Reads a file.", {"type": "object"})]
+        ...     async def call_tool(self, name, arguments=None, *, idempotency_key, **call):
+        ...         return f"{name}: {arguments['path']} (key {idempotency_key})"
+        >>> files = Files()
+        >>> mcp = McpTool(files, asyncio.run(files.list_tools())[0])
+        >>> mcp.name, mcp.json_schema()
+        ('files__read', {'type': 'object'})
+        >>> asyncio.run(mcp.call({"path": "a.txt"}, idempotency_key="call-1"))
+        'files__read: a.txt (key call-1)'
     """
 
     source: McpToolSourceLike
@@ -114,9 +126,24 @@ class McpToolFactory(Generic[ToolT]):
     adapter's public function that makes one tool, named in the error for a bad argument.
 
     Example:
-        >>> def wrap(mcp: McpTool) -> StructuredTool: ...
-        >>> factory = McpToolFactory(wrap, function_name="mcp_structured_tool")
-        >>> tools = await factory.tools(source)
+        An adapter's ``wrap`` builds its framework's tool (LangChain's ``StructuredTool``, ...)
+        around the ``McpTool``; here the tool type is a plain tuple, and the source one that
+        lists and calls tools as an ``McpToolSource`` does:
+
+        >>> import asyncio
+        >>> def wrap(mcp: McpTool) -> tuple[str, str]:
+        ...     return mcp.name, mcp.description
+        >>> factory = McpToolFactory(wrap, function_name="mcp_tuple_tool")
+        >>> class Files:
+        ...     async def list_tools(self, refresh=False):
+        ...         return [ListedTool("files__read", "Reads a file.", {"type": "object"})]
+        ...     async def call_tool(self, name, arguments=None, *, idempotency_key, **call):
+        ...         return "..."
+        >>> asyncio.run(factory.listed_tools(Files()))
+        [('files__read', 'Reads a file.')]
+
+        With an ``McpToolSource``, ``await factory.tools(source)`` checks the source, then lists
+        its servers the same way.
     """
 
     def __init__(self, wrap: Callable[[McpTool], ToolT], *, function_name: str) -> None:

@@ -75,8 +75,15 @@ class InProcessWorker:
         history, which do not add it.
 
         Example:
-            >>> dex.scoped("chat")  # doctest: +SKIP
-            't0123456789ab-chat'
+            >>> import asyncio
+            >>> async def scoped_session() -> tuple[str, str]:
+            ...     async with in_process_worker([flow], server_address, tmp_path / "cache",
+            ...                                  session_prefix="t0123456789ab-") as dex:
+            ...         await dex.sessions(flow).start_session("scoped-chat", "Hi")
+            ...         info = await dex.client.describe_flow(dex.scoped("scoped-chat"))
+            ...         return dex.scoped("scoped-chat"), info.flow_type
+            >>> asyncio.run(scoped_session())
+            ('t0123456789ab-scoped-chat', 'SupportAgent')
         """
         if session_id.startswith(self.session_prefix):
             return session_id

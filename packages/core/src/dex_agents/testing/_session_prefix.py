@@ -54,9 +54,17 @@ class PrefixedSessionClient(AgentSessionClient):
     caller may share between clients), so a fixture can stop a test's sessions when it ends.
 
     Example:
-        >>> sessions = PrefixedSessionClient(client, flow, "t0123456789ab-")  # doctest: +SKIP
-        >>> sessions.scoped("chat")  # doctest: +SKIP
-        't0123456789ab-chat'
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker
+        >>> async def prefixed_session() -> tuple[str, list[str]]:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         sessions = PrefixedSessionClient(dex.client, flow, "t0123456789ab-")
+        ...         await sessions.start_session("chat", "Hi")
+        ...         # The engine knows the session only by its prefixed ID.
+        ...         info = await dex.client.describe_flow("t0123456789ab-chat")
+        ...         return info.flow_type, sorted(sessions.session_ids)
+        >>> asyncio.run(prefixed_session())
+        ('SupportAgent', ['t0123456789ab-chat'])
     """
 
     def __init__(
@@ -82,7 +90,12 @@ def _prefixed(name: str, method: Callable[..., Any]) -> Callable[..., Any]:
         return method(self, self.scoped(session_id), *args, **kwargs)
 
     call.__name__ = name
-    call.__doc__ = method.__doc__
+    # The summary only: the method's examples run (and are tested) on AgentSessionClient itself.
+    summary = inspect.cleandoc(method.__doc__ or "").split("\n\n")[0]
+    call.__doc__ = (
+        f"{summary}\n\n``AgentSessionClient.{name}`` with ``session_id`` under this client's "
+        "prefix."
+    )
     return call
 
 

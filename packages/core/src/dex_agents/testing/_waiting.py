@@ -157,7 +157,17 @@ def turn_ended(turns: int = 1) -> Callable[[AgentSnapshot], AgentSnapshot | None
     """A ``wait_for_agent_snapshot`` probe: the snapshot once ``turns_have_ended(state, turns)``.
 
     Example:
-        >>> snapshot = await wait_for_agent_snapshot(sessions, "chat", turn_ended(2))  # doctest: +SKIP
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker
+        >>> async def turns_after_reply() -> int:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         sessions = dex.sessions(flow)
+        ...         await sessions.start_session("turn-ended-example", "Hi")
+        ...         snapshot = await wait_for_agent_snapshot(
+        ...             sessions, "turn-ended-example", turn_ended(), "the first turn to end")
+        ...         return snapshot.state.turn_count
+        >>> asyncio.run(turns_after_reply())
+        1
     """
 
     def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
@@ -179,7 +189,18 @@ async def wait_for_turn_end(
             session's last status.
 
     Example:
-        >>> snapshot = await wait_for_turn_end(sessions, "chat", turns=2)  # doctest: +SKIP
+        >>> import asyncio
+        >>> from dex_agents.testing import in_process_worker
+        >>> async def two_turns() -> list[str | None]:
+        ...     async with in_process_worker([flow], server_address, tmp_path / "cache") as dex:
+        ...         sessions = dex.sessions(flow)
+        ...         await sessions.start_session("turn-end-example", "Hi")
+        ...         await wait_for_turn_end(sessions, "turn-end-example")
+        ...         await sessions.send_user_message("turn-end-example", "Thanks")
+        ...         snapshot = await wait_for_turn_end(sessions, "turn-end-example", turns=2)
+        ...         return [message.text for message in snapshot.messages]
+        >>> asyncio.run(two_turns())
+        ['Hi', 'Hello', 'Thanks', 'Hello']
     """
     return await wait_for_agent_snapshot(
         sessions, session_id, turn_ended(turns), f"turn {turns} to end", timeout

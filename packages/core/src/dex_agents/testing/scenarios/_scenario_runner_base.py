@@ -159,14 +159,20 @@ class ScenarioRunnerBase(ABC, Generic[ToolT]):
     The base builds the tool list, the tool policies and the session options of the spec.
 
     Example:
+        >>> from dataclasses import dataclass
+        >>> @dataclass(frozen=True)
+        ... class MyTool:  # the framework's tool type
+        ...     name: str
         >>> class MyScenarioRunner(ScenarioRunnerBase[MyTool]):
         ...     name = "my-framework"
-        ...     def scenario_tool(self, spec, tool): ...
-        ...     def confirm_tool(self, spec): ...
-        ...     def report_tool(self, spec): ...
-        ...     def mcp_tool(self, mcp, listed): ...
-        ...     def build_runner(self, spec, tools): ...
+        ...     def scenario_tool(self, spec, tool): return MyTool(tool.name)
+        ...     def confirm_tool(self, spec): return MyTool("confirm")
+        ...     def report_tool(self, spec): return MyTool("report")
+        ...     def mcp_tool(self, mcp, listed): return MyTool(listed.name)
+        ...     def build_runner(self, spec, tools): ...  # the framework's agent, as a runner
         >>> SCENARIO_RUNNER = MyScenarioRunner().scenario_runner()
+        >>> SCENARIO_RUNNER.name
+        'my-framework'
     """
 
     name: ClassVar[str]
