@@ -36,7 +36,10 @@ for ``send_once`` and asserts none only for ``pay_again``, whose outcome check r
 The default suite runs a short variant (40 sessions, 3 turns, 12 faults), and the same checks
 under load (issue 33): 50 sessions at once over 2 Worker processes, one Worker SIGKILLed and
 restarted once 25 turns have ended (``benchmarks/load.py`` measures the larger configurations).
-``DEX_AGENTS_LONG_TESTS=1`` runs 100 sessions of 3 turns under 40 faults. ``DEX_AGENTS_FAULT_SEED`` repeats a run's fault
+``DEX_AGENTS_LONG_TESTS=1`` runs 100 sessions of 3 turns under 40 faults, and the large fault
+under load: 1,000 sessions of 2 turns at once over 4 Workers, one Worker SIGKILLed once 500 turns
+ended and the engine once 1,000 did, both restarted (``DEX_AGENTS_FAULT_LOAD_SESSIONS`` sets
+another number of sessions). ``DEX_AGENTS_FAULT_SEED`` repeats a run's fault
 schedule (its seed is in every failure message); the moments the faults hit still depend on timing.
 """
 
@@ -128,18 +131,25 @@ class FaultPlan:
     fault_interval_seconds: tuple[float, float]
     workers: int = 1
     """Worker processes serving the Flow; a Worker fault kills and restarts the first."""
-    turns_before_first_fault: int = 0
-    """Turns (of all sessions) that must have ended before the first fault: under load, the
-    fault then lands mid-run however fast the machine runs the sessions."""
+    turns_before_faults: tuple[int, ...] = ()
+    """Turns (of all sessions) that must have ended before the first, second... fault: under
+    load, each fault then lands mid-run however fast the machine runs the sessions."""
 
     kinds: tuple[Fault, ...] = tuple(Fault)
     """The kinds of fault the plan injects."""
+    shuffled: bool = True
+    """Whether the faults come in random order (or ``kinds``' order)."""
+    poll_seconds: float = 0.25
+    """How often a driver reads a session's snapshot while it waits for a turn's end."""
+    turn_timeout_seconds: float = 180.0
+    """How long a driver waits for one turn's end."""
 
     def schedule(self, rng: random.Random) -> list[Fault]:
-        """Every kind of fault once, then random ones, in random order."""
+        """Every kind of fault once, then random ones, in random order (unless not shuffled)."""
         kinds = [*self.kinds]
         kinds += rng.choices(kinds, k=max(0, self.faults - len(kinds)))
-        rng.shuffle(kinds)
+        if self.shuffled:
+            rng.shuffle(kinds)
         return kinds
 
 
@@ -156,10 +166,27 @@ UNDER_LOAD_PLAN = FaultPlan(
     faults=1,
     fault_interval_seconds=(0.0, 0.5),
     workers=2,
-    turns_before_first_fault=25,
+    turns_before_faults=(25,),
     kinds=(Fault.WORKER,),
 )
 """Faults under load: 50 sessions at once over 2 Workers, one Worker SIGKILLed mid-run."""
+LOAD_SESSIONS_ENV = "DEX_AGENTS_FAULT_LOAD_SESSIONS"
+_LOAD_SESSIONS = int(os.environ.get(LOAD_SESSIONS_ENV) or 1000)
+LARGE_UNDER_LOAD_PLAN = FaultPlan(
+    sessions=_LOAD_SESSIONS,
+    turns=2,
+    concurrency=_LOAD_SESSIONS,
+    faults=2,
+    fault_interval_seconds=(0.0, 0.5),
+    workers=4,
+    turns_before_faults=(_LOAD_SESSIONS // 2, _LOAD_SESSIONS),
+    kinds=(Fault.WORKER, Fault.ENGINE),
+    shuffled=False,
+    poll_seconds=10.0,  # a snapshot read is an RPC a Worker answers: 100 a second at 1,000
+    turn_timeout_seconds=1800.0,
+)
+"""Issue 33's large fault under load: 1,000 sessions at once over 4 Workers; one Worker SIGKILLed
+once a quarter of the turns ended, then the engine once half did; both restarted."""
 
 
 @dataclass
@@ -341,11 +368,11 @@ class _Driver:
             state = snapshot.state
             if turns_have_ended(state, turn) and not snapshot.queued_messages:
                 return snapshot
-            await asyncio.sleep(_POLL_SECONDS)
+            await asyncio.sleep(self._plan.poll_seconds)
             return None
 
         snapshot = await wait_until(
-            f"turn {turn} of {record.session_id} to end", ended, _TURN_TIMEOUT_SECONDS
+            f"turn {turn} of {record.session_id} to end", ended, self._plan.turn_timeout_seconds
         )
         assert snapshot.state is not None
         record.ended_turns += 1
@@ -357,6 +384,15 @@ def _turns_ended(records: Sequence[_SessionRecord]) -> int:
     return sum(record.ended_turns for record in records)
 
 
+async def _wait_for_turns_ended(
+    records: Sequence[_SessionRecord], turns: int, plan: FaultPlan, before: str
+) -> None:
+    def enough() -> bool:
+        return _turns_ended(records) >= turns
+
+    await wait_until(f"{turns} turns to end before {before}", enough, plan.turn_timeout_seconds)
+
+
 async def _inject_faults(
     cluster: _Cluster,
     plan: FaultPlan,
@@ -364,12 +400,10 @@ async def _inject_faults(
     schedule: list[Fault],
     records: Sequence[_SessionRecord],
 ) -> None:
-    await wait_until(
-        f"{plan.turns_before_first_fault} turns to end before the first fault",
-        lambda: _turns_ended(records) >= plan.turns_before_first_fault or None,
-        _TURN_TIMEOUT_SECONDS,
-    )
-    for fault in schedule:
+    for number, fault in enumerate(schedule):
+        if number < len(plan.turns_before_faults):
+            turns = plan.turns_before_faults[number]
+            await _wait_for_turns_ended(records, turns, plan, f"fault {number + 1}")
         await asyncio.sleep(rng.uniform(*plan.fault_interval_seconds))
         await cluster.inject(fault)
 
@@ -580,6 +614,15 @@ async def test_a_worker_killed_under_load_of_50_sessions_over_2_workers_loses_no
 ) -> None:
     """Issue 33's small fault under load: 50 sessions at once, 2 Workers, one killed mid-run."""
     await _run_plan(tmp_path, UNDER_LOAD_PLAN)
+
+
+@pytest.mark.dex_own_stack
+@pytest.mark.skipif(not LONG_TESTS, reason="set DEX_AGENTS_LONG_TESTS=1 for 1,000 sessions")
+async def test_1000_sessions_over_4_workers_lose_nothing_to_a_worker_then_an_engine_kill(
+    tmp_path: Path,
+) -> None:
+    """The large fault under load (``DEX_AGENTS_FAULT_LOAD_SESSIONS`` sessions, 1,000 unless set)."""
+    await _run_plan(tmp_path, LARGE_UNDER_LOAD_PLAN)
 
 
 @pytest.mark.skipif(not LONG_TESTS, reason="set DEX_AGENTS_LONG_TESTS=1 for 100 sessions")
