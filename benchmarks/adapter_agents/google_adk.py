@@ -13,6 +13,7 @@ from typing import Any
 
 from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
 from dex_agents_google_adk import google_adk_session_flow
+from dex_agents_google_adk.testing import reference_agent
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
@@ -93,11 +94,11 @@ def build_llm_agent(
     tools = [wrap_tool(lookup_order)]
     if shape is TurnShape.READ_WRITE:
         tools.append(wrap_tool(add_order_note))
-    return LlmAgent(
+    return reference_agent(
+        BenchmarkLlm(model="benchmark", latency_seconds=model_latency_seconds, shape=shape),
+        tools,
         name=APP_NAME,
-        model=BenchmarkLlm(model="benchmark", latency_seconds=model_latency_seconds, shape=shape),
         instruction="You answer questions about orders.",
-        tools=tools,
     )
 
 

@@ -43,7 +43,6 @@ from dex_agents.testing.scenarios import (
     scripted_reply,
     start_report_task,
 )
-from google.adk.agents.llm_agent import LlmAgent
 from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
@@ -58,6 +57,7 @@ from dex_agents_google_adk._mcp_tools import McpToolSourceToolset
 from dex_agents_google_adk._runner import GoogleAdkRunner
 from dex_agents_google_adk._tool_call_key import idempotency_key_for_tool_call
 from dex_agents_google_adk._transcript import function_response_text
+from dex_agents_google_adk.testing._reference_agent import reference_agent
 
 __all__ = [
     "SCENARIO_RUNNER",
@@ -105,11 +105,11 @@ class GoogleAdkScenarioRunner(ScenarioRunnerBase[AdkTool]):
     def build_runner(
         self, spec: ScenarioAgentSpec, tools: Sequence[AdkTool]
     ) -> AgentFrameworkRunner[Any]:
-        agent = LlmAgent(
+        agent = reference_agent(
+            ScenarioLlm(model=_MODEL_NAME, spec=spec),
+            tools,
             name="scenario",
-            model=ScenarioLlm(model=_MODEL_NAME, spec=spec),
             instruction=spec.instructions,
-            tools=list(tools),
         )
         return GoogleAdkRunner(
             agent,
@@ -128,11 +128,11 @@ class GoogleAdkScenarioRunner(ScenarioRunnerBase[AdkTool]):
             """Look up a short note."""
             return ContextWindowModel.run_tool(topic)
 
-        agent = LlmAgent(
+        agent = reference_agent(
+            ContextWindowLlm(model=_MODEL_NAME, window=model),
+            [lookup_note],
             name="context_window",
-            model=ContextWindowLlm(model=_MODEL_NAME, window=model),
             instruction="You answer questions about topics; look up notes when asked.",
-            tools=[lookup_note],
         )
         return AgentSessionFlow(
             GoogleAdkRunner(agent), flow_type=_CONTEXT_WINDOW_FLOW_TYPE, options=options
