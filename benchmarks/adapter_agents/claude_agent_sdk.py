@@ -30,7 +30,6 @@ from claude_agent_sdk import (
     tool,
 )
 from dex_agents import AgentSessionFlow
-from dex_agents_claude_agent_sdk import ClaudeAgentSdkRunner
 from dex_agents_claude_agent_sdk._cli_process import (
     bundled_cli_path,
     kill_cli,
@@ -40,10 +39,11 @@ from dex_agents_claude_agent_sdk._cli_process import (
 from dex_agents_claude_agent_sdk._model_step import QUIET_CLI_ENVIRONMENT
 from dex_agents_claude_agent_sdk.testing import (
     FAKE_API_KEY_ENVIRONMENT,
-    FakeAnthropicServer,
     FakeModelReply,
     FakeModelRequest,
     FakeToolCall,
+    reference_runner,
+    scripted_upstream,
 )
 from mcp.types import ToolAnnotations
 
@@ -110,14 +110,7 @@ def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
             return FakeModelReply(tool_calls=[FakeToolCall("lookup_order", {"order_id": "7"})])
         return FakeModelReply(text=final_answer(request.tool_outputs[-1]))
 
-    servers: dict[asyncio.AbstractEventLoop, FakeAnthropicServer] = {}
-
-    async def base_url() -> str:
-        loop = asyncio.get_running_loop()
-        if loop not in servers:
-            servers[loop] = FakeAnthropicServer()
-            await servers[loop].start()
-        return servers[loop].route("benchmark", respond)
+    base_url = scripted_upstream("benchmark", respond)
 
     async def run_in_process(text: str) -> str:
         workdir = Path(tempfile.mkdtemp(prefix="claude-benchmark-"))
@@ -134,12 +127,8 @@ def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
 
-    runner = ClaudeAgentSdkRunner(
-        instructions=INSTRUCTIONS,
-        tools=[lookup_order],
-        model=MODEL,
-        upstream_base_url=base_url,
-        env=FAKE_API_KEY_ENVIRONMENT,
+    runner = reference_runner(
+        tools=[lookup_order], instructions=INSTRUCTIONS, model=MODEL, upstream_base_url=base_url
     )
     return BenchmarkAgent(
         flow=AgentSessionFlow(runner, flow_type="AdapterTurnsClaudeAgentSdk"),

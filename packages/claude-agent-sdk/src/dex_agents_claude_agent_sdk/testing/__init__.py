@@ -3,7 +3,9 @@ function, and the shared suite's runner.
 
 :class:`FakeAnthropicServer` answers ``POST /v1/messages`` (streaming) on the loopback interface
 with a function of the request, so an agent runs through the real Claude Code CLI and the real
-relay while a script plays the model (no key, no network). :data:`SCENARIO_RUNNER` builds the
+relay while a script plays the model (no key, no network); :func:`reference_runner` is the one
+agent of tools and such a model (on :func:`shared_fake_server`), which the suite's runner and the
+benchmark agent build. :data:`SCENARIO_RUNNER` builds the
 shared scenario agent (the package's entry point ``claude-agent-sdk`` in the group
 ``dex_agents.scenario_runners``); it and ``ClaudeAgentSdkScenarioRunner`` are imported on first
 use, so the fake server alone needs no ``dex_agents.testing``.
@@ -19,6 +21,11 @@ Example:
 
 from typing import Any
 
+from dex_agents_claude_agent_sdk.testing._reference_agent import (
+    reference_runner,
+    scripted_upstream,
+    shared_fake_server,
+)
 from dex_agents_claude_agent_sdk.testing._scripted_model import (
     FAKE_API_KEY_ENVIRONMENT,
     FakeAnthropicServer,
@@ -37,6 +44,9 @@ __all__ = [
     "FakeModelRequest",
     "FakeModelResponder",
     "FakeToolCall",
+    "reference_runner",
+    "scripted_upstream",
+    "shared_fake_server",
 ]
 
 

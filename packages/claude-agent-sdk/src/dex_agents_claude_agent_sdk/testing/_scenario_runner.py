@@ -11,9 +11,7 @@ from ``ScenarioRunnerBase``.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
-import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, ClassVar, Final
@@ -51,10 +49,11 @@ from dex_agents.testing.scenarios import (
 )
 
 from dex_agents_claude_agent_sdk._mcp_tools import mcp_sdk_tool
-from dex_agents_claude_agent_sdk._runner import ClaudeAgentSdkRunner
+from dex_agents_claude_agent_sdk.testing._reference_agent import (
+    reference_runner,
+    shared_fake_server,
+)
 from dex_agents_claude_agent_sdk.testing._scripted_model import (
-    FAKE_API_KEY_ENVIRONMENT,
-    FakeAnthropicServer,
     FakeModelReply,
     FakeModelRequest,
     FakeModelResponder,
@@ -70,18 +69,6 @@ _GATE_SCHEMA: Final = {
     "properties": {"gate": {"type": "string", "description": "A gate name, or empty"}},
     "required": ["gate"],
 }
-_SERVERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FakeAnthropicServer] = (
-    weakref.WeakKeyDictionary()
-)
-
-
-async def _fake_server() -> FakeAnthropicServer:
-    loop = asyncio.get_running_loop()
-    server = _SERVERS.get(loop)
-    if server is None:
-        server = _SERVERS[loop] = FakeAnthropicServer()
-        await server.start()
-    return server
 
 
 def _upstream(name: str, respond: FakeModelResponder) -> Any:
@@ -90,8 +77,10 @@ def _upstream(name: str, respond: FakeModelResponder) -> Any:
         # session carries the session the scripted model keeps its gates and log for.
         session = current_scenario_session()
         if session is None:
-            return (await _fake_server()).route(name, respond)
-        return (await _fake_server()).route(f"{name}@{session}", _in_session(session, respond))
+            return (await shared_fake_server()).route(name, respond)
+        return (await shared_fake_server()).route(
+            f"{name}@{session}", _in_session(session, respond)
+        )
 
     return base_url
 
@@ -180,14 +169,13 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
             calls = [FakeToolCall(call.tool, call.arguments) for call in reply.tool_calls]
             return FakeModelReply(text=reply.text, tool_calls=calls)
 
-        return ClaudeAgentSdkRunner(
-            instructions=spec.instructions,
+        return reference_runner(
             tools=tools,
+            instructions=spec.instructions,
             tool_sources=[ScenarioReportSource(spec)],
             model=SCENARIO_MODEL,
             resolve_model=_model_setting,
             upstream_base_url=_upstream(spec.flow_type, respond),
-            env=FAKE_API_KEY_ENVIRONMENT,
         )
 
     def build_context_window_flow(
@@ -214,12 +202,11 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
                 return FakeModelReply(tool_calls=(call,))
             return FakeModelReply(text=reply.text)
 
-        runner = ClaudeAgentSdkRunner(
-            instructions="You answer questions about topics; look up notes when asked.",
+        runner = reference_runner(
             tools=[lookup_note],
+            instructions="You answer questions about topics; look up notes when asked.",
             model=SCENARIO_MODEL,
             upstream_base_url=_upstream("context-window", respond),
-            env=FAKE_API_KEY_ENVIRONMENT,
         )
         assert options.compaction is not None
         policy: CompactionPolicy = options.compaction
