@@ -22,9 +22,9 @@ Protocol, as the Dex SDK's pull Worker expects it:
   that has an idle registered stream) when it first offers the stream a task.
 - A stream carries one task at a time: ``task`` out, then ``task_frame``s back (heartbeats and
   Stream writes, then the result, or ``worker_error``), or a ``reject``.
-- A rejected task is offered to other streams without using an attempt: a declining
-  stream is skipped until its Worker finishes a task or a retry delay passed (2 ms, doubling, at
-  most ``no_capacity_retry_seconds``); a Worker that does not know the Step or RPC is skipped for
+- A rejected task is offered to other streams without using an attempt: a Worker that declined
+  it for lack of capacity is skipped on all its streams until one of them finishes a task or a
+  retry delay passed (2 ms, doubling, at most ``no_capacity_retry_seconds``); a Worker that does not know the Step or RPC is skipped for
   that task. A task waits for a Worker without limit; the
   scheduler enforces the deadline by cancelling the dispatch.
 - The task's ``on_worker(True)`` (the scheduler commits the attempt's in-flight row) runs in the
@@ -283,7 +283,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
         worker = assignment.stream.app_worker_id
         reason = pb.PollWorkerTaskRejectReason.Name(event.reason)
         _LOGGER.debug("Worker %s rejected task %s: %s", worker, assignment.task.task_id, reason)
-        exclusions.record(assignment.stream, event.reason)
+        exclusions.record(assignment.stream, event.reason, self._registry.worker_streams(worker))
 
 
 async def _write_frames(

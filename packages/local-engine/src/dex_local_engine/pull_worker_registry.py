@@ -223,54 +223,69 @@ class WorkerStream:
 _FIRST_NO_CAPACITY_RETRY_SECONDS = 0.002
 
 
+@dataclass(frozen=True)
+class _NoCapacity:
+    """A Worker's last decline of one task for lack of capacity."""
+
+    finished_tasks: dict[int, int]
+    """Stream ID -> its finished-task count at the decline, for each of the Worker's streams."""
+    retry_at: float
+    delay: float
+
+
 @dataclass
 class Exclusions:
-    """The streams and Workers that declined one task, so the task is offered elsewhere first.
+    """The Workers that declined one task, so the task is offered elsewhere first.
 
-    A stream declining for lack of capacity is skipped until it finishes a task or a retry delay
-    passed: 2 ms, doubling with each further decline of that stream, at most ``retry_seconds``.
-    Such a decline is usually the stream's own state, not the Worker's: the stream is retiring, or
-    the task arrived between its final frame and the end of its bookkeeping; so the Worker's other
-    streams are tried at once. A Worker without capacity declines on every idle stream; a stream
-    that finishes a task (so capacity freed) was busy, not excluded, and takes the task. A Worker
-    that does not know the Step or RPC stays skipped.
+    A Worker declining for lack of capacity is skipped on all its streams until one of them
+    finishes a task (that stream, whose capacity freed, takes the task) or a retry delay passed:
+    2 ms, doubling with each further decline by that Worker, at most ``retry_seconds``. A Worker
+    without capacity declines on every idle stream, so skipping only the declining stream would
+    offer each waiting task to every idle stream of a busy Worker after every retry delay: with
+    many tasks waiting at the Workers' bound the engine spent most of its CPU on declined offers
+    (issue 33's load benchmark). A decline that was the stream's own state (it is retiring, or the
+    task arrived between its final frame and the end of its bookkeeping) costs the first retry
+    delay. A Worker that does not know the Step or RPC stays skipped.
     """
 
     retry_seconds: float
     unknown_name: set[str] = field(default_factory=set)
-    no_capacity: dict[int, tuple[int, float, float]] = field(default_factory=dict)
-    """Stream ID -> (its finished-task count when it declined, retry time, delay)."""
+    no_capacity: dict[str, _NoCapacity] = field(default_factory=dict)
+    """App Worker ID -> its last decline for lack of capacity."""
 
-    def record(self, stream: WorkerStream, reason: int) -> None:
+    def record(
+        self, stream: WorkerStream, reason: int, worker_streams: Iterable[WorkerStream] = ()
+    ) -> None:
+        """Note ``stream``'s decline; ``worker_streams`` are its Worker's streams now."""
+        worker = stream.app_worker_id
         if reason in _UNKNOWN_NAME_REASONS:
-            self.unknown_name.add(stream.app_worker_id)
+            self.unknown_name.add(worker)
             return
-        previous = self.no_capacity.get(stream.stream_id)
+        previous = self.no_capacity.get(worker)
         delay = (
             min(_FIRST_NO_CAPACITY_RETRY_SECONDS, self.retry_seconds)
             if previous is None
-            else min(previous[2] * 2, self.retry_seconds)
+            else min(previous.delay * 2, self.retry_seconds)
         )
-        self.no_capacity[stream.stream_id] = (
-            stream.finished_tasks,
-            time.monotonic() + delay,
-            delay,
-        )
+        finished = {peer.stream_id: peer.finished_tasks for peer in worker_streams}
+        finished[stream.stream_id] = stream.finished_tasks
+        self.no_capacity[worker] = _NoCapacity(finished, time.monotonic() + delay, delay)
 
     def excludes(self, stream: WorkerStream, now: float) -> bool:
         if stream.app_worker_id in self.unknown_name:
             return True
-        declined = self.no_capacity.get(stream.stream_id)
-        if declined is None:
+        declined = self.no_capacity.get(stream.app_worker_id)
+        if declined is None or now >= declined.retry_at:
             return False
-        count_at_decline, retry_at, _ = declined
-        return stream.finished_tasks == count_at_decline and now < retry_at
+        # A stream opened after the decline counts from 0: a task it finished freed capacity.
+        return stream.finished_tasks == declined.finished_tasks.get(stream.stream_id, 0)
 
     def next_retry_at(self, now: float) -> float | None:
-        if not self.no_capacity:
-            return None
-        pending = [retry_at for _, retry_at, _ in self.no_capacity.values() if retry_at > now]
-        return min(pending, default=None)
+        retry_at: float | None = None
+        for declined in self.no_capacity.values():
+            if declined.retry_at > now and (retry_at is None or declined.retry_at < retry_at):
+                retry_at = declined.retry_at
+        return retry_at
 
 
 @dataclass(eq=False)
@@ -422,6 +437,10 @@ class PullWorkerRegistry:
                 # Bound to a stream just as the caller was cancelled: give the stream back.
                 self.release_unsent(waiter.future.result())
             raise
+
+    def worker_streams(self, app_worker_id: str) -> tuple[WorkerStream, ...]:
+        """The open streams of one Worker."""
+        return tuple(s for s in self._streams.values() if s.app_worker_id == app_worker_id)
 
     def all_workers_lack_name(self, task: DispatchTask, exclusions: Exclusions) -> bool:
         """Whether every connected Worker that serves ``task`` said it does not know its name."""
