@@ -117,6 +117,15 @@ async def test_a_lost_write_is_settled_by_its_outcome_check(scenario: Scenario) 
         )
         for gate in CALLS
     } == {gate: (status.value, check.value) for gate, (status, check, _) in expected.items()}
+    # The turn's records are gone once it ends; each stored result keeps its call's answer.
+    stored_checks = {
+        message.tool_call_id: message.outcome_check
+        for message in done.messages
+        if message.tool_output is not None
+    }
+    assert {gate: stored_checks.get(records[gate].tool_call_id) for gate in CALLS} == {
+        gate: check for gate, (_, check, _) in expected.items()
+    }
     not_applied_error = records["lost"].error or ""
     assert not_applied_error == f"{TOOL_CALL_NOT_APPLIED_ERROR_PREFIX}: {SCENARIO_NOT_APPLIED}"
     assert SCENARIO_CHECK_UNKNOWN in (records["unknown"].error or "")

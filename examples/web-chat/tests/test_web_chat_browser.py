@@ -19,7 +19,7 @@ pytest.importorskip(
     "playwright.async_api", reason="Playwright is not installed: uv sync --all-packages"
 )
 
-from dex_agents import TURN_CANCELLED_NOTE
+from dex_agents import TURN_CANCELLED_NOTE, ToolOutcomeCheckStatus
 from playwright.async_api import expect
 from web_chat_page import SHORT_VIEWPORT, ChatPage
 from web_chat_test_support import ChatStack, RunningChat, chat_stack, serving_chat
@@ -267,6 +267,21 @@ async def test_a_refund_lost_to_a_worker_kill_shows_confirmed_after_the_restart(
     await expect(card).to_have_attribute("data-outcome-check", "applied")
     await expect(card.locator(".outcome-check")).to_have_text("confirmed after a restart")
     assert gate.reached_count == 1  # the check confirmed it; the refund never ran again
+
+    # The turn ended, so its records are gone: the stored result keeps the answer for a reload.
+    snapshot = await stack.idle_snapshot(page.session_id, turns=1)
+    assert snapshot.tool_calls == ()
+    checks = {
+        message.tool_name: message.outcome_check
+        for message in snapshot.messages
+        if message.tool_output is not None
+    }
+    # Only the call whose attempt was lost carries an answer.
+    assert checks == {"lookup_order": None, "refund_order": ToolOutcomeCheckStatus.APPLIED}
+    await page.page.reload()
+    await page.wait_until_live()
+    await expect(card).to_have_attribute("data-outcome-check", "applied")
+    await expect(card.locator(".outcome-check")).to_have_text("confirmed after a restart")
     assert page.errors == []
 
 
@@ -301,6 +316,12 @@ async def test_a_refund_whose_check_fails_after_a_worker_kill_shows_outcome_unkn
         "Refund result: The outcome of this tool call is unknown"
     )
     assert gate.reached_count == 1
+    await page.page.reload()
+    await page.wait_until_live()
+    await expect(card).to_have_attribute("data-outcome-check", "check_failed")
+    await expect(card.locator(".outcome-check")).to_have_text(
+        "outcome unknown after a restart: the check failed"
+    )
     assert page.errors == []
 
 

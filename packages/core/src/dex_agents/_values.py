@@ -327,6 +327,9 @@ class AgentMessage(WireValue):
         tool_call_id, tool_name, tool_arguments, tool_output: Tool request/result projections.
         turn_id: Turn that stored the message, ``turn-<n>``.
         created_at: When the session stored it (Worker clock).
+        outcome_check: On a tool result, its call's ``AgentToolCall.outcome_check`` once the call's
+            attempt was lost and its outcome check answered; ``None`` otherwise. The record is
+            deleted when the turn ends, so this is what a page reads after the turn.
     """
 
     sequence: int
@@ -339,6 +342,7 @@ class AgentMessage(WireValue):
     tool_output: str | None = None
     turn_id: str | None = None
     created_at: datetime | None = None
+    outcome_check: ToolOutcomeCheckStatus | None = None
 
     @classmethod
     def from_framework_message(
@@ -348,6 +352,7 @@ class AgentMessage(WireValue):
         sequence: int,
         turn_id: str | None,
         created_at: datetime | None,
+        outcome_check: ToolOutcomeCheckStatus | None = None,
     ) -> AgentMessage:
         """Return ``message`` stored at ``sequence``.
 
@@ -367,6 +372,7 @@ class AgentMessage(WireValue):
             tool_output=message.tool_output,
             turn_id=turn_id,
             created_at=created_at,
+            outcome_check=outcome_check,
         )
 
     def to_framework_message(self) -> FrameworkMessage:

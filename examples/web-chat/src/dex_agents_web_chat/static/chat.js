@@ -12,10 +12,10 @@
 // - Prompts (approvals, questions) come from the snapshot's pending_interrupts.
 // - The page follows the newest content (messages, live text, prompts) while the reader is at
 //   the bottom; once they scroll up it stays put and shows a "new messages" button instead.
-// - A call whose attempt was lost and whose outcome check answered (tool_call_finished's and the
-//   record's outcome_check) shows the answer on its card: "confirmed after a restart" apart from
-//   "outcome unknown after a restart". Stored messages do not carry it, so the page remembers it
-//   for its cards until it reloads.
+// - A call whose attempt was lost and whose outcome check answered (tool_call_finished's, the
+//   record's and the stored tool result's outcome_check) shows the answer on its card: "confirmed
+//   after a restart" apart from "outcome unknown after a restart". The record is gone once the
+//   turn ends; the stored result keeps the answer, so the card keeps it after a reload.
 // - A stopped turn keeps its note ("[Dex] The user stopped ...") and, until the page reloads,
 //   the partial text it streamed, marked as not sent.
 // - A Step writes its events before it commits, so a snapshot read right after an event can
@@ -279,9 +279,9 @@ async function refreshSnapshot() {
 
 function setSnapshot(snapshot) {
   state.snapshot = snapshot;
-  for (const call of snapshot.tool_calls || []) {
-    if (call.outcome_check && call.outcome_check !== "pending") {
-      state.outcomeChecks.set(call.tool_call_id, call.outcome_check);
+  for (const checked of [...(snapshot.tool_calls || []), ...(snapshot.messages || [])]) {
+    if (checked.tool_call_id && checked.outcome_check && checked.outcome_check !== "pending") {
+      state.outcomeChecks.set(checked.tool_call_id, checked.outcome_check);
     }
   }
   for (const turnId of [...state.live.keys()]) {

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Final
@@ -49,6 +49,7 @@ from dex_agents._session.persistence import (
 )
 from dex_agents._session.size_budgets import fit_message_page
 from dex_agents._text_validity import replace_unencodable_values
+from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
 from dex_agents._values import (
     AgentMessage,
     AgentMessagesPage,
@@ -194,6 +195,7 @@ def append_messages(
     turn_id: str | None,
     now: datetime,
     limits: MessageStorageLimits | None = None,
+    outcome_checks: Mapping[str, ToolOutcomeCheckStatus] | None = None,
 ) -> tuple[AgentState, list[AgentMessage]]:
     """Store ``messages`` after the newest stored message, in this Step's commit.
 
@@ -210,6 +212,7 @@ def append_messages(
         turn_id: The turn that stores them.
         now: The store time recorded on each message.
         limits: The session's storage limits (``AgentSessionOptions.message_storage_limits``).
+        outcome_checks: Checked outcomes by tool call ID, recorded on those calls' results.
 
     Returns:
         The state with ``last_message_sequence`` advanced, and the stored messages.
@@ -225,7 +228,11 @@ def append_messages(
         sequence += 1
         stored.append(
             AgentMessage.from_framework_message(
-                message, sequence=sequence, turn_id=turn_id, created_at=now
+                message,
+                sequence=sequence,
+                turn_id=turn_id,
+                created_at=now,
+                outcome_check=_outcome_check_of(message, outcome_checks or {}),
             )
         )
     keys = AGENT_MESSAGES.get_all_instance_keys(context)
@@ -242,6 +249,15 @@ def append_messages(
     )
     _apply(context, plan)
     return replace(state, last_message_sequence=sequence), stored
+
+
+def _outcome_check_of(
+    message: FrameworkMessage, outcome_checks: Mapping[str, ToolOutcomeCheckStatus]
+) -> ToolOutcomeCheckStatus | None:
+    # Only the result carries it: the model's request of the same call was made before the loss.
+    if message.tool_call_id is None or message.tool_output is None:
+        return None
+    return outcome_checks.get(message.tool_call_id)
 
 
 def page_messages(context: Context, after_sequence: int | None, limit: int) -> AgentMessagesPage:

@@ -147,7 +147,12 @@ class RunModel(SessionStep[None]):
     ) -> StepDecision:
         record_usage(context, events, outcome.usage)
         state, stored = store_messages(
-            context, self._runtime, state, outcome.new_messages, turn_id=turn.turn_id
+            context,
+            self._runtime,
+            state,
+            outcome.new_messages,
+            turn_id=turn.turn_id,
+            tool_calls=turn.tool_calls,
         )
         clear_turn_records(context, turn.tool_calls)
         AGENT_STATE.set(context, complete_turn(state))
@@ -173,7 +178,13 @@ class RunModel(SessionStep[None]):
             return fail_active_turn(context, runtime, state, problem, events)
         now = runtime.now()
         state, stored = store_messages(
-            context, runtime, state, outcome.new_messages, turn_id=turn.turn_id, now=now
+            context,
+            runtime,
+            state,
+            outcome.new_messages,
+            turn_id=turn.turn_id,
+            now=now,
+            tool_calls=turn.tool_calls,
         )
         first_order = len(turn.tool_calls)
         # Each record carries the activation's root, so its tool Steps join this trace.

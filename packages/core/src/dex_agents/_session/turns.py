@@ -43,6 +43,7 @@ from dex_agents._session.settings import (
 )
 from dex_agents._session.tracing import begin_user_message_activation
 from dex_agents._session.transitions import fail_turn, start_turn
+from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
 from dex_agents._values import (
     AgentMessage,
     AgentState,
@@ -190,7 +191,9 @@ def store_unfinished_turn(
         messages.append(runtime.runner.build_user_message(build_turn_cancelled_note(final_records)))
     elif final_records and (note_with_transcript or not messages):
         messages.append(runtime.runner.build_user_message(build_turn_failure_note(final_records)))
-    state, _ = store_messages(context, runtime, state, messages, turn_id=turn.turn_id)
+    state, _ = store_messages(
+        context, runtime, state, messages, turn_id=turn.turn_id, tool_calls=turn.tool_calls
+    )
     clear_turn_records(context, turn.tool_calls)
     return state
 
@@ -203,9 +206,13 @@ def store_messages(
     *,
     turn_id: str | None,
     now: datetime | None = None,
+    tool_calls: Mapping[str, AgentToolCall] | None = None,
 ) -> tuple[AgentState, list[AgentMessage]]:
     """Store ``messages`` of ``turn_id`` with the Flow type's storage limits; see
-    ``append_messages``, which also applies rollover and retention (with no message too)."""
+    ``append_messages``, which also applies rollover and retention (with no message too).
+
+    A result of one of ``tool_calls`` (the turn's records) whose outcome check answered carries
+    the answer: the record is deleted when the turn ends, the stored message stays."""
     return append_messages(
         context,
         state,
@@ -213,7 +220,18 @@ def store_messages(
         turn_id=turn_id,
         now=now if now is not None else runtime.now(),
         limits=runtime.options.message_storage_limits,
+        outcome_checks=_answered_outcome_checks(tool_calls or {}),
     )
+
+
+def _answered_outcome_checks(
+    records: Mapping[str, AgentToolCall],
+) -> dict[str, ToolOutcomeCheckStatus]:
+    return {
+        record.tool_call_id: record.outcome_check
+        for record in records.values()
+        if record.outcome_check not in (None, ToolOutcomeCheckStatus.PENDING)
+    }
 
 
 def clear_turn_records(context: AsyncContext, records: Mapping[str, AgentToolCall]) -> None:

@@ -67,8 +67,8 @@ class AgentEventStreamSnapshot:
         Example:
             >>> value = AgentEventStreamSnapshot(AgentSnapshot(messages=messages), "")
             >>> [sorted(message) for message in value.to_json()["snapshot"]["messages"]][0]
-            ['created_at', 'role', 'sequence', 'text', 'tool_arguments', 'tool_call_id',
-             'tool_name', 'tool_output', 'turn_id']
+            ['created_at', 'outcome_check', 'role', 'sequence', 'text', 'tool_arguments',
+             'tool_call_id', 'tool_name', 'tool_output', 'turn_id']
         """
         return {"snapshot": browser_snapshot_json(self.snapshot), "resume_token": self.resume_token}
 
