@@ -26,7 +26,7 @@ import secrets
 import sys
 import threading
 import unicodedata
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
@@ -50,6 +50,7 @@ from dex_agents import (
     AgentSessionFlow,
     AgentSnapshot,
     AgentStatus,
+    AgentToolCallStatus,
     DexAgentsError,
     MessageRole,
     ToolEffect,
@@ -452,6 +453,12 @@ class _DemoSession:
         self._options = options
         self._terminal = terminal
         self._answered: set[str] = set()
+        # Calls whose result this run showed (stored, from their record, or their event), and
+        # calls the conversation showed requested without a result: the end of the followed turn
+        # shows the stored results of those it never saw finish (their event can come before the
+        # Stream token while their record is not yet committed).
+        self._shown_finished: set[str] = set()
+        self._awaited_results: set[str] = set()
         self._text_attempts: dict[str, int] = {}
         # The turn that was running when --message was sent: its end is not the one followed.
         self._earlier_turn: str | None = None
@@ -531,26 +538,57 @@ class _DemoSession:
 
     async def _show_conversation(self, session_id: str) -> AgentSnapshot:
         snapshot = await self._started_snapshot(session_id)
-        checks = await self._outcome_checks(session_id)
+        finished = await self._newest_finished_calls(session_id)
+        checks = {
+            call_id: str(event.payload_json()["outcome_check"])
+            for call_id, event in finished.items()
+            if event.payload_json().get("outcome_check")
+        }
         self._terminal.line("Conversation so far:")
         for message in snapshot.messages:
             self._terminal.line(_render_message(message, checks))
+            if message.tool_call_id is None:
+                continue
+            if message.role == MessageRole.TOOL:
+                self._shown_finished.add(message.tool_call_id)
+                self._awaited_results.discard(message.tool_call_id)
+            else:
+                self._awaited_results.add(message.tool_call_id)
+        self._show_finished_calls(snapshot)
+        # A call's event is written before its Step commits: the newest events show calls that
+        # finished before the Stream token was taken but are not in the snapshot yet.
+        for call_id, event in finished.items():
+            if call_id in self._awaited_results:
+                self._render(event)
         return snapshot
 
-    async def _outcome_checks(self, session_id: str) -> dict[str, str]:
-        """The outcome check answer of every call whose check ran, by tool call ID, from the
-        newest events (a stored message does not carry it)."""
+    def _show_finished_calls(self, snapshot: AgentSnapshot) -> None:
+        """The running turn's finished calls whose results are not stored messages yet.
+
+        A result is stored with the turn's next model call, so a call that finished before the
+        Stream token was taken is in neither the conversation nor the followed events: its record
+        is the only place that shows it.
+        """
+        stored = {message.tool_call_id for message in snapshot.messages if message.tool_call_id}
+        for record in snapshot.tool_calls:
+            if record.status not in _FINISHED_CALL_STATUSES or record.tool_call_id in stored:
+                continue
+            checked = _CHECK_NOTES.get(record.outcome_check or "", "")
+            self._terminal.line(f"<- {record.tool_name}: {record.status}{checked}")
+            self._shown_finished.add(record.tool_call_id)
+
+    async def _newest_finished_calls(self, session_id: str) -> dict[str, AgentEvent]:
+        """The ``tool_call_finished`` event of every call among the newest events, by tool call
+        ID (a stored message does not say whether an outcome check settled its call)."""
         page = await self._client.list_stream_messages(
             session_id, self._flow.agent_events, _CHECKED_EVENTS_PAGE
         )
-        checks: dict[str, str] = {}
+        finished: dict[str, AgentEvent] = {}
         for message in page.messages:
-            payload = message.value.payload_json()
-            if message.value.type == AgentEventType.TOOL_CALL_FINISHED and payload.get(
-                "outcome_check"
-            ):
-                checks[str(payload.get("tool_call_id"))] = str(payload["outcome_check"])
-        return checks
+            event: AgentEvent = message.value
+            if event.type == AgentEventType.TOOL_CALL_FINISHED:
+                finished[str(event.payload_json().get("tool_call_id"))] = event
+        return finished
 
     async def _stream_end(self, session_id: str) -> str:
         """The Stream token after the newest event: the snapshot already shows what is stored."""
@@ -607,6 +645,13 @@ class _DemoSession:
                 return self._finish(session_id, await self._snapshot(session_id))
 
     def _finish(self, session_id: str, snapshot: AgentSnapshot) -> int:
+        for message in snapshot.messages:
+            call_id = message.tool_call_id
+            if call_id is None or message.role != MessageRole.TOOL:
+                continue
+            if call_id in self._awaited_results and call_id not in self._shown_finished:
+                check = message.outcome_check
+                self._terminal.line(_render_message(message, {call_id: check} if check else {}))
         state = snapshot.state
         if self._failed:
             error = state.last_turn_error if state is not None else None
@@ -700,6 +745,9 @@ class _DemoSession:
             case AgentEventType.TOOL_CALL_STARTED:
                 self._terminal.line(f"-> running {field('tool_name')}")
             case AgentEventType.TOOL_CALL_FINISHED:
+                if payload.get("tool_call_id") in self._shown_finished:
+                    return
+                self._shown_finished.add(str(payload.get("tool_call_id")))
                 checked = _CHECK_NOTES.get(str(payload.get("outcome_check")), "")
                 self._terminal.line(f"<- {field('tool_name')}: {field('status')}{checked}")
             case AgentEventType.INTERRUPT_RAISED:
@@ -728,6 +776,16 @@ class _DemoSession:
 
 _CHECKED_EVENTS_PAGE: Final = 200
 """How many of the newest events the conversation view reads for outcome check answers."""
+
+_FINISHED_CALL_STATUSES: Final = frozenset(
+    {
+        AgentToolCallStatus.SUCCEEDED,
+        AgentToolCallStatus.FAILED,
+        AgentToolCallStatus.REJECTED,
+        AgentToolCallStatus.OUTCOME_UNKNOWN,
+    }
+)
+"""Tool call statuses after which the call's tool_call_finished was written."""
 
 _CHECK_NOTES: Final = {
     ToolOutcomeCheckStatus.APPLIED.value: " (confirmed after a restart: the order store has it)",
@@ -777,7 +835,7 @@ def _turn_finished(snapshot: AgentSnapshot) -> bool:
     )
 
 
-def _render_message(message: AgentMessage, checks: dict[str, str]) -> str:
+def _render_message(message: AgentMessage, checks: Mapping[str, str]) -> str:
     if message.role == MessageRole.TOOL:
         checked = _CHECK_NOTES.get(checks.get(message.tool_call_id or "", ""), "")
         return f"  tool {message.tool_name}: {message.tool_output}{checked}"
