@@ -12,10 +12,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dex
 import grpc
@@ -24,7 +25,16 @@ from dex.dexpb import dex_pb2_grpc
 from dex.worker_options import PullWorkerOptions, WorkerOptions, WorkerTarget
 from google.protobuf import empty_pb2
 
-__all__ = ["EngineProcess", "reachable", "running_engine", "sdk_client", "sdk_worker"]
+__all__ = [
+    "EngineProcess",
+    "reachable",
+    "running_engine",
+    "sdk_client",
+    "sdk_worker",
+    "serve_once",
+    "serving",
+    "serving_client",
+]
 
 
 @dataclass
@@ -43,17 +53,7 @@ class EngineProcess:
         port = self.port
         log = open(self.database.with_suffix(".log"), "a")  # noqa: SIM115 - the child owns it
         self.process = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "dex_local_engine.cli",
-                "serve",
-                "--address",
-                f"127.0.0.1:{port}",
-                "--database",
-                str(self.database),
-                *self.extra_args,
-            ],
+            _serve_command(f"127.0.0.1:{port}", self.database, *self.extra_args),
             stdout=subprocess.PIPE,
             stderr=log,
             text=True,
@@ -90,6 +90,39 @@ class EngineProcess:
                 self.process.kill()
                 self.process.wait()
         return self.process.returncode
+
+
+def serve_once(
+    database: Path, address: str = "127.0.0.1:0", env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``dex-local-engine serve`` where it is expected to refuse to start; its outcome.
+
+    Example::
+
+        refused = serve_once(tmp_path / "engine.db", "127.0.0.1:99999")
+        assert refused.returncode == 1
+    """
+    return subprocess.run(
+        _serve_command(address, database),
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
+
+
+def _serve_command(address: str, database: Path, *extra_args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "dex_local_engine.cli",
+        "serve",
+        "--address",
+        address,
+        "--database",
+        str(database),
+        *extra_args,
+    ]
 
 
 @asynccontextmanager
@@ -150,6 +183,36 @@ async def sdk_worker(
     finally:
         await worker.stop()
         await asyncio.gather(serving, return_exceptions=True)
+
+
+@asynccontextmanager
+async def serving(
+    flows: Sequence[dex.Flow[Any]],
+    *engine_args: str,
+) -> AsyncIterator[tuple[EngineProcess, dex.AsyncClient]]:
+    """A fresh engine with one SDK Worker and one AsyncClient for ``flows``: ``(engine, client)``.
+
+    ``engine_args`` go to ``serve``. Example::
+
+        async with serving([flow]) as (engine, client):
+            await client.start_flow(flow, "id", "input")
+    """
+    async with (
+        running_engine(*engine_args) as engine,
+        sdk_worker(engine, list(flows)),
+        sdk_client(engine, list(flows)) as client,
+    ):
+        yield engine, client
+
+
+@asynccontextmanager
+async def serving_client(
+    flows: Sequence[dex.Flow[Any]],
+    *engine_args: str,
+) -> AsyncIterator[dex.AsyncClient]:
+    """The client of :func:`serving`, for tests that never touch the engine process itself."""
+    async with serving(flows, *engine_args) as (_, client):
+        yield client
 
 
 def _seconds(value: float):  # type: ignore[no-untyped-def]

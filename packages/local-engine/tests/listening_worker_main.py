@@ -11,18 +11,15 @@ Once the WorkerService listener accepts connections it prints one line
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import signal
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
 
 import dex
 from engine_test_support.child_process import ChildProcess
-from engine_test_support.worker_main import load_registry
+from engine_test_support.worker_main import serve_until_sigterm, worker_arguments
 
 READY_PREFIX = "listening worker ready "
 
@@ -78,56 +75,22 @@ def _wait_listening(address: str) -> None:
             time.sleep(0.02)
 
 
-def _options(arguments: argparse.Namespace) -> dex.WorkerOptions:
-    return dex.WorkerOptions(bind_address=arguments.bind, server_address=arguments.server)
-
-
-def _run_sync(registry: dex.Registry, cache: dex.BlobCache, arguments: argparse.Namespace) -> None:
-    worker = dex.Worker(registry, cache, _options(arguments))
-    stop_requested = threading.Event()
-    signal.signal(signal.SIGTERM, lambda signum, frame: stop_requested.set())
-    runner = threading.Thread(target=worker.start, name="dex-listening-worker")
-    runner.start()
-    _wait_listening(arguments.bind)
-    print(f"{READY_PREFIX}{arguments.bind}", flush=True)
-    while not stop_requested.wait(0.2) and runner.is_alive():
-        pass
-    worker.stop()
-    runner.join()
-
-
-async def _run_async(
-    registry: dex.Registry, cache: dex.BlobCache, arguments: argparse.Namespace
-) -> None:
-    worker = dex.AsyncWorker(registry, cache, _options(arguments))
-    stop_requested = asyncio.Event()
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop_requested.set)
-    runner = asyncio.create_task(worker.start())
-    await asyncio.to_thread(_wait_listening, arguments.bind)
-    print(f"{READY_PREFIX}{arguments.bind}", flush=True)
-    stopper = asyncio.create_task(stop_requested.wait())
-    await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
-    await worker.stop()
-    await runner
-
-
 def main(argv: list[str]) -> None:
-    parser = argparse.ArgumentParser(prog="listening_worker_main")
-    parser.add_argument("--registry", required=True)
-    parser.add_argument("--server", required=True)
+    parser = worker_arguments("listening_worker_main")
     parser.add_argument("--bind", required=True)
-    parser.add_argument("--blob-cache-dir", required=True)
-    parser.add_argument("--async", dest="use_async", action="store_true")
     arguments = parser.parse_args(argv)
-    registry = load_registry(arguments.registry)
-    cache = dex.open_blob_cache(dex.BlobCacheConfig(arguments.blob_cache_dir, 64 * 1024 * 1024))
-    try:
-        if arguments.use_async:
-            asyncio.run(_run_async(registry, cache, arguments))
-        else:
-            _run_sync(registry, cache, arguments)
-    finally:
-        cache.close()
+    announce = f"{READY_PREFIX}{arguments.bind}"
+
+    def ready(worker: dex.Worker) -> None:
+        _wait_listening(arguments.bind)
+        print(announce, flush=True)
+
+    async def ready_async(worker: dex.AsyncWorker) -> None:
+        await asyncio.to_thread(_wait_listening, arguments.bind)
+        print(announce, flush=True)
+
+    options = dex.WorkerOptions(bind_address=arguments.bind, server_address=arguments.server)
+    serve_until_sigterm(arguments, options, ready, ready_async)
 
 
 if __name__ == "__main__":

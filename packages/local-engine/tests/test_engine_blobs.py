@@ -25,7 +25,7 @@ from dex import (
     Wait,
     rpc,
 )
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import serving_client
 
 WAIT = timedelta(seconds=60)
 MIB = 1024 * 1024
@@ -113,11 +113,7 @@ async def _fill(client: dex.AsyncClient, flow: BigFlow, flow_id: str) -> None:
 
 async def test_tasks_whose_values_pass_4_mib_reach_the_worker_through_blobs() -> None:
     flow = BigFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         # A Step loading all of it (several LoadBlobs pages), and the Flow result it produces.
         await _fill(client, flow, "big-step")
         await client.invoke_rpc(flow.summarize, "big-step")
@@ -135,11 +131,7 @@ async def test_tasks_whose_values_pass_4_mib_reach_the_worker_through_blobs() ->
 
 async def test_a_value_over_the_limit_is_refused_naming_it() -> None:
     flow = BigFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         await client.start_flow(flow, "big-2", "hold")
         with pytest.raises(dex.DexServiceError) as raised:
             await client.invoke_rpc(flow.set_note, "big-2", 5 * MIB)

@@ -20,7 +20,7 @@ from dex import (
     Wait,
     graceful_complete,
 )
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import serving_client
 
 WAIT = timedelta(seconds=30)
 RUNS: list[str] = []
@@ -85,11 +85,7 @@ FLOWS: list[Flow] = [PARKED, FLAKY, PARENT]  # type: ignore[type-arg]
 
 
 async def test_a_start_retried_with_its_request_id_gets_the_same_run() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         same = dex.StartFlowOptions(request_id="start-once")
         first = await client.start_flow(PARKED, "req-1", "x", same)
         assert await client.start_flow(PARKED, "req-1", "x", same) == first
@@ -98,11 +94,7 @@ async def test_a_start_retried_with_its_request_id_gets_the_same_run() -> None:
 
 
 async def test_a_sub_flows_retry_policy_restarts_it() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(PARENT, "spawner", "child")
         result = await client.wait_for_flow("spawner", timeout=WAIT)
     assert result.status is FlowStatus.COMPLETED

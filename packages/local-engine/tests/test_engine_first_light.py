@@ -25,7 +25,7 @@ from dex import (
     graceful_complete,
     rpc,
 )
-from engine_kernel_harness import reachable, running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import reachable, running_engine, sdk_client, sdk_worker, serving_client
 
 
 class Start(Step[str]):
@@ -93,11 +93,7 @@ class FirstLight(Flow[str]):
 
 async def test_channel_rpc_timer_flow_completes() -> None:
     flow = FirstLight()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         await client.start_flow(flow, "first-light-1", "hello")
         assert await client.invoke_rpc(flow.post, "first-light-1", "a") == 1
         assert await client.invoke_rpc(flow.post, "first-light-1", "b") == 2

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import dex
 import pytest
 from dex import Attribute, Channel, Flow, PersistenceSchema, RPCResult, Step, StepList, Wait, rpc
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import serving_client
 
 
 @dataclass(frozen=True)
@@ -65,11 +65,7 @@ class InboxFlow(Flow[str]):
 
 async def test_a_transactional_rpc_deleting_a_missing_message_fails_and_applies_nothing() -> None:
     flow = InboxFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         await client.start_flow(flow, "inbox-1", "idle")
         await client.invoke_rpc(flow.add, "inbox-1", "a")
         before = await client.invoke_rpc(flow.peek, "inbox-1")
@@ -89,11 +85,7 @@ async def test_a_non_transactional_rpc_skips_a_missing_message_and_applies_its_o
     None
 ):
     flow = InboxFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         await client.start_flow(flow, "inbox-2", "idle")
         await client.invoke_rpc(flow.add, "inbox-2", "a")
         assert await client.invoke_rpc(flow.forget_loosely, "inbox-2", "gone") == "forgot"

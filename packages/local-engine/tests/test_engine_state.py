@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
-import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -38,7 +36,16 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from engine_kernel_harness import EngineProcess, reachable, running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import (
+    EngineProcess,
+    reachable,
+    running_engine,
+    sdk_client,
+    sdk_worker,
+    serve_once,
+    serving,
+    serving_client,
+)
 from google.protobuf import empty_pb2
 
 WAIT = timedelta(seconds=30)
@@ -198,11 +205,7 @@ def _stub(engine: EngineProcess) -> tuple[grpc.aio.Channel, dex_pb2_grpc.FlowSer
 
 async def test_history_records_step_method_events_in_order() -> None:
     flow = StateFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving([flow]) as (engine, client):
         await client.start_flow(flow, "s-history", "idle")
         assert await client.invoke_rpc(flow.send, "s-history", "go") == "sent"
         result = await client.wait_for_flow("s-history", timeout=WAIT)
@@ -251,11 +254,7 @@ async def _all_history(
 
 async def test_history_pages_fit_a_client_and_read_only_rpcs_record_nothing() -> None:
     flow = StateFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving([flow]) as (engine, client):
         await client.start_flow(flow, "s-pages", "idle")
         note = 1_200_000
         for _ in range(4):  # about 5 MiB of history: more than one 4 MiB response
@@ -274,11 +273,7 @@ async def test_history_pages_fit_a_client_and_read_only_rpcs_record_nothing() ->
 
 async def test_search_finds_flows_by_active_step_type() -> None:
     flow = StateFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         options = dex.StartFlowOptions(
             config_override=dex.FlowConfig(active_step_search_mode=dex.ActiveStepSearchMode.ALL)
         )
@@ -299,11 +294,7 @@ async def test_rpc_lock_conflict_while_a_step_holds_the_lock() -> None:
     flow = StateFlow()
     HOLD_RELEASE.clear()
     HOLD_ENTERED.clear()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         await client.start_flow(flow, "s-lock", "hold")
         await asyncio.wait_for(HOLD_ENTERED.wait(), 30)
         with pytest.raises(dex.RpcLockConflictError):
@@ -315,11 +306,7 @@ async def test_rpc_lock_conflict_while_a_step_holds_the_lock() -> None:
 
 async def test_combination_wait_over_channel_maps_with_loads() -> None:
     flow = StateFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         await client.start_flow(flow, "s-gather", "gather")
         for target in ("go", "votes/bob", "go", "votes/alice"):
             assert await client.invoke_rpc(flow.send, "s-gather", target) == "sent"
@@ -361,11 +348,7 @@ async def _start_ghost(
 async def test_an_attempt_no_worker_could_take_recovers_as_not_started() -> None:
     """The start Step 'Ghost' is unknown to every Worker, so its only attempt times out unstarted."""
     flow = StateFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving([flow]) as (engine, client):
         await _start_ghost(engine, "s-ghost", pb.WorkerTarget(is_pull_mode=True), timeout=1)
         result = await client.wait_for_flow("s-ghost", timeout=WAIT)
         text = result.completions[0].decode(str)
@@ -498,78 +481,18 @@ def test_serve_rejects_a_busy_port_and_an_unusable_database(tmp_path: Path) -> N
     engine = EngineProcess(tmp_path / "engine.db")
     engine.start()
     try:
-        busy = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "dex_local_engine.cli",
-                "serve",
-                "--address",
-                engine.address,
-                "--database",
-                str(tmp_path / "other.db"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        busy = serve_once(tmp_path / "other.db", engine.address)
         assert busy.returncode == 1
         assert engine.address in busy.stderr
         (tmp_path / "not-a-db").write_text("this is not sqlite" * 100)
-        bad = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "dex_local_engine.cli",
-                "serve",
-                "--address",
-                "127.0.0.1:0",
-                "--database",
-                str(tmp_path / "not-a-db"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        bad = serve_once(tmp_path / "not-a-db")
         assert bad.returncode == 1
         assert "not-a-db" in bad.stderr
-        out_of_range = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "dex_local_engine.cli",
-                "serve",
-                "--address",
-                "127.0.0.1:99999",
-                "--database",
-                str(tmp_path / "third.db"),
-            ],
-            capture_output=True,
-            text=True,
-            timeout=30,
-        )
+        out_of_range = serve_once(tmp_path / "third.db", "127.0.0.1:99999")
         assert out_of_range.returncode == 1
         assert "port must be a number from 0 to 65535" in out_of_range.stderr
     finally:
         assert engine.stop() == 0
-
-
-def _serve_once(database: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dex_local_engine.cli",
-            "serve",
-            "--address",
-            "127.0.0.1:0",
-            "--database",
-            str(database),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
 
 
 def test_a_second_engine_on_the_same_database_refuses_until_the_first_is_killed(
@@ -578,7 +501,7 @@ def test_a_second_engine_on_the_same_database_refuses_until_the_first_is_killed(
     engine = EngineProcess(tmp_path / "engine.db")
     engine.start()
     try:
-        second = _serve_once(engine.database)
+        second = serve_once(engine.database)
         assert second.returncode == 1
         assert second.stdout == ""
         assert "unusable database" in second.stderr
@@ -592,11 +515,7 @@ def test_a_second_engine_on_the_same_database_refuses_until_the_first_is_killed(
 
 async def test_large_values_travel_and_oversized_values_are_refused() -> None:
     flow = StateFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving_client([flow]) as client:
         await client.start_flow(flow, "s-big", "idle")
         two_mib = 2 * 1024 * 1024
         assert await client.invoke_rpc(flow.store_note, "s-big", two_mib) == two_mib
@@ -612,11 +531,7 @@ async def test_large_values_travel_and_oversized_values_are_refused() -> None:
 
 async def test_update_config_attributes_and_flow_state_over_the_wire() -> None:
     flow = StateFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving([flow]) as (engine, client):
         await client.start_flow(flow, "s-config", "idle")
         await client.wait_for_step_completion("s-config", StepExecutionId("Route", 1), STEP_WAIT)
         assert (await client.search_flows('ActiveStepTypes = "Idle"', 10)).flows

@@ -27,7 +27,7 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from engine_kernel_harness import EngineProcess, running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import EngineProcess, serving
 
 # The first retry comes after a second, the second after an hour: attempt 2's failure stays.
 SECOND_FAILURE_STAYS = RetryPolicy(
@@ -119,11 +119,7 @@ async def _failing_step(
 
 
 async def test_a_retrying_execute_shows_the_workers_error_from_its_failed_attempt() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving(FLOWS) as (engine, client):
         await client.start_flow(LEDGER, "ledger", "x")
         step = await _failing_step(engine, "ledger", 2)
         await client.stop_flow("ledger", StopFlowOptions(StopType.TERMINATE))
@@ -140,11 +136,7 @@ async def test_a_retrying_execute_shows_the_workers_error_from_its_failed_attemp
 
 
 async def test_a_retrying_wait_for_shows_its_failure() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving(FLOWS) as (engine, client):
         await client.start_flow(GATE, "gate", "x")
         step = await _failing_step(engine, "gate", 1)
         await client.stop_flow("gate")
@@ -156,11 +148,7 @@ async def test_a_retrying_wait_for_shows_its_failure() -> None:
 
 
 async def test_timed_out_attempts_name_the_timeout() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving(FLOWS) as (engine, client):
         await client.start_flow(SLOW, "slow", "x")
         await client.start_flow(SILENT, "silent", "x")
         slow = await _failing_step(engine, "slow", 1)

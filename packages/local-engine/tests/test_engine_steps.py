@@ -4,6 +4,8 @@ cancellation, locks, Timers and client waits (AsyncClient and AsyncWorker on a r
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from datetime import timedelta
 
 import dex
@@ -34,7 +36,7 @@ from dex import (
     graceful_complete,
     rpc,
 )
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import running_engine, sdk_client, sdk_worker, serving_client
 
 WAIT = timedelta(seconds=30)
 STEP_WAIT = dex.WaitForStepCompletionOptions()
@@ -249,203 +251,159 @@ class PatientFlow(Flow[str]):
         return StepList.start_step(Patient())
 
 
-async def _run(
-    client: dex.AsyncClient, flow: KernelFlow, flow_id: str, route: str
-) -> dex.FlowResult:
-    await client.start_flow(flow, flow_id, route)
-    return await client.wait_for_flow(flow_id, timeout=WAIT)
+@dataclass(frozen=True)
+class Kernel:
+    """A ``KernelFlow`` served by a fresh engine, one SDK Worker and this client."""
+
+    flow: KernelFlow
+    client: dex.AsyncClient
+
+    async def run(self, route: str) -> dex.FlowResult:
+        """Start the Flow ``k-<route>`` on ``route`` and wait for its result."""
+        await self.client.start_flow(self.flow, f"k-{route}", route)
+        return await self.client.wait_for_flow(f"k-{route}", timeout=WAIT)
+
+
+@pytest.fixture
+async def kernel() -> AsyncIterator[Kernel]:
+    flow = KernelFlow()
+    async with serving_client([flow]) as client:
+        yield Kernel(flow, client)
 
 
 # --------------------------------------------------------------------------- tests
 
 
-async def test_retries_hand_the_last_heartbeat_to_the_next_attempt() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        result = await _run(client, flow, "k-flaky", "flaky")
-        assert result.status is FlowStatus.COMPLETED
-        assert result.completions[0].decode(str) == "flaky:attempt=3:previous=2"
+@pytest.mark.parametrize(
+    ("route", "completion"),
+    [
+        # Retries hand the last heartbeat to the next attempt.
+        pytest.param("flaky", "flaky:attempt=3:previous=2", id="retries-hand-on-the-heartbeat"),
+        # A heartbeat timeout fails the attempt and a retry runs.
+        pytest.param("sluggish", "sluggish:attempt=2", id="heartbeat-timeout-fails-the-attempt"),
+    ],
+)
+async def test_a_failed_attempt_is_retried(kernel: Kernel, route: str, completion: str) -> None:
+    result = await kernel.run(route)
+    assert result.status is FlowStatus.COMPLETED
+    assert result.completions[0].decode(str) == completion
 
 
-async def test_exhausted_retries_route_to_recovery_with_the_error() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        result = await _run(client, flow, "k-fails", "fails")
-        assert result.status is FlowStatus.COMPLETED
-        text = result.completions[0].decode(str)
-        origin, from_id, error_type, detail = text.split("|")
-        assert (origin, from_id, error_type) == ("fails", "AlwaysFails-1", "builtins.RuntimeError")
-        assert detail.startswith("cannot handle fails")
-        assert "attempt_progress: NOT_COMPLETED" in detail
+async def test_exhausted_retries_route_to_recovery_with_the_error(kernel: Kernel) -> None:
+    result = await kernel.run("fails")
+    assert result.status is FlowStatus.COMPLETED
+    text = result.completions[0].decode(str)
+    origin, from_id, error_type, detail = text.split("|")
+    assert (origin, from_id, error_type) == ("fails", "AlwaysFails-1", "builtins.RuntimeError")
+    assert detail.startswith("cannot handle fails")
+    assert "attempt_progress: NOT_COMPLETED" in detail
 
 
-async def test_force_fail_fails_the_flow_with_the_reason() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        result = await _run(client, flow, "k-fail", "fail-flow")
-        assert result.status is FlowStatus.FAILED
-        assert result.error_type is dex.FlowErrorType.STEP_DECISION_FAILED
-        assert result.error_message is not None and "rejected fail-flow" in result.error_message
+async def test_force_fail_fails_the_flow_with_the_reason(kernel: Kernel) -> None:
+    result = await kernel.run("fail-flow")
+    assert result.status is FlowStatus.FAILED
+    assert result.error_type is dex.FlowErrorType.STEP_DECISION_FAILED
+    assert result.error_message is not None and "rejected fail-flow" in result.error_message
 
 
-async def test_dead_end_keeps_the_flow_running_until_an_rpc_adds_work() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        await client.start_flow(flow, "k-park", "park")
-        await client.wait_for_step_completion("k-park", StepExecutionId("Parked", 1), STEP_WAIT)
-        with pytest.raises(dex.LongPollTimeoutError):
-            await client.wait_for_flow("k-park", timeout=timedelta(seconds=1))
-        assert await client.invoke_rpc(flow.resume, "k-park", "again") == "ok"
-        result = await client.wait_for_flow("k-park", timeout=WAIT)
-        assert result.status is FlowStatus.COMPLETED
-        assert result.completions[0].decode(str) == "again<-__rpc/resume"
-        assert result.completions[0].step_execution_id == "Resumed-1"
+async def test_dead_end_keeps_the_flow_running_until_an_rpc_adds_work(kernel: Kernel) -> None:
+    flow, client = kernel.flow, kernel.client
+    await client.start_flow(flow, "k-park", "park")
+    await client.wait_for_step_completion("k-park", StepExecutionId("Parked", 1), STEP_WAIT)
+    with pytest.raises(dex.LongPollTimeoutError):
+        await client.wait_for_flow("k-park", timeout=timedelta(seconds=1))
+    assert await client.invoke_rpc(flow.resume, "k-park", "again") == "ok"
+    result = await client.wait_for_flow("k-park", timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED
+    assert result.completions[0].decode(str) == "again<-__rpc/resume"
+    assert result.completions[0].step_execution_id == "Resumed-1"
 
 
-async def test_canceling_steps_ends_a_waiting_sibling() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        result = await _run(client, flow, "k-race", "race")
-        assert result.status is FlowStatus.COMPLETED
-        assert [c.decode(str) for c in result.completions] == ["winner"]
-        result = await _run(client, flow, "k-race-siblings", "race-siblings")
-        assert result.status is FlowStatus.COMPLETED
-        assert [c.decode(str) for c in result.completions] == ["sibling-winner"]
+async def test_canceling_steps_ends_a_waiting_sibling(kernel: Kernel) -> None:
+    result = await kernel.run("race")
+    assert result.status is FlowStatus.COMPLETED
+    assert [c.decode(str) for c in result.completions] == ["winner"]
+    result = await kernel.run("race-siblings")
+    assert result.status is FlowStatus.COMPLETED
+    assert [c.decode(str) for c in result.completions] == ["sibling-winner"]
 
 
-async def test_force_complete_if_channels_empty_drains_first() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        await client.start_flow(flow, "k-drain", "park")
-        await client.wait_for_step_completion("k-drain", StepExecutionId("Parked", 1), STEP_WAIT)
-        assert await client.invoke_rpc(flow.enqueue, "k-drain", 3) == 3
-        assert await client.invoke_rpc(flow.drain, "k-drain", "x") == "draining"
-        result = await client.wait_for_flow("k-drain", timeout=WAIT)
-        assert result.status is FlowStatus.COMPLETED
-        assert [c.decode(str) for c in result.completions] == ["drained:3"]
+async def test_force_complete_if_channels_empty_drains_first(kernel: Kernel) -> None:
+    flow, client = kernel.flow, kernel.client
+    await client.start_flow(flow, "k-drain", "park")
+    await client.wait_for_step_completion("k-drain", StepExecutionId("Parked", 1), STEP_WAIT)
+    assert await client.invoke_rpc(flow.enqueue, "k-drain", 3) == 3
+    assert await client.invoke_rpc(flow.drain, "k-drain", "x") == "draining"
+    result = await client.wait_for_flow("k-drain", timeout=WAIT)
+    assert result.status is FlowStatus.COMPLETED
+    assert [c.decode(str) for c in result.completions] == ["drained:3"]
 
 
-async def test_stop_flow_cancels_a_running_flow() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        await client.start_flow(flow, "k-stop", "park")
-        await client.stop_flow("k-stop", dex.StopFlowOptions(reason="enough"))
-        result = await client.wait_for_flow("k-stop", timeout=WAIT)
-        assert result.status is FlowStatus.CANCELED
-        with pytest.raises(dex.FlowNotActiveOrNotFoundError):
-            await client.stop_flow("k-stop")
+async def test_stop_flow_cancels_a_running_flow(kernel: Kernel) -> None:
+    flow, client = kernel.flow, kernel.client
+    await client.start_flow(flow, "k-stop", "park")
+    await client.stop_flow("k-stop", dex.StopFlowOptions(reason="enough"))
+    result = await client.wait_for_flow("k-stop", timeout=WAIT)
+    assert result.status is FlowStatus.CANCELED
+    with pytest.raises(dex.FlowNotActiveOrNotFoundError):
+        await client.stop_flow("k-stop")
 
 
-async def test_skip_timer_wakes_a_sleeping_step() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        await client.start_flow(flow, "k-timer", "timer")
-        for _ in range(100):
-            try:
-                await client.skip_timer(
-                    "k-timer", StepExecutionId("Sleeper", 1), TimerId.by_condition_id("nap")
-                )
-                break
-            except dex.DexServiceError:
-                await asyncio.sleep(0.1)  # the Step has not started waiting yet
-        result = await client.wait_for_flow("k-timer", timeout=WAIT)
-        assert result.completions[0].decode(str) == "woke:True"
-
-
-async def test_failing_rpc_and_unknown_flow_errors_are_typed() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        await client.start_flow(flow, "k-rpc", "park")
-        with pytest.raises(dex.WorkerInvocationError) as raised:
-            await client.invoke_rpc(flow.explode, "k-rpc", "boom")
-        assert "rpc exploded on boom" in str(raised.value)
-        with pytest.raises(dex.FlowAlreadyStartedError):
-            await client.start_flow(flow, "k-rpc", "park")
-        waiter = asyncio.create_task(
-            client.wait_for_attribute_match(
-                "k-rpc",
-                flow.status,
-                AttributeMatch.equal_to("resumed"),
-                dex.WaitForAttributeOptions(),
+async def test_skip_timer_wakes_a_sleeping_step(kernel: Kernel) -> None:
+    flow, client = kernel.flow, kernel.client
+    await client.start_flow(flow, "k-timer", "timer")
+    for _ in range(100):
+        try:
+            await client.skip_timer(
+                "k-timer", StepExecutionId("Sleeper", 1), TimerId.by_condition_id("nap")
             )
+            break
+        except dex.DexServiceError:
+            await asyncio.sleep(0.1)  # the Step has not started waiting yet
+    result = await client.wait_for_flow("k-timer", timeout=WAIT)
+    assert result.completions[0].decode(str) == "woke:True"
+
+
+async def test_failing_rpc_and_unknown_flow_errors_are_typed(kernel: Kernel) -> None:
+    flow, client = kernel.flow, kernel.client
+    await client.start_flow(flow, "k-rpc", "park")
+    with pytest.raises(dex.WorkerInvocationError) as raised:
+        await client.invoke_rpc(flow.explode, "k-rpc", "boom")
+    assert "rpc exploded on boom" in str(raised.value)
+    with pytest.raises(dex.FlowAlreadyStartedError):
+        await client.start_flow(flow, "k-rpc", "park")
+    waiter = asyncio.create_task(
+        client.wait_for_attribute_match(
+            "k-rpc",
+            flow.status,
+            AttributeMatch.equal_to("resumed"),
+            dex.WaitForAttributeOptions(),
         )
-        await asyncio.sleep(0.2)
-        assert not waiter.done()
-        assert await client.invoke_rpc(flow.resume, "k-rpc", "go") == "ok"
-        assert await waiter == "resumed"
-        await client.wait_for_step_completion("k-rpc", StepExecutionId("Resumed", 1), STEP_WAIT)
+    )
+    await asyncio.sleep(0.2)
+    assert not waiter.done()
+    assert await client.invoke_rpc(flow.resume, "k-rpc", "go") == "ok"
+    assert await waiter == "resumed"
+    await client.wait_for_step_completion("k-rpc", StepExecutionId("Resumed", 1), STEP_WAIT)
 
 
-async def test_start_attributes_and_id_reuse() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        options = dex.StartFlowOptions().with_attribute(flow.seen, 5)
-        await client.start_flow(flow, "k-reuse", "empty", options)
-        result = await client.wait_for_flow("k-reuse", timeout=WAIT)
-        assert result.completions[0].decode(str) == "drained:5"
-        disallow = dex.StartFlowOptions(id_reuse_policy=dex.IdReusePolicy.DISALLOW)
-        with pytest.raises(dex.FlowAlreadyStartedError):
-            await client.start_flow(flow, "k-reuse", "empty", disallow)
-        # DEFAULT reuses the ID of a closed Flow, as on Dex Server (ALLOW_IF_NOT_RUNNING).
-        await client.start_flow(flow, "k-reuse", "empty")
-        result = await client.wait_for_flow("k-reuse", timeout=WAIT)
-        assert result.completions[0].decode(str) == "drained:0"
-        reuse = dex.StartFlowOptions(id_reuse_policy=dex.IdReusePolicy.ALLOW_IF_NOT_RUNNING)
-        await client.start_flow(flow, "k-reuse", "empty", reuse)
-        result = await client.wait_for_flow("k-reuse", timeout=WAIT)
-        assert result.completions[0].decode(str) == "drained:0"
-
-
-async def test_heartbeat_timeout_fails_the_attempt_and_a_retry_runs() -> None:
-    flow = KernelFlow()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
-        result = await _run(client, flow, "k-sluggish", "sluggish")
-        assert result.status is FlowStatus.COMPLETED
-        assert result.completions[0].decode(str) == "sluggish:attempt=2"
+async def test_start_attributes_and_id_reuse(kernel: Kernel) -> None:
+    flow, client = kernel.flow, kernel.client
+    options = dex.StartFlowOptions().with_attribute(flow.seen, 5)
+    await client.start_flow(flow, "k-reuse", "empty", options)
+    result = await client.wait_for_flow("k-reuse", timeout=WAIT)
+    assert result.completions[0].decode(str) == "drained:5"
+    disallow = dex.StartFlowOptions(id_reuse_policy=dex.IdReusePolicy.DISALLOW)
+    with pytest.raises(dex.FlowAlreadyStartedError):
+        await client.start_flow(flow, "k-reuse", "empty", disallow)
+    # DEFAULT reuses the ID of a closed Flow, as on Dex Server (ALLOW_IF_NOT_RUNNING).
+    await client.start_flow(flow, "k-reuse", "empty")
+    result = await client.wait_for_flow("k-reuse", timeout=WAIT)
+    assert result.completions[0].decode(str) == "drained:0"
+    reuse = dex.StartFlowOptions(id_reuse_policy=dex.IdReusePolicy.ALLOW_IF_NOT_RUNNING)
+    await client.start_flow(flow, "k-reuse", "empty", reuse)
+    result = await client.wait_for_flow("k-reuse", timeout=WAIT)
+    assert result.completions[0].decode(str) == "drained:0"
 
 
 async def test_heartbeat_timeout_does_not_count_the_wait_for_a_worker() -> None:

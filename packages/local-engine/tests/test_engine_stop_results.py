@@ -29,7 +29,7 @@ from dex import (
     go_to,
     graceful_complete,
 )
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import serving_client
 
 WAIT = timedelta(seconds=30)
 ONE_SECOND = timedelta(seconds=1)
@@ -124,11 +124,7 @@ async def test_each_stop_type_reports_what_dex_reports(
     options: StopFlowOptions,
     expected: tuple[FlowStatus, FlowErrorType | None, str | None],
 ) -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(PARKED, "stopped", "x")
         await client.stop_flow("stopped", options)
         result = await client.wait_for_flow("stopped", timeout=WAIT)
@@ -139,11 +135,7 @@ async def test_each_stop_type_reports_what_dex_reports(
 
 
 async def test_flow_timeouts_without_a_handler_report_what_dex_reports() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(PARKED, "t-fail", "x", StartFlowOptions(timeout=ONE_SECOND))
         await client.start_flow(
             PARKED,
@@ -163,11 +155,7 @@ async def test_flow_timeouts_without_a_handler_report_what_dex_reports() -> None
 
 async def test_a_cancel_policy_overrides_the_handler_and_reports_no_reason() -> None:
     HANDLER_RUNS.clear()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         overridden = StartFlowOptions(timeout=ONE_SECOND, timeout_policy=FlowTimeoutPolicy.CANCEL)
         await client.start_flow(HANDLED, "fail-overridden", "x", overridden)
         result = await client.wait_for_flow("fail-overridden", timeout=WAIT)
@@ -179,11 +167,7 @@ async def test_timeout_handler_decisions_report_what_dex_reports() -> None:
     HANDLER_RUNS.clear()
     timed = StartFlowOptions(timeout=ONE_SECOND)
     never_retried = dex.RetryPolicy(maximum_attempts=1)
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(HANDLED, "fail-1", "x", timed)
         await client.start_flow(HANDLED, "complete-1", "x", timed)
         await client.start_flow(HANDLED, "goto-1", "x", timed)

@@ -22,7 +22,7 @@ from dex import (
     graceful_complete,
     rpc,
 )
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import serving_client
 
 WAIT = timedelta(seconds=30)
 
@@ -131,11 +131,7 @@ FLOWS: list[Flow] = [CHILD, Parent(), Slow(), Stepless(), Retried()]  # type: ig
 
 async def test_sub_flows_run_and_report_results() -> None:
     parent = FLOWS[1]
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(parent, "p-1", 20)
         result = await client.wait_for_flow("p-1", timeout=WAIT)
         assert result.status is FlowStatus.COMPLETED
@@ -146,11 +142,7 @@ async def test_sub_flows_run_and_report_results() -> None:
 
 async def test_flow_timeout_runs_the_handler() -> None:
     slow = FLOWS[2]
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(
             slow, "t-1", "x", dex.StartFlowOptions(timeout=timedelta(seconds=1))
         )
@@ -169,11 +161,7 @@ async def test_flow_timeout_runs_the_handler() -> None:
 
 async def test_flow_without_start_step_waits_for_an_rpc_and_start_delay_applies() -> None:
     stepless = FLOWS[3]
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(stepless, "n-1", None)
         assert (await client.describe_flow("n-1")).status is FlowStatus.RUNNING
         assert await client.invoke_rpc(stepless.kick, "n-1", "go") == "go"
@@ -189,11 +177,7 @@ async def test_flow_without_start_step_waits_for_an_rpc_and_start_delay_applies(
 
 async def test_flow_retry_policy_restarts_a_failed_flow() -> None:
     retried = FLOWS[4]
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         policy = dex.RetryPolicy(initial_interval=timedelta(seconds=1), maximum_attempts=2)
         await client.start_flow(retried, "r-1", "again", dex.StartFlowOptions(retry_policy=policy))
         result = await client.wait_for_flow("r-1", timeout=WAIT)

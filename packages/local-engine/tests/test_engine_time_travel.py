@@ -46,7 +46,7 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from engine_kernel_harness import EngineProcess, running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import EngineProcess, serving, serving_client
 from engine_test_support import engine_command
 
 WAIT = timedelta(seconds=30)
@@ -216,13 +216,27 @@ async def _calls(flow_id: str) -> dict[str, int]:
     return {key.removeprefix(prefix): n for key, n in CALLS.items() if key.startswith(prefix)}
 
 
+async def _travel_to_step(
+    client: dex.AsyncClient,
+    flow_id: str,
+    step_execution_id: str,
+    method: TimeTravelStepMethod,
+    *,
+    skip_writes_reapply: bool = False,
+) -> str:
+    """Reset ``flow_id`` to ``method`` of ``step_execution_id``; the new run's ID."""
+    options = TimeTravelOptions(
+        type=TimeTravelType.STEP_EXECUTION_ID,
+        step_execution_id=step_execution_id,
+        step_method=method,
+        skip_writes_reapply=skip_writes_reapply,
+    )
+    return await client.time_travel(flow_id, options)
+
+
 async def test_a_failed_flow_travels_to_the_failed_step_once_the_bug_is_fixed() -> None:
     BROKEN.add("fix-1")
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         first_run = await client.start_flow(ORDER, "fix-1", "o")
         await client.invoke_rpc(ORDER.approve, "fix-1", "yes")
         failed = await client.wait_for_flow("fix-1", timeout=WAIT)
@@ -248,11 +262,7 @@ async def test_a_failed_flow_travels_to_the_failed_step_once_the_bug_is_fixed() 
 
 
 async def test_from_the_beginning_state_restarts_and_later_writes_are_applied_again() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         first_run = await client.start_flow(ORDER, "begin-1", "o")
         await client.wait_for_step_completion(
             "begin-1", dex.StepExecutionId("Reserve", 1), STEP_WAIT
@@ -274,24 +284,14 @@ async def test_from_the_beginning_state_restarts_and_later_writes_are_applied_ag
 
 
 async def test_skip_writes_reapply_drops_what_came_after_the_reset_point() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(ORDER, "skip-1", "o")
         await client.wait_for_step_completion(
             "skip-1", dex.StepExecutionId("Reserve", 1), STEP_WAIT
         )
         await client.invoke_rpc(ORDER.note, "skip-1", "late")
-        await client.time_travel(
-            "skip-1",
-            TimeTravelOptions(
-                type=TimeTravelType.STEP_EXECUTION_ID,
-                step_execution_id="Approve-1",
-                step_method=TimeTravelStepMethod.WAIT_FOR,
-                skip_writes_reapply=True,
-            ),
+        await _travel_to_step(
+            client, "skip-1", "Approve-1", TimeTravelStepMethod.WAIT_FOR, skip_writes_reapply=True
         )
         state = await client.invoke_rpc(ORDER.state, "skip-1", "")
         await client.invoke_rpc(ORDER.approve, "skip-1", "go")
@@ -304,23 +304,12 @@ async def test_skip_writes_reapply_drops_what_came_after_the_reset_point() -> No
 
 async def test_an_execute_reset_consumes_its_channel_messages_again() -> None:
     BROKEN.add("exec-1")
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(ORDER, "exec-1", "o")
         await client.invoke_rpc(ORDER.approve, "exec-1", "first")
         assert (await client.wait_for_flow("exec-1", timeout=WAIT)).status is FlowStatus.FAILED
         BROKEN.discard("exec-1")
-        await client.time_travel(
-            "exec-1",
-            TimeTravelOptions(
-                type=TimeTravelType.STEP_EXECUTION_ID,
-                step_execution_id="Approve-1",
-                step_method=TimeTravelStepMethod.EXECUTE,
-            ),
-        )
+        await _travel_to_step(client, "exec-1", "Approve-1", TimeTravelStepMethod.EXECUTE)
         result = await client.wait_for_flow("exec-1", timeout=WAIT)
     # The approval published before the reset point is pending again and read again.
     assert result.single_output(str) == "reserve;approve:first;notes:None"
@@ -332,11 +321,7 @@ async def test_a_history_time_before_the_start_resets_to_the_beginning_and_one_a
     None
 ):
     BROKEN.add("time-1")
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         before = datetime.now(UTC) - timedelta(seconds=1)
         await client.start_flow(ORDER, "time-1", "o")
         await client.invoke_rpc(ORDER.approve, "time-1", "yes")
@@ -362,11 +347,7 @@ async def test_a_history_time_before_the_start_resets_to_the_beginning_and_one_a
 
 
 async def test_an_unknown_step_is_refused_and_nothing_changes() -> None:
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         run_id = await client.start_flow(ORDER, "none-1", "o")
         with pytest.raises(dex.DexServiceError, match="no Step method Nowhere"):
             await client.time_travel(
@@ -392,11 +373,7 @@ async def test_sub_flows_follow_their_reuse_policy_across_a_parents_reset(
 ) -> None:
     flow_id = f"parent-{policy.value}"
     child_id = f"SubFlow:{flow_id}-Spawn-1-0"
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(PARENT, flow_id, policy.value)
         assert (await client.wait_for_flow(flow_id, timeout=WAIT)).single_output(int) == 42
         child_run = (await client.describe_flow(child_id)).run_id
@@ -418,22 +395,11 @@ async def _ship_started(flow_id: str, times: int) -> None:
 
 async def test_an_in_flight_step_runs_again_in_the_new_run_and_its_old_result_is_dropped() -> None:
     HELD["flight-1"] = asyncio.Event()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving_client(FLOWS) as client:
         await client.start_flow(ORDER, "flight-1", "o")
         await client.invoke_rpc(ORDER.approve, "flight-1", "yes")
         await _ship_started("flight-1", 1)  # Ship-1 is on the Worker, held
-        await client.time_travel(
-            "flight-1",
-            TimeTravelOptions(
-                type=TimeTravelType.STEP_EXECUTION_ID,
-                step_execution_id="Ship-1",
-                step_method=TimeTravelStepMethod.EXECUTE,
-            ),
-        )
+        await _travel_to_step(client, "flight-1", "Ship-1", TimeTravelStepMethod.EXECUTE)
         await _ship_started("flight-1", 2)  # the new run's Ship-1, held too
         HELD.pop("flight-1").set()  # both attempts finish; only the new run's counts
         result = await client.wait_for_flow("flight-1", timeout=WAIT)
@@ -455,11 +421,7 @@ async def _command(*arguments: str) -> subprocess.CompletedProcess[str]:
 
 async def test_the_reset_command_travels_and_history_shows_the_fork() -> None:
     BROKEN.add("cli-1")
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving(FLOWS) as (engine, client):
         first_run = await client.start_flow(ORDER, "cli-1", "o")
         await client.invoke_rpc(ORDER.approve, "cli-1", "yes")
         assert (await client.wait_for_flow("cli-1", timeout=WAIT)).status is FlowStatus.FAILED
@@ -532,24 +494,13 @@ async def _waiting(engine: EngineProcess, flow_id: str, count: int) -> pb.GetFlo
 async def test_a_replayed_timer_keeps_its_firing_time() -> None:
     """Nap-1's Timer started before the reset point (Listen-1's wait_for, which an RPC started
     later): it is not started again."""
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, FLOWS),
-        sdk_client(engine, FLOWS) as client,
-    ):
+    async with serving(FLOWS) as (engine, client):
         await client.start_flow(NAPPER, "nap-1", "x")
         await _waiting(engine, "nap-1", 1)
         await client.invoke_rpc(NAPPER.listen, "nap-1", "x")
         before = await _waiting(engine, "nap-1", 2)
         await asyncio.sleep(1.1)  # so a Timer started again would fire in a later second
-        await client.time_travel(
-            "nap-1",
-            TimeTravelOptions(
-                type=TimeTravelType.STEP_EXECUTION_ID,
-                step_execution_id="Listen-1",
-                step_method=TimeTravelStepMethod.WAIT_FOR,
-            ),
-        )
+        await _travel_to_step(client, "nap-1", "Listen-1", TimeTravelStepMethod.WAIT_FOR)
         after = await _waiting(engine, "nap-1", 2)
         await client.stop_flow("nap-1")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from dex import FlowStatus
 from dex_local_engine.event_loop import EVENT_LOOP_ENV, EventLoopKind, choose_event_loop
-from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_kernel_harness import running_engine, serve_once, serving
 from test_engine_first_light import FirstLight
 
 
@@ -25,11 +25,7 @@ async def test_a_flow_completes_on_each_event_loop(
 ) -> None:
     monkeypatch.setenv(EVENT_LOOP_ENV, kind.value)
     flow = FirstLight()
-    async with (
-        running_engine() as engine,
-        sdk_worker(engine, [flow]),
-        sdk_client(engine, [flow]) as client,
-    ):
+    async with serving([flow]) as (engine, client):
         assert engine.process is not None
         assert _loaded_uvloop(engine.process.pid) is (kind is EventLoopKind.UVLOOP)
         await client.start_flow(flow, "loop-1", "hello")
@@ -51,22 +47,7 @@ async def test_the_default_engine_runs_on_asyncios_loop(monkeypatch: pytest.Monk
 def test_an_unknown_event_loop_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="expected one of uvloop, asyncio"):
         choose_event_loop({EVENT_LOOP_ENV: "trio"})
-    refused = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "dex_local_engine.cli",
-            "serve",
-            "--address",
-            "127.0.0.1:0",
-            "--database",
-            str(tmp_path / "engine.db"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env={EVENT_LOOP_ENV: "trio", "PATH": ""},
-    )
+    refused = serve_once(tmp_path / "engine.db", env={EVENT_LOOP_ENV: "trio", "PATH": ""})
     assert refused.returncode == 1
     assert f"{EVENT_LOOP_ENV}='trio'" in refused.stderr
     assert not (tmp_path / "engine.db").exists()

@@ -51,50 +51,40 @@ def test_flow_runs_on_a_pull_worker(
     assert [entry.pid for entry in invocation_log.entries("ProbeStep.done")] == [worker.pid]
 
 
-def test_worker_killed_after_output_fails_the_attempt_and_a_new_worker_retries(
+@pytest.mark.parametrize(
+    ("label", "gate"),
+    [
+        # Killed after output: the attempt fails and a new Worker retries.
+        pytest.param("crash", "after-output", id="after-output"),
+        # Killed before output: the handler ran but sent nothing, and the engine cannot tell that
+        # from "never started", so the attempt fails (a retry) instead of being handed out again
+        # under the same number.
+        pytest.param("quiet", "before-output", id="before-output"),
+    ],
+)
+def test_worker_killed_mid_step_fails_the_attempt_and_a_new_worker_retries(
     engine: EngineProcess,
     client: dex.Client,
     workers: WorkerLauncher,
     gates: GateBoard,
     invocation_log: InvocationLog,
+    label: str,
+    gate: str,
 ) -> None:
     doomed = workers.start_sync(PROBE_REGISTRY, engine.address)
-    gates.hold("crash.after-output")
-    client.start_flow(client.registry.flows[0], "pull-crash-after", "crash")
-    gates.wait_arrived_sync("crash.after-output")
+    gates.hold(f"{label}.{gate}")
+    client.start_flow(client.registry.flows[0], f"pull-{label}", label)
+    gates.wait_arrived_sync(f"{label}.{gate}")
 
     doomed.kill()
-    gates.release("crash.after-output")
+    gates.release(f"{label}.{gate}")
     survivor = workers.start_sync(PROBE_REGISTRY, engine.address)
 
-    result = client.wait_for_flow("pull-crash-after", timeout=WAIT)
+    result = client.wait_for_flow(f"pull-{label}", timeout=WAIT)
     assert result.status is dex.FlowStatus.COMPLETED, result.error_message
-    assert attempts(invocation_log, "ProbeStep.start") == [1, 2]
-    assert [entry.pid for entry in invocation_log.entries("ProbeStep.done")] == [survivor.pid]
-
-
-def test_worker_killed_before_output_fails_the_attempt_it_may_have_started(
-    engine: EngineProcess,
-    client: dex.Client,
-    workers: WorkerLauncher,
-    gates: GateBoard,
-    invocation_log: InvocationLog,
-) -> None:
-    doomed = workers.start_sync(PROBE_REGISTRY, engine.address)
-    gates.hold("quiet.before-output")
-    client.start_flow(client.registry.flows[0], "pull-crash-before", "quiet")
-    gates.wait_arrived_sync("quiet.before-output")
-
-    doomed.kill()
-    gates.release("quiet.before-output")
-    workers.start_sync(PROBE_REGISTRY, engine.address)
-
-    result = client.wait_for_flow("pull-crash-before", timeout=WAIT)
-    assert result.status is dex.FlowStatus.COMPLETED, result.error_message
-    # The handler ran but sent nothing: the engine cannot tell that from "never started", so the
-    # attempt fails (a retry) instead of being handed out again under the same number.
     assert attempts(invocation_log, "ProbeStep.start") == [1, 2]
     assert attempts(invocation_log, "ProbeStep.done") == [2]
+    assert [entry.pid for entry in invocation_log.entries("ProbeStep.done")] == [survivor.pid]
 
 
 def test_engine_killed_mid_step_and_restarted_finishes_the_flow_with_the_same_worker(

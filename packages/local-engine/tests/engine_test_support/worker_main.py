@@ -19,6 +19,7 @@ import importlib
 import signal
 import sys
 import threading
+from collections.abc import Awaitable, Callable
 from types import FrameType
 
 import dex
@@ -49,12 +50,41 @@ def _options(arguments: argparse.Namespace) -> dex.WorkerOptions:
     )
 
 
-def _announce(app_worker_id: str) -> None:
-    print(f"{READY_PREFIX}{app_worker_id}", flush=True)
+def worker_arguments(prog: str) -> argparse.ArgumentParser:
+    """The options every Worker child takes: ``--registry --server --blob-cache-dir [--async]``."""
+    parser = argparse.ArgumentParser(prog=prog)
+    parser.add_argument("--registry", required=True)
+    parser.add_argument("--server", required=True)
+    parser.add_argument("--blob-cache-dir", required=True)
+    parser.add_argument("--async", dest="use_async", action="store_true")
+    return parser
 
 
-def _run_sync(registry: dex.Registry, cache: dex.BlobCache, arguments: argparse.Namespace) -> None:
-    worker = dex.Worker(registry, cache, _options(arguments))
+def serve_until_sigterm(
+    arguments: argparse.Namespace,
+    options: dex.WorkerOptions,
+    ready: Callable[[dex.Worker], None],
+    ready_async: Callable[[dex.AsyncWorker], Awaitable[None]],
+) -> None:
+    """Serve the ``--registry`` with a ``dex.Worker`` (``dex.AsyncWorker`` for ``--async``).
+
+    ``ready`` (``ready_async``) waits until the Worker can take tasks and announces it on stdout.
+    SIGTERM stops the Worker gracefully (drains running handlers).
+    """
+    registry = load_registry(arguments.registry)
+    cache = dex.open_blob_cache(dex.BlobCacheConfig(arguments.blob_cache_dir, 64 * 1024 * 1024))
+    try:
+        if arguments.use_async:
+            asyncio.run(
+                _serve_async(lambda: dex.AsyncWorker(registry, cache, options), ready_async)
+            )
+        else:
+            _serve_sync(dex.Worker(registry, cache, options), ready)
+    finally:
+        cache.close()
+
+
+def _serve_sync(worker: dex.Worker, ready: Callable[[dex.Worker], None]) -> None:
     stop_requested = threading.Event()
 
     def on_sigterm(signum: int, frame: FrameType | None) -> None:
@@ -64,23 +94,22 @@ def _run_sync(registry: dex.Registry, cache: dex.BlobCache, arguments: argparse.
     signal.signal(signal.SIGTERM, on_sigterm)
     runner = threading.Thread(target=worker.start, name="dex-worker-start")
     runner.start()
-    worker.wait_pull_registered(timeout=60)
-    _announce(arguments.app_worker_id)
+    ready(worker)
     while not stop_requested.wait(0.2) and runner.is_alive():
         pass
     worker.stop()
     runner.join()
 
 
-async def _run_async(
-    registry: dex.Registry, cache: dex.BlobCache, arguments: argparse.Namespace
+async def _serve_async(
+    new_worker: Callable[[], dex.AsyncWorker],
+    ready: Callable[[dex.AsyncWorker], Awaitable[None]],
 ) -> None:
-    worker = dex.AsyncWorker(registry, cache, _options(arguments))
+    worker = new_worker()  # inside the loop that runs it
     stop_requested = asyncio.Event()
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop_requested.set)
     runner = asyncio.create_task(worker.start())
-    await worker.wait_pull_registered(timeout=60)
-    _announce(arguments.app_worker_id)
+    await ready(worker)
     stopper = asyncio.create_task(stop_requested.wait())
     await asyncio.wait({runner, stopper}, return_when=asyncio.FIRST_COMPLETED)
     await worker.stop()
@@ -88,24 +117,22 @@ async def _run_async(
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="engine_test_support.worker_main")
-    parser.add_argument("--registry", required=True)
-    parser.add_argument("--server", required=True)
-    parser.add_argument("--blob-cache-dir", required=True)
-    parser.add_argument("--async", dest="use_async", action="store_true")
+    parser = worker_arguments("engine_test_support.worker_main")
     parser.add_argument("--app-worker-id", required=True)
     parser.add_argument("--max-concurrent-tasks", type=int, default=1)
     parser.add_argument("--reserved-rpc-tasks", type=int, default=None)
     arguments = parser.parse_args(argv)
-    registry = load_registry(arguments.registry)
-    cache = dex.open_blob_cache(dex.BlobCacheConfig(arguments.blob_cache_dir, 64 * 1024 * 1024))
-    try:
-        if arguments.use_async:
-            asyncio.run(_run_async(registry, cache, arguments))
-        else:
-            _run_sync(registry, cache, arguments)
-    finally:
-        cache.close()
+    announce = f"{READY_PREFIX}{arguments.app_worker_id}"
+
+    def ready(worker: dex.Worker) -> None:
+        worker.wait_pull_registered(timeout=60)
+        print(announce, flush=True)
+
+    async def ready_async(worker: dex.AsyncWorker) -> None:
+        await worker.wait_pull_registered(timeout=60)
+        print(announce, flush=True)
+
+    serve_until_sigterm(arguments, _options(arguments), ready, ready_async)
 
 
 if __name__ == "__main__":

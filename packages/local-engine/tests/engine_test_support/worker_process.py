@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 from engine_test_support.child_process import ChildProcess
 from engine_test_support.worker_main import READY_PREFIX
@@ -53,6 +54,19 @@ class WorkerProcess:
     def stop_sync(self, timeout: float = 30.0) -> int:
         """Blocking :meth:`stop` (not on the event loop serving the Worker's engine)."""
         return self.child.terminate(timeout)
+
+
+class WorkerSettings(TypedDict, total=False):
+    """How :meth:`WorkerLauncher.spawn` runs a Worker (every key optional)."""
+
+    mode: WorkerMode
+    """``WorkerMode.SYNC`` by default."""
+    app_worker_id: str | None
+    """A fresh ``test-worker-<n>-<hex>`` by default."""
+    max_concurrent_tasks: int
+    """1 by default, so tests control capacity exactly."""
+    reserved_rpc_tasks: int | None
+    """The SDK's default by default."""
 
 
 def _is_ready_line(line: str) -> bool:
@@ -115,28 +129,19 @@ class WorkerLauncher:
         registry: str,
         server_address: str,
         *,
-        mode: WorkerMode = WorkerMode.SYNC,
-        app_worker_id: str | None = None,
-        max_concurrent_tasks: int = 1,
-        reserved_rpc_tasks: int | None = None,
         timeout: float = 60.0,
+        **settings: Unpack[WorkerSettings],
     ) -> WorkerProcess:
         """Start a Worker for ``registry`` (``package.module:name``) and wait until it registered.
 
-        ``max_concurrent_tasks`` defaults to 1 so tests control capacity exactly.
+        ``settings``: see :class:`WorkerSettings` (``max_concurrent_tasks`` defaults to 1 so
+        tests control capacity exactly).
 
         Raises:
             RuntimeError: the Worker exited before it was ready (its stderr is in the message).
             TimeoutError: not ready within ``timeout`` seconds.
         """
-        worker = self.spawn(
-            registry,
-            server_address,
-            mode=mode,
-            app_worker_id=app_worker_id,
-            max_concurrent_tasks=max_concurrent_tasks,
-            reserved_rpc_tasks=reserved_rpc_tasks,
-        )
+        worker = self.spawn(registry, server_address, **settings)
         await worker.child.await_line(_is_ready_line, timeout)
         return worker
 
@@ -145,24 +150,14 @@ class WorkerLauncher:
         registry: str,
         server_address: str,
         *,
-        mode: WorkerMode = WorkerMode.SYNC,
-        app_worker_id: str | None = None,
-        max_concurrent_tasks: int = 1,
-        reserved_rpc_tasks: int | None = None,
         timeout: float = 60.0,
+        **settings: Unpack[WorkerSettings],
     ) -> WorkerProcess:
         """Blocking :meth:`start`, for tests whose engine runs in another process.
 
         Never call it on the event loop that serves the Worker's engine (it would wait forever).
         """
-        worker = self.spawn(
-            registry,
-            server_address,
-            mode=mode,
-            app_worker_id=app_worker_id,
-            max_concurrent_tasks=max_concurrent_tasks,
-            reserved_rpc_tasks=reserved_rpc_tasks,
-        )
+        worker = self.spawn(registry, server_address, **settings)
         worker.child.wait_for_line(_is_ready_line, timeout)
         return worker
 
