@@ -239,6 +239,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "McpTool",
             "McpToolFactory",
             "McpToolSourceLike",
+            "ModelCallCountState",
             "ToolTaskPollerMissingError",
             "check_tool_arguments",
             "check_tool_task_pollers",

@@ -58,6 +58,7 @@ from dex_agents import (
 )
 from dex_agents.adapters import (
     UNKNOWN_TOOL_POLICY,
+    ModelCallCountState,
     ToolTaskPollerMissingError,
     tool_arguments_object,
     unknown_tool_error,
@@ -95,7 +96,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_UPSTREAM_BASE_URL: Final = "https://api.anthropic.com"
 """Where the relay sends model requests when neither the runner nor the environment names one."""
 _SOURCE_REFERENCE_KEY: Final = "claude_agent_sdk_tool_source"
-_RUN_STATE_KEY: Final = "claude_agent_sdk_model_steps"
+_RUN_STATE: Final = ModelCallCountState("claude_agent_sdk_model_steps", "ClaudeAgentSdkRunner")
 _LISTING_TIMEOUT_SECONDS: Final = 10.0
 # What the CLI adds to every request beside the stored messages: its own system prompt, the
 # environment note, and the request envelope.
@@ -181,7 +182,13 @@ class ClaudeAgentSdkRunner:
         return user_text_message(text)
 
     async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        """Run the agent loop until the final answer or a call that needs a tool Step."""
+        """Run the agent loop until the final answer or a call that needs a tool Step.
+
+        Raises:
+            StoredStateError: When the run state is not this runner's.
+            Exception: Whatever the CLI, the relay or the model raises.
+        """
+        model_steps = _RUN_STATE.decode(turn.framework_run_state)
         tools = await self._offered_tools(turn)
         offered = {
             mcp_tool_name(tool.name): (tool, self._policy(turn, tool).effect) for tool in tools
@@ -205,7 +212,7 @@ class ClaudeAgentSdkRunner:
         )
         settings = await self._settings(turn.session_settings, self._instructions)
         outcome = await run_harness(settings, request)
-        return self._outcome(turn, view, offered, outcome)
+        return self._outcome(turn, view, offered, outcome, model_steps)
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run one deferred call: a source's tool through its source, a function tool's handler."""
@@ -349,6 +356,7 @@ class ClaudeAgentSdkRunner:
         view: _TurnView,
         offered: Mapping[str, tuple[AgentTool, ToolEffect]],
         outcome: HarnessOutcome,
+        model_steps: int,
     ) -> AgentTurnOutcome:
         messages = _new_messages(outcome, len(view.responses), offered)
         usage, metadata = _usage(outcome), _metadata(outcome.request_model, outcome)
@@ -356,9 +364,8 @@ class ClaudeAgentSdkRunner:
             return TurnCompleted(new_messages=messages, usage=usage, model_call_metadata=metadata)
         response = outcome.exchanges[outcome.deferred_index].response or {}
         calls = [self._deferred_call(turn, block, offered) for block in tool_uses(response)]
-        steps = _model_steps(turn.framework_run_state) + 1
         return ToolCallsRequested(
-            framework_run_state=dump_json_text({_RUN_STATE_KEY: steps}),
+            framework_run_state=_RUN_STATE.encode(model_steps + 1),
             tool_calls=calls,
             usage=usage,
             new_messages=messages,
@@ -541,15 +548,6 @@ def _metadata(request_model: str | None, outcome: HarnessOutcome) -> ModelCallMe
         response_id=last.get("id"),
         finish_reasons=(str(reason),) if reason else (),
     )
-
-
-def _model_steps(run_state: str | None) -> int:
-    if not run_state:
-        return 0
-    try:
-        return int(json.loads(run_state).get(_RUN_STATE_KEY, 0))
-    except (ValueError, AttributeError, TypeError):
-        return 0
 
 
 def _plain_name(wire_name: str) -> str:

@@ -12,7 +12,6 @@ activation only: Dex holds the messages.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -35,10 +34,9 @@ from dex_agents import (
     TurnCompleted,
     build_context_summary_prompt,
     build_plan_note,
-    dump_json_text,
     tool_effect_from_mcp_tool_annotations,
 )
-from dex_agents.adapters import UNKNOWN_TOOL_POLICY
+from dex_agents.adapters import UNKNOWN_TOOL_POLICY, ModelCallCountState
 from dex_agents.exceptions import AgentFrameworkError
 from google.adk.agents import RunConfig
 from google.adk.agents.llm_agent import LlmAgent
@@ -73,7 +71,7 @@ from dex_agents_google_adk._transcript import (
 
 __all__ = ["AdkModelStep", "summarize_with_model"]
 
-_RUN_STATE_KEY: Final = "google_adk_model_calls"
+_RUN_STATE: Final = ModelCallCountState("google_adk_model_calls", "GoogleAdkRunner")
 
 
 @dataclass(frozen=True)
@@ -100,12 +98,12 @@ class AdkModelStep:
         """Runs ``agent`` through ADK's ``Runner`` for one model call.
 
         Raises:
-            RunnerContractError: When the run state is not this runner's, or ADK asked for a
-                second model call.
+            StoredStateError: When the run state is not this runner's.
+            RunnerContractError: When ADK asked for a second model call.
             AgentFrameworkError: When the model answers with an error response without content.
             Exception: Whatever ADK or the model raises.
         """
-        model_calls = _read_run_state(turn.framework_run_state)
+        model_calls = _RUN_STATE.decode(turn.framework_run_state)
         activation = _activation_input(turn, read_transcript(turn.messages))
         plugin = ModelCallPlugin(
             built_in_tools=built_in_tools,
@@ -126,7 +124,7 @@ class AdkModelStep:
         ]
         if deferred:
             return ToolCallsRequested(
-                framework_run_state=dump_json_text({_RUN_STATE_KEY: model_calls + 1}),
+                framework_run_state=_RUN_STATE.encode(model_calls + 1),
                 tool_calls=deferred,
                 usage=usage,
                 new_messages=new_messages,
@@ -320,18 +318,3 @@ def _raise_on_error(responses: Sequence[LlmResponse]) -> None:
                 f"the ADK model call failed with {response.error_code}: "
                 f"{response.error_message or 'no message'}"
             )
-
-
-def _read_run_state(run_state: str | None) -> int:
-    if run_state is None:
-        return 0
-    try:
-        decoded = json.loads(run_state)
-    except ValueError:
-        decoded = None
-    count = decoded.get(_RUN_STATE_KEY) if isinstance(decoded, dict) else None
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise RunnerContractError(
-            f"framework run state {run_state[:80]!r} is not a GoogleAdkRunner run state"
-        )
-    return count

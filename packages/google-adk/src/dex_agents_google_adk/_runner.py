@@ -141,8 +141,8 @@ class GoogleAdkRunner(AdapterRunner):
         """Runs the agent through ADK's ``Runner`` for one model call (``AdkModelStep``).
 
         Raises:
-            RunnerContractError: When the run state is not this runner's, or ADK asked for a
-                second model call.
+            StoredStateError: When the run state is not this runner's.
+            RunnerContractError: When ADK asked for a second model call.
             ConfigurationError: When an agent tool uses the name of an enabled built-in tool.
             AgentFrameworkError: When the model answers with an error response without content.
             Exception: Whatever ADK or the model raises.

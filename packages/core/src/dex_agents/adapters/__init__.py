@@ -9,6 +9,8 @@ framework-specific and every runner records the same outcome for the same situat
   ``check_tool_task_pollers`` for a runner that takes pollers by tool name;
 - the error policy: ``unknown_tool_error``, ``invalid_arguments_error``,
   ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``;
+- ``ModelCallCountState``: the run state of a runner that stores every message as it appears and
+  keeps only the turn's model call count between model calls;
 - ``McpToolFactory``: one factory for the wrappers of MCP tools, given how the framework makes its
   tool type from an ``McpTool``.
 
@@ -21,6 +23,7 @@ Example:
     ...         raise unknown_tool_error(call.tool_call.tool_name)
 """
 
+from dex_agents._model_call_count import ModelCallCountState
 from dex_agents.adapters._adapter_runner import AdapterRunner, check_tool_task_pollers
 from dex_agents.adapters._mcp_tools import McpTool, McpToolFactory, McpToolSourceLike
 from dex_agents.adapters._tool_outcomes import (
@@ -38,6 +41,7 @@ __all__ = [
     "McpTool",
     "McpToolFactory",
     "McpToolSourceLike",
+    "ModelCallCountState",
     "ToolTaskPollerMissingError",
     "check_tool_arguments",
     "check_tool_task_pollers",

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from dex_agents._built_in_tools import BuiltInTool, built_in_tool_definitions
 from dex_agents._compaction import build_context_summary_note
-from dex_agents._json_values import WireValueError, dump_json_text
+from dex_agents._model_call_count import ModelCallCountState
 from dex_agents._plans import build_plan_note
 from dex_agents._runner_contract import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
@@ -82,7 +81,7 @@ from dex_agents.stepwise._tool_sources import (
 
 __all__ = ["StepwiseAgentRunner", "model_call_limit_tool_result", "unknown_tool_message"]
 
-_RUN_STATE_KEY = "stepwise_model_calls"
+_RUN_STATE = ModelCallCountState("stepwise_model_calls", "Stepwise")
 
 
 def model_call_limit_tool_result(limit: int) -> str:
@@ -93,24 +92,6 @@ def model_call_limit_tool_result(limit: int) -> str:
 def unknown_tool_message(tool_name: str) -> str:
     """The error of a call of a tool this agent does not have."""
     return f"unknown tool {tool_name}"
-
-
-def _encode_run_state(model_calls: int) -> str:
-    return dump_json_text({_RUN_STATE_KEY: model_calls})
-
-
-def _decode_run_state(run_state: str | None) -> int:
-    """The turn's model call count so far; the stored messages hold everything else."""
-    if run_state is None:
-        return 0
-    try:
-        decoded = json.loads(run_state)
-    except ValueError:
-        decoded = None
-    count = decoded.get(_RUN_STATE_KEY) if isinstance(decoded, dict) else None
-    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
-        raise WireValueError(f"framework run state {run_state[:80]!r} is not a Stepwise run state")
-    return count
 
 
 @dataclass(frozen=True)
@@ -176,10 +157,11 @@ class StepwiseAgentRunner:
 
         Raises:
             ConfigurationError: When a function tool uses the name of a built-in tool the session enables,
-                before any model request, or when the run state is not Stepwise's.
+                before any model request.
+            StoredStateError: When the run state is not Stepwise's.
             Exception: Whatever the model client or the instructions function raises.
         """
-        model_calls = _decode_run_state(turn.framework_run_state)
+        model_calls = _RUN_STATE.decode(turn.framework_run_state)
         check_built_in_tool_names(set(self._tools), turn.enabled_built_in_tools)
         transcript = read_transcript(
             turn.messages, lambda call: OUTCOME_UNKNOWN_TOOL_RESULT, turn.turn_id
@@ -209,7 +191,7 @@ class StepwiseAgentRunner:
         )
         if response.tool_calls and not at_limit:
             return ToolCallsRequested(
-                framework_run_state=_encode_run_state(model_calls),
+                framework_run_state=_RUN_STATE.encode(model_calls),
                 tool_calls=tuple(self._deferred(turn, offer, call) for call in response.tool_calls),
                 usage=response.usage,
                 new_messages=tuple(new_messages),
