@@ -53,6 +53,7 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents.testing._worker_process.WorkerStartError": RuntimeError,
     "dex_agents.testing._step_history.StepHistoryError": RuntimeError,
     "dex_agents.testing._waiting.WaitTimeoutError": TimeoutError,
+    "dex_agents.testing._readme_examples.ExampleScriptError": AssertionError,
     "dex_agents.testing.scenarios._scenario_runner.UnknownScenarioRunnerError": LookupError,
     "dex_agents.testing.scenarios._scenario_agent.ScenarioToolError": Exception,
     "dex_agents.testing.scenarios._scenario_agent.ScenarioSessionUnknownError": LookupError,

@@ -9,49 +9,23 @@ second run continues the same session in the same database.
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from dex_agents.testing import readme_python_blocks, run_readme_example
 
 CORE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = CORE_DIR.parents[1]
-_PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
-
-
-def _section(readme: Path, heading: str) -> str:
-    text = readme.read_text()
-    start = text.index(f"\n## {heading}\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end >= 0 else len(text)]
-
-
-def _blocks(readme: Path, heading: str) -> list[str]:
-    return _PYTHON_BLOCK.findall(_section(readme, heading))
 
 
 def _run_twice(source: str, directory: Path) -> tuple[str, str]:
-    script = directory / "agent.py"
-    script.write_text(source)
-    outputs = []
-    for _ in range(2):
-        finished = subprocess.run(
-            [sys.executable, "-I", script.name],
-            cwd=directory,
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
-        assert finished.returncode == 0, finished.stderr
-        outputs.append(finished.stdout)
+    first, second = run_readme_example(source, directory, file_name="agent.py", isolated=True)
     assert not (directory / ".dex-agents" / "engine.address.json").exists()
-    return outputs[0], outputs[1]
+    return first.stdout, second.stdout
 
 
 def test_the_repository_readme_program(tmp_path: Path) -> None:
-    program = _blocks(REPOSITORY_DIR / "README.md", "Running an agent")[0]
+    program = readme_python_blocks(REPOSITORY_DIR / "README.md", "Running an agent")[0]
     first, second = _run_twice(program, tmp_path)
     assert first.splitlines() == [
         'turn-1 completed Order 7: {"order_id": "7", "status": "delivered"}',
@@ -61,7 +35,7 @@ def test_the_repository_readme_program(tmp_path: Path) -> None:
 
 
 def test_the_core_readme_example(tmp_path: Path) -> None:
-    (program,) = _blocks(CORE_DIR / "README.md", "Example")[:1]
+    (program,) = readme_python_blocks(CORE_DIR / "README.md", "Example")[:1]
     first, second = _run_twice(program, tmp_path)
     lines = first.splitlines()
     assert lines[0] == 'approving refund_order {"order_id":"7"}'
@@ -74,14 +48,13 @@ def test_the_core_readme_example(tmp_path: Path) -> None:
 
 
 def test_the_core_readme_running_an_agent_blocks(tmp_path: Path) -> None:
-    blocks = _blocks(CORE_DIR / "README.md", "Running an agent")[:2]
+    blocks = readme_python_blocks(CORE_DIR / "README.md", "Running an agent")[:2]
     first, second = _run_twice("\n\n".join(blocks), tmp_path)
     assert first == second == 'completed Order 7: {"status": "delivered"}\n'
 
 
 @pytest.mark.parametrize("heading", ["Running an agent", "Deploying"])
 def test_the_repository_readme_fragments_compile(heading: str) -> None:
-    for block in _PYTHON_BLOCK.findall(
-        _section(REPOSITORY_DIR / "README.md", heading).replace("```python notest", "```python")
-    ):
+    readme = REPOSITORY_DIR / "README.md"
+    for block in readme_python_blocks(readme, heading, include_untested=True):
         compile(block, heading, "exec", flags=0x2000)  # PyCF_ALLOW_TOP_LEVEL_AWAIT

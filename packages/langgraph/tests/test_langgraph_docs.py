@@ -3,37 +3,20 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from dex_agents.testing import readme_python_blocks, run_example_script, run_readme_example
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
 
 
-def _run(script: Path) -> str:
-    completed = subprocess.run(
-        [sys.executable, str(script)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=script.parent,
-        check=False,
-    )
-    assert completed.returncode == 0, completed.stderr
-    return completed.stdout
-
-
 def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
-    readme = (PACKAGE_DIR / "README.md").read_text()
-    section = readme.split("## A complete example", 1)[1]
-    (code,) = re.findall(r"```python\n(.*?)```", section.split("\n## ", 1)[0], flags=re.DOTALL)
-    script = tmp_path / "readme_example.py"
-    script.write_text(code)
+    (code,) = readme_python_blocks(PACKAGE_DIR / "README.md", "A complete example")
 
     # Twice: the second run continues the session in the same database.
-    for turn in ("turn-1", "turn-2"):
-        assert _run(script).splitlines() == [
+    for turn, run in zip(("turn-1", "turn-2"), run_readme_example(code, tmp_path), strict=True):
+        assert run.stdout.splitlines() == [
             'waiting for approval of refund_order {"order_id":"7"}',
             "Order 7 is refunded.",
             f"refund keys: ['session-1/{turn}/r1']",
@@ -41,7 +24,7 @@ def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
 
 
 def test_the_example_prints_the_turns_events_and_stored_messages() -> None:
-    output = _run(REPOSITORY_DIR / "examples" / "langgraph" / "order_agent.py")
+    output = run_example_script(REPOSITORY_DIR / "examples" / "langgraph" / "order_agent.py").stdout
 
     events = re.findall(r"^  (\w+) \{", output, flags=re.MULTILINE)
     assert events[0] == "turn_started" and events[-1] == "turn_completed"

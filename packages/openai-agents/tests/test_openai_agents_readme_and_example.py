@@ -5,8 +5,6 @@ continuing the same session in the same database."""
 from __future__ import annotations
 
 import asyncio
-import re
-import sys
 from pathlib import Path
 
 from dex_agents.testing import (
@@ -14,47 +12,22 @@ from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
     read_step_history,
+    readme_python_blocks,
+    run_example_script,
+    run_readme_example,
 )
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
 
 
-def _readme_example() -> str:
-    readme = (PACKAGE_DIR / "README.md").read_text()
-    section = readme.split("## Example", 1)[1]
-    match = re.search(r"```python\n(.*?)```", section, re.DOTALL)
-    assert match is not None, "the README's Example section has no python block"
-    return match.group(1)
-
-
-async def _run(script: Path, cwd: Path) -> str:
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        str(script),
-        cwd=cwd,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.STDOUT,
-    )
-    try:
-        output, _ = await asyncio.wait_for(child.communicate(), timeout=180)
-    finally:
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
-    text = output.decode()
-    assert child.returncode == 0, text
-    return text
-
-
 async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
-    script = tmp_path / "agent.py"
-    script.write_text(_readme_example())
-    first = await _run(script, tmp_path)
-    second = await _run(script, tmp_path)
+    example = readme_python_blocks(PACKAGE_DIR / "README.md", "Example")[0]
+    runs = await asyncio.to_thread(run_readme_example, example, tmp_path, file_name="agent.py")
 
-    for turn, output in (("turn-1", first), ("turn-2", second)):
-        assert output.splitlines() == [
+    for turn, run in zip(("turn-1", "turn-2"), runs, strict=True):
+        assert run.stderr == ""
+        assert run.stdout.splitlines() == [
             "approval asked for refund_order",
             f"{turn} completed Done: refunded order 7 (idempotency key session-42/{turn}/call_refund)",
             "  lookup_order: succeeded",
@@ -80,7 +53,10 @@ async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
 
 
 async def test_the_example_script_prints_the_turns_events_and_messages(tmp_path: Path) -> None:
-    output = await _run(REPOSITORY_DIR / "examples" / "openai-agents" / "durable_turn.py", tmp_path)
+    script = REPOSITORY_DIR / "examples" / "openai-agents" / "durable_turn.py"
+    run = await asyncio.to_thread(run_example_script, script, cwd=tmp_path)
+    assert run.stderr == ""
+    output = run.stdout
 
     events = [line for line in output.splitlines() if line.startswith("event ")]
     kinds = [line.split(":", 1)[0].removeprefix("event ") for line in events]

@@ -3,7 +3,8 @@
 An adapter's tests start a private engine and Worker child processes with
 ``AgentTestStack``, stop a tool at an exact point with ``FileGate``, count real
 calls with ``InvocationLog``, and read which Steps ran with
-``read_step_history``. ``in_process_worker`` serves Flows in the test process itself.
+``read_step_history``. ``run_readme_example`` runs a README's example as written.
+``in_process_worker`` serves Flows in the test process itself.
 ``dex_agents.testing.scenarios`` holds the shared scenario agent and the ``ScenarioRunner`` through
 which a runner package joins the shared suite. ``ScriptedModelClient`` is the same class as
 ``dex_agents.stepwise``'s.
@@ -32,6 +33,13 @@ from dex_agents.testing._file_gate import FileGate
 from dex_agents.testing._flow_attributes import FlowAttributes, read_flow_attributes
 from dex_agents.testing._in_process_worker import InProcessWorker, in_process_worker
 from dex_agents.testing._invocation_log import InvocationLog, InvocationRecord
+from dex_agents.testing._readme_examples import (
+    ExampleRun,
+    ExampleScriptError,
+    readme_python_blocks,
+    run_example_script,
+    run_readme_example,
+)
 from dex_agents.testing._session_prefix import PrefixedSessionClient
 from dex_agents.testing._step_history import (
     EXECUTE_COMPLETED_EVENT,
@@ -80,6 +88,8 @@ __all__ = [
     "EngineLogs",
     "EngineProcess",
     "EngineStartError",
+    "ExampleRun",
+    "ExampleScriptError",
     "FileGate",
     "FlowAttributes",
     "InProcessWorker",
@@ -96,7 +106,10 @@ __all__ = [
     "in_process_worker",
     "read_flow_attributes",
     "read_step_history",
+    "readme_python_blocks",
     "run_agent_worker",
+    "run_example_script",
+    "run_readme_example",
     "turn_ended",
     "turns_have_ended",
     "wait_for_agent_snapshot",

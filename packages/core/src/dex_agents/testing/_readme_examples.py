@@ -1,0 +1,153 @@
+"""README examples run as written: their Python blocks, and a script run as a user would run it."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from dex_agents.exceptions import DexAgentsError
+
+# A fence's info string is `python` alone for a block that runs; `python notest` (or any other
+# word after it) marks a fragment that is only shown.
+_FENCED_BLOCK = re.compile(r"^```(\w*)([^\n]*)\n(.*?)^```", re.DOTALL | re.MULTILINE)
+_STDERR_TAIL_CHARS = 3000
+
+
+class ExampleScriptError(DexAgentsError, AssertionError):
+    """A README has no such section, or an example script failed or ran out of time.
+
+    An ``AssertionError``, so a test that runs an example fails (rather than errors) with the
+    script's own error output in the message.
+    """
+
+
+@dataclass(frozen=True)
+class ExampleRun:
+    """What one run of an example script printed.
+
+    Example:
+        >>> ExampleRun(stdout="turn-1 completed\\n", stderr="").stdout.splitlines()
+        ['turn-1 completed']
+    """
+
+    stdout: str
+    stderr: str
+
+
+def readme_python_blocks(
+    readme: Path, heading: str | None = None, *, include_untested: bool = False
+) -> list[str]:
+    """The bodies of the ```` ```python ```` blocks of a Markdown file, in order.
+
+    With ``heading``, only the blocks of its ``## heading`` section (up to the next ``## ``
+    heading). Blocks fenced ```` ```python notest ```` are fragments, left out unless
+    ``include_untested``.
+
+    Raises:
+        ExampleScriptError: The file has no ``## heading`` line.
+
+    Example:
+        >>> import tempfile
+        >>> readme = Path(tempfile.mkdtemp()) / "README.md"
+        >>> _ = readme.write_text("## Example\\n```python\\nprint(1)\\n```\\n## Next\\n")
+        >>> readme_python_blocks(readme, "Example")
+        ['print(1)\\n']
+    """
+    text = readme.read_text()
+    if heading is not None:
+        text = _section(text, heading, readme)
+    return [
+        body
+        for language, info, body in _FENCED_BLOCK.findall(text)
+        if language == "python" and (include_untested or not info.strip())
+    ]
+
+
+def run_example_script(
+    script: Path,
+    *,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    isolated: bool = False,
+    timeout: float = 240.0,
+) -> ExampleRun:
+    """Run a Python script with this interpreter as a user would, and return what it printed.
+
+    It runs in ``cwd`` (the script's directory by default) with ``env`` (this process's by
+    default); ``isolated`` runs ``python -I``, so neither ``PYTHONPATH`` nor the script's
+    directory adds modules.
+
+    Raises:
+        ExampleScriptError: The script exited non-zero (the message ends with its error output)
+            or ran longer than ``timeout`` seconds.
+
+    Example:
+        >>> import tempfile
+        >>> script = Path(tempfile.mkdtemp()) / "hello.py"
+        >>> _ = script.write_text("print('hello')")
+        >>> run_example_script(script).stdout
+        'hello\\n'
+    """
+    command = [sys.executable, *(["-I"] if isolated else []), str(script)]
+    try:
+        finished = subprocess.run(
+            command,
+            cwd=cwd if cwd is not None else script.parent,
+            env=dict(env) if env is not None else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as error:
+        raise ExampleScriptError(f"{script.name} ran longer than {timeout} s") from error
+    if finished.returncode != 0:
+        raise ExampleScriptError(
+            f"{script.name} exited with {finished.returncode}:\n"
+            f"{finished.stderr[-_STDERR_TAIL_CHARS:]}"
+        )
+    return ExampleRun(finished.stdout, finished.stderr)
+
+
+def run_readme_example(
+    source: str,
+    directory: Path,
+    *,
+    runs: int = 2,
+    file_name: str = "readme_example.py",
+    env: Mapping[str, str] | None = None,
+    isolated: bool = False,
+    timeout: float = 240.0,
+) -> list[ExampleRun]:
+    """Write a README example to ``directory/file_name`` and run it ``runs`` times there.
+
+    The runs share the directory, so a second run meets what the first left behind (the embedded
+    engine's database): a README example that says it can run twice is checked doing so.
+
+    Raises:
+        ExampleScriptError: A run exited non-zero or ran longer than ``timeout`` seconds.
+
+    Example:
+        >>> import tempfile
+        >>> runs = run_readme_example("print('hi')", Path(tempfile.mkdtemp()))
+        >>> [run.stdout for run in runs]
+        ['hi\\n', 'hi\\n']
+    """
+    script = directory / file_name
+    script.write_text(source)
+    return [
+        run_example_script(script, cwd=directory, env=env, isolated=isolated, timeout=timeout)
+        for _ in range(runs)
+    ]
+
+
+def _section(text: str, heading: str, readme: Path) -> str:
+    match = re.search(rf"^## {re.escape(heading)}[ \t]*$", text, re.MULTILINE)
+    if match is None:
+        raise ExampleScriptError(f"{readme.name} has no '## {heading}' section")
+    end = text.find("\n## ", match.end())
+    return text[match.end() : end if end >= 0 else len(text)]
