@@ -14,13 +14,17 @@ from pathlib import Path
 
 import grpc
 import pytest
-from dex import AsyncClient, BlobCacheConfig, ClientOptions, open_blob_cache
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from dex.worker_options import WorkerTarget
 from dex_local_engine import errors
 from dex_local_engine.history_cli import run_history
-from engine_test_support import EngineProcess, GateBoard, WorkerLauncher, engine_command
+from engine_test_support import (
+    EngineProcess,
+    GateBoard,
+    WorkerLauncher,
+    engine_command,
+    pull_client,
+)
 from grpc_status import rpc_status
 from history_sample_flows import (
     RETRY_REGISTRY,
@@ -191,9 +195,7 @@ async def test_history_of_a_real_flow_shows_each_step_and_its_final_attempt(
     engine: EngineProcess, workers: WorkerLauncher, tmp_path: Path
 ) -> None:
     await workers.start(RETRY_REGISTRY, engine.address)
-    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
-    options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
-    async with AsyncClient(retry_registry(), cache, options) as client:
+    async with pull_client(retry_registry(), engine.address, tmp_path) as client:
         await client.start_flow(client.registry.flows[0], "hist-1", "h")
         result = await client.wait_for_flow("hist-1", timedelta(seconds=30))
         assert result.single_output(str) == "h:done"
@@ -252,11 +254,9 @@ async def test_the_history_of_a_stuck_flow_shows_each_failed_attempt_and_why(
 ) -> None:
     gates.hold(STUCK_FOURTH_ATTEMPT_GATE)
     await workers.start(RETRY_REGISTRY, engine.address)
-    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
-    options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
     registry = retry_registry()
     (stuck,) = (flow for flow in registry.flows if isinstance(flow, StuckFlow))
-    async with AsyncClient(registry, cache, options) as client:
+    async with pull_client(registry, engine.address, tmp_path) as client:
         await client.start_flow(stuck, "stuck-1", "s")
         # The engine dispatches attempt 4 only after it recorded the failure of attempt 3.
         await gates.wait_arrived(STUCK_FOURTH_ATTEMPT_GATE)

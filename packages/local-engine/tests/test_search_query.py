@@ -21,7 +21,6 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from dex.worker_options import WorkerTarget
 from dex_local_engine.errors import EngineError, guard_servicer_method
 from dex_local_engine.search_query import (
     MAX_QUERY_DEPTH,
@@ -31,7 +30,7 @@ from dex_local_engine.search_query import (
     parse_search_query,
     search_flows,
 )
-from engine_test_support import EngineProcess, WorkerLauncher
+from engine_test_support import EngineProcess, WorkerLauncher, pull_client
 from search_sample_flows import TICKET_REGISTRY, ticket_registry
 
 T0 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -271,9 +270,7 @@ async def test_sessions_waiting_for_a_person_are_found_by_active_step_type(
     engine: EngineProcess, workers: WorkerLauncher, tmp_path: Path
 ) -> None:
     await workers.start(TICKET_REGISTRY, engine.address)
-    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
-    options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
-    async with AsyncClient(ticket_registry(), cache, options) as client:
+    async with pull_client(ticket_registry(), engine.address, tmp_path) as client:
         flow = client.registry.flows[0]
         for flow_id in ("t1", "t2"):
             await client.start_flow(flow, flow_id, f"title {flow_id}")

@@ -27,10 +27,9 @@ from dex import (
 )
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc
-from dex.worker_options import WorkerTarget
 from dex_local_engine.errors import guard_servicer_method
 from dex_local_engine.streams import StreamStore, StreamStoreBackend
-from engine_test_support import EngineProcess, GateBoard, WorkerLauncher
+from engine_test_support import EngineProcess, GateBoard, WorkerLauncher, pull_client
 from google.protobuf import empty_pb2
 from stream_sample_flows import CHATTER, CHATTER_REGISTRY, chatter_registry
 
@@ -238,9 +237,7 @@ async def test_bad_requests_name_the_problem(
 
 @pytest.fixture
 async def engine_client(engine: EngineProcess, tmp_path: Path) -> AsyncIterator[AsyncClient]:
-    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "client-blobs"), 1 << 20))
-    options = ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True))
-    async with AsyncClient(chatter_registry(), cache, options) as client:
+    async with pull_client(chatter_registry(), engine.address, tmp_path) as client:
         yield client
 
 

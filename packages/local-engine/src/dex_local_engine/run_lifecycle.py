@@ -151,12 +151,7 @@ class RunLifecycle:
         step: StepExecution | None = None
         if request.start_step_type:
             # A Flow without a start Step waits, like a dead end, until an RPC adds work.
-            movement = pb.StepMovement(
-                step_type=request.start_step_type,
-                step_input=ensure_value(request.step_input),
-                step_options=request.step_options,
-            )
-            step = self._steps.new_step(run, movement, START_FROM, now)
+            step = self._steps.new_step(run, _start_movement(request), START_FROM, now)
             if options.flow_start_delay_seconds > 0:
                 step.retry_at = now + options.flow_start_delay_seconds
         self._runs.add(run)
@@ -344,16 +339,20 @@ class RunLifecycle:
         started.initial_start.start_step_type = request.start_step_type
         self._journal.event(run, flow_started_or_continued=started)
         if request.start_step_type:
-            movement = pb.StepMovement(
-                step_type=request.start_step_type,
-                step_input=ensure_value(request.step_input),
-                step_options=request.step_options,
-            )
-            step = self._steps.new_step(run, movement, START_FROM, now)
+            step = self._steps.new_step(run, _start_movement(request), START_FROM, now)
             step.retry_at = now + delay
             self._steps.launch_soon(run, step)
         asyncio.get_running_loop().call_soon(self._arm_flow_timeout, run, now + delay)
         return True
+
+
+def _start_movement(request: pb.StartFlowRequest) -> pb.StepMovement:
+    """The movement to the start Step that ``request`` names (a run's first Step)."""
+    return pb.StepMovement(
+        step_type=request.start_step_type,
+        step_input=ensure_value(request.step_input),
+        step_options=request.step_options,
+    )
 
 
 def timeout_handler_movement(run: FlowRun) -> pb.StepMovement:

@@ -445,18 +445,23 @@ class _Parser:
         return SearchQuery(self.text, predicate, order)
 
     def parse_or(self) -> _Predicate:
-        parts = [self.parse_and()]
-        while self.at("keyword", "OR"):
-            self.advance()
-            parts.append(self.parse_and())
-        return parts[0] if len(parts) == 1 else _any_of(tuple(parts))
+        return self.parse_joined("OR", self.parse_and, _any_of)
 
     def parse_and(self) -> _Predicate:
-        parts = [self.parse_primary()]
-        while self.at("keyword", "AND"):
+        return self.parse_joined("AND", self.parse_primary, _all_of)
+
+    def parse_joined(
+        self,
+        keyword: str,
+        parse_part: Callable[[], _Predicate],
+        join: Callable[[tuple[_Predicate, ...]], _Predicate],
+    ) -> _Predicate:
+        """``part (keyword part)*``: a lone part as it is, several parts ``join``-ed."""
+        parts = [parse_part()]
+        while self.at("keyword", keyword):
             self.advance()
-            parts.append(self.parse_primary())
-        return parts[0] if len(parts) == 1 else _all_of(tuple(parts))
+            parts.append(parse_part())
+        return parts[0] if len(parts) == 1 else join(tuple(parts))
 
     def parse_primary(self) -> _Predicate:
         if self.at("op", "("):

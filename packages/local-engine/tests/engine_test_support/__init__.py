@@ -8,6 +8,7 @@
 - :class:`PullTestServer` - the real pull dispatcher plus a TEST STUB FlowService, in-process.
 - :mod:`engine_test_support.sample_flows` - ``ProbeFlow``, which uses all of the above.
 - :mod:`engine_test_support.dispatch_tasks` - DispatchTasks to drive a dispatcher directly.
+- :func:`pull_client` - an SDK ``AsyncClient`` of the test's engine whose Flows run on pull Workers.
 
 Fixtures (``packages/local-engine/tests/conftest.py``): ``gates``, ``invocation_log``,
 ``workers``, ``pull_server``, ``engine``.
@@ -24,6 +25,7 @@ from engine_test_support.invocation_log import (
     record_invocation,
 )
 from engine_test_support.pull_test_server import PullTestServer
+from engine_test_support.sdk_clients import pull_client
 from engine_test_support.stub_flow_service import StubFlowService
 from engine_test_support.worker_process import WorkerLauncher, WorkerMode, WorkerProcess
 
@@ -44,6 +46,7 @@ __all__ = [
     "engine_command",
     "execute_task",
     "pass_gate",
+    "pull_client",
     "record_invocation",
     "rpc_task",
     "string_value",
