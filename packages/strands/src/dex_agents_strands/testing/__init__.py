@@ -12,6 +12,7 @@ Example:
 from dex_agents_strands.testing._reference_agent import reference_agent
 from dex_agents_strands.testing._scenario_runner import (
     SCENARIO_RUNNER,
+    StrandsScenarioRunner,
     build_strands_context_window_flow,
     build_strands_flow,
 )
@@ -28,6 +29,7 @@ __all__ = [
     "ModelCall",
     "ReplyFunction",
     "ScriptedModel",
+    "StrandsScenarioRunner",
     "build_strands_context_window_flow",
     "build_strands_flow",
     "reference_agent",

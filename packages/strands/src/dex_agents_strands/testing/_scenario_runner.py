@@ -5,48 +5,40 @@ model answers through a Strands ``Model`` (``ScriptedModel``, streamed like a pr
 scenario tools are ``@tool`` functions whose effects come from the session's tool policies;
 ``confirm`` asks with a Strands interrupt (``tool_context.interrupt``), whose response is the
 person's answer, and ``report`` starts a task that the runner's poller for it polls. The MCP agent
-lists the scenario MCP server when it is built and offers its tools as ``mcp_tool``s.
+lists the scenario MCP server when it is built and offers its tools as ``mcp_tool``s. What every
+runner builds alike comes from ``ScenarioRunnerBase``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, cast
 
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
+    AgentFrameworkRunner,
     AgentSessionFlow,
     AgentSessionOptions,
-    BuiltInTool,
+    ListedTool,
     ToolEffect,
-    ToolExecutionError,
     ToolPolicy,
-    ToolTaskPoll,
-    ToolTaskPollOutcome,
-    ToolTaskStarted,
     require_deferred_tool_execution,
 )
 from dex_agents.testing import ContextWindowModel
 from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
-    REPORT_POLL_INTERVAL_SECONDS,
     REPORT_TOOL,
+    ReportTaskPoller,
     ScenarioAgentSpec,
-    ScenarioFeature,
+    ScenarioMcpTools,
     ScenarioQuestion,
-    ScenarioRunner,
+    ScenarioRunnerBase,
     ScenarioTool,
-    ScenarioToolError,
-    list_scenario_mcp_tools,
-    mcp_extra_installed,
-    poll_report_task,
     run_confirm_tool,
-    run_scenario_tool,
-    scenario_tool_policies,
+    run_scenario_tool_call,
     scripted_reply,
-    start_report,
-    stop_at_report_gate,
+    start_report_task,
 )
 from strands import ToolContext, tool
 from strands.types.content import Message
@@ -54,6 +46,7 @@ from strands.types.tools import AgentTool, ToolResult
 
 from dex_agents_strands._flow import strands_session_flow
 from dex_agents_strands._mcp_tools import mcp_tool
+from dex_agents_strands._runner import StrandsRunner
 from dex_agents_strands._tool_step import dex_tool_result
 from dex_agents_strands.testing._reference_agent import reference_agent
 from dex_agents_strands.testing._scripted_model import (
@@ -64,49 +57,103 @@ from dex_agents_strands.testing._scripted_model import (
     tool_use_reply,
 )
 
-__all__ = ["SCENARIO_RUNNER", "build_strands_context_window_flow", "build_strands_flow"]
+__all__ = [
+    "SCENARIO_RUNNER",
+    "StrandsScenarioRunner",
+    "build_strands_context_window_flow",
+    "build_strands_flow",
+]
 
 _CONTEXT_WINDOW_TOOL: Final = "lookup_note"
 _SCENARIO_MODEL_ID: Final = "scenario-script"
 _RESULT_PREFIX: Final = "Result of "
 
 
+class StrandsScenarioRunner(ScenarioRunnerBase[AgentTool]):
+    """The scenario agent as a Strands agent answered by a ``ScriptedModel``."""
+
+    name = "strands"
+
+    def scenario_tool(self, spec: ScenarioAgentSpec, scenario_tool: ScenarioTool) -> AgentTool:
+        async def run(gate: str) -> str:
+            """Run the scenario tool.
+
+            Args:
+                gate: A gate name, or empty.
+            """
+            key = require_deferred_tool_execution().idempotency_key
+            return await run_scenario_tool_call(spec, scenario_tool, gate, key)
+
+        return tool(name=scenario_tool.name, description=scenario_tool.description)(run)
+
+    def confirm_tool(self, spec: ScenarioAgentSpec) -> AgentTool:
+        async def confirm(gate: str, tool_context: ToolContext) -> str:
+            """Ask before shipping, then ship once.
+
+            Args:
+                gate: Unused.
+            """
+            key = require_deferred_tool_execution().idempotency_key
+            answers: list[str | None] = []
+            while isinstance(result := run_confirm_tool(spec, answers, key), ScenarioQuestion):
+                # Strands' own question: the first run stops here, the next gets the answer back.
+                answers.append(
+                    tool_context.interrupt(
+                        f"{CONFIRM_TOOL}-{len(answers) + 1}",
+                        reason={
+                            "question": result.question,
+                            "choices": list(result.choices),
+                            "allows_free_text": result.allows_free_text,
+                        },
+                    )
+                )
+            return result
+
+        return tool(name=CONFIRM_TOOL, context=True)(confirm)
+
+    def report_tool(self, spec: ScenarioAgentSpec) -> AgentTool:
+        async def report(gate: str = "") -> ToolResult:
+            """Start a report job.
+
+            Args:
+                gate: A gate name, or empty.
+            """
+            started = await start_report_task(spec, require_deferred_tool_execution(), gate)
+            return dex_tool_result(started)
+
+        return tool(name=REPORT_TOOL)(report)
+
+    def mcp_tool(self, mcp: ScenarioMcpTools, listed: ListedTool) -> AgentTool:
+        return mcp_tool(mcp.source, listed)
+
+    def build_runner(
+        self, spec: ScenarioAgentSpec, tools: Sequence[AgentTool]
+    ) -> AgentFrameworkRunner[Any]:
+        agent = reference_agent(
+            _scenario_reply(spec, {}),
+            tools,
+            system_prompt=spec.instructions,
+            model_id=_SCENARIO_MODEL_ID,
+            name="scenario",
+        )
+        return StrandsRunner(
+            agent,
+            # The turn's session settings reach the scripted model, as a real resolve_model would.
+            resolve_model=lambda settings: ScriptedModel(
+                _scenario_reply(spec, settings), model_id=_SCENARIO_MODEL_ID
+            ),
+            tool_task_pollers={REPORT_TOOL: ReportTaskPoller(spec)},
+        )
+
+    def build_context_window_flow(
+        self, model: ContextWindowModel, options: AgentSessionOptions
+    ) -> AgentSessionFlow:
+        return build_strands_context_window_flow(model, options)
+
+
 def build_strands_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
     """The scenario agent as a Strands agent answered by a ``ScriptedModel``."""
-    mcp = list_scenario_mcp_tools(spec) if spec.mcp_tools else None
-    tools: list[Any] = [
-        *(_scenario_tool(spec, scenario_tool) for scenario_tool in spec.tools),
-        _confirm_tool(spec),
-        _report_tool(spec),
-        *([mcp_tool(mcp.source, listed) for listed in mcp.tools] if mcp else []),
-    ]
-    agent = reference_agent(
-        _scenario_reply(spec, {}),
-        tools,
-        system_prompt=spec.instructions,
-        model_id=_SCENARIO_MODEL_ID,
-        name="scenario",
-    )
-    policies = scenario_tool_policies(spec)
-    policies[CONFIRM_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
-    policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
-    options = AgentSessionOptions(
-        tool_policies={**policies, **(mcp.tool_policies if mcp else {})},
-        built_in_tools=frozenset(BuiltInTool(name) for name in spec.built_in_tools),
-        interrupt_deadline=spec.interrupt_deadline,
-        plan_mode_enabled=spec.plan_mode_enabled,
-        model_spend_limit=spec.model_spend_limit,
-    )
-    return strands_session_flow(
-        agent,
-        spec.flow_type,
-        options,
-        # The turn's session settings reach the scripted model, as a real resolve_model would.
-        resolve_model=lambda settings: ScriptedModel(
-            _scenario_reply(spec, settings), model_id=_SCENARIO_MODEL_ID
-        ),
-        tool_task_pollers={REPORT_TOOL: _ReportPoller(spec)},
-    )
+    return cast(AgentSessionFlow, StrandsScenarioRunner().build_flow(spec))
 
 
 def _scenario_reply(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> ReplyFunction:
@@ -134,78 +181,6 @@ def _scenario_reply(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
         }
 
     return reply
-
-
-def _scenario_tool(spec: ScenarioAgentSpec, scenario_tool: ScenarioTool) -> AgentTool:
-    async def run(gate: str) -> str:
-        """Run the scenario tool.
-
-        Args:
-            gate: A gate name, or empty.
-        """
-        key = require_deferred_tool_execution().idempotency_key
-        try:
-            return await run_scenario_tool(spec, scenario_tool.name, gate, key)
-        except ScenarioToolError as failure:
-            raise ToolExecutionError(str(failure)) from failure
-
-    return tool(name=scenario_tool.name, description=scenario_tool.description)(run)
-
-
-def _confirm_tool(spec: ScenarioAgentSpec) -> AgentTool:
-    async def confirm(gate: str, tool_context: ToolContext) -> str:
-        """Ask before shipping, then ship once.
-
-        Args:
-            gate: Unused.
-        """
-        key = require_deferred_tool_execution().idempotency_key
-        answers: list[str | None] = []
-        while isinstance(result := run_confirm_tool(spec, answers, key), ScenarioQuestion):
-            # Strands' own question: the first run stops here, the next gets the answer back.
-            answers.append(
-                tool_context.interrupt(
-                    f"{CONFIRM_TOOL}-{len(answers) + 1}",
-                    reason={
-                        "question": result.question,
-                        "choices": list(result.choices),
-                        "allows_free_text": result.allows_free_text,
-                    },
-                )
-            )
-        return result
-
-    return tool(name=CONFIRM_TOOL, context=True)(confirm)
-
-
-def _report_tool(spec: ScenarioAgentSpec) -> AgentTool:
-    async def report(gate: str = "") -> ToolResult:
-        """Start a report job.
-
-        Args:
-            gate: A gate name, or empty.
-        """
-        call = require_deferred_tool_execution()
-        if call.heartbeat_checkpoint is not None:
-            # An earlier attempt started the job and saved its handle.
-            job_id = call.heartbeat_checkpoint
-        else:
-            job_id = start_report(spec, call.idempotency_key)
-            await call.save_heartbeat_checkpoint(job_id)
-            await stop_at_report_gate(spec, gate)
-        return dex_tool_result(ToolTaskStarted(job_id, REPORT_POLL_INTERVAL_SECONDS))
-
-    return tool(name=REPORT_TOOL)(report)
-
-
-class _ReportPoller:
-    """Polls the ``report`` tool's job."""
-
-    def __init__(self, spec: ScenarioAgentSpec) -> None:
-        self._spec = spec
-
-    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        return poll_report_task(self._spec, poll)
 
 
 def build_strands_context_window_flow(
@@ -258,14 +233,6 @@ def _summarized_results(call: ModelCall) -> list[str]:
     ]
 
 
-SCENARIO_RUNNER = ScenarioRunner(
-    "strands",
-    build_flow=build_strands_flow,
-    features=frozenset(
-        {ScenarioFeature.TOOL_QUESTIONS, ScenarioFeature.TOOL_TASKS, ScenarioFeature.PLAN_MODE}
-        | ({ScenarioFeature.MCP_TOOLS} if mcp_extra_installed() else set())
-    ),
-    build_context_window_flow=build_strands_context_window_flow,
-)
+SCENARIO_RUNNER = StrandsScenarioRunner().scenario_runner()
 """Strands under the shared suite: every optional feature (MCP tools with the mcp extra), and the
 context window scenario."""
