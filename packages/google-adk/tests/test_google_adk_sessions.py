@@ -40,6 +40,17 @@ def _echo_results(request: LlmRequest) -> LlmResponse:
     return text_reply("results: " + " | ".join(texts))(request)  # type: ignore[return-value]
 
 
+def _flow(
+    name: str, model: ScriptedLlm, tools: list[Any], policies: dict[str, ToolPolicy]
+) -> AgentSessionFlow:
+    """The session Flow ``<Name>Agent`` of the ``LlmAgent`` ``name`` with these tool policies."""
+    return AgentSessionFlow(
+        GoogleAdkRunner(LlmAgent(name=name, model=model, tools=tools)),
+        flow_type=f"{name.capitalize()}Agent",
+        options=AgentSessionOptions(tool_policies=policies),
+    )
+
+
 class JsonSchemaTool(BaseTool):
     """A schema-only ADK tool, the way an application wraps an MCP tool: its own
     ``FunctionDeclaration`` from the JSON Schema, and the call's key read inside the tool."""
@@ -93,13 +104,7 @@ async def test_a_schema_only_tool_reads_its_key_inside_its_own_tool_step(
             _echo_results,
         ],
     )
-    flow = AgentSessionFlow(
-        GoogleAdkRunner(LlmAgent(name="tagger", model=model, tools=[tag])),
-        flow_type="TaggerAgent",
-        options=AgentSessionOptions(
-            tool_policies={"tag_ticket": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)}
-        ),
-    )
+    flow = _flow("tagger", model, [tag], {"tag_ticket": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)})
     async with running_session(dex_in_process_worker, [flow]) as stack:
         snapshot = await stack.run_turn(flow, "tags-1", "Tag T-1 and T-2")
         history = await stack.executed_step_types("tags-1")
@@ -145,11 +150,7 @@ async def test_bad_calls_are_failed_results_the_model_sees(
             _echo_results,
         ],
     )
-    flow = AgentSessionFlow(
-        GoogleAdkRunner(LlmAgent(name="orders", model=model, tools=[lookup_order])),
-        flow_type="OrdersAgent",
-        options=AgentSessionOptions(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}),
-    )
+    flow = _flow("orders", model, [lookup_order], {"lookup_order": ToolPolicy(ToolEffect.READ)})
     async with running_session(dex_in_process_worker, [flow]) as stack:
         snapshot = await stack.run_turn(flow, "bad-1", "check order 7")
 
@@ -186,22 +187,12 @@ async def test_failures_mid_turn_end_in_the_seeds_outcomes(
     failing_model = ScriptedLlm(
         model="m", script=[call_reply(("lookup_order", {"order_id": "8"})), _model_down]
     )
-    options = AgentSessionOptions(
-        tool_policies={
-            "ship_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
-            "lookup_order": ToolPolicy(ToolEffect.READ),
-        }
-    )
-    shipping = AgentSessionFlow(
-        GoogleAdkRunner(LlmAgent(name="shipping", model=unknown_model, tools=[ship_order])),
-        flow_type="ShippingAgent",
-        options=options,
-    )
-    failing = AgentSessionFlow(
-        GoogleAdkRunner(LlmAgent(name="failing", model=failing_model, tools=[lookup_order])),
-        flow_type="FailingAgent",
-        options=options,
-    )
+    policies = {
+        "ship_order": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
+        "lookup_order": ToolPolicy(ToolEffect.READ),
+    }
+    shipping = _flow("shipping", unknown_model, [ship_order], policies)
+    failing = _flow("failing", failing_model, [lookup_order], policies)
     async with running_session(dex_in_process_worker, [shipping, failing]) as stack:
         shipped = await stack.run_turn(shipping, "ship-1", "ship order 7")
         failed = await stack.run_turn(failing, "fail-1", "look up order 8")
@@ -300,12 +291,8 @@ async def test_a_tool_asks_the_user_with_tool_input_requested(
     model = ScriptedLlm(
         model="m", script=[call_reply(("pick_slot", {"day": "Monday"})), _echo_results]
     )
-    flow = AgentSessionFlow(
-        GoogleAdkRunner(LlmAgent(name="booking", model=model, tools=[pick_slot])),
-        flow_type="BookingAgent",
-        options=AgentSessionOptions(
-            tool_policies={"pick_slot": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)}
-        ),
+    flow = _flow(
+        "booking", model, [pick_slot], {"pick_slot": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE)}
     )
     async with running_session(dex_in_process_worker, [flow]) as stack:
         sessions = stack.sessions(flow)

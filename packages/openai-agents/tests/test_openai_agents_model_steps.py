@@ -266,6 +266,19 @@ async def test_a_later_turn_pairs_a_call_left_without_a_result() -> None:
     assert "outcome of this tool call is unknown" in str(items[call_index + 1]["output"])
 
 
+def _store_billing_reply(driver: TurnDriver, content: str) -> None:
+    """Store a reply of the agent ``billing`` as the next message of the driver's turn."""
+    item = {"agent": "billing", "item": {"role": "assistant", "content": content}}
+    driver.messages.append(
+        AgentMessage(
+            sequence=len(driver.messages) + 1,
+            role=MessageRole.ASSISTANT,
+            framework_item=json.dumps(item, separators=(",", ":")),
+            turn_id=driver.turn_id,
+        )
+    )
+
+
 async def test_compaction_keeps_the_turn_that_names_the_active_agent() -> None:
     billing = Agent(name="billing", model=_always(assistant_message("billing here")))
     triage = Agent(name="triage", model=_model([assistant_message("hi")]), handoffs=[billing])
@@ -273,14 +286,7 @@ async def test_compaction_keeps_the_turn_that_names_the_active_agent() -> None:
     driver = TurnDriver(runner)
     driver.start_turn("one")
     driver.start_turn("two")
-    driver.messages.append(
-        AgentMessage(
-            sequence=3,
-            role=MessageRole.ASSISTANT,
-            framework_item='{"agent":"billing","item":{"role":"assistant","content":"b"}}',
-            turn_id=driver.turn_id,
-        )
-    )
+    _store_billing_reply(driver, "b")
     driver.start_turn("three")
     driver.start_turn("four")
     context = driver.context()
@@ -290,14 +296,7 @@ async def test_compaction_keeps_the_turn_that_names_the_active_agent() -> None:
     assert select_turn_boundary_cutoff(context, 0) == 4
     assert runner.select_compaction_cutoff(context, 0) == 1
     # Once a kept message names an agent, the shared rule's cut stands.
-    driver.messages.append(
-        AgentMessage(
-            sequence=6,
-            role=MessageRole.ASSISTANT,
-            framework_item='{"agent":"billing","item":{"role":"assistant","content":"c"}}',
-            turn_id=driver.turn_id,
-        )
-    )
+    _store_billing_reply(driver, "c")
     assert runner.select_compaction_cutoff(driver.context(), 0) == 4
     assert runner.estimate_input_tokens(context) > estimate_stored_input_tokens(context)
 

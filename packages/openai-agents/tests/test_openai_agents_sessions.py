@@ -27,6 +27,7 @@ from dex_agents import (
     TURN_FAILURE_NOTE_HEADER,
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentSnapshot,
     AgentToolCallStatus,
     ToolEffect,
     ToolPolicy,
@@ -50,6 +51,23 @@ from openai_agents_test_support import (
 )
 
 READ = AgentSessionOptions(default_tool_effect=ToolEffect.READ)
+
+
+async def _turns(
+    dex_in_process_worker: InProcessWorkerFactory,
+    flow: AgentSessionFlow,
+    session_id: str,
+    *texts: str,
+) -> AgentSnapshot:
+    """Start ``session_id`` with the first text, send the others, one turn each; the last snapshot."""
+    async with dex_in_process_worker([flow]) as dex:
+        sessions = dex.sessions(flow)
+        await sessions.start_session(session_id, texts[0])
+        snapshot = await wait_for_turn_end(sessions, session_id, 1)
+        for turn, text in enumerate(texts[1:], start=2):
+            assert await sessions.send_user_message(session_id, text)
+            snapshot = await wait_for_turn_end(sessions, session_id, turn)
+    return snapshot
 
 
 def _flow(
@@ -97,12 +115,7 @@ async def test_a_handoff_switches_the_agent_for_the_rest_of_the_turn_and_the_nex
         name="triage", model=triage_model, handoffs=[handoff(billing, on_handoff=on_handoff)]
     )
     flow = _flow(triage)
-    async with dex_in_process_worker([flow]) as dex:
-        sessions = dex.sessions(flow)
-        await sessions.start_session("handoff", "I was charged twice")
-        await wait_for_turn_end(dex.sessions(flow), "handoff", 1)
-        assert await sessions.send_user_message("handoff", "thanks")
-        snapshot = await wait_for_turn_end(dex.sessions(flow), "handoff", 2)
+    snapshot = await _turns(dex_in_process_worker, flow, "handoff", "I was charged twice", "thanks")
 
     triage_model.assert_complete()  # triage made one call; the second turn went to billing
     assert billing_calls == ["I was charged twice", "thanks"]
@@ -168,12 +181,7 @@ async def test_an_output_guardrail_tripwire_fails_the_turn(
 
     agent = Agent(name="calm", model=_echo_model("calm", []), output_guardrails=[no_shouting])
     flow = _flow(agent)
-    async with dex_in_process_worker([flow]) as dex:
-        sessions = dex.sessions(flow)
-        await sessions.start_session("calm", "hello")
-        await wait_for_turn_end(dex.sessions(flow), "calm", 1)
-        assert await sessions.send_user_message("calm", "HELLO!")
-        snapshot = await wait_for_turn_end(dex.sessions(flow), "calm", 2)
+    snapshot = await _turns(dex_in_process_worker, flow, "calm", "hello", "HELLO!")
 
     assert snapshot.state is not None
     assert "output guardrail no_shouting" in (snapshot.state.last_turn_error or "")
@@ -198,9 +206,7 @@ async def test_an_unknown_tool_and_invalid_arguments_are_failed_results_the_mode
         ("lookup_order", '{"order_id": "7"}'),
     )
     flow = _flow(Agent(name="orders", model=model, tools=[lookup_order]))
-    async with dex_in_process_worker([flow]) as dex:
-        await dex.sessions(flow).start_session("bad", "look up order 7")
-        snapshot = await wait_for_turn_end(dex.sessions(flow), "bad", 1)
+    snapshot = await _turns(dex_in_process_worker, flow, "bad", "look up order 7")
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     outputs = [message.tool_output or "" for message in tool_messages(snapshot)]
@@ -229,9 +235,7 @@ async def test_a_model_that_fails_mid_turn_fails_the_turn_with_its_note(
         raise RuntimeError("the provider is down")
 
     flow = _flow(Agent(name="writer", model=ReplyFunctionModel(reply), tools=[upsert]))
-    async with dex_in_process_worker([flow]) as dex:
-        await dex.sessions(flow).start_session("down", "write k")
-        snapshot = await wait_for_turn_end(dex.sessions(flow), "down", 1)
+    snapshot = await _turns(dex_in_process_worker, flow, "down", "write k")
 
     assert snapshot.state is not None
     assert "the provider is down" in (snapshot.state.last_turn_error or "")
@@ -325,9 +329,7 @@ async def test_tool_use_behavior_ends_the_turn_with_the_tool_result(
 
     model = _call_then_answer(("lookup", '{"topic":"x"}'))
     flow = _flow(Agent(name="stopper", model=model, tools=[lookup], tool_use_behavior=behavior))
-    async with dex_in_process_worker([flow]) as dex:
-        await dex.sessions(flow).start_session("stop", "look up x")
-        snapshot = await wait_for_turn_end(dex.sessions(flow), "stop", 1)
+    snapshot = await _turns(dex_in_process_worker, flow, "stop", "look up x")
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     assert snapshot.messages[-1].tool_output == "x found"
@@ -375,9 +377,7 @@ async def test_a_tool_exception_follows_the_calls_effect_not_the_sdk_default_mes
             }
         ),
     )
-    async with dex_in_process_worker([flow]) as dex:
-        await dex.sessions(flow).start_session("mixed", "do it all")
-        snapshot = await wait_for_turn_end(dex.sessions(flow), "mixed", 1)
+    snapshot = await _turns(dex_in_process_worker, flow, "mixed", "do it all")
 
     outputs = {m.tool_name: m.tool_output for m in tool_messages(snapshot)}
     assert outputs["flaky_read"] == "x found"  # CallTool retried the read

@@ -10,10 +10,11 @@ from dex_agents import (
     TURN_FAILURE_NOTE_HEADER,
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentSnapshot,
     MessageRole,
     ToolEffect,
 )
-from dex_agents.testing import wait_for_agent_snapshot, wait_for_turn_end
+from dex_agents.testing import InProcessWorker, wait_for_agent_snapshot, wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_pydantic_ai import (
     APPROVE_CHOICE,
@@ -68,6 +69,21 @@ class Script:
         )
 
 
+async def _first_turn(
+    dex_in_process_worker: InProcessWorkerFactory,
+    flow: AgentSessionFlow,
+    session_id: str,
+    text: str,
+    **start: Any,
+) -> tuple[AgentSnapshot, InProcessWorker]:
+    """Start ``session_id`` with ``text`` (``start``: more ``start_session`` arguments); the
+    snapshot at the end of its first turn, and the Worker that ran it (for ``scoped``)."""
+    async with dex_in_process_worker([flow]) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session(session_id, text, **start)
+        return await wait_for_turn_end(sessions, session_id), worker
+
+
 def _flow(agent: Agent[Any, Any], flow_type: str, **runner: Any) -> AgentSessionFlow:
     runner.setdefault("stream", False)
     return AgentSessionFlow(PydanticAIRunner(agent, **runner), flow_type=flow_type)
@@ -96,10 +112,9 @@ async def test_structured_output_and_deps_reach_the_tool_step(
         return Deps("shipped", request)
 
     flow = _flow(agent, "StructuredAgent", deps_factory=deps_factory)
-    async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("s1", "where is order 7?", session_settings={"tier": "gold"})
-        snapshot = await wait_for_turn_end(sessions, "s1")
+    snapshot, worker = await _first_turn(
+        dex_in_process_worker, flow, "s1", "where is order 7?", session_settings={"tier": "gold"}
+    )
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     answer = [m for m in snapshot.messages if m.role is MessageRole.ASSISTANT][-1]
@@ -133,10 +148,7 @@ async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(
         return "never"
 
     flow = _flow(agent, "BadInputAgent")
-    async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("s1", "look it up")
-        snapshot = await wait_for_turn_end(sessions, "s1")
+    snapshot, _ = await _first_turn(dex_in_process_worker, flow, "s1", "look it up")
 
     assert ran == []
     by_call = {
@@ -198,10 +210,7 @@ async def test_output_that_fails_validation_fails_the_attempt_not_a_second_reque
     script = Script([], lambda results, info: "not an order")
     agent: Agent[None, Order] = Agent(FunctionModel(script), output_type=Order)
     flow = _flow(agent, "InvalidOutputAgent")
-    async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("s1", "give me an order")
-        snapshot = await wait_for_turn_end(sessions, "s1")
+    snapshot, _ = await _first_turn(dex_in_process_worker, flow, "s1", "give me an order")
 
     assert snapshot.state is not None
     assert "output validation" in (snapshot.state.last_turn_error or "")
@@ -326,10 +335,7 @@ async def test_a_schema_only_tool_reads_its_key_inside_the_tool_step(
     flow = AgentSessionFlow(
         PydanticAIRunner(agent, stream=False), flow_type="Wrapper", options=options
     )
-    async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("w1", "file a ticket")
-        snapshot = await wait_for_turn_end(sessions, "w1")
+    snapshot, worker = await _first_turn(dex_in_process_worker, flow, "w1", "file a ticket")
 
     assert sorted(sent) == [
         ("create_ticket", {"title": "printer"}, worker.scoped("w1") + "/turn-1/t1"),
@@ -377,10 +383,7 @@ async def test_a_model_that_cannot_stream_runs_a_session_with_the_default_runner
     assert (await agent.run("where is order 7?")).output == "order 7 is shipped"
     script.seen.clear()
     flow = AgentSessionFlow(PydanticAIRunner(agent), flow_type="PlainModelAgent")
-    async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("plain", "where is order 7?")
-        snapshot = await wait_for_turn_end(sessions, "plain")
+    snapshot, _ = await _first_turn(dex_in_process_worker, flow, "plain", "where is order 7?")
 
     assert snapshot.state is not None and snapshot.state.last_turn_error is None
     answer = [m for m in snapshot.messages if m.role is MessageRole.ASSISTANT][-1]
