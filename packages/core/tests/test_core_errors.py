@@ -46,6 +46,7 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents.exceptions.AgentFrameworkError": RuntimeError,
     "dex_agents._deferred_tool_context.NoDeferredToolExecutionError": LookupError,
     "dex_agents._json_values.WireValueError": ValueError,
+    "dex_agents._tool_source_routes.ToolSourceMissingError": LookupError,
     "dex_agents._session.message_layout.MessageLayoutError": ValueError,
     "dex_agents._built_in_tools.BuiltInToolArgumentsError": ValueError,
     "dex_agents.stepwise._json_schema.ArgumentValidationError": ValueError,

@@ -13,7 +13,6 @@ import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any, Final
 
 from claude_agent_sdk import SdkMcpTool
@@ -22,6 +21,7 @@ from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     CONTEXT_SUMMARY_NOTE_HEADER,
     AgentMessage,
+    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -44,22 +44,19 @@ from dex_agents import (
     ToolExecutionResult,
     ToolInputRequested,
     ToolSource,
-    ToolTaskCancellation,
-    ToolTaskPoll,
-    ToolTaskPollOutcome,
+    ToolTaskPoller,
     ToolTaskStarted,
     TurnCompleted,
     build_context_summary_prompt,
     build_plan_note,
     dump_json_text,
-    estimate_stored_input_tokens,
     estimate_text_tokens,
-    select_turn_boundary_cutoff,
 )
 from dex_agents.adapters import (
     UNKNOWN_TOOL_POLICY,
+    AdapterRunner,
     ModelCallCountState,
-    ToolTaskPollerMissingError,
+    ToolSourceRoutes,
     tool_arguments_object,
     unknown_tool_error,
 )
@@ -104,7 +101,7 @@ _CLI_INPUT_OVERHEAD_TOKENS: Final = 700
 _UNKNOWN_TOOL_POLICY: Final = UNKNOWN_TOOL_POLICY
 
 
-class ClaudeAgentSdkRunner:
+class ClaudeAgentSdkRunner(AdapterRunner):
     """Runs a Claude Agent SDK agent as a durable session: each turn's agent loop in ``RunModel``,
     reads inside it, every other tool call in its own tool Step.
 
@@ -166,7 +163,11 @@ class ClaudeAgentSdkRunner:
         names = [source.source_name for source in tool_sources]
         if len(set(names)) != len(names):
             raise ConfigurationError(f"tool source names must be unique, got {names}")
-        self._sources = {source.source_name: source for source in tool_sources}
+        self._sources = ToolSourceRoutes(
+            {source.source_name: source for source in tool_sources},
+            key=_SOURCE_REFERENCE_KEY,
+            owner="ClaudeAgentSdkRunner",
+        )
         self._instructions = instructions
         self._model = model
         self._resolve_model = resolve_model
@@ -216,10 +217,9 @@ class ClaudeAgentSdkRunner:
 
     async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> DeferredToolOutcome:
         """Run one deferred call: a source's tool through its source, a function tool's handler."""
-        source, inner = self._source_of(call.tool_call.tool_source_reference)
-        if source is not None:
-            record = replace(call.tool_call, tool_source_reference=inner)
-            return await source.execute_deferred_tool_call(replace(call, tool_call=record))
+        source_outcome = await self._sources.execute(call)
+        if source_outcome is not None:
+            return source_outcome
         name = call.tool_call.tool_name
         tool = self._functions.get(name)
         if tool is None or tool.function is None:
@@ -246,41 +246,25 @@ class ClaudeAgentSdkRunner:
             if record.tool_call_id not in stored and record.is_final
         ]
 
-    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Poll a task that a source's tool started, through that source."""
-        source, inner = self._source_of(poll.tool_call.tool_source_reference)
-        if source is None:
-            raise ToolTaskPollerMissingError(
-                f"tool {poll.tool_call.tool_name} started no task this runner polls"
-            )
-        return await source.poll_tool_task(
-            replace(poll, tool_call=replace(poll.tool_call, tool_source_reference=inner))
-        )
+    async def find_tool_task_poller(
+        self, flow_id: str, tool_call: AgentToolCall
+    ) -> ToolTaskPoller | None:
+        """The tool source that built the call polls its task; a function tool's has none.
 
-    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        """Ask the task's source to cancel it, when the source can."""
-        source, inner = self._source_of(cancellation.tool_call.tool_source_reference)
-        cancel = getattr(source, "cancel_tool_task", None)
-        if cancel is not None:
-            record = replace(cancellation.tool_call, tool_source_reference=inner)
-            await cancel(replace(cancellation, tool_call=record))
+        Raises:
+            ToolSourceMissingError: When the call names a tool source this runner does not have.
+        """
+        return self._sources.poller(tool_call)
 
     # -- compaction ---------------------------------------------------------------------------
 
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
-        """The shared estimate of the stored input, plus instructions, tools and the CLI's own."""
+    def fixed_input_tokens(self, turn: AgentTurnContext) -> int:
+        """The instructions, the function tools' definitions and the CLI's own additions."""
         fixed = estimate_text_tokens(self._instructions) + _CLI_INPUT_OVERHEAD_TOKENS
-        fixed += sum(
+        return fixed + sum(
             estimate_text_tokens(json.dumps(tool.input_schema) + tool.description)
             for tool in self._functions.values()
         )
-        return estimate_stored_input_tokens(turn, fixed_input_tokens=fixed)
-
-    def select_compaction_cutoff(
-        self, turn: AgentTurnContext, retained_token_budget: int
-    ) -> int | None:
-        """Cut only between turns (the shared rule), never inside the running one."""
-        return select_turn_boundary_cutoff(turn, retained_token_budget)
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One model call through the CLI, no tools, with the shared summary prompt."""
@@ -337,7 +321,8 @@ class ClaudeAgentSdkRunner:
                 raise ConfigurationError(
                     f"tool {tool.name} uses the name of an enabled built-in tool"
                 )
-        listed = [tool for source in self._sources.values() for tool in await _listing(source)]
+        sources = self._sources.sources.values()
+        listed = [tool for source in sources for tool in await _listing(source)]
         taken = set(self._functions) | set(enabled)
         for tool in listed:
             if tool.name in taken:
@@ -388,30 +373,8 @@ class ClaudeAgentSdkRunner:
         tool = entry[0]
         if tool.source is not None and tool.listed is not None:
             built = tool.source.deferred_tool_call(turn, call_id, arguments, tool.listed)
-            reference = dump_json_text(
-                {
-                    _SOURCE_REFERENCE_KEY: tool.source.source_name,
-                    "reference": built.tool_source_reference,
-                }
-            )
-            return replace(built, tool_source_reference=reference)
+            return self._sources.wrap(tool.source.source_name, built)
         return DeferredToolCall(call_id, tool.name, arguments, self._policy(turn, tool))
-
-    def _source_of(self, reference: str | None) -> tuple[ToolSource | None, str | None]:
-        if not reference:
-            return None, None
-        try:
-            stored = json.loads(reference)
-        except ValueError:
-            return None, None
-        if not isinstance(stored, dict) or _SOURCE_REFERENCE_KEY not in stored:
-            return None, None
-        name = str(stored[_SOURCE_REFERENCE_KEY])
-        source = self._sources.get(name)
-        if source is None:
-            raise ConfigurationError(f"this Worker's runner has no tool source named {name!r}")
-        inner = stored.get("reference")
-        return source, inner if isinstance(inner, str) else None
 
 
 class _TurnView:

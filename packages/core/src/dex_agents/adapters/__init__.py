@@ -11,6 +11,8 @@ framework-specific and every runner records the same outcome for the same situat
   ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``;
 - ``ModelCallCountState``: the run state of a runner that stores every message as it appears and
   keeps only the turn's model call count between model calls;
+- ``ToolSourceRoutes``: the routes of a runner's ``ToolSource`` calls back to the source that
+  built them (tool Step, task poll, cancellation), on any Worker;
 - ``McpToolFactory``: one factory for the wrappers of MCP tools, given how the framework makes its
   tool type from an ``McpTool``.
 
@@ -24,6 +26,11 @@ Example:
 """
 
 from dex_agents._model_call_count import ModelCallCountState
+from dex_agents._tool_source_routes import (
+    SourceTaskPoller,
+    ToolSourceMissingError,
+    ToolSourceRoutes,
+)
 from dex_agents.adapters._adapter_runner import AdapterRunner, check_tool_task_pollers
 from dex_agents.adapters._mcp_tools import McpTool, McpToolFactory, McpToolSourceLike
 from dex_agents.adapters._tool_outcomes import (
@@ -42,6 +49,9 @@ __all__ = [
     "McpToolFactory",
     "McpToolSourceLike",
     "ModelCallCountState",
+    "SourceTaskPoller",
+    "ToolSourceMissingError",
+    "ToolSourceRoutes",
     "ToolTaskPollerMissingError",
     "check_tool_arguments",
     "check_tool_task_pollers",

@@ -23,24 +23,23 @@ from dex_agents._runner_contract import (
     ModelCallMetadata,
     ToolCallsRequested,
     ToolExecutionError,
-    ToolTaskCancellation,
-    ToolTaskPoll,
-    ToolTaskPollOutcome,
+    ToolTaskPoller,
     ToolTaskStarted,
     TurnCompleted,
     describe_tool_call_outcome,
 )
 from dex_agents._tool_policy import ResolvedToolPolicy, ToolEffect
+from dex_agents._tool_source_routes import ToolSourceRoutes
 from dex_agents._values import (
     AgentToolCall,
     FrameworkMessage,
     InteractionMode,
     PlanStatus,
 )
+from dex_agents.adapters._adapter_runner import AdapterRunner
 from dex_agents.exceptions import (
     ConfigurationError,
     ConfigurationTypeError,
-    ToolTaskPollerMissingError,
 )
 from dex_agents.stepwise._agent_definition import (
     AgentDefinition,
@@ -75,8 +74,6 @@ from dex_agents.stepwise._tool_sources import (
     ToolSource,
     list_source_tools,
     listed_tool_definition,
-    read_source_reference,
-    wrap_source_reference,
 )
 
 __all__ = ["StepwiseAgentRunner", "model_call_limit_tool_result", "unknown_tool_message"]
@@ -111,7 +108,7 @@ class _Offer:
 _NOTHING_OFFERED = _Offer((), {})
 
 
-class StepwiseAgentRunner:
+class StepwiseAgentRunner(AdapterRunner):
     """The runner of a Stepwise agent: builds each model input from committed state only.
 
     Each ``run_model_step`` makes exactly one model call through the definition's ModelClient.
@@ -139,6 +136,11 @@ class StepwiseAgentRunner:
             )
         self._definition = definition
         self._tools = dict(definition.tools_by_name)
+        self._sources = ToolSourceRoutes(
+            definition.tool_sources_by_name,
+            key="stepwise_tool_source",
+            owner=f"agent {definition.name}",
+        )
         # Each source's last listing, for the synchronous estimate of a source without
         # cached_tools(); only an estimate reads it, so a Worker restart loses nothing.
         self._last_listings: dict[str, tuple[ListedTool, ...]] = {}
@@ -216,43 +218,23 @@ class StepwiseAgentRunner:
             ToolExecutionError: For an unknown tool, invalid arguments, or when the tool raises it.
             Exception: Whatever else the tool raises, handled by the call's effect.
         """
-        record = call.tool_call
-        source_call = self._source_call(record)
-        if source_call is not None:
-            source, source_record = source_call
-            return await source.execute_deferred_tool_call(
-                dataclasses.replace(call, tool_call=source_record)
-            )
-        tool = self._tools.get(record.tool_name)
+        source_outcome = await self._sources.execute(call)
+        if source_outcome is not None:
+            return source_outcome
+        tool = self._tools.get(call.tool_call.tool_name)
         if tool is None:
-            raise ToolExecutionError(unknown_tool_message(record.tool_name))
+            raise ToolExecutionError(unknown_tool_message(call.tool_call.tool_name))
         return await self._run_function_tool(tool, call)
 
-    async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
-        """Polls a task that a tool source's tool started, through that source.
+    async def find_tool_task_poller(
+        self, flow_id: str, tool_call: AgentToolCall
+    ) -> ToolTaskPoller | None:
+        """The tool source that built the call polls its task; a function tool's has none.
 
         Raises:
-            ToolTaskPollerMissingError: When no tool source of this agent built the call.
-            Exception: Whatever the source raises.
+            ToolSourceMissingError: When the call names a tool source this agent does not have.
         """
-        source_call = self._source_call(poll.tool_call)
-        if source_call is None:
-            raise ToolTaskPollerMissingError(
-                f"tool call {poll.tool_call.tool_call_id} of {poll.tool_call.tool_name} was not "
-                "built by a tool source, so it has no task to poll"
-            )
-        source, source_record = source_call
-        return await source.poll_tool_task(dataclasses.replace(poll, tool_call=source_record))
-
-    async def cancel_tool_task(self, cancellation: ToolTaskCancellation) -> None:
-        """Asks the call's tool source to cancel its task, when the source can; best effort."""
-        source_call = self._source_call(cancellation.tool_call)
-        if source_call is None:
-            return
-        source, source_record = source_call
-        cancel = getattr(source, "cancel_tool_task", None)
-        if callable(cancel):
-            await cancel(dataclasses.replace(cancellation, tool_call=source_record))
+        return self._sources.poller(tool_call)
 
     def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """Estimates the next model call's input with the model client's own estimate.
@@ -453,32 +435,13 @@ class StepwiseAgentRunner:
                 f"tool source {source.source_name} built {type(deferred).__name__}, "
                 "not a DeferredToolCall"
             )
-        return dataclasses.replace(
+        named = dataclasses.replace(
             deferred,
             tool_call_id=call.tool_call_id,
             tool_name=call.tool_name,
             arguments=call.arguments,
-            tool_source_reference=wrap_source_reference(
-                source.source_name, deferred.tool_source_reference
-            ),
         )
-
-    def _source_call(self, record: AgentToolCall) -> tuple[ToolSource, AgentToolCall] | None:
-        """The source that built a stored call, and the record with the source's own reference.
-
-        Raises:
-            LookupError: When the call names a source this agent does not have.
-        """
-        reference = read_source_reference(record)
-        if reference is None:
-            return None
-        source = self._definition.tool_sources_by_name.get(reference.source_name)
-        if source is None:
-            raise LookupError(
-                f"tool call {record.tool_call_id} names tool source {reference.source_name}, "
-                f"which agent {self._definition.name} does not have on this Worker"
-            )
-        return source, dataclasses.replace(record, tool_source_reference=reference.reference)
+        return self._sources.wrap(source.source_name, named)
 
     def _policy(self, turn: AgentTurnContext, tool_name: str) -> ResolvedToolPolicy:
         if tool_name in turn.enabled_built_in_tools:

@@ -10,33 +10,24 @@ the source that built the call, on any Worker, without listing it again.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import timedelta
 
-from dex_agents._json_values import dump_json_text
 from dex_agents._tool_source import ListedTool, ToolSource
-from dex_agents._values import AgentToolCall
 from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise._model_client import ModelToolDefinition
 
 __all__ = [
     "ListedTool",
-    "SourceReference",
     "ToolSource",
     "declared_tool_names",
     "list_source_tools",
     "listed_tool_definition",
-    "read_source_reference",
     "validate_tool_sources",
-    "wrap_source_reference",
 ]
 
 _LOG = logging.getLogger("dex_agents.stepwise")
-_SOURCE_KEY = "stepwise_tool_source"
-_REFERENCE_KEY = "reference"
 _REQUIRED_METHODS = (
     "list_tools",
     "deferred_tool_call",
@@ -119,30 +110,3 @@ def _checked_listed_tool(source: ToolSource, tool: object) -> ListedTool:
             f"tool source {source.source_name} listed {type(tool).__name__}, not a ListedTool"
         )
     return tool
-
-
-@dataclass(frozen=True)
-class SourceReference:
-    """A stored call's source name and the source's own reference."""
-
-    source_name: str
-    reference: str | None
-
-
-def wrap_source_reference(source_name: str, reference: str | None) -> str:
-    """The reference Stepwise stores on a source's call record."""
-    return dump_json_text({_SOURCE_KEY: source_name, _REFERENCE_KEY: reference})
-
-
-def read_source_reference(record: AgentToolCall) -> SourceReference | None:
-    """The source of a stored call, or ``None`` for a call no source built."""
-    if record.tool_source_reference is None:
-        return None
-    try:
-        decoded = json.loads(record.tool_source_reference)
-    except ValueError:
-        return None
-    if not isinstance(decoded, Mapping) or not isinstance(decoded.get(_SOURCE_KEY), str):
-        return None
-    reference = decoded.get(_REFERENCE_KEY)
-    return SourceReference(decoded[_SOURCE_KEY], reference if isinstance(reference, str) else None)
