@@ -10,7 +10,6 @@ import pytest
 from dex import (
     Flow,
     FlowStatus,
-    PersistenceSchema,
     Step,
     StepDecision,
     StepList,
@@ -38,9 +37,6 @@ class Parked(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Park())
 
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
-
 
 class FailsOnce(Step[str]):
     async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
@@ -53,9 +49,6 @@ class FailsOnce(Step[str]):
 class Flaky(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(FailsOnce())
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
 
 
 FLAKY = Flaky()
@@ -74,9 +67,6 @@ class Spawn(Step[str]):
 class Parent(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Spawn())
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
 
 
 PARKED = Parked()

@@ -164,9 +164,6 @@ class SlowFlow(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(SlowStart())
 
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
-
 
 async def test_sigterm_lets_a_running_attempt_finish_instead_of_losing_it() -> None:
     flow = SlowFlow()

@@ -14,7 +14,6 @@ import dex
 import grpc
 from dex import (
     Flow,
-    PersistenceSchema,
     RetryPolicy,
     Step,
     StepDecision,
@@ -87,9 +86,6 @@ def _flow(name: str, start: Step[str]) -> Flow[str]:
     class _Single(Flow[str]):
         def get_steps(self) -> StepList[str]:
             return StepList.start_step(start)
-
-        def get_persistence_schema(self) -> PersistenceSchema:
-            return PersistenceSchema.of()
 
     _Single.__name__ = _Single.__qualname__ = name
     return _Single()

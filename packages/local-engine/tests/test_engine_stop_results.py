@@ -17,7 +17,6 @@ from dex import (
     FlowErrorType,
     FlowStatus,
     FlowTimeoutPolicy,
-    PersistenceSchema,
     StartFlowOptions,
     Step,
     StepDecision,
@@ -57,9 +56,6 @@ class Parked(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Park()).other_steps(Finish())
 
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
-
 
 HANDLER_RUNS: list[str] = []
 
@@ -69,9 +65,6 @@ class Handled(Flow[str]):
 
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Park()).other_steps(Finish())
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
 
     async def handle_timeout(self, context: dex.AsyncContext) -> StepDecision:  # type: ignore[override]
         flow_id = context.flow_id

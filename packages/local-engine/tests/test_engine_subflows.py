@@ -36,9 +36,6 @@ class Child(Flow[int]):
     def get_steps(self) -> StepList[int]:
         return StepList.start_step(Double())
 
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
-
 
 CHILD = Child()
 
@@ -57,9 +54,6 @@ class Spawn(Step[int]):
 class Parent(Flow[int]):
     def get_steps(self) -> StepList[int]:
         return StepList.start_step(Spawn())
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
 
 
 class Stall(Step[str]):
@@ -97,9 +91,6 @@ class Stepless(Flow[None]):
     def get_steps(self) -> StepList[None]:
         return StepList.without_start_step(Finish())
 
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
-
     @rpc
     async def kick(self, context: dex.Context, text: str) -> RPCResult[str]:
         return RPCResult(text, next_steps=(StepMovement.of(Finish, text),))
@@ -121,9 +112,6 @@ class Once(Step[str]):
 class Retried(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Once())
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
 
 
 FLOWS: list[Flow] = [CHILD, Parent(), Slow(), Stepless(), Retried()]  # type: ignore[type-arg]

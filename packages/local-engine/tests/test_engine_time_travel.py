@@ -145,9 +145,6 @@ class Child(Flow[int]):
     def get_steps(self) -> StepList[int]:
         return StepList.start_step(Double())
 
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
-
 
 CHILD = Child()
 
@@ -165,9 +162,6 @@ class Spawn(Step[str]):
 class Parent(Flow[str]):
     def get_steps(self) -> StepList[str]:
         return StepList.start_step(Spawn())
-
-    def get_persistence_schema(self) -> PersistenceSchema:
-        return PersistenceSchema.of()
 
 
 class Nap(Step[str]):
