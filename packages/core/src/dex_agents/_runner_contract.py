@@ -133,6 +133,30 @@ async def _no_checkpoint(checkpoint: str) -> None:
     del checkpoint
 
 
+class _Heartbeating:
+    """What every Step input that records heartbeats does alike."""
+
+    send_heartbeat: HeartbeatFunction
+
+    async def heartbeat(self) -> None:
+        """Record a heartbeat; the session already records one every 20 seconds."""
+        await self.send_heartbeat()
+
+
+class _ToolCallStepInput(_Heartbeating):
+    """What the inputs of a tool call's Steps (run, poll, cancel) share."""
+
+    flow_id: str
+    tool_call: AgentToolCall
+
+    @property
+    def idempotency_key(self) -> str:
+        """``<flow_id>/<turn_id>/<tool_call_id>``, the key the tool Step passed on every attempt."""
+        return tool_call_idempotency_key(
+            self.flow_id, self.tool_call.turn_id, self.tool_call.tool_call_id
+        )
+
+
 def tool_call_idempotency_key(flow_id: str, turn_id: str, tool_call_id: str) -> str:
     """Return the stable key of one tool call, ``<flow_id>/<turn_id>/<tool_call_id>``.
 
@@ -350,7 +374,7 @@ ToolOutcomeT = TypeVar(
 
 
 @dataclass(frozen=True)
-class AgentTurnContext:
+class AgentTurnContext(_Heartbeating):
     """Everything a runner needs for one model call of a turn, inside the ``RunModel`` Step.
 
     It carries committed state only, so a rerun of the model call sees the same context. Do not
@@ -434,13 +458,9 @@ class AgentTurnContext:
             tool_name, self.tool_policies, self.default_tool_effect, framework_effect
         )
 
-    async def heartbeat(self) -> None:
-        """Record a heartbeat; the session already records one every 20 seconds."""
-        await self.send_heartbeat()
-
 
 @dataclass(frozen=True)
-class DeferredToolExecution:
+class DeferredToolExecution(_ToolCallStepInput):
     """One tool call that a tool Step asks the runner to run.
 
     Attributes:
@@ -484,17 +504,6 @@ class DeferredToolExecution:
         """Turn of the call."""
         return self.tool_call.turn_id
 
-    @property
-    def idempotency_key(self) -> str:
-        """Stable key ``<flow_id>/<turn_id>/<tool_call_id>``, identical across attempts."""
-        return tool_call_idempotency_key(
-            self.flow_id, self.tool_call.turn_id, self.tool_call.tool_call_id
-        )
-
-    async def heartbeat(self) -> None:
-        """Record a heartbeat; the session already records one every 20 seconds."""
-        await self.send_heartbeat()
-
     async def save_heartbeat_checkpoint(self, checkpoint: str) -> None:
         """Record a heartbeat carrying ``checkpoint``; a retried attempt reads it as
         :attr:`heartbeat_checkpoint`. Every later heartbeat of the attempt carries it too.
@@ -510,7 +519,7 @@ class DeferredToolExecution:
 
 
 @dataclass(frozen=True)
-class ToolTaskPoll:
+class ToolTaskPoll(_ToolCallStepInput):
     """One task that ``PollToolTask`` asks the runner to poll.
 
     Attributes:
@@ -536,20 +545,9 @@ class ToolTaskPoll:
     def __post_init__(self) -> None:
         object.__setattr__(self, "input_answers", tuple(self.input_answers))
 
-    @property
-    def idempotency_key(self) -> str:
-        """``<flow_id>/<turn_id>/<tool_call_id>``, the key the tool Step passed."""
-        return tool_call_idempotency_key(
-            self.flow_id, self.tool_call.turn_id, self.tool_call.tool_call_id
-        )
-
-    async def heartbeat(self) -> None:
-        """Record a heartbeat; the session already records one every 20 seconds."""
-        await self.send_heartbeat()
-
 
 @dataclass(frozen=True)
-class ToolTaskCancellation:
+class ToolTaskCancellation(_ToolCallStepInput):
     """One task that ``cancel_turn`` abandoned, which ``CancelToolTask`` asks the runner to cancel.
 
     Attributes:
@@ -565,17 +563,6 @@ class ToolTaskCancellation:
     attempt: int
     deadline: datetime | None = None
     send_heartbeat: HeartbeatFunction = field(default=_no_heartbeat, repr=False, compare=False)
-
-    @property
-    def idempotency_key(self) -> str:
-        """``<flow_id>/<turn_id>/<tool_call_id>``, the key the tool Step passed."""
-        return tool_call_idempotency_key(
-            self.flow_id, self.tool_call.turn_id, self.tool_call.tool_call_id
-        )
-
-    async def heartbeat(self) -> None:
-        """Record a heartbeat; the session already records one every 20 seconds."""
-        await self.send_heartbeat()
 
 
 @dataclass(frozen=True)
