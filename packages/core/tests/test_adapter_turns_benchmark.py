@@ -3,20 +3,11 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
+from functools import partial
 
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "adapter_turns.py"
+from benchmark_support import run_benchmark
 
-
-def _run(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(BENCHMARK), *arguments],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+_run = partial(run_benchmark, "adapter_turns.py")
 
 
 def test_adapter_turns_times_durable_and_in_process_turns_of_stepwise() -> None:

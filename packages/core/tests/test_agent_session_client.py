@@ -8,6 +8,7 @@ from typing import Any, cast
 import dex_agents._session.client as client_module
 import grpc
 import pytest
+from agent_session_test_support import NeverRunRunner
 from dex import (
     ActiveStepSearchMode,
     AsyncClient,
@@ -22,26 +23,9 @@ from dex import (
 from dex_agents import (
     AgentSessionClient,
     AgentSessionFlow,
-    AgentTurnContext,
-    AgentTurnOutcome,
     ConfigurationTypeError,
-    DeferredToolExecution,
-    FrameworkMessage,
-    MessageRole,
     ResolveInterruptRequest,
-    ToolExecutionResult,
 )
-
-
-class _Runner:
-    def build_user_message(self, text: str) -> FrameworkMessage:
-        return FrameworkMessage(role=MessageRole.USER, framework_item=text, text=text)
-
-    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        raise NotImplementedError
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        raise NotImplementedError
 
 
 class _ConflictingClient:
@@ -69,7 +53,7 @@ class _ConflictingClient:
 
 
 def _sessions(client: _ConflictingClient) -> AgentSessionClient:
-    flow = AgentSessionFlow(_Runner(), flow_type="ClientTest")
+    flow = AgentSessionFlow(NeverRunRunner(), flow_type="ClientTest")
     return AgentSessionClient(cast(AsyncClient, client), flow)
 
 
@@ -100,7 +84,7 @@ def test_a_session_id_is_never_reused_unless_the_caller_asks() -> None:
     """Dex's DEFAULT ID reuse policy would start a closed session's ID afresh."""
 
     def policy(options: StartFlowOptions | None) -> IdReusePolicy:
-        flow = AgentSessionFlow(_Runner(), flow_type="ClientTest")
+        flow = AgentSessionFlow(NeverRunRunner(), flow_type="ClientTest")
         _, start = client_module.session_start_arguments(
             "s-1", "", None, ActiveStepSearchMode.WITH_WAIT_FOR, options, False, flow
         )

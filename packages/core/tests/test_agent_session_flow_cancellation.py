@@ -11,7 +11,6 @@ import pytest
 from agent_session_test_support import (
     ScriptedRunner,
     assistant,
-    final_answer_with_results,
     read_events_until,
     request_tools,
     running_session_stack,
@@ -49,6 +48,7 @@ from turn_control_test_support import (
     echo_user_messages,
     gated_lookup_and_refund_runner,
     is_active,
+    one_tool_call_then_echo,
 )
 
 _LOOKUP_IS_READ = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
@@ -66,11 +66,7 @@ async def test_cancel_during_a_model_call_drops_its_answer(
     def script(turn: AgentTurnContext) -> AgentTurnOutcome:
         return TurnCompleted((assistant(f"answer of {turn.turn_id}"),), AgentUsage())
 
-    async def before(turn: AgentTurnContext) -> None:
-        if turn.turn_id == "turn-1":
-            await gate.pass_through()
-
-    runner = ScriptedRunner(script, before_model_call=before)
+    runner = ScriptedRunner(script, before_model_call=gate.hold_model_calls("turn-1"))
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hello")
@@ -120,15 +116,13 @@ async def test_a_stop_pressed_twice_succeeds_both_times(
             return request_tools(turn, tool_call(turn, "slow", "lookup", {}))
         return TurnCompleted((assistant(f"answer of {turn.turn_id}"),), AgentUsage())
 
-    async def before(turn: AgentTurnContext) -> None:
-        if turn.turn_id == "turn-2":
-            await model_gate.pass_through()
-
     async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
         await tool_gate.pass_through()
         return ToolExecutionResult("slow result")
 
-    runner = ScriptedRunner(script, {"lookup": lookup}, before_model_call=before)
+    runner = ScriptedRunner(
+        script, {"lookup": lookup}, before_model_call=model_gate.hold_model_calls("turn-2")
+    )
     async with running_session_stack(dex_in_process_worker, runner, _LOOKUP_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hello")
@@ -258,13 +252,7 @@ _WAITS = AgentSessionOptions(
 
 
 def _waiting_call(call_id: str, name: str, arguments: object) -> ScriptedRunner:
-    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
-        if turn.turn_id == "turn-1":
-            if not turn.is_resuming:
-                return request_tools(turn, tool_call(turn, call_id, name, arguments))
-            return final_answer_with_results(turn)
-        return echo_user_messages(turn)
-
+    script = one_tool_call_then_echo(call_id, name, arguments)
     return ScriptedRunner(script)
 
 
@@ -350,12 +338,7 @@ class _TaskRunner(ScriptedRunner):
 
 
 def _task_runner() -> _TaskRunner:
-    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
-        if turn.turn_id == "turn-1":
-            if not turn.is_resuming:
-                return request_tools(turn, tool_call(turn, "report-1", "report", {}))
-            return final_answer_with_results(turn)
-        return echo_user_messages(turn)
+    script = one_tool_call_then_echo("report-1", "report", {})
 
     async def start(call: DeferredToolExecution) -> ToolTaskStarted:
         return ToolTaskStarted("job-1", 1)
@@ -419,12 +402,7 @@ async def test_a_question_asked_after_the_turn_was_stopped_never_waits(
 ) -> None:
     gate = Gate()
 
-    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
-        if turn.turn_id == "turn-1":
-            if not turn.is_resuming:
-                return request_tools(turn, tool_call(turn, "ship-1", "ship", {}))
-            return final_answer_with_results(turn)
-        return echo_user_messages(turn)
+    script = one_tool_call_then_echo("ship-1", "ship", {})
 
     async def ship(call: DeferredToolExecution) -> ToolInputRequested:
         await gate.pass_through()

@@ -52,14 +52,12 @@ async def test_steer_during_a_model_call_rejects_its_tool_calls(
             )
         return echo_user_messages(turn)
 
-    async def before(turn: AgentTurnContext) -> None:
-        if turn.turn_id == "turn-1":
-            await gate.pass_through()
-
     async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
         return ToolExecutionResult("found")
 
-    runner = ScriptedRunner(script, {"lookup": lookup}, before_model_call=before)
+    runner = ScriptedRunner(
+        script, {"lookup": lookup}, before_model_call=gate.hold_model_calls("turn-1")
+    )
     options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
@@ -144,11 +142,7 @@ async def test_steer_a_queued_message_by_id_and_delete_another(
 ) -> None:
     gate = Gate()
 
-    async def before(turn: AgentTurnContext) -> None:
-        if turn.turn_id == "turn-1":
-            await gate.pass_through()
-
-    runner = ScriptedRunner(echo_user_messages, before_model_call=before)
+    runner = ScriptedRunner(echo_user_messages, before_model_call=gate.hold_model_calls("turn-1"))
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "hello")
@@ -179,11 +173,7 @@ async def test_steer_a_queued_message_by_id_and_delete_another(
 async def test_steer_rpc_edge_cases(dex_in_process_worker: InProcessWorkerFactory) -> None:
     gate = Gate()
 
-    async def before(turn: AgentTurnContext) -> None:
-        if turn.turn_id == "turn-2":
-            await gate.pass_through()
-
-    runner = ScriptedRunner(echo_user_messages, before_model_call=before)
+    runner = ScriptedRunner(echo_user_messages, before_model_call=gate.hold_model_calls("turn-2"))
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "")
@@ -211,10 +201,7 @@ async def test_a_turn_that_does_not_accept_turn_control_is_not_steered(
     """``accepts_turn_control`` is True for turns this release starts."""
     gate = Gate()
 
-    async def before(turn: AgentTurnContext) -> None:
-        await gate.pass_through()
-
-    runner = ScriptedRunner(echo_user_messages, before_model_call=before)
+    runner = ScriptedRunner(echo_user_messages, before_model_call=gate.hold_model_calls())
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("s", "hi")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", is_active)
@@ -234,11 +221,7 @@ async def test_a_steered_plan_mode_message_starts_a_planning_turn(
 ) -> None:
     gate = Gate()
 
-    async def before(turn: AgentTurnContext) -> None:
-        if turn.turn_id == "turn-1":
-            await gate.pass_through()
-
-    runner = _PlanningRunner(echo_user_messages, before_model_call=before)
+    runner = _PlanningRunner(echo_user_messages, before_model_call=gate.hold_model_calls("turn-1"))
     options = AgentSessionOptions(
         built_in_tools=frozenset({BuiltInTool.WRITE_TODOS}), plan_mode_enabled=True
     )

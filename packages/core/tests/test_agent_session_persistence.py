@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from agent_session_test_support import NeverRunRunner
 from dex import CodecRegistry, Registry, StepDurability
 from dex_agents import (
     AGENT_MESSAGE_CHUNKS,
@@ -20,17 +21,12 @@ from dex_agents import (
     AgentState,
     AgentToolCall,
     AgentToolCallStatus,
-    AgentTurnContext,
-    AgentTurnOutcome,
     ConfigurationError,
     ConfigurationTypeError,
-    DeferredToolExecution,
-    FrameworkMessage,
     InterruptKind,
     MessageRole,
     RunModelLimit,
     ToolEffect,
-    ToolExecutionResult,
 )
 from dex_agents._session.persistence import (
     agent_event_stream,
@@ -45,17 +41,6 @@ from dex_agents._session.tool_steps import RecordToolFailure
 from dex_agents._session.turn_steps import RecordTurnFailure
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-class _Runner:
-    def build_user_message(self, text: str) -> FrameworkMessage:
-        return FrameworkMessage(role=MessageRole.USER, framework_item=text, text=text)
-
-    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
-        raise NotImplementedError
-
-    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
-        raise NotImplementedError
 
 
 def test_schema_registers_every_persistence_name() -> None:
@@ -73,8 +58,8 @@ def test_schema_registers_every_persistence_name() -> None:
 
 
 def test_two_flow_types_register_side_by_side_with_their_own_streams() -> None:
-    first = AgentSessionFlow(_Runner(), flow_type="A")
-    second = AgentSessionFlow(_Runner(), flow_type="B")
+    first = AgentSessionFlow(NeverRunRunner(), flow_type="A")
+    second = AgentSessionFlow(NeverRunRunner(), flow_type="B")
     registry = Registry([first, second], allow_async_handlers=True)
     assert first.agent_events is not second.agent_events
     steps = set(registry._registered_flows["A"].steps)
@@ -86,7 +71,7 @@ def test_flow_refuses_bad_arguments() -> None:
     with pytest.raises(ConfigurationTypeError, match="has no build_user_message method"):
         AgentSessionFlow(object(), flow_type="A")  # type: ignore[arg-type]
     with pytest.raises(ConfigurationError, match="flow_type"):
-        AgentSessionFlow(_Runner(), flow_type=" ")
+        AgentSessionFlow(NeverRunRunner(), flow_type=" ")
     with pytest.raises(ConfigurationError, match="interrupt_deadline"):
         AgentSessionOptions(interrupt_deadline=timedelta(0))
 

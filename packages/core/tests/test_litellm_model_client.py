@@ -35,6 +35,7 @@ from litellm_test_support.fake_providers import (
     FakeReply,
     FakeToolCall,
 )
+from model_output_support import RecordingModelOutput
 
 TOOL = ModelToolDefinition(
     "lookup_order",
@@ -42,18 +43,6 @@ TOOL = ModelToolDefinition(
     {"type": "object", "properties": {"order_id": {"type": "string"}}},
 )
 CALL = FakeToolCall("call_1", "lookup_order", {"order_id": "7"})
-
-
-class _Writer:
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-
-    def write_text_delta(self, text: str) -> None:
-        self.text.append(text)
-
-    def write_reasoning_delta(self, text: str) -> None:
-        self.reasoning.append(text)
 
 
 def _script(api: str, body: dict[str, Any]) -> FakeReply | FakeFailure:
@@ -136,7 +125,7 @@ def test_agent_definition_refuses_required_planning_with_anthropic_thinking() ->
 
 
 async def _two_calls(
-    client: LiteLLMModelClient, writer: _Writer, final_text: str
+    client: LiteLLMModelClient, writer: RecordingModelOutput, final_text: str
 ) -> tuple[ModelResponse, ModelResponse]:
     first = await client.call_model(_request(ModelUserText("Where is order 7?")), writer)
     result = ModelToolResult("call_1", "lookup_order", final_text)
@@ -149,7 +138,7 @@ async def _two_calls(
 async def test_responses_api_stores_nothing_and_replays_encrypted_reasoning(
     provider: FakeProviderServer,
 ) -> None:
-    writer = _Writer()
+    writer = RecordingModelOutput()
     client = _client("openai/gpt-5-mini", provider, api="responses")
     first, second = await _two_calls(client, writer, "Order 7 ships tomorrow")
 
@@ -186,7 +175,7 @@ async def test_anthropic_thinking_blocks_replay_with_their_signature(
     provider: FakeProviderServer,
 ) -> None:
     client = _client("anthropic/claude-sonnet-4-5", provider)
-    writer = _Writer()
+    writer = RecordingModelOutput()
     first, second = await _two_calls(client, writer, "Order 7 ships tomorrow")
 
     assert first.items[0].kind is ModelOutputItemKind.REASONING
@@ -207,7 +196,7 @@ async def test_chat_completions_stream_and_cross_provider_replay(
 ) -> None:
     responses = _client("openai/gpt-5-mini", provider, api="responses")
     chat = _client("openai/gpt-4o-mini", provider, api="chat_completions")
-    writer = _Writer()
+    writer = RecordingModelOutput()
     first = await responses.call_model(_request(ModelUserText("Where is order 7?")), writer)
     request = _request(
         ModelUserText("Where is order 7?"),
@@ -239,12 +228,16 @@ async def test_an_api_base_reaches_a_server_that_speaks_only_chat_completions() 
     ``api_base`` and no ``api`` the client calls Chat Completions, and one such call works."""
     async with FakeProviderServer(_script, apis=frozenset({CHAT})) as server:
         client = _client("openai/local-model", server)
-        first = await client.call_model(_request(ModelUserText("Where is order 7?")), _Writer())
+        first = await client.call_model(
+            _request(ModelUserText("Where is order 7?")), RecordingModelOutput()
+        )
         assert [item.kind for item in first.items][-1] is ModelOutputItemKind.TOOL_CALL
         assert [api for api, _ in server.requests] == [CHAT]
         told = _client("openai/local-model", server, api="responses")
         with pytest.raises(Exception, match=r"404|Not Found"):
-            await told.call_model(_request(ModelUserText("Where is order 7?")), _Writer())
+            await told.call_model(
+                _request(ModelUserText("Where is order 7?")), RecordingModelOutput()
+            )
 
 
 @pytest.mark.parametrize("failure", ["fail 429", "fail 500", "malformed"])
@@ -253,6 +246,6 @@ async def test_provider_errors_raise_after_one_request(
 ) -> None:
     client = _client("anthropic/claude-sonnet-4-5", provider)
     with pytest.raises(Exception) as raised:
-        await client.call_model(_request(ModelUserText(failure)), _Writer())
+        await client.call_model(_request(ModelUserText(failure)), RecordingModelOutput())
     assert not isinstance(raised.value, AssertionError)
     assert len(provider.requests) == 1  # no retries of its own: RunModel retries

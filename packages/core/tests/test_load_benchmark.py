@@ -4,20 +4,12 @@ but that every turn completed and every approved write was seen running)."""
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "load.py"
+from benchmark_support import run_benchmark
 
 
 def _run(*arguments: str) -> str:
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--model-latency-ms", "5", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    done = run_benchmark("load.py", "--model-latency-ms", "5", *arguments)
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
 

@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import subprocess
-import sys
-from pathlib import Path
+from functools import partial
 
 import pytest
+from benchmark_support import run_benchmark
 
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "peers.py"
-
-
-def _run(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(BENCHMARK), *arguments],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+_run = partial(run_benchmark, "peers.py")
 
 
 def _row(stdout: str, name: str) -> list[str]:

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "session_turns.py"
+from benchmark_support import run_benchmark
 
 
 def _per_turn(stdout: str) -> dict[str, tuple[float, float | None]]:
@@ -24,15 +21,10 @@ def _per_turn(stdout: str) -> dict[str, tuple[float, float | None]]:
 
 def test_a_turn_confirmed_by_its_state_moves_no_transcript_through_the_rpcs() -> None:
     # Every turn's answer is checked by the script (from its text_delta events, then the state).
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARK),
-            "--turns", "3", "--warmup", "1", "--sessions", "1", "--duration", "0.2",
-            "--model-latency-ms", "5", "--count-messages",
-        ],
-        capture_output=True,
-        text=True,
+    done = run_benchmark(
+        "session_turns.py",
+        "--turns", "3", "--warmup", "1", "--sessions", "1", "--duration", "0.2",
+        "--model-latency-ms", "5", "--count-messages",
         timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

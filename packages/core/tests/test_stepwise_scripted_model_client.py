@@ -18,18 +18,7 @@ from dex_agents.stepwise import (
     ScriptedToolCall,
     replayable_input,
 )
-
-
-class _RecordingWriter:
-    def __init__(self) -> None:
-        self.text: list[str] = []
-        self.reasoning: list[str] = []
-
-    def write_text_delta(self, text: str) -> None:
-        self.text.append(text)
-
-    def write_reasoning_delta(self, text: str) -> None:
-        self.reasoning.append(text)
+from model_output_support import RecordingModelOutput
 
 
 def _request(*items: ModelUserText | ModelToolResult) -> ModelRequest:
@@ -42,7 +31,7 @@ async def test_sync_script_answers_text_and_streams_it() -> None:
             text=f"Echo: {ScriptedModelClient.user_texts(request)[-1]}", reasoning="thinking"
         )
     )
-    writer = _RecordingWriter()
+    writer = RecordingModelOutput()
 
     response = await client.call_model(_request(ModelUserText("hello")), writer)
 
@@ -73,10 +62,10 @@ async def test_async_script_and_tool_calls_with_deterministic_ids() -> None:
     client = ScriptedModelClient(respond)
     request = _request(ModelUserText("find orders"))
 
-    first = await client.call_model(request, _RecordingWriter())
-    rerun = await client.call_model(request, _RecordingWriter())
+    first = await client.call_model(request, RecordingModelOutput())
+    rerun = await client.call_model(request, RecordingModelOutput())
     later = await client.call_model(
-        _request(ModelUserText("find orders"), ModelUserText("again")), _RecordingWriter()
+        _request(ModelUserText("find orders"), ModelUserText("again")), RecordingModelOutput()
     )
 
     ids = [call.tool_call_id for call in first.tool_calls]
@@ -112,8 +101,8 @@ async def test_different_inputs_get_different_tool_call_ids(
         lambda request: ScriptedModelReply(tool_calls=[ScriptedToolCall("lookup_order", {})])
     )
 
-    first = await client.call_model(_request(*one), _RecordingWriter())
-    second = await client.call_model(_request(*other), _RecordingWriter())
+    first = await client.call_model(_request(*one), RecordingModelOutput())
+    second = await client.call_model(_request(*other), RecordingModelOutput())
 
     assert first.tool_calls[0].tool_call_id != second.tool_calls[0].tool_call_id
 
@@ -124,7 +113,7 @@ async def test_explicit_tool_call_id_and_raw_arguments_text_are_kept() -> None:
             tool_calls=[ScriptedToolCall("broken", "{not json", tool_call_id="call-1")]
         )
     )
-    response = await client.call_model(_request(ModelUserText("x")), _RecordingWriter())
+    response = await client.call_model(_request(ModelUserText("x")), RecordingModelOutput())
     assert response.tool_calls[0].tool_call_id == "call-1"
     assert response.tool_calls[0].arguments == "{not json"
 
@@ -132,7 +121,7 @@ async def test_explicit_tool_call_id_and_raw_arguments_text_are_kept() -> None:
 async def test_requests_keep_the_latest_n() -> None:
     client = ScriptedModelClient(lambda request: ScriptedModelReply("ok"), max_recorded_requests=2)
     for text in ("one", "two", "three"):
-        await client.call_model(_request(ModelUserText(text)), _RecordingWriter())
+        await client.call_model(_request(ModelUserText(text)), RecordingModelOutput())
     assert [ScriptedModelClient.user_texts(request) for request in client.requests] == [
         ["two"],
         ["three"],
@@ -157,7 +146,7 @@ def test_tool_results_are_those_after_the_last_user_text() -> None:
 async def test_a_script_that_returns_something_else_fails_the_call() -> None:
     client = ScriptedModelClient(lambda request: "not a reply")  # type: ignore[arg-type,return-value]
     with pytest.raises(ConfigurationTypeError, match="not a ScriptedModelReply"):
-        await client.call_model(_request(ModelUserText("x")), _RecordingWriter())
+        await client.call_model(_request(ModelUserText("x")), RecordingModelOutput())
 
 
 def test_negative_max_recorded_requests_is_refused() -> None:

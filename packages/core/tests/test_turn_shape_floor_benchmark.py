@@ -3,29 +3,14 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "turn_shape_floor.py"
+from benchmark_support import run_benchmark
 
 
 def test_turn_shape_floor_runs_every_turn_of_the_session_shape() -> None:
     # Each turn checks its own end state and that it read all 8 events, or the script fails.
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(BENCHMARK),
-            "--turns",
-            "2",
-            "--warmup",
-            "1",
-            "--model-latency-ms",
-            "5",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=240,
+    done = run_benchmark(
+        "turn_shape_floor.py", "--turns", "2", "--warmup", "1", "--model-latency-ms", "5"
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "2 turns after 1 warm-up, 5 ms per model call" in done.stdout

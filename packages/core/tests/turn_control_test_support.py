@@ -4,6 +4,7 @@ probes of the session snapshot."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 from agent_session_test_support import (
     ScriptedRunner,
@@ -28,6 +29,7 @@ __all__ = [
     "echo_user_messages",
     "gated_lookup_and_refund_runner",
     "is_active",
+    "one_tool_call_then_echo",
     "user_texts",
 ]
 
@@ -48,6 +50,18 @@ class Gate:
         """Wait (30 s at most) until a runner call reached the gate."""
         await asyncio.wait_for(self.reached.wait(), 30)
 
+    def hold_model_calls(
+        self, turn_id: str | None = None
+    ) -> Callable[[AgentTurnContext], Awaitable[None]]:
+        """A ``ScriptedRunner`` ``before_model_call`` hook that holds the model calls of
+        ``turn_id`` (of every turn when ``None``) at this gate."""
+
+        async def before_model_call(turn: AgentTurnContext) -> None:
+            if turn_id is None or turn.turn_id == turn_id:
+                await self.pass_through()
+
+        return before_model_call
+
 
 def user_texts(turn: AgentTurnContext) -> list[str]:
     """The texts of the turn's own user messages, in order."""
@@ -67,6 +81,22 @@ def is_active(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     """A snapshot probe: a turn is active."""
     state = snapshot.state
     return snapshot if state is not None and state.active_turn_id is not None else None
+
+
+def one_tool_call_then_echo(
+    call_id: str, name: str, arguments: object
+) -> Callable[[AgentTurnContext], AgentTurnOutcome]:
+    """A model script: turn 1 calls one tool and then answers with its result; later turns echo
+    their user messages."""
+
+    def script(turn: AgentTurnContext) -> AgentTurnOutcome:
+        if turn.turn_id == "turn-1":
+            if not turn.is_resuming:
+                return request_tools(turn, tool_call(turn, call_id, name, arguments))
+            return final_answer_with_results(turn)
+        return echo_user_messages(turn)
+
+    return script
 
 
 def gated_lookup_and_refund_runner(gate: Gate) -> ScriptedRunner:

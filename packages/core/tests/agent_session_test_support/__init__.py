@@ -33,6 +33,7 @@ from dex_agents.testing import InProcessWorker
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 __all__ = [
+    "NeverRunRunner",
     "ScriptedRunner",
     "SessionStack",
     "assistant",
@@ -75,6 +76,20 @@ def final_answer_with_results(turn: AgentTurnContext) -> TurnCompleted:
         for record in turn.tool_calls.values()
     )
     return TurnCompleted((assistant(results),), AgentUsage(input_tokens=7, output_tokens=3))
+
+
+class NeverRunRunner:
+    """A runner for a Flow that is built, registered or called but never runs a turn: it only
+    builds user messages, and fails any model call or tool call it is asked for."""
+
+    def build_user_message(self, text: str) -> FrameworkMessage:
+        return FrameworkMessage(role=MessageRole.USER, framework_item=text, text=text)
+
+    async def run_model_step(self, turn: AgentTurnContext) -> AgentTurnOutcome:
+        raise NotImplementedError
+
+    async def execute_deferred_tool_call(self, call: DeferredToolExecution) -> ToolExecutionResult:
+        raise NotImplementedError
 
 
 @dataclass
