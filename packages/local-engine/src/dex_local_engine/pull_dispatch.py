@@ -22,11 +22,12 @@ Protocol, as the Dex SDK's pull Worker expects it:
   that has an idle registered stream) when it first offers the stream a task.
 - A stream carries one task at a time: ``task`` out, then ``task_frame``s back (heartbeats and
   Stream writes, then the result, or ``worker_error``), or a ``reject``.
-- A rejected task is offered to other streams without using an attempt: a Worker that declined
-  it for lack of capacity is skipped on all its streams until one of them finishes a task or a
-  retry delay passed (2 ms, doubling, at most ``no_capacity_retry_seconds``); a Worker that does not know the Step or RPC is skipped for
-  that task. A task waits for a Worker without limit; the
-  scheduler enforces the deadline by cancelling the dispatch.
+- A rejected task is offered to other streams without using an attempt. A Worker that declines a
+  Step (an RPC) for lack of capacity is offered no Step (RPC) while it holds as many tasks as it
+  held then, its learned bound, but for one probe per retry delay (2 ms, doubling, at most
+  ``no_capacity_retry_seconds``): see :mod:`dex_local_engine.pull_worker_capacity`. A Worker that
+  does not know the Step or RPC is skipped for that task. A task waits for a Worker without
+  limit; the scheduler enforces the deadline by cancelling the dispatch.
 - The task's ``on_worker(True)`` (the scheduler commits the attempt's in-flight row) runs in the
   stream's writer right before the task is written, with nothing in between: a task still queued
   for a stream when the engine dies left no row, so it is not counted as a lost attempt.
@@ -92,8 +93,8 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
     """Serves pull Worker streams and dispatches tasks to them.
 
     Args:
-        no_capacity_retry_seconds: the longest a task avoids a Worker that declined it for lack
-            of capacity (unless the Worker finishes a task sooner); retries start at 2 ms.
+        no_capacity_retry_seconds: the longest wait between probes of a Worker at a bound
+            learned from its declines for lack of capacity; probes start 2 ms after a decline.
 
     Example:
         >>> pull = PullDispatcher()
@@ -106,8 +107,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
             raise EngineConfigurationError(
                 f"no_capacity_retry_seconds must be positive, got {no_capacity_retry_seconds}"
             )
-        self._no_capacity_retry_seconds = no_capacity_retry_seconds
-        self._registry = PullWorkerRegistry()
+        self._registry = PullWorkerRegistry(no_capacity_retry_seconds)
 
     # Dispatcher ----------------------------------------------------------------------------
 
@@ -121,7 +121,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
             WorkerLost: the stream broke after the task was written to it, or ended after output
                 but before the final frame.
         """
-        exclusions = Exclusions(self._no_capacity_retry_seconds)
+        exclusions = Exclusions()
         while True:
             assignment = await self._registry.acquire(task, exclusions)
             delivered = asyncio.get_running_loop().create_future()
@@ -283,7 +283,7 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
         worker = assignment.stream.app_worker_id
         reason = pb.PollWorkerTaskRejectReason.Name(event.reason)
         _LOGGER.debug("Worker %s rejected task %s: %s", worker, assignment.task.task_id, reason)
-        exclusions.record(assignment.stream, event.reason, self._registry.worker_streams(worker))
+        exclusions.record(assignment.stream, event.reason)
 
 
 async def _write_frames(

@@ -22,12 +22,13 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 
 from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine.dispatch import DispatchTask, TaskFrame
+from dex_local_engine.pull_worker_capacity import WorkerCapacity
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -117,6 +118,8 @@ class Assignment:
     """True once the stream is free of this task (final frame, reject or stream end)."""
     is_abandoned: bool = False
     """True once the dispatcher stopped listening; later frames are dropped."""
+    is_probe: bool = False
+    """A Step offered beyond its Worker's learned Step bound (see :mod:`pull_worker_capacity`)."""
 
 
 @dataclass(frozen=True)
@@ -144,8 +147,6 @@ class WorkerStream:
     is_closed: bool = False
     is_registered: bool = False
     """The engine answered ``registered``; until then the stream is a held spare."""
-    finished_tasks: int = 0
-    """Tasks the stream carried to their end (a change means its Worker had capacity again)."""
     idle_since: float = field(default_factory=time.monotonic)
 
     @property
@@ -220,72 +221,25 @@ class WorkerStream:
         )
 
 
-_FIRST_NO_CAPACITY_RETRY_SECONDS = 0.002
-
-
-@dataclass(frozen=True)
-class _NoCapacity:
-    """A Worker's last decline of one task for lack of capacity."""
-
-    finished_tasks: dict[int, int]
-    """Stream ID -> its finished-task count at the decline, for each of the Worker's streams."""
-    retry_at: float
-    delay: float
-
-
 @dataclass
 class Exclusions:
-    """The Workers that declined one task, so the task is offered elsewhere first.
+    """The Workers that declined one task because they do not know its Step or RPC name.
 
-    A Worker declining for lack of capacity is skipped on all its streams until one of them
-    finishes a task (that stream, whose capacity freed, takes the task) or a retry delay passed:
-    2 ms, doubling with each further decline by that Worker, at most ``retry_seconds``. A Worker
-    without capacity declines on every idle stream, so skipping only the declining stream would
-    offer each waiting task to every idle stream of a busy Worker after every retry delay: with
-    many tasks waiting at the Workers' bound the engine spent most of its CPU on declined offers
-    (issue 33's load benchmark). A decline that was the stream's own state (it is retiring, or the
-    task arrived between its final frame and the end of its bookkeeping) costs the first retry
-    delay. A Worker that does not know the Step or RPC stays skipped.
+    They stay skipped for that task. A decline for lack of capacity is not noted here: the
+    Worker's learned bounds keep every task of that kind away from it while it is at its bound
+    (:mod:`dex_local_engine.pull_worker_capacity`).
     """
 
-    retry_seconds: float
     unknown_name: set[str] = field(default_factory=set)
-    no_capacity: dict[str, _NoCapacity] = field(default_factory=dict)
-    """App Worker ID -> its last decline for lack of capacity."""
+    """App Worker IDs."""
 
-    def record(
-        self, stream: WorkerStream, reason: int, worker_streams: Iterable[WorkerStream] = ()
-    ) -> None:
-        """Note ``stream``'s decline; ``worker_streams`` are its Worker's streams now."""
-        worker = stream.app_worker_id
+    def record(self, stream: WorkerStream, reason: int) -> None:
+        """Note ``stream``'s decline of the task (only an unknown name counts here)."""
         if reason in _UNKNOWN_NAME_REASONS:
-            self.unknown_name.add(worker)
-            return
-        previous = self.no_capacity.get(worker)
-        delay = (
-            min(_FIRST_NO_CAPACITY_RETRY_SECONDS, self.retry_seconds)
-            if previous is None
-            else min(previous.delay * 2, self.retry_seconds)
-        )
-        finished = {peer.stream_id: peer.finished_tasks for peer in worker_streams}
-        finished[stream.stream_id] = stream.finished_tasks
-        self.no_capacity[worker] = _NoCapacity(finished, time.monotonic() + delay, delay)
+            self.unknown_name.add(stream.app_worker_id)
 
-    def excludes(self, stream: WorkerStream, now: float) -> bool:
-        if stream.app_worker_id in self.unknown_name:
-            return True
-        declined = self.no_capacity.get(stream.app_worker_id)
-        if declined is None or now >= declined.retry_at:
-            return False
-        # A stream opened after the decline counts from 0: a task it finished freed capacity.
-        return stream.finished_tasks == declined.finished_tasks.get(stream.stream_id, 0)
-
-    def next_retry_at(self, now: float) -> float | None:
-        retry_at: float | None = None
-        for declined in self.no_capacity.values():
-            if declined.retry_at > now and (retry_at is None or declined.retry_at < retry_at):
-                retry_at = declined.retry_at
-        return retry_at
+    def excludes(self, stream: WorkerStream) -> bool:
+        return bool(self.unknown_name) and stream.app_worker_id in self.unknown_name
 
 
 @dataclass(eq=False)
@@ -293,28 +247,49 @@ class _Waiter:
     task: DispatchTask
     exclusions: Exclusions
     future: asyncio.Future[Assignment]
+    is_step: bool
+
+
+_STAT_NAMES = tuple(stat.name for stat in fields(PullDispatchStats))
 
 
 class PullWorkerRegistry:
-    """Open pull streams, tasks waiting for one, and the routing of Worker frames to tasks."""
+    """Open pull streams, tasks waiting for one, and the routing of Worker frames to tasks.
 
-    def __init__(self) -> None:
+    Args:
+        no_capacity_retry_seconds: the longest wait between probes of a Worker at a bound
+            learned from its declines (see :mod:`dex_local_engine.pull_worker_capacity`).
+        clock: monotonic seconds, for the probes' delays (tests pass their own).
+    """
+
+    def __init__(
+        self,
+        no_capacity_retry_seconds: float = 1.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._retry_seconds = no_capacity_retry_seconds
+        self._clock = clock
         self._stream_ids = itertools.count(1)
         self._streams: dict[int, WorkerStream] = {}
-        self._waiters: list[_Waiter] = []
+        self._workers: dict[str, WorkerCapacity] = {}
+        # Insertion-ordered (oldest first) with O(1) removal: many tasks wait at the bound.
+        self._waiters: dict[_Waiter, None] = {}
         self._retry_timer: asyncio.TimerHandle | None = None
+        self._retry_at: float | None = None
         self._changed = asyncio.Event()
-        self._stats = PullDispatchStats()
+        self._counts = dict.fromkeys(_STAT_NAMES, 0)
 
     @property
     def stats(self) -> PullDispatchStats:
-        return self._stats
+        return PullDispatchStats(**self._counts)
 
-    def _count(self, **increments: int) -> None:
-        self._stats = replace(
-            self._stats,
-            **{name: getattr(self._stats, name) + value for name, value in increments.items()},
-        )
+    def _count(self, name: str) -> None:
+        self._counts[name] += 1
+
+    def worker_capacity(self, app_worker_id: str) -> WorkerCapacity | None:
+        """What the engine knows of a connected Worker's capacity (for diagnostics and tests)."""
+        return self._workers.get(app_worker_id)
 
     # Streams -------------------------------------------------------------------------------
 
@@ -327,7 +302,11 @@ class PullWorkerRegistry:
         if not self._has_idle_registered_peer(stream):
             stream.register()
         self._streams[stream.stream_id] = stream
-        self._count(streams_registered=1)
+        capacity = self._workers.get(stream.app_worker_id)
+        if capacity is None:
+            capacity = self._workers[stream.app_worker_id] = WorkerCapacity(self._retry_seconds)
+        capacity.streams += 1
+        self._count("streams_registered")
         _LOGGER.debug(
             "pull stream %d registered: queue=%s worker=%s",
             stream.stream_id,
@@ -351,12 +330,18 @@ class PullWorkerRegistry:
     def remove_stream(self, stream: WorkerStream, detail: str, *, is_half_close: bool) -> None:
         """Forget a stream that ended; a task it carried learns that its stream is gone."""
         stream.is_closed = True
-        self._streams.pop(stream.stream_id, None)
+        if self._streams.pop(stream.stream_id, None) is None:
+            return
         assignment = stream.assignment
         if assignment is not None:
-            self._free(assignment, frees_capacity=True)
+            self._free(assignment)
             if not assignment.is_abandoned:
                 assignment.events.put_nowait(StreamGoneEvent(detail, is_half_close))
+        capacity = self._workers[stream.app_worker_id]
+        capacity.streams -= 1
+        if capacity.streams == 0:
+            # The Worker is gone (or reconnects as new streams): what was learned is stale.
+            del self._workers[stream.app_worker_id]
         self._notify_changed()
 
     def streams(self) -> tuple[PullStreamInfo, ...]:
@@ -393,14 +378,19 @@ class PullWorkerRegistry:
         kind = frame.WhichOneof("output")
         if assignment is None or frame.task_id != assignment.task.task_id or kind is None:
             _LOGGER.debug("dropping frame of task %r on stream %d", frame.task_id, stream.stream_id)
-            self._count(frames_dropped=1)
+            self._count("frames_dropped")
             return
+        if assignment.is_probe:
+            assignment.is_probe = False
+            capacity = self._workers.get(stream.app_worker_id)
+            if capacity is not None:
+                capacity.took_probe(self._clock(), is_step=_is_step(assignment.task))
         output: TaskFrame = getattr(frame, kind)
         is_final = kind in ("rpc", "worker_error") or output.WhichOneof("output") == "result"
         if is_final:
-            self._free(assignment, frees_capacity=True)
+            self._free(assignment)
         if assignment.is_abandoned:
-            self._count(frames_dropped=1)
+            self._count("frames_dropped")
             return
         assignment.has_output = True
         assignment.events.put_nowait(FrameEvent(output, is_final))
@@ -410,11 +400,9 @@ class PullWorkerRegistry:
         assignment = stream.assignment
         if assignment is None or reject.task_id != assignment.task.task_id:
             return
-        self._free(assignment, frees_capacity=False)
-        if reject.reason in _UNKNOWN_NAME_REASONS:
-            self._count(rejected_unknown_name=1)
-        else:
-            self._count(rejected_no_capacity=1)
+        is_unknown_name = reject.reason in _UNKNOWN_NAME_REASONS
+        self._count("rejected_unknown_name" if is_unknown_name else "rejected_no_capacity")
+        self._free(assignment, declined_for_capacity=not is_unknown_name)
         if not assignment.is_abandoned:
             assignment.events.put_nowait(RejectEvent(reject.reason))
 
@@ -425,22 +413,20 @@ class PullWorkerRegistry:
 
         Waits without limit; cancel the caller to stop waiting.
         """
-        waiter = _Waiter(task, exclusions, asyncio.get_running_loop().create_future())
-        self._waiters.append(waiter)
-        self._match()
+        future = asyncio.get_running_loop().create_future()
+        waiter = _Waiter(task, exclusions, future, _is_step(task))
+        self._waiters[waiter] = None
+        # Every older waiter already had its chance at the streams idle now.
+        self._match(only=waiter)
         try:
             return await waiter.future
         except asyncio.CancelledError:
             if waiter in self._waiters:
-                self._waiters.remove(waiter)
+                del self._waiters[waiter]
             elif waiter.future.done() and not waiter.future.cancelled():
                 # Bound to a stream just as the caller was cancelled: give the stream back.
                 self.release_unsent(waiter.future.result())
             raise
-
-    def worker_streams(self, app_worker_id: str) -> tuple[WorkerStream, ...]:
-        """The open streams of one Worker."""
-        return tuple(s for s in self._streams.values() if s.app_worker_id == app_worker_id)
 
     def all_workers_lack_name(self, task: DispatchTask, exclusions: Exclusions) -> bool:
         """Whether every connected Worker that serves ``task`` said it does not know its name."""
@@ -469,50 +455,105 @@ class PullWorkerRegistry:
         """Free the stream of a task that was bound to it but never written to it."""
         assignment.is_abandoned = True
         assignment.is_finished = True
-        if assignment.stream.assignment is assignment:
-            assignment.stream.assignment = None
+        stream = assignment.stream
+        if stream.assignment is assignment:
+            stream.assignment = None
+            self._release(stream)
         self._match()
 
-    def _free(self, assignment: Assignment, *, frees_capacity: bool) -> None:
+    def _free(self, assignment: Assignment, *, declined_for_capacity: bool = False) -> None:
+        """The stream is done with ``assignment``. A decline for lack of capacity is noted in the
+        Worker's bound before the next match, which must not offer it the same kind again."""
         assignment.is_finished = True
         stream = assignment.stream
         if stream.assignment is assignment:
             stream.assignment = None
-            stream.idle_since = time.monotonic()
-        if frees_capacity:
-            stream.finished_tasks += 1
+            stream.idle_since = self._clock()
+            capacity = self._release(stream)
+            if declined_for_capacity and capacity is not None:
+                capacity.declined(stream.idle_since, is_step=_is_step(assignment.task))
         self._notify_changed()
+
+    def _release(self, stream: WorkerStream) -> WorkerCapacity | None:
+        capacity = self._workers.get(stream.app_worker_id)
+        if capacity is not None:
+            capacity.released()
+        return capacity
 
     def _notify_changed(self) -> None:
         self._changed.set()
         self._match()
 
-    def _match(self) -> None:
-        """Offer idle streams to waiting tasks, oldest task first."""
-        now = time.monotonic()
-        next_retry: float | None = None
-        busy = _busy_counts(self._streams.values()) if self._waiters else {}
-        for waiter in tuple(self._waiters):
-            if waiter.future.done():
-                self._waiters.remove(waiter)
-                continue
-            stream = self._pick(waiter, busy, now)
-            if stream is None:
-                retry_at = waiter.exclusions.next_retry_at(now)
-                if retry_at is not None:
-                    next_retry = retry_at if next_retry is None else min(next_retry, retry_at)
-                continue
-            stream.register()
-            assignment = Assignment(waiter.task, stream)
-            stream.assignment = assignment
-            self._count(tasks_offered=1)
-            self._waiters.remove(waiter)
-            waiter.future.set_result(assignment)
-            # The Worker is busier now.
-            busy[stream.app_worker_id] = busy.get(stream.app_worker_id, 0) + 1
-        self._schedule_retry(next_retry, now)
+    def _match(self, only: _Waiter | None = None) -> None:
+        """Offer idle streams to waiting tasks, oldest task first (``only``: just that new one).
 
-    def _pick(self, waiter: _Waiter, busy: dict[str, int], now: float) -> WorkerStream | None:
+        Cheap when tasks queue at the Workers' bound, as it runs on every task's end: the idle
+        streams are gathered once, those of a Worker at its bound for a kind of task (Step or
+        RPC) are left out for that kind, and the waiting tasks are looked at only while a stream
+        is left that some task could take.
+        """
+        now = self._clock()
+        idle = [s for s in self._streams.values() if s.is_idle] if self._waiters else []
+        retry_at: float | None = None
+        if idle:
+            workers = self._workers
+            open_to = {
+                is_step: [s for s in idle if workers[s.app_worker_id].takes(now, is_step=is_step)]
+                for is_step in (True, False)
+            }
+            probe_at: float | None = None
+            looked_for_probe = False
+            for waiter in (only,) if only is not None else tuple(self._waiters):
+                if waiter.future.done():
+                    self._waiters.pop(waiter, None)
+                    continue
+                candidates = open_to[waiter.is_step]
+                stream = self._pick(waiter, candidates) if candidates else None
+                if stream is None:
+                    if not looked_for_probe:
+                        probe_at, looked_for_probe = self._next_probe_at(now), True
+                    retry_at = _earliest(retry_at, probe_at)
+                    continue
+                self._bind(waiter, stream, open_to, now)
+                if not open_to[True] and not open_to[False]:
+                    break
+        # With no idle stream left, a stream that turns idle runs this again: no timer needed.
+        self._schedule_retry(retry_at, now, replace_timer=only is None)
+
+    def _bind(
+        self,
+        waiter: _Waiter,
+        stream: WorkerStream,
+        open_to: dict[bool, list[WorkerStream]],
+        now: float,
+    ) -> None:
+        """Bind ``waiter``'s task to ``stream``; ``open_to`` (idle streams that may be offered a
+        Step, an RPC) loses the stream, and its Worker's streams for a kind it is now full of."""
+        stream.register()
+        assignment = Assignment(waiter.task, stream)
+        stream.assignment = assignment
+        capacity = self._workers[stream.app_worker_id]
+        assignment.is_probe = capacity.offered(now, is_step=waiter.is_step)
+        self._count("tasks_offered")
+        del self._waiters[waiter]
+        waiter.future.set_result(assignment)
+        for is_step, streams in open_to.items():
+            if capacity.takes(now, is_step=is_step):
+                if stream in streams:
+                    streams.remove(stream)
+            else:
+                open_to[is_step] = [s for s in streams if s.app_worker_id != stream.app_worker_id]
+
+    def _next_probe_at(self, now: float) -> float | None:
+        """The soonest moment a Worker at a bound may be offered a probe."""
+        soonest: float | None = None
+        for capacity in self._workers.values():
+            probe_at = capacity.next_probe_at(now)
+            if probe_at is not None and (soonest is None or probe_at < soonest):
+                soonest = probe_at
+        return soonest
+
+    def _pick(self, waiter: _Waiter, candidates: list[WorkerStream]) -> WorkerStream | None:
         """The best idle stream for ``waiter``: the Flow type's own queue over sticky queues, then
         the least busy Worker, then registered streams over held spares (registering one makes
         the Worker open another), then the longest idle (the Worker may be retiring one that just
@@ -520,14 +561,15 @@ class PullWorkerRegistry:
         """
         best: WorkerStream | None = None
         best_rank: tuple[bool, int, bool, float, int] | None = None
-        for stream in self._streams.values():
-            if not stream.is_idle or not stream.serves(waiter.task):
+        workers = self._workers
+        for stream in candidates:
+            if not stream.serves(waiter.task):
                 continue
-            if waiter.exclusions.excludes(stream, now):
+            if waiter.exclusions.excludes(stream):
                 continue
             rank = (
                 stream.is_sticky,
-                busy.get(stream.app_worker_id, 0),
+                workers[stream.app_worker_id].in_flight,
                 not stream.is_registered,
                 stream.idle_since,
                 stream.stream_id,
@@ -536,22 +578,37 @@ class PullWorkerRegistry:
                 best, best_rank = stream, rank
         return best
 
-    def _schedule_retry(self, retry_at: float | None, now: float) -> None:
+    def _schedule_retry(self, retry_at: float | None, now: float, *, replace_timer: bool) -> None:
+        """Match again at ``retry_at`` (on the registry's clock). A full match replaces the timer; a
+        match of one new task only brings it forward (the other tasks' retry still stands)."""
+        if not replace_timer and (
+            retry_at is None or (self._retry_at is not None and self._retry_at <= retry_at)
+        ):
+            return
+        if retry_at == self._retry_at:
+            return
         if self._retry_timer is not None:
             self._retry_timer.cancel()
-            self._retry_timer = None
+            self._retry_timer = self._retry_at = None
         if retry_at is not None:
+            self._retry_at = retry_at
             self._retry_timer = asyncio.get_running_loop().call_later(
-                max(0.0, retry_at - now), self._match
+                max(0.0, retry_at - now), self._retry
             )
 
+    def _retry(self) -> None:
+        self._retry_timer = self._retry_at = None
+        self._match()
 
-def _busy_counts(streams: Iterable[WorkerStream]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for stream in streams:
-        if stream.assignment is not None:
-            counts[stream.app_worker_id] = counts.get(stream.app_worker_id, 0) + 1
-    return counts
+
+def _earliest(first: float | None, second: float | None) -> float | None:
+    if first is None:
+        return second
+    return first if second is None or first <= second else second
+
+
+def _is_step(task: DispatchTask) -> bool:
+    return not isinstance(task.request, pb.InvokeWorkerRPCRequest)
 
 
 def _resolve(written: asyncio.Future[bool] | None, value: bool) -> None:
