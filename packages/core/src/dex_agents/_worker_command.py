@@ -199,6 +199,7 @@ async def run_worker(options: WorkerOptions, output: TextIO = sys.stdout) -> Wor
             registry,
             cache,
             options.server_address,
+            flows=flows,
             max_concurrent_tasks=options.task_slots,
             stop_drain_timeout=options.drain_timeout,
         )

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from typing import Any, Final, cast
 
-from dex import Context, Flow, PersistenceSchema, RPCResult, StepList, Stream, rpc
+from dex import AsyncClient, Context, Flow, PersistenceSchema, RPCResult, StepList, Stream, rpc
 
 from dex_agents._events import AgentEvent
 from dex_agents._runner_contract import AgentFrameworkRunner
 from dex_agents._sdk_channel_values import install_channel_value_repair
 from dex_agents._session import rpcs
+from dex_agents._session.attempt_claims import AttemptClaimRequest, answer_attempt_claim
 from dex_agents._session.control_steps import ApplyTurnControl, FinishTurnCancellation
 from dex_agents._session.control_transitions import CancelTurnDecision
 from dex_agents._session.message_store import page_messages
@@ -182,6 +183,26 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         """The Dex Flow type of this agent."""
         return self._flow_type
 
+    def use_worker_client(self, client: AsyncClient) -> None:
+        """Give the Worker serving this Flow a Dex client for tool start claims.
+
+        Before a ``non_idempotent_write`` or ``unclassified`` tool starts, its Step claims the
+        start through the ``claim_tool_attempt`` RPC, so a lost attempt whose tool never started
+        runs again instead of recording ``outcome_unknown``. ``client``'s Registry must hold
+        this Flow instance (the Worker's own Registry does), connected to the same Dex Server.
+        Without it a Worker runs such a tool unclaimed, and a lost attempt records
+        ``outcome_unknown`` (or goes to its outcome check) as before. Give every Worker of a Flow
+        type a client, or none: a Worker with one takes a lost execution that made no claim
+        for one that never started. ``dex-agents worker``, ``LocalRuntime`` and the
+        ``dex_agents.testing`` Workers call it for you.
+
+        Example::
+
+            client = AsyncClient(registry, cache, ClientOptions(server_address=address))
+            flow.use_worker_client(client)  # before the Worker starts
+        """
+        self._runtime.attempt_claims.bind(client, self.claim_tool_attempt)
+
     def get_steps(self) -> StepList[AgentSessionStartInput]:
         """Every Step of the session, built with this Flow's runtime."""
         runtime = self._runtime
@@ -283,6 +304,13 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         return RPCResult(
             True, next_steps=(movements.finish_turn_cancellation(request.turn_id),)
         ).with_canceling_steps(*movements.steps_cancel_turn_cancels())
+
+    @rpc(is_transactional=True)
+    def claim_tool_attempt(self, context: Context, request: str) -> RPCResult[str]:
+        """Internal: claim or fence one Step execution's start of a single-attempt tool call
+        (JSON text in and out). Invoked by the Worker with the call's
+        ``AgentToolAttemptClaims`` instance locked and loaded (see ``use_worker_client``)."""
+        return RPCResult(answer_attempt_claim(context, AttemptClaimRequest.from_text(request)))
 
     @rpc(is_transactional=True)
     def update_session_settings(

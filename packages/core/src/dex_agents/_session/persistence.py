@@ -49,6 +49,7 @@ __all__ = [
     "AGENT_MESSAGE_INDEX",
     "AGENT_PLAN",
     "AGENT_STATE",
+    "AGENT_TOOL_ATTEMPT_CLAIMS",
     "AGENT_TOOL_CALLS",
     "AGENT_TRACE_CONTEXT",
     "AGENT_USAGE",
@@ -88,6 +89,9 @@ FRAMEWORK_RUN_STATE: Final = Attribute("FRAMEWORK_RUN_STATE", str)
 """``FrameworkRunState``: the runner's opaque state, set only while a turn waits for tool calls."""
 AGENT_TOOL_CALLS: Final = AttributeMap("AGENT_TOOL_CALLS", AgentToolCall)
 """``AgentToolCalls``: one record per tool call of the active turn, keyed by tool call ID."""
+AGENT_TOOL_ATTEMPT_CLAIMS: Final = AttributeMap("AGENT_TOOL_ATTEMPT_CLAIMS", str)
+"""``AgentToolAttemptClaims`` (internal): the start claim and fences of a single-attempt call's
+Step executions, keyed by tool call ID; written only by the ``claim_tool_attempt`` RPC."""
 PENDING_INTERRUPTS: Final = Attribute("PENDING_INTERRUPTS", list[AgentInterrupt])
 """``PendingInterrupts``: approvals and questions waiting for a person."""
 AGENT_USAGE: Final = Attribute("AGENT_USAGE", AgentUsage)
@@ -162,6 +166,7 @@ def agent_session_persistence_schema(events: Stream[AgentEvent]) -> PersistenceS
         TURN_REPLY_SEQUENCE,
         FRAMEWORK_RUN_STATE,
         AGENT_TOOL_CALLS,
+        AGENT_TOOL_ATTEMPT_CLAIMS,
         PENDING_INTERRUPTS,
         AGENT_USAGE,
         TURN_CANCELLATION_REQUEST,

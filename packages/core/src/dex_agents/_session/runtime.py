@@ -9,6 +9,7 @@ from dex import Context, Stream
 
 from dex_agents._event_writer import AgentEventWriter
 from dex_agents._events import AgentEvent
+from dex_agents._session.attempt_claims import AttemptClaims
 from dex_agents._session.message_decode_cache import MessageDecodeCache
 from dex_agents._session.movements import SessionMovements
 from dex_agents._session.options import AgentSessionOptions
@@ -30,6 +31,7 @@ class SessionRuntime:
         tracing: The Flow type's spans (``AgentSessionOptions.tracing``).
         flow_type: The Dex Flow type, for the spend limit's call identity.
         message_cache: The decoded window messages of this Worker's recent sessions.
+        attempt_claims: The Worker's client for single-attempt tool start claims.
     """
 
     runner: RunnerFacade
@@ -39,6 +41,7 @@ class SessionRuntime:
     tracing: SessionTracing
     flow_type: str = ""
     message_cache: MessageDecodeCache = field(default_factory=MessageDecodeCache, compare=False)
+    attempt_claims: AttemptClaims = field(default_factory=AttemptClaims, compare=False)
 
     def event_writer(self, context: Context, turn_id: str | None) -> AgentEventWriter:
         """Return a writer stamping this Step execution and attempt on every event."""

@@ -5,16 +5,20 @@
 ``unclassified`` call once (failure route ``RecordToolOutcomeUnknown``). When that one attempt is
 lost and the tool declares an outcome check, ``RecordToolOutcomeUnknown`` hands the call to
 ``CheckToolOutcome`` (3 attempts, failure route ``RecordToolOutcomeUnknown``) instead of recording
-``outcome_unknown``. Each takes the tool call ID as input and loads only that call's
+``outcome_unknown``. A single-attempt tool starts only after its Step execution's start claim was
+granted, and ``RecordToolOutcomeUnknown`` fences the lost execution first (``attempt_claims``):
+an execution fenced before it claimed never started its tool, so the call runs again. Each takes the tool call ID as input and loads only that call's
 ``AgentToolCalls`` instance, so parallel tool calls never share state. A Step whose record is
 already final ends without running or publishing, so a repeated movement never runs a tool twice.
 """
 
 from __future__ import annotations
 
-from dex import AsyncContext, StepDecision, dead_end, go_to_many
+import uuid
 
-from dex_agents._event_writer import write_event_payload
+from dex import AsyncContext, RecoveryErrorInfo, StepDecision, dead_end, go_to_many
+
+from dex_agents._event_writer import AgentEventWriter, write_event_payload
 from dex_agents._events import ToolTaskStartedPayload
 from dex_agents._runner_contract import (
     MISSING_TOOL_TASK_POLLER,
@@ -22,6 +26,14 @@ from dex_agents._runner_contract import (
     DeferredToolOutcome,
     ToolExecutionResult,
     ToolInputRequested,
+    tool_call_not_run_error,
+)
+from dex_agents._session.attempt_claims import (
+    MAX_UNSTARTED_RERUNS,
+    AttemptClaimAction,
+    AttemptClaimAnswer,
+    AttemptClaimRequest,
+    ToolAttemptNotClaimedError,
 )
 from dex_agents._session.built_in_transitions import record_tool_question, record_tool_task
 from dex_agents._session.control import reject_unstarted_tool_call
@@ -38,9 +50,12 @@ from dex_agents._session.records import finish_tool_call, load_tool_call
 from dex_agents._session.step_base import SessionStep
 from dex_agents._session.tracing import tool_call_span
 from dex_agents._session.transitions import (
+    AttemptProgress,
     ToolFailureRoute,
+    attempt_progress,
     finalize_tool_call,
     record_tool_failure,
+    recovery_error_text,
 )
 from dex_agents._tool_outcome_check import ToolOutcomeCheckResult, ToolOutcomeCheckStatus
 from dex_agents._tool_policy import tool_effect_rules
@@ -59,6 +74,8 @@ __all__ = [
 class _RunToolStep(SessionStep[str]):
     """Runs one approved call through the runner: ``CallTool`` and ``CallSingleAttemptTool``."""
 
+    _claims_start: bool = False
+
     async def execute(self, context: AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
         runtime = self._runtime
         record = load_tool_call(context, input)
@@ -75,6 +92,8 @@ class _RunToolStep(SessionStep[str]):
         # A stream that half-closes before any output hands the attempt out again under the same
         # number; after this output it fails the attempt, so a started tool is never "not run".
         await heartbeat.beat()
+        if self._claims_start and self._runtime.attempt_claims.is_bound:
+            await self._claim_start(context, record)
         updated = await self._run(context, record, heartbeat)
         if updated.is_final:
             finish_tool_call(context, events, updated)
@@ -86,6 +105,29 @@ class _RunToolStep(SessionStep[str]):
                 ToolTaskStartedPayload(updated.tool_call_id, updated.tool_name, updated.task_id),
             )
         return go_to_many(runtime.movements.for_record(updated))
+
+    async def _claim_start(self, context: AsyncContext, record: AgentToolCall) -> None:
+        """Claim this execution's start of the tool, committed before the tool starts.
+
+        Raises:
+            ToolAttemptNotClaimedError: When the claim is refused (this execution was fenced,
+                another live execution holds the claim, or the call is no longer approved); the
+                tool does not start.
+            DexServiceError: When Dex cannot take the claim (the engine is down): the tool does
+                not start, and the failure route's fence settles whether the claim was made.
+        """
+        request = AttemptClaimRequest(
+            AttemptClaimAction.CLAIM,
+            record.tool_call_id,
+            context.step_execution_id,
+            uuid.uuid4().hex,
+        )
+        answer, _ = await self._runtime.attempt_claims.ask(context.flow_id, request)
+        if answer is not AttemptClaimAnswer.GRANTED:
+            raise ToolAttemptNotClaimedError(
+                f"the start claim of tool call {record.tool_call_id!r} by "
+                f"{context.step_execution_id} was refused; the tool did not start"
+            )
 
     async def _run(
         self, context: AsyncContext, record: AgentToolCall, heartbeat: Heartbeat
@@ -132,8 +174,10 @@ class CallTool(_RunToolStep):
 
 
 class CallSingleAttemptTool(_RunToolStep):
-    """Runs one ``non_idempotent_write`` or ``unclassified`` call once; failure route
-    RecordToolOutcomeUnknown."""
+    """Runs one ``non_idempotent_write`` or ``unclassified`` call once, after its start claim was
+    granted; failure route RecordToolOutcomeUnknown."""
+
+    _claims_start = True
 
 
 class _RecordToolFailureStep(SessionStep[str]):
@@ -150,6 +194,12 @@ class _RecordToolFailureStep(SessionStep[str]):
             # CheckToolOutcome failed on every attempt: the tool ran before it, so never "not run".
             finish_tool_call(context, events, record_failed_check(record, context.recovery_error))
             return dead_end()
+        if self._route is ToolFailureRoute.RECORD_TOOL_OUTCOME_UNKNOWN and _may_have_claimed(
+            record, context.recovery_error
+        ):
+            fenced = await self._fence(context, record, events)
+            if fenced is not None:
+                return fenced
         final = record_tool_failure(record, self._route, context.recovery_error)
         if (
             self._route is ToolFailureRoute.RECORD_TOOL_OUTCOME_UNKNOWN
@@ -161,6 +211,52 @@ class _RecordToolFailureStep(SessionStep[str]):
             return go_to_many(self._runtime.movements.check_tool_outcome(pending))
         finish_tool_call(context, events, final)
         return dead_end()
+
+    async def _fence(
+        self, context: AsyncContext, record: AgentToolCall, events: AgentEventWriter
+    ) -> StepDecision | None:
+        """Fence the lost execution; a decision when it never started its tool, ``None`` when
+        it may have (or no client was given: then the lost attempt is judged as before)."""
+        claims = self._runtime.attempt_claims
+        if not claims.is_bound:
+            return None
+        request = AttemptClaimRequest(
+            AttemptClaimAction.FENCE,
+            record.tool_call_id,
+            context.from_step_execution_id,
+            "",
+        )
+        answer, unstarted = await claims.ask(context.flow_id, request)
+        if answer is AttemptClaimAnswer.STARTED:
+            return None
+        if answer is AttemptClaimAnswer.OTHER:
+            # Another live execution of the call holds the claim; it owns the record.
+            return dead_end()
+        if unstarted > MAX_UNSTARTED_RERUNS:
+            detail = recovery_error_text(context.recovery_error) or "the attempt was lost"
+            final = finalize_tool_call(
+                record,
+                AgentToolCallStatus.FAILED,
+                error=tool_call_not_run_error(
+                    f"{unstarted} attempts were lost before the tool started; last: {detail}"
+                ),
+            )
+            finish_tool_call(context, events, final)
+            return dead_end()
+        # Fenced before it claimed: the tool never started, so the call runs (still once).
+        return go_to_many(self._runtime.movements.for_record(record))
+
+
+def _may_have_claimed(record: AgentToolCall, recovery: RecoveryErrorInfo | None) -> bool:
+    """Whether the lost execution was one that claims before its tool starts: an approved call
+    run in its tool Step (no remote task, no outcome check under way) that reached a Worker (one
+    that never did records ``failed`` "not run" as before)."""
+    return (
+        attempt_progress(recovery) is not AttemptProgress.NOT_STARTED
+        and record.status is AgentToolCallStatus.APPROVED
+        and record.task_id is None
+        and record.outcome_check is not ToolOutcomeCheckStatus.PENDING
+    )
 
 
 class RecordToolFailure(_RecordToolFailureStep):

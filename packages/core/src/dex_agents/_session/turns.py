@@ -27,6 +27,7 @@ from dex_agents._session.message_store import append_messages, load_messages
 from dex_agents._session.persistence import (
     AGENT_PLAN,
     AGENT_STATE,
+    AGENT_TOOL_ATTEMPT_CLAIMS,
     AGENT_TOOL_CALLS,
     FRAMEWORK_RUN_STATE,
     PENDING_INTERRUPTS,
@@ -44,6 +45,7 @@ from dex_agents._session.settings import (
 from dex_agents._session.tracing import begin_user_message_activation
 from dex_agents._session.transitions import fail_turn, start_turn
 from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
+from dex_agents._tool_policy import ToolStepType, tool_effect_rules
 from dex_agents._values import (
     AgentMessage,
     AgentState,
@@ -237,8 +239,11 @@ def _answered_outcome_checks(
 def clear_turn_records(context: AsyncContext, records: Mapping[str, AgentToolCall]) -> None:
     """Delete the turn's records, its run state, and its pending interrupts."""
     turn_ids = {record.turn_id for record in records.values()}
-    for tool_call_id in records:
+    for tool_call_id, record in records.items():
         AGENT_TOOL_CALLS.delete(context, tool_call_id)
+        if tool_effect_rules(record.effect).step_type is ToolStepType.CALL_SINGLE_ATTEMPT_TOOL:
+            # A late claim then finds no record and is refused, so nothing is written again.
+            AGENT_TOOL_ATTEMPT_CLAIMS.delete(context, tool_call_id)
     FRAMEWORK_RUN_STATE.delete(context)
     interrupts = PENDING_INTERRUPTS.get(context) or []
     remaining = [item for item in interrupts if item.turn_id not in turn_ids]

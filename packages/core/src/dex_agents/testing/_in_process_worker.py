@@ -163,6 +163,7 @@ async def in_process_worker(
         registry,
         cache,
         server_address,
+        flows=flows,
         max_concurrent_tasks=max_concurrent_tasks,
         stop_drain_timeout=stop_drain_timeout,
     )

@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final
 
-from dex import AsyncWorker, BlobCache, PullWorkerOptions, Registry, WorkerOptions
+from dex import (
+    AsyncClient,
+    AsyncWorker,
+    BlobCache,
+    ClientOptions,
+    Flow,
+    PullWorkerOptions,
+    Registry,
+    WorkerOptions,
+)
 
+from dex_agents._session.flow import AgentSessionFlow
 from dex_agents._worker_logging import quiet_worker_logging
 
 __all__ = ["BLOB_CACHE_BYTES", "new_pull_worker"]
@@ -20,6 +31,7 @@ def new_pull_worker(
     cache: BlobCache,
     server_address: str,
     *,
+    flows: Sequence[Flow[Any]],
     max_concurrent_tasks: int,
     stop_drain_timeout: timedelta,
 ) -> AsyncWorker:
@@ -27,9 +39,15 @@ def new_pull_worker(
 
     A burst of parallel tool Steps or concurrent sessions then needs no new streams (the engine
     registers spares lazily). A failed Step attempt logs one WARNING line, its traceback at DEBUG
-    (``quiet_worker_logging``).
+    (``quiet_worker_logging``). Each ``AgentSessionFlow`` of ``flows`` (those of ``registry``)
+    gets a Dex client of the same Registry for its tool start claims (``use_worker_client``).
     """
     quiet_worker_logging()
+    session_flows = [flow for flow in flows if isinstance(flow, AgentSessionFlow)]
+    if session_flows:
+        client = AsyncClient(registry, cache, ClientOptions(server_address=server_address))
+        for flow in session_flows:
+            flow.use_worker_client(client)
     return AsyncWorker(
         registry,
         cache,

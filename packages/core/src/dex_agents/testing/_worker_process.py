@@ -183,6 +183,7 @@ async def _serve(
             Registry(list(flows), agent_codec_registry(), allow_async_handlers=True),
             cache,
             server_address,
+            flows=list(flows),
             max_concurrent_tasks=max_concurrent_tasks,
             stop_drain_timeout=timedelta(seconds=_STOP_DRAIN_SECONDS),
         )

@@ -1,0 +1,125 @@
+"""The session Flow of the start-claim tests: one single-attempt ``refund`` call whose first start
+claim waits at a gate in the Worker child before it is sent, so a test can SIGKILL the Worker or
+the engine after the task reached the Worker but before the tool started.
+
+The Flow wraps the Worker's Dex client (``use_worker_client``): every ``claim_tool_attempt``
+claim it sends is logged with the answer (``claims.log``), and the first one waits at the
+``claim`` gate first. The state directory comes from ``AGENT_SESSION_TEST_STATE_DIR``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from pathlib import Path
+from typing import Any, cast
+
+from dex import AsyncClient
+from dex_agents import (
+    AgentSessionFlow,
+    AgentSessionOptions,
+    AgentTurnContext,
+    AgentTurnOutcome,
+    DeferredToolExecution,
+    ToolEffect,
+    ToolExecutionResult,
+    ToolPolicy,
+)
+from dex_agents.testing import FileGate, InvocationLog
+
+from agent_session_test_support import (
+    ScriptedRunner,
+    final_answer_with_results,
+    request_tools,
+    tool_call,
+)
+from agent_session_test_support.crash_agent import STATE_DIR_ENV
+
+CLAIM_FLOW_TYPE = "ClaimTestAgent"
+CLAIM_GATE = "claim"
+REFUND_GATE = "refund"
+GATES_REFUND_ENV = "CLAIM_TEST_GATES_REFUND"
+"""Set to ``1`` in the Worker's environment to hold the refund tool at its gate once started."""
+
+
+def _state_dir() -> Path:
+    return Path(os.environ[STATE_DIR_ENV])
+
+
+def tool_log(state_dir: Path | None = None) -> InvocationLog:
+    """Every real start of the refund tool, keyed by idempotency key."""
+    return InvocationLog((state_dir or _state_dir()) / "tools.log")
+
+
+def claim_log(state_dir: Path | None = None) -> InvocationLog:
+    """Every claim the Worker sent, keyed by its answer (``granted`` or ``refused``)."""
+    return InvocationLog((state_dir or _state_dir()) / "claims.log")
+
+
+def _script(turn: AgentTurnContext) -> AgentTurnOutcome:
+    if not turn.is_resuming:
+        return request_tools(turn, tool_call(turn, "refund-1", "refund", {"order": 7}))
+    return final_answer_with_results(turn)
+
+
+async def _refund(call: DeferredToolExecution) -> ToolExecutionResult:
+    tool_log().record("refund", key=call.idempotency_key)
+    if os.environ.get(GATES_REFUND_ENV) == "1":
+        gate = FileGate(_state_dir(), REFUND_GATE)
+        gate.mark_reached()
+        await gate.wait_for_release()
+    return ToolExecutionResult("refund done")
+
+
+class _GatedClaimClient:
+    """The Worker's client, holding its first claim at the ``claim`` gate and logging answers."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any, **options: Any) -> Any:
+        if json.loads(input)["action"] != "claim":
+            return await self._client.invoke_rpc(rpc_method, flow_id, input, **options)
+        gate = FileGate(_state_dir(), CLAIM_GATE)
+        if gate.reached_count > 0:
+            return await self._claim(rpc_method, flow_id, input, **options)
+        gate.mark_reached()
+        # Sent once the gate opens even if the Step is cancelled meanwhile (the SDK cancels a
+        # Step whose task stream broke): a claim that reaches Dex late, as a slow network would.
+        late = asyncio.ensure_future(self._gated_claim(gate, rpc_method, flow_id, input, options))
+        _LATE_CLAIMS.add(late)
+        late.add_done_callback(_LATE_CLAIMS.discard)
+        return await asyncio.shield(late)
+
+    async def _gated_claim(
+        self, gate: FileGate, rpc_method: Any, flow_id: str, input: Any, options: dict[str, Any]
+    ) -> Any:
+        await gate.wait_for_release()
+        return await self._claim(rpc_method, flow_id, input, **options)
+
+    async def _claim(self, rpc_method: Any, flow_id: str, input: Any, **options: Any) -> Any:
+        output = await self._client.invoke_rpc(rpc_method, flow_id, input, **options)
+        claim_log().record("claim", key=json.loads(output)["answer"])
+        return output
+
+
+_LATE_CLAIMS: set[asyncio.Future[Any]] = set()
+
+
+class ClaimTestFlow(AgentSessionFlow):
+    """The test's session Flow: its Worker client goes through :class:`_GatedClaimClient`."""
+
+    def use_worker_client(self, client: AsyncClient) -> None:
+        super().use_worker_client(cast(AsyncClient, _GatedClaimClient(client)))
+
+
+def build_claim_flow() -> ClaimTestFlow:
+    """The Flow both the test's Client and the Worker children register."""
+    options = AgentSessionOptions(
+        tool_policies={
+            "refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+        }
+    )
+    runner = ScriptedRunner(_script, {"refund": _refund})
+    return ClaimTestFlow(runner, flow_type=CLAIM_FLOW_TYPE, options=options)
