@@ -21,7 +21,6 @@ from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
     CONTEXT_SUMMARY_NOTE_HEADER,
     AgentMessage,
-    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -44,7 +43,6 @@ from dex_agents import (
     ToolExecutionResult,
     ToolInputRequested,
     ToolSource,
-    ToolTaskPoller,
     ToolTaskStarted,
     TurnCompleted,
     build_context_summary_prompt,
@@ -168,6 +166,7 @@ class ClaudeAgentSdkRunner(AdapterRunner):
             key=_SOURCE_REFERENCE_KEY,
             owner="ClaudeAgentSdkRunner",
         )
+        self.tool_source_routes = self._sources
         self._instructions = instructions
         self._model = model
         self._resolve_model = resolve_model
@@ -245,16 +244,6 @@ class ClaudeAgentSdkRunner(AdapterRunner):
             for record in turn.tool_calls.values()
             if record.tool_call_id not in stored and record.is_final
         ]
-
-    async def find_tool_task_poller(
-        self, flow_id: str, tool_call: AgentToolCall
-    ) -> ToolTaskPoller | None:
-        """The tool source that built the call polls its task; a function tool's has none.
-
-        Raises:
-            ToolSourceMissingError: When the call names a tool source this runner does not have.
-        """
-        return self._sources.poller(tool_call)
 
     # -- compaction ---------------------------------------------------------------------------
 

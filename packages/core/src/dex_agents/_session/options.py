@@ -33,6 +33,7 @@ __all__ = [
     "AgentSessionOptions",
     "RunModelLimit",
     "ToolCallLimit",
+    "check_stream_and_interrupt_limits",
 ]
 
 DEFAULT_EVENT_STREAM_CAPACITY_BYTES = 10 * 1024 * 1024
@@ -195,15 +196,7 @@ class AgentSessionOptions:
                 raise ConfigurationTypeError(
                     f"tool_policies[{name!r}] must be a ToolPolicy, got {policy!r}"
                 )
-        if self.event_stream_capacity_bytes <= 0:
-            raise ConfigurationError(
-                "event_stream_capacity_bytes must be positive, "
-                f"got {self.event_stream_capacity_bytes}"
-            )
-        if self.interrupt_deadline is not None and self.interrupt_deadline <= timedelta(0):
-            raise ConfigurationError(
-                f"interrupt_deadline must be positive or None, got {self.interrupt_deadline}"
-            )
+        check_stream_and_interrupt_limits(self.event_stream_capacity_bytes, self.interrupt_deadline)
         self._check_built_in_tools()
 
     def _check_built_in_tools(self) -> None:
@@ -255,3 +248,22 @@ def _require_limit(*durations: timedelta) -> None:
     for duration in durations:
         if duration <= timedelta(0):
             raise ConfigurationError(f"a Step limit duration must be positive, got {duration}")
+
+
+def check_stream_and_interrupt_limits(
+    event_stream_capacity_bytes: int, interrupt_deadline: timedelta | None
+) -> None:
+    """Checks the two limits that session options and a Stepwise agent definition both take.
+
+    Raises:
+        ConfigurationError: When ``event_stream_capacity_bytes`` is not positive, or
+            ``interrupt_deadline`` is not positive or ``None``.
+    """
+    if event_stream_capacity_bytes <= 0:
+        raise ConfigurationError(
+            f"event_stream_capacity_bytes must be positive, got {event_stream_capacity_bytes}"
+        )
+    if interrupt_deadline is not None and interrupt_deadline <= timedelta(0):
+        raise ConfigurationError(
+            f"interrupt_deadline must be positive or None, got {interrupt_deadline}"
+        )

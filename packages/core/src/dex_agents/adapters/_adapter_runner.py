@@ -12,6 +12,7 @@ from dex_agents._runner_contract import (
     ToolTaskPoller,
     ToolTaskPollOutcome,
 )
+from dex_agents._tool_source_routes import ToolSourceRoutes
 from dex_agents._values import AgentToolCall
 from dex_agents.exceptions import (
     ConfigurationError,
@@ -64,7 +65,8 @@ class AdapterRunner:
 
     - ``poll_tool_task`` / ``cancel_tool_task``: route to that poller; a call without one raises
       ``ToolTaskPollerMissingError``, which the session records at once by the tool's effect, so
-      every runner records the same outcome;
+      every runner records the same outcome; a runner that offers ``ToolSource``s sets
+      ``tool_source_routes``, and their calls' tasks are polled through their sources;
     - ``estimate_input_tokens``: the stored messages plus ``fixed_input_tokens(turn)`` (what the
       runner adds itself: instructions, tool definitions), for a runner that cannot measure its
       model input;
@@ -82,12 +84,22 @@ class AdapterRunner:
         ...     # build_user_message, run_model_step, execute_deferred_tool_call ...
     """
 
+    tool_source_routes: ToolSourceRoutes | None = None
+    """The routes of the runner's ``ToolSource`` calls back to their sources, for a runner that
+    offers sources; ``find_tool_task_poller`` finds a source call's poller through them."""
+
     async def find_tool_task_poller(
         self, flow_id: str, tool_call: AgentToolCall
     ) -> ToolTaskPoller | None:
         """The poller of the task that ``tool_call`` of session ``flow_id`` started; ``None``:
-        this runner has none on this Worker."""
-        return None
+        this runner has none on this Worker. Here: the tool source that built the call, through
+        ``tool_source_routes``.
+
+        Raises:
+            ToolSourceMissingError: When the call names a tool source the runner does not have.
+        """
+        routes = self.tool_source_routes
+        return None if routes is None else routes.poller(tool_call)
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         """Polls the call's task once through its poller.

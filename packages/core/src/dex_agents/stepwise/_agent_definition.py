@@ -10,7 +10,10 @@ from typing import Literal
 
 from dex_agents._built_in_tools import BuiltInTool, parse_built_in_tools
 from dex_agents._compaction import CompactionPolicy
-from dex_agents._session.options import DEFAULT_EVENT_STREAM_CAPACITY_BYTES
+from dex_agents._session.options import (
+    DEFAULT_EVENT_STREAM_CAPACITY_BYTES,
+    check_stream_and_interrupt_limits,
+)
 from dex_agents._tool_policy import ToolEffect, ToolPolicy
 from dex_agents.exceptions import ConfigurationError, ConfigurationTypeError
 from dex_agents.stepwise._function_tool import FunctionTool
@@ -211,15 +214,7 @@ class AgentDefinition:
             raise ConfigurationError(
                 f"max_model_calls_per_turn must be at least 1, got {self.max_model_calls_per_turn}"
             )
-        if self.event_stream_capacity_bytes <= 0:
-            raise ConfigurationError(
-                "event_stream_capacity_bytes must be positive, "
-                f"got {self.event_stream_capacity_bytes}"
-            )
-        if self.interrupt_deadline is not None and self.interrupt_deadline <= timedelta(0):
-            raise ConfigurationError(
-                f"interrupt_deadline must be positive or None, got {self.interrupt_deadline}"
-            )
+        check_stream_and_interrupt_limits(self.event_stream_capacity_bytes, self.interrupt_deadline)
         if self.tool_source_listing_timeout <= timedelta(0):
             raise ConfigurationError(
                 "tool_source_listing_timeout must be positive, "

@@ -23,7 +23,6 @@ from dex_agents._runner_contract import (
     ModelCallMetadata,
     ToolCallsRequested,
     ToolExecutionError,
-    ToolTaskPoller,
     ToolTaskStarted,
     TurnCompleted,
     describe_tool_call_outcome,
@@ -31,7 +30,6 @@ from dex_agents._runner_contract import (
 from dex_agents._tool_policy import ResolvedToolPolicy, ToolEffect
 from dex_agents._tool_source_routes import ToolSourceRoutes
 from dex_agents._values import (
-    AgentToolCall,
     FrameworkMessage,
     InteractionMode,
     PlanStatus,
@@ -141,6 +139,7 @@ class StepwiseAgentRunner(AdapterRunner):
             key="stepwise_tool_source",
             owner=f"agent {definition.name}",
         )
+        self.tool_source_routes = self._sources
         # Each source's last listing, for the synchronous estimate of a source without
         # cached_tools(); only an estimate reads it, so a Worker restart loses nothing.
         self._last_listings: dict[str, tuple[ListedTool, ...]] = {}
@@ -225,16 +224,6 @@ class StepwiseAgentRunner(AdapterRunner):
         if tool is None:
             raise ToolExecutionError(unknown_tool_message(call.tool_call.tool_name))
         return await self._run_function_tool(tool, call)
-
-    async def find_tool_task_poller(
-        self, flow_id: str, tool_call: AgentToolCall
-    ) -> ToolTaskPoller | None:
-        """The tool source that built the call polls its task; a function tool's has none.
-
-        Raises:
-            ToolSourceMissingError: When the call names a tool source this agent does not have.
-        """
-        return self._sources.poller(tool_call)
 
     def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         """Estimates the next model call's input with the model client's own estimate.
