@@ -323,6 +323,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "ScriptedModelClient",
             "StepHistoryEntry",
             "StepHistoryError",
+            "TurnContextBuilder",
             "WaitTimeoutError",
             "WorkerProcess",
             "WorkerStartError",

@@ -4,20 +4,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dex_agents import (
     AgentEvent,
-    AgentEventWriter,
-    AgentMessage,
     AgentSessionClient,
     AgentSessionFlow,
     AgentSnapshot,
-    AgentToolCall,
-    AgentTurnContext,
-    FrameworkMessage,
-    InteractionMode,
 )
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
@@ -84,49 +78,6 @@ def function_responses(request: LlmRequest) -> list[types.FunctionResponse]:
         for part in content.parts or ()
         if part.function_response is not None
     ]
-
-
-@dataclass
-class TurnBuilder:
-    """Builds the ``AgentTurnContext`` of one turn the way the session would, message by message."""
-
-    flow_id: str = "session-1"
-    turn_id: str = "turn-1"
-    messages: list[AgentMessage] = field(default_factory=list)
-    events: list[AgentEvent] = field(default_factory=list)
-
-    def store(self, new_messages: Sequence[FrameworkMessage]) -> None:
-        for message in new_messages:
-            self.messages.append(
-                AgentMessage.from_framework_message(
-                    message,
-                    sequence=len(self.messages) + 1,
-                    turn_id=self.turn_id,
-                    created_at=None,
-                )
-            )
-
-    def turn(
-        self,
-        *,
-        run_state: str | None = None,
-        records: Sequence[AgentToolCall] = (),
-        **fields: Any,
-    ) -> AgentTurnContext:
-        writer = AgentEventWriter(
-            self.events.append, turn_id=self.turn_id, step_execution_id="RunModel-1", attempt=1
-        )
-        return AgentTurnContext(
-            flow_id=self.flow_id,
-            turn_id=self.turn_id,
-            attempt=1,
-            messages=tuple(self.messages),
-            framework_run_state=run_state,
-            tool_calls={record.tool_call_id: record for record in records},
-            events=writer,
-            interaction_mode=fields.pop("interaction_mode", InteractionMode.CHAT),
-            **fields,
-        )
 
 
 @dataclass(frozen=True)

@@ -23,12 +23,13 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import TurnContextBuilder
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_google_adk import GoogleAdkRunner
 from google.adk.agents import RunConfig
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.agents.run_config import StreamingMode  # type: ignore[attr-defined]
-from google_adk_test_support import TurnBuilder, running_session
+from google_adk_test_support import running_session
 
 # LiteLLM fetches a model price list over the network unless told to use its bundled copy.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -212,10 +213,10 @@ async def test_usage_and_model_metadata_from_litellm(server: ChatCompletionsServ
     runner = GoogleAdkRunner(
         _agent(server), run_config=RunConfig(streaming_mode=StreamingMode.NONE)
     )
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("Where is order 7?")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("Where is order 7?"))
 
-    outcome = await runner.run_model_step(turns.turn(default_tool_effect=ToolEffect.READ))
+    outcome = await runner.run_model_step(turns.context(default_tool_effect=ToolEffect.READ))
 
     assert isinstance(outcome, ToolCallsRequested)
     assert [call.tool_call_id for call in outcome.tool_calls] == ["call_1"]
@@ -231,7 +232,9 @@ async def test_usage_and_model_metadata_from_litellm(server: ChatCompletionsServ
     turns.store(outcome.new_messages)
     assert isinstance(
         await runner.run_model_step(
-            turns.turn(run_state=outcome.framework_run_state, default_tool_effect=ToolEffect.READ)
+            turns.context(
+                run_state=outcome.framework_run_state, default_tool_effect=ToolEffect.READ
+            )
         ),
         TurnCompleted,
     )

@@ -18,11 +18,12 @@ from dex_agents import (
     ToolEffect,
     ToolExecutionResult,
 )
+from dex_agents.testing import TurnContextBuilder
 from dex_agents_google_adk import GoogleAdkRunner
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.tools.mcp_tool.mcp_session_manager import StdioConnectionParams
 from google.adk.tools.mcp_tool.mcp_toolset import McpToolset
-from google_adk_test_support import ScriptedLlm, TurnBuilder, call_reply, text_reply
+from google_adk_test_support import ScriptedLlm, call_reply, text_reply
 from mcp import StdioServerParameters
 
 SERVER = Path(__file__).with_name("google_adk_mcp_server.py")
@@ -54,10 +55,10 @@ async def test_mcp_tools_are_deferred_classified_and_run_in_their_tool_steps(
                 text_reply("done")],
     )  # fmt: skip
     runner = GoogleAdkRunner(LlmAgent(name="orders", model=model, tools=[tools]))
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("Find order 7, then cancel it.")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("Find order 7, then cancel it."))
 
-    outcome = await runner.run_model_step(turns.turn())
+    outcome = await runner.run_model_step(turns.context())
 
     assert isinstance(outcome, ToolCallsRequested)
     assert log.read_text() == ""  # RunModel listed the tools but called none

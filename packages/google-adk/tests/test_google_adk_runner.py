@@ -24,6 +24,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import TurnContextBuilder
 from dex_agents_google_adk import GoogleAdkRunner
 from dex_agents_google_adk._model_call_plugin import ModelCallPlugin
 from google.adk.agents import RunConfig
@@ -40,7 +41,6 @@ from google.adk.tools.tool_context import ToolContext
 from google.genai import types
 from google_adk_test_support import (
     ScriptedLlm,
-    TurnBuilder,
     call_reply,
     function_responses,
     text_reply,
@@ -82,11 +82,11 @@ async def test_one_model_call_per_step_and_the_results_come_back_as_function_res
         ],
     )
     runner = GoogleAdkRunner(_agent(model))
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("Where are orders 7 and 8?")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("Where are orders 7 and 8?"))
 
     first = await runner.run_model_step(
-        turns.turn(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)})
+        turns.context(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)})
     )
 
     assert isinstance(first, ToolCallsRequested)
@@ -105,7 +105,7 @@ async def test_one_model_call_per_step_and_the_results_come_back_as_function_res
     records = [_record(c.tool_call_id, o) for c, o in zip(first.tool_calls, outputs, strict=True)]
 
     second = await runner.run_model_step(
-        turns.turn(run_state=first.framework_run_state, records=records)
+        turns.context(run_state=first.framework_run_state, records=records)
     )
 
     assert isinstance(second, TurnCompleted)
@@ -146,10 +146,10 @@ async def test_streamed_text_reaches_the_events_and_usage_and_metadata_are_repor
         return [*chunks, final]
 
     runner = GoogleAdkRunner(_agent(ScriptedLlm(model="scripted-model", script=[streamed])))
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("hi")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("hi"))
 
-    outcome = await runner.run_model_step(turns.turn())
+    outcome = await runner.run_model_step(turns.context())
 
     assert isinstance(outcome, TurnCompleted)
     assert [e.payload_json()["text"] for e in turns.events if e.type == "text_delta"] == [
@@ -174,9 +174,9 @@ async def test_without_streaming_the_whole_text_is_one_delta() -> None:
         _agent(ScriptedLlm(model="m", script=[text_reply("All done.")])),
         run_config=RunConfig(streaming_mode=StreamingMode.NONE),
     )
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("hi")])
-    await runner.run_model_step(turns.turn())
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("hi"))
+    await runner.run_model_step(turns.context())
     assert [e.payload_json() for e in turns.events if e.type == "text_delta"] == [
         {"text": "All done."}
     ]
@@ -185,14 +185,14 @@ async def test_without_streaming_the_whole_text_is_one_delta() -> None:
 async def test_built_in_tools_are_offered_and_a_planning_turn_offers_only_write_todos() -> None:
     model = ScriptedLlm(model="m", script=[text_reply("ok")])
     runner = GoogleAdkRunner(_agent(model))
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("plan the migration")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("plan the migration"))
     built_ins = frozenset({"ask_user", "write_todos"})
 
-    await runner.run_model_step(turns.turn(enabled_built_in_tools=built_ins))
+    await runner.run_model_step(turns.context(enabled_built_in_tools=built_ins))
     plan = AgentPlan(1, PlanStatus.DRAFT, (AgentTodo("Back up", TodoStatus.PENDING),))
     await runner.run_model_step(
-        turns.turn(
+        turns.context(
             enabled_built_in_tools=built_ins, interaction_mode=InteractionMode.PLANNING, plan=plan
         )
     )
@@ -213,10 +213,10 @@ async def test_a_tool_named_like_an_enabled_built_in_tool_is_refused() -> None:
     runner = GoogleAdkRunner(
         _agent(ScriptedLlm(model="m", script=[text_reply("x")]), tools=[ask_user])
     )
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("hi")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("hi"))
     with pytest.raises(ConfigurationError, match="built-in tool"):
-        await runner.run_model_step(turns.turn(enabled_built_in_tools=frozenset({"ask_user"})))
+        await runner.run_model_step(turns.context(enabled_built_in_tools=frozenset({"ask_user"})))
 
 
 async def test_adk_confirmation_becomes_the_sessions_approval_unless_a_policy_says_otherwise() -> (
@@ -228,14 +228,14 @@ async def test_adk_confirmation_becomes_the_sessions_approval_unless_a_policy_sa
 
     model = ScriptedLlm(model="m", script=[call_reply(("refund", {"order_id": "7"}))])
     runner = GoogleAdkRunner(_agent(model, tools=[FunctionTool(refund, require_confirmation=True)]))
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("refund 7")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("refund 7"))
 
     confirmed = await runner.run_model_step(
-        turns.turn(default_tool_effect=ToolEffect.IDEMPOTENT_WRITE)
+        turns.context(default_tool_effect=ToolEffect.IDEMPOTENT_WRITE)
     )
     overridden = await runner.run_model_step(
-        turns.turn(tool_policies={"refund": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False)})
+        turns.context(tool_policies={"refund": ToolPolicy(ToolEffect.IDEMPOTENT_WRITE, False)})
     )
 
     assert isinstance(confirmed, ToolCallsRequested) and isinstance(overridden, ToolCallsRequested)
@@ -262,13 +262,13 @@ async def test_mcp_annotations_classify_a_tool_when_trusted() -> None:
         _McpLikeTool("tag", {"idempotentHint": True}),
     ]
     model = ScriptedLlm(model="m", script=[call_reply(("search", {}), ("tag", {}))])
-    turns = TurnBuilder()
+    turns = TurnContextBuilder()
     turns.store([GoogleAdkRunner(_agent(model, tools=tools)).build_user_message("go")])
 
-    trusted = await GoogleAdkRunner(_agent(model, tools=tools)).run_model_step(turns.turn())
+    trusted = await GoogleAdkRunner(_agent(model, tools=tools)).run_model_step(turns.context())
     untrusted = await GoogleAdkRunner(
         _agent(model, tools=tools), trust_mcp_tool_annotations=False
-    ).run_model_step(turns.turn())
+    ).run_model_step(turns.context())
 
     assert isinstance(trusted, ToolCallsRequested) and isinstance(untrusted, ToolCallsRequested)
     assert [c.policy.effect for c in trusted.tool_calls] == [
@@ -281,8 +281,8 @@ async def test_mcp_annotations_classify_a_tool_when_trusted() -> None:
 async def test_a_summary_is_one_model_call_with_the_summary_instructions_and_no_tools() -> None:
     model = ScriptedLlm(model="m", script=[text_reply("The user asked about orders.")])
     runner = GoogleAdkRunner(_agent(model))
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("Where is order 7?")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("Where is order 7?"))
     request = ContextSummaryRequest(
         flow_id="session-1",
         turn_id="turn-2",
@@ -305,11 +305,11 @@ def test_the_estimate_counts_messages_instructions_and_tool_declarations() -> No
     model = ScriptedLlm(model="m", script=[text_reply("x")])
     bare = GoogleAdkRunner(LlmAgent(name="bare", model=model))
     full = GoogleAdkRunner(_agent(model))
-    turns = TurnBuilder()
+    turns = TurnContextBuilder()
     turns.store([bare.build_user_message("hello " * 300)])
 
-    assert bare.estimate_input_tokens(turns.turn()) >= 600
-    assert full.estimate_input_tokens(turns.turn()) > bare.estimate_input_tokens(turns.turn())
+    assert bare.estimate_input_tokens(turns.context()) >= 600
+    assert full.estimate_input_tokens(turns.context()) > bare.estimate_input_tokens(turns.context())
 
 
 async def test_a_second_model_call_in_one_step_is_refused() -> None:
@@ -366,10 +366,10 @@ async def test_a_callback_that_answers_before_the_model_makes_no_model_call() ->
 
     model = ScriptedLlm(model="m", script=[text_reply("never")])
     runner = GoogleAdkRunner(_agent(model, before_agent_callback=closed_on_sundays))
-    turns = TurnBuilder()
-    turns.store([runner.build_user_message("hi")])
+    turns = TurnContextBuilder()
+    turns.start_turn(runner.build_user_message("hi"))
 
-    outcome = await runner.run_model_step(turns.turn())
+    outcome = await runner.run_model_step(turns.context())
 
     assert isinstance(outcome, TurnCompleted)
     assert [m.text for m in outcome.new_messages] == ["We are closed today."]

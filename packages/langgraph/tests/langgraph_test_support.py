@@ -11,15 +11,13 @@ from typing import Any
 from dex import Flow
 from dex_agents import (
     AgentEvent,
-    AgentEventWriter,
     AgentInterrupt,
-    AgentMessage,
     AgentSessionClient,
     AgentSnapshot,
     AgentTurnContext,
     MessageRole,
 )
-from dex_agents.testing import InProcessWorker, wait_for_agent_snapshot
+from dex_agents.testing import InProcessWorker, TurnContextBuilder, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import LangGraphRunner, ScriptedChatModel
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
@@ -76,19 +74,11 @@ def first_turn(
 ) -> AgentTurnContext:
     """The context of a turn's first model call after the user sent ``text``, as ``RunModel``
     builds it, for calling ``run_model_step`` directly."""
-    user = AgentMessage.from_framework_message(
-        runner.build_user_message(text), sequence=1, turn_id="turn-1", created_at=None
-    )
-    sink = events.append if events is not None else (lambda event: None)
-    return AgentTurnContext(
-        flow_id="s1",
-        turn_id="turn-1",
-        attempt=1,
-        messages=(user,),
-        framework_run_state=None,
-        tool_calls={},
-        events=AgentEventWriter(sink, turn_id="turn-1", step_execution_id="run-model", attempt=1),
-    )
+    turns = TurnContextBuilder(flow_id="s1", step_execution_id="run-model")
+    if events is not None:
+        turns.events = events
+    turns.start_turn(runner.build_user_message(text))
+    return turns.context()
 
 
 @dataclass

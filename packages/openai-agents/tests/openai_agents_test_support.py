@@ -3,12 +3,10 @@ methods the way the session's Steps do."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from dex_agents import (
-    AgentEvent,
-    AgentEventWriter,
     AgentInterrupt,
     AgentMessage,
     AgentSessionFlow,
@@ -17,12 +15,12 @@ from dex_agents import (
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
-    FrameworkMessage,
     MessageRole,
     ToolCallsRequested,
 )
 from dex_agents.testing import (
     InProcessWorker,
+    TurnContextBuilder,
     wait_for_agent_snapshot,
 )
 from dex_agents_openai_agents import OpenAIAgentsRunner
@@ -61,42 +59,29 @@ class TurnDriver:
     messages, the run state, and final records that a test fills in."""
 
     runner: OpenAIAgentsRunner
-    flow_id: str = "session-1"
-    turn_number: int = 0
-    messages: list[AgentMessage] = field(default_factory=list)
+    enabled_built_in_tools: frozenset[str] = frozenset()
+    turns: TurnContextBuilder = field(
+        default_factory=lambda: TurnContextBuilder(step_execution_id=None)
+    )
     run_state: str | None = None
     records: dict[str, AgentToolCall] = field(default_factory=dict)
-    enabled_built_in_tools: frozenset[str] = frozenset()
-    events: list[AgentEvent] = field(default_factory=list)
-
-    @property
-    def turn_id(self) -> str:
-        return f"turn-{self.turn_number}"
 
     def start_turn(self, text: str) -> None:
-        self.turn_number += 1
         self.run_state = None
         self.records = {}
-        self._store([self.runner.build_user_message(text)])
+        self.turns.start_turn(self.runner.build_user_message(text))
 
     def context(self) -> AgentTurnContext:
-        return AgentTurnContext(
-            flow_id=self.flow_id,
-            turn_id=self.turn_id,
-            attempt=1,
-            messages=tuple(self.messages),
-            framework_run_state=self.run_state,
-            tool_calls=dict(self.records),
-            events=AgentEventWriter(
-                self.events.append, turn_id=self.turn_id, step_execution_id=None, attempt=1
-            ),
+        return self.turns.context(
+            run_state=self.run_state,
+            records=self.records.values(),
             enabled_built_in_tools=self.enabled_built_in_tools,
         )
 
     async def model_step(self) -> AgentTurnOutcome:
         """One ``run_model_step``; stores its messages as the session would."""
         outcome = await self.runner.run_model_step(self.context())
-        self._store(outcome.new_messages)
+        self.turns.store(outcome.new_messages)
         if isinstance(outcome, ToolCallsRequested):
             self.run_state = outcome.framework_run_state
         return outcome
@@ -117,20 +102,9 @@ class TurnDriver:
                 call.policy.effect,
                 call.policy.requires_approval,
                 status,
-                self.turn_id,
+                self.turns.turn_id,
                 order,
                 output=text if status is AgentToolCallStatus.SUCCEEDED else None,
                 error=text if status is not AgentToolCallStatus.SUCCEEDED else None,
                 tool_source_reference=call.tool_source_reference,
-            )
-
-    def _store(self, messages: Sequence[FrameworkMessage]) -> None:
-        for message in messages:
-            self.messages.append(
-                AgentMessage.from_framework_message(
-                    message,
-                    sequence=len(self.messages) + 1,
-                    turn_id=self.turn_id,
-                    created_at=None,
-                )
             )

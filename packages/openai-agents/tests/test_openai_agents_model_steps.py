@@ -28,12 +28,12 @@ from agents.items import TResponseOutputItem
 from dex_agents import (
     AgentEventWriter,
     AgentFrameworkRunner,
-    AgentMessage,
     AgentToolCallStatus,
     ConfigurationError,
     ConfigurationTypeError,
     ContextCompactionRunner,
     DeferredToolExecution,
+    FrameworkMessage,
     MessageRole,
     NoDeferredToolExecutionError,
     ToolCallsRequested,
@@ -269,14 +269,8 @@ async def test_a_later_turn_pairs_a_call_left_without_a_result() -> None:
 def _store_billing_reply(driver: TurnDriver, content: str) -> None:
     """Store a reply of the agent ``billing`` as the next message of the driver's turn."""
     item = {"agent": "billing", "item": {"role": "assistant", "content": content}}
-    driver.messages.append(
-        AgentMessage(
-            sequence=len(driver.messages) + 1,
-            role=MessageRole.ASSISTANT,
-            framework_item=json.dumps(item, separators=(",", ":")),
-            turn_id=driver.turn_id,
-        )
-    )
+    framework_item = json.dumps(item, separators=(",", ":"))
+    driver.turns.store([FrameworkMessage(MessageRole.ASSISTANT, framework_item)])
 
 
 async def test_compaction_keeps_the_turn_that_names_the_active_agent() -> None:
@@ -384,7 +378,7 @@ async def test_tool_guardrails_run_around_the_tool_in_its_step() -> None:
     async def execute(call_id: str) -> ToolExecutionResult:
         record = driver.records[call_id]
         outcome = await runner.execute_deferred_tool_call(
-            DeferredToolExecution(driver.flow_id, record, 1, AgentEventWriter.discarding())
+            DeferredToolExecution(driver.turns.flow_id, record, 1, AgentEventWriter.discarding())
         )
         assert isinstance(outcome, ToolExecutionResult)
         return outcome

@@ -122,7 +122,7 @@ async def test_each_model_step_is_one_streamed_request_and_the_tool_waits_for_it
     assert completed.new_messages[-1].text == ANSWER
     # The streamed text reached the session's events; the Chat Completions stream sends it in
     # 4-character chunks, which the runner batches instead of writing one event per chunk.
-    deltas = [json.loads(e.payload)["text"] for e in driver.events if e.type == "text_delta"]
+    deltas = [json.loads(e.payload)["text"] for e in driver.turns.events if e.type == "text_delta"]
     assert "".join(deltas) == ANSWER
     if kind == "chat":
         assert len(deltas) < len(ANSWER) // 4

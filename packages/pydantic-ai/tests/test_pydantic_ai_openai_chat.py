@@ -7,15 +7,12 @@ from typing import Any
 
 from dex_agents import (
     AgentEventType,
-    AgentEventWriter,
-    AgentMessage,
     AgentSessionFlow,
-    AgentTurnContext,
     MessageRole,
     ToolCallsRequested,
     ToolEffect,
 )
-from dex_agents.testing import wait_for_turn_end
+from dex_agents.testing import TurnContextBuilder, wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
 from pydantic_ai import Agent
@@ -80,21 +77,9 @@ async def test_a_streamed_openai_chat_turn_with_a_tool_call(
 async def test_model_call_metadata_is_what_the_provider_reported() -> None:
     async with ChatCompletionsServer(_answer) as server:
         runner = PydanticAIRunner(_agent(server))
-        user = runner.build_user_message("Where is order 7?")
-        turn = AgentTurnContext(
-            flow_id="s1",
-            turn_id="turn-1",
-            attempt=1,
-            messages=(
-                AgentMessage.from_framework_message(
-                    user, sequence=1, turn_id="turn-1", created_at=None
-                ),
-            ),
-            framework_run_state=None,
-            tool_calls={},
-            events=AgentEventWriter.discarding(),
-        )
-        outcome = await runner.run_model_step(turn)
+        turns = TurnContextBuilder(flow_id="s1")
+        turns.start_turn(runner.build_user_message("Where is order 7?"))
+        outcome = await runner.run_model_step(turns.context())
 
     assert isinstance(outcome, ToolCallsRequested)
     assert [(c.tool_call_id, c.tool_name, json.loads(c.arguments)) for c in outcome.tool_calls] == [

@@ -4,7 +4,8 @@ An adapter's tests start a private engine and Worker child processes with
 ``AgentTestStack``, stop a tool at an exact point with ``FileGate``, count real
 calls with ``InvocationLog``, and read which Steps ran with
 ``read_step_history``. ``run_readme_example`` runs a README's example as written.
-``in_process_worker`` serves Flows in the test process itself.
+``in_process_worker`` serves Flows in the test process itself; ``TurnContextBuilder`` calls a
+runner's methods directly, with the contexts a session would pass.
 ``dex_agents.testing.scenarios`` holds the shared scenario agent and the ``ScenarioRunner`` through
 which a runner package joins the shared suite. ``ScriptedModelClient`` is the same class as
 ``dex_agents.stepwise``'s.
@@ -50,6 +51,7 @@ from dex_agents.testing._step_history import (
     StepHistoryError,
     read_step_history,
 )
+from dex_agents.testing._turn_context_builder import TurnContextBuilder
 from dex_agents.testing._waiting import (
     DEFAULT_WAIT_TIMEOUT_SECONDS,
     WaitTimeoutError,
@@ -99,6 +101,7 @@ __all__ = [
     "ScriptedModelClient",
     "StepHistoryEntry",
     "StepHistoryError",
+    "TurnContextBuilder",
     "WaitTimeoutError",
     "WorkerProcess",
     "WorkerStartError",
