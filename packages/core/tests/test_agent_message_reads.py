@@ -7,7 +7,6 @@ from agent_session_test_support import ScriptedRunner, assistant
 from compaction_test_support import swappable_worker_stack
 from dex_agents import (
     AgentMessage,
-    AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
     AgentTurnContext,
@@ -18,7 +17,7 @@ from dex_agents import (
     TurnCompleted,
 )
 from dex_agents._session.message_decode_cache import MessageDecodeCache
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import read_agent_messages, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 FLOW_TYPE = "MessageReadsAgent"
@@ -165,17 +164,6 @@ def _many_replies(turn: AgentTurnContext) -> AgentTurnOutcome:
     return TurnCompleted(replies, AgentUsage())
 
 
-async def _all_messages(sessions: AgentSessionClient, session_id: str) -> list[AgentMessage]:
-    messages: list[AgentMessage] = []
-    after: int | None = None
-    while True:
-        page = await sessions.list_agent_messages(session_id, after_sequence=after, limit=200)
-        messages.extend(page.messages)
-        if page.next_after_sequence is None:
-            return messages
-        after = page.next_after_sequence
-
-
 async def test_the_snapshot_returns_the_newest_200_messages_across_window_and_chunks(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
@@ -191,7 +179,7 @@ async def test_the_snapshot_returns_the_newest_200_messages_across_window_and_ch
         await wait_for_agent_snapshot(sessions, "s1", turn_ended(1))
         assert await sessions.send_user_message("s1", "second")
         snapshot = await wait_for_agent_snapshot(sessions, "s1", turn_ended(2))
-        stored = await _all_messages(sessions, "s1")
+        stored = await read_agent_messages(sessions, "s1")
         attributes = await stack.attributes("s1")
 
     assert attributes.instance_keys("AGENT_MESSAGE_CHUNKS")

@@ -6,7 +6,6 @@ from agent_session_test_support import ScriptedRunner, assistant
 from compaction_test_support import swappable_worker_stack
 from dex_agents import (
     AGENT_MESSAGE_INDEX,
-    AgentMessage,
     AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
@@ -15,7 +14,7 @@ from dex_agents import (
     AgentUsage,
     TurnCompleted,
 )
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import read_agent_messages, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 FLOW_TYPE = "StorageAgent"
@@ -35,19 +34,6 @@ async def _run_turns(sessions: AgentSessionClient, session_id: str, first: int, 
         await wait_for_agent_snapshot(sessions, session_id, turn_ended(number))
 
 
-async def _all_pages(
-    sessions: AgentSessionClient, session_id: str, limit: int
-) -> list[AgentMessage]:
-    messages: list[AgentMessage] = []
-    after: int | None = None
-    while True:
-        page = await sessions.list_agent_messages(session_id, after_sequence=after, limit=limit)
-        messages.extend(page.messages)
-        if page.next_after_sequence is None:
-            return messages
-        after = page.next_after_sequence
-
-
 def _expected_texts(turns: int) -> list[str]:
     return [text for n in range(1, turns + 1) for text in (f"message {n}", f"reply to message {n}")]
 
@@ -64,7 +50,7 @@ async def test_the_window_rolls_over_into_chunks_that_read_back_in_order(
         await _run_turns(sessions, "s1", 1, 8)
         attributes = await stack.attributes("s1")
         snapshot = await sessions.get_agent_snapshot("s1")
-        pages = await _all_pages(sessions, "s1", limit=5)
+        pages = await read_agent_messages(sessions, "s1", limit=5)
 
     # The window holds the newest messages, one instance each; older ones sit in chunks of 3.
     window = attributes.instance_keys("AGENT_MESSAGES")
@@ -149,7 +135,7 @@ async def test_a_session_in_the_old_single_window_layout_reads_and_moves_over(
             moved_once = await stack.attributes("s1")
             await _run_turns(sessions, "s1", 14, 16)
             after = await stack.attributes("s1")
-            pages = await _all_pages(sessions, "s1", limit=7)
+            pages = await read_agent_messages(sessions, "s1", limit=7)
 
     # Each storing Step moves at most 4 chunks: turn 13 stores twice (user message, reply).
     assert len(moved_once.instance_keys("AGENT_MESSAGE_CHUNKS")) == 8

@@ -34,6 +34,7 @@ from dex_agents import (
 )
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
+    read_agent_message_pages,
     turn_ended,
     wait_for_agent_snapshot,
 )
@@ -166,17 +167,10 @@ async def test_retained_message_limit_none_keeps_every_message(
         stack.serve(flow) as sessions,
     ):
         await _run_turns(sessions, "s1", 20)
-        pages: list[AgentMessage] = []
-        after: int | None = None
-        while True:
-            page = await sessions.list_agent_messages("s1", after_sequence=after, limit=7)
-            pages.extend(page.messages)
-            assert page.deleted_before_sequence is None
-            if page.next_after_sequence is None:
-                break
-            after = page.next_after_sequence
+        pages = await read_agent_message_pages(sessions, "s1", limit=7)
     assert runner.summary_requests
-    assert [m.sequence for m in pages] == list(range(1, 41))
+    assert all(page.deleted_before_sequence is None for page in pages)
+    assert [m.sequence for page in pages for m in page.messages] == list(range(1, 41))
 
 
 def test_a_policy_on_a_runner_without_compaction_is_a_type_error() -> None:

@@ -16,7 +16,12 @@ from dex_agents import (
     AgentUsage,
     TurnCompleted,
 )
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot, wait_until
+from dex_agents.testing import (
+    read_agent_message_pages,
+    turn_ended,
+    wait_for_agent_snapshot,
+    wait_until,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
@@ -37,17 +42,9 @@ async def test_messages_page_oldest_first_with_a_clamped_limit(
         assert [m.sequence for m in snapshot.messages] == [1, 2, 3, 4, 5, 6]
         assert snapshot.state is not None and snapshot.state.last_message_sequence == 6
 
-        texts: list[str | None] = []
-        after: int | None = None
-        pages = 0
-        while True:
-            page = await sessions.list_agent_messages("session-1", after_sequence=after, limit=4)
-            texts.extend(m.text for m in page.messages)
-            pages += 1
-            if page.next_after_sequence is None:
-                break
-            after = page.next_after_sequence
-        assert pages == 2
+        pages = await read_agent_message_pages(sessions, "session-1", limit=4)
+        assert len(pages) == 2
+        texts = [m.text for page in pages for m in page.messages]
         assert texts == ["one", "a:one", "b:one", "two", "a:two", "b:two"]
 
         clamped_low = await sessions.list_agent_messages("session-1", limit=0)

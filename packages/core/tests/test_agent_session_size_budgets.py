@@ -75,7 +75,7 @@ from dex_agents import (
 )
 from dex_agents._session.message_layout import encoded_json_size
 from dex_agents._session.size_budgets import fit_snapshot, tool_result_problem
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import read_agent_message_pages, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 # The probes: each was accepted and then failed the whole session.
@@ -233,17 +233,11 @@ async def test_snapshot_and_pages_stay_under_the_rpc_limit(
         sequences = [message.sequence for message in snapshot.messages]
         assert sequences == list(range(sequences[0], 11)) and sequences[0] > 1
         # Pages by bytes as well as by count: every message exactly once, each page in budget.
-        seen: list[int] = []
-        after: int | None = None
-        while True:
-            page = await stack.sessions.list_agent_messages("s", after_sequence=after, limit=200)
+        pages = await read_agent_message_pages(stack.sessions, "s")
+        for page in pages:
             assert encoded_json_size(page) <= MAX_RPC_OUTPUT_BYTES
             assert page.messages
-            seen.extend(message.sequence for message in page.messages)
-            if page.next_after_sequence is None:
-                break
-            after = page.next_after_sequence
-        assert seen == list(range(1, 11))
+        assert [m.sequence for page in pages for m in page.messages] == list(range(1, 11))
         await _still_works(stack, "s", 6)
 
 

@@ -83,6 +83,7 @@ ENGINE_MODULES: frozenset[str] = frozenset(
         "dex_agents._session.client",
         "dex_agents.testing._flow_attributes",
         "dex_agents.testing._in_process_worker",
+        "dex_agents.testing._message_pages",
         "dex_agents.testing._session_prefix",
         "dex_agents.testing._step_history",
         "dex_agents.testing._waiting",

@@ -329,6 +329,8 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "WorkerStartError",
             "build_stepwise_context_window_flow",
             "in_process_worker",
+            "read_agent_message_pages",
+            "read_agent_messages",
             "read_flow_attributes",
             "read_step_history",
             "readme_python_blocks",

@@ -17,14 +17,12 @@ from agent_session_test_support import ScriptedRunner
 from dex import AsyncClient, CodecRegistry
 from dex_agents import (
     AgentEvent,
-    AgentMessage,
     AgentSessionClient,
     AgentSessionFlow,
     AgentTurnContext,
     AgentUsage,
     ContextSummaryRequest,
     ContextSummaryResult,
-    MessageRole,
     estimate_stored_input_tokens,
     select_turn_boundary_cutoff,
 )
@@ -35,6 +33,9 @@ from dex_agents.testing import (
     read_flow_attributes,
     read_step_history,
 )
+
+# The context window scenario's own check: the flow tests and its report find a cut alike.
+from dex_agents.testing._context_window_scenario import _separated_calls as calls_separated_by
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 __all__ = [
@@ -71,21 +72,6 @@ class CompactingScriptedRunner(ScriptedRunner):
         first = request.messages[0].sequence if request.messages else None
         last = request.messages[-1].sequence if request.messages else None
         return ContextSummaryResult(f"summary of {first}..{last}", SUMMARY_USAGE)
-
-
-def calls_separated_by(messages: list[AgentMessage], last_summarized: int) -> list[str]:
-    """Tool call IDs whose call is at or before ``last_summarized`` and whose result is after."""
-    calls = {
-        m.tool_call_id: m.sequence
-        for m in messages
-        if m.role is MessageRole.ASSISTANT and m.tool_call_id
-    }
-    results = {m.tool_call_id: m.sequence for m in messages if m.role is MessageRole.TOOL}
-    return sorted(
-        call_id
-        for call_id, sequence in calls.items()
-        if sequence <= last_summarized < results.get(call_id, sequence)
-    )
 
 
 @dataclass

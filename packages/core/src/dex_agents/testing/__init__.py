@@ -34,6 +34,7 @@ from dex_agents.testing._file_gate import FileGate
 from dex_agents.testing._flow_attributes import FlowAttributes, read_flow_attributes
 from dex_agents.testing._in_process_worker import InProcessWorker, in_process_worker
 from dex_agents.testing._invocation_log import InvocationLog, InvocationRecord
+from dex_agents.testing._message_pages import read_agent_message_pages, read_agent_messages
 from dex_agents.testing._readme_examples import (
     ExampleRun,
     ExampleScriptError,
@@ -107,6 +108,8 @@ __all__ = [
     "WorkerStartError",
     "build_stepwise_context_window_flow",
     "in_process_worker",
+    "read_agent_message_pages",
+    "read_agent_messages",
     "read_flow_attributes",
     "read_step_history",
     "readme_python_blocks",

@@ -59,6 +59,7 @@ from dex_agents.stepwise import (
 from dex_agents.testing._engine_process import EngineLogs, EngineProcess
 from dex_agents.testing._flow_attributes import read_flow_attributes
 from dex_agents.testing._in_process_worker import in_process_worker
+from dex_agents.testing._message_pages import read_agent_messages
 from dex_agents.testing._waiting import turns_have_ended, wait_until
 
 __all__ = [
@@ -377,7 +378,7 @@ class ContextWindowSessionScenario:
         if state.last_turn_error is not None and report.last_turn_error is None:
             report.last_turn_error = state.last_turn_error
         summary = snapshot.context_summary
-        kept = await _kept_messages(sessions)
+        kept = await read_agent_messages(sessions, _SESSION_ID)
         if summary is not None:
             report.separated_calls.extend(_separated_calls(kept, summary.last_sequence))
         attributes = await read_flow_attributes(server_address, _SESSION_ID)
@@ -451,17 +452,6 @@ async def _idle_after_turns(server_address: str, turns: int) -> bool:
     if not isinstance(stored, dict):
         return False
     return turns_have_ended(AgentState.from_json(stored), turns)
-
-
-async def _kept_messages(sessions: AgentSessionClient) -> list[AgentMessage]:
-    messages: list[AgentMessage] = []
-    after: int | None = None
-    while True:
-        page = await sessions.list_agent_messages(_SESSION_ID, after_sequence=after, limit=200)
-        messages.extend(page.messages)
-        if page.next_after_sequence is None:
-            return messages
-        after = page.next_after_sequence
 
 
 def _separated_calls(messages: Sequence[AgentMessage], last_summarized: int) -> list[str]:
