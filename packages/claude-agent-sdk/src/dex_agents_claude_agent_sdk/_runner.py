@@ -96,7 +96,6 @@ _LISTING_TIMEOUT_SECONDS: Final = 10.0
 # What the CLI adds to every request beside the stored messages: its own system prompt, the
 # environment note, and the request envelope.
 _CLI_INPUT_OVERHEAD_TOKENS: Final = 700
-_UNKNOWN_TOOL_POLICY: Final = UNKNOWN_TOOL_POLICY
 
 
 class ClaudeAgentSdkRunner(AdapterRunner):
@@ -356,9 +355,7 @@ class ClaudeAgentSdkRunner(AdapterRunner):
         arguments = dump_json_text(block.get("input") or {})
         entry = offered.get(wire_name)
         if entry is None:
-            return DeferredToolCall(
-                call_id, _plain_name(wire_name), arguments, _UNKNOWN_TOOL_POLICY
-            )
+            return DeferredToolCall(call_id, _plain_name(wire_name), arguments, UNKNOWN_TOOL_POLICY)
         tool = entry[0]
         if tool.source is not None and tool.listed is not None:
             built = tool.source.deferred_tool_call(turn, call_id, arguments, tool.listed)

@@ -1,8 +1,7 @@
-"""Compaction for a Pydantic AI session, through the core's shared rules.
+"""The context summary of a Pydantic AI session.
 
-The estimate counts the stored Pydantic AI message JSON (three bytes per token) plus what this
-runner's last model request offered (instructions and tool definitions); the cutoff falls only
-between turns; the summary is one request through ``pydantic_ai.direct.model_request`` to the
+The estimate (the stored messages plus what the runner's last model request offered) and the
+cutoff (only between turns) are the kit's ``AdapterRunner`` defaults; the summary is one request through ``pydantic_ai.direct.model_request`` to the
 turn's model, with ``CONTEXT_SUMMARY_INSTRUCTIONS`` and the core's plain text prompt, no tools.
 """
 
@@ -12,11 +11,9 @@ from typing import Any
 
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
-    AgentTurnContext,
     ContextSummaryRequest,
     ContextSummaryResult,
     build_context_summary_prompt,
-    estimate_stored_input_tokens,
 )
 from pydantic_ai.direct import model_request
 from pydantic_ai.messages import ModelRequest, UserPromptPart
@@ -26,12 +23,7 @@ from pydantic_ai.settings import ModelSettings
 from dex_agents_pydantic_ai._model_calls import agent_usage, model_call_metadata
 from dex_agents_pydantic_ai._runner_config import RunnerConfig
 
-__all__ = ["estimate_input_tokens", "summarize_context"]
-
-
-def estimate_input_tokens(turn: AgentTurnContext, fixed_input_tokens: int) -> int:
-    """The shared estimate of the next model input."""
-    return estimate_stored_input_tokens(turn, fixed_input_tokens=fixed_input_tokens)
+__all__ = ["summarize_context"]
 
 
 async def summarize_context(

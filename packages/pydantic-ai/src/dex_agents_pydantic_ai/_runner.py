@@ -143,9 +143,10 @@ class PydanticAIRunner(AdapterRunner, Generic[AgentDepsT]):
         ]
         return encode_messages(returns)
 
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
-        """The stored messages plus this runner's last request's instructions and tools."""
-        return _compaction.estimate_input_tokens(turn, self._observation.fixed_input_tokens)
+    def fixed_input_tokens(self, turn: AgentTurnContext) -> int:
+        """This runner's last request's instructions and tools (the kit's estimate adds the
+        stored messages)."""
+        return self._observation.fixed_input_tokens
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         """One summary request to the turn's model, no tools."""
