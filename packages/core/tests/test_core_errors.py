@@ -32,6 +32,7 @@ PACKAGE_DIR = Path(dex_agents.__file__).resolve().parent
 #: Each error class of the core and the built-in base a caller may already catch.
 ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents.exceptions.DexAgentsError": Exception,
+    "dex_agents._session.attempt_claims.ToolAttemptNotClaimedError": Exception,
     "dex_agents.exceptions.ConfigurationError": ValueError,
     "dex_agents.exceptions.ConfigurationTypeError": TypeError,
     "dex_agents.exceptions.RunnerContractError": TypeError,
