@@ -40,7 +40,7 @@ from dex_agents.mcp import (
     agent_tool_name,
 )
 from dex_agents.stepwise import AgentDefinition, ScriptedModelClient, ScriptedModelReply
-from dex_agents.testing import FileGate, InvocationLog
+from dex_agents.testing import FileGate, InvocationLog, TurnContextBuilder
 from mcp_test_support.servers import HttpMcpServer, stdio_config
 
 KEY = "session-1/turn-1/call_1"
@@ -57,15 +57,8 @@ async def http_server(tmp_path: Path) -> AsyncIterator[HttpMcpServer]:
 
 
 def _turn() -> AgentTurnContext:
-    return AgentTurnContext(
-        flow_id="session-1",
-        turn_id="turn-1",
-        attempt=1,
-        messages=(),
-        framework_run_state=None,
-        tool_calls={},
-        events=AgentEventWriter.discarding(),
-        tool_policies={"files__write": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)},
+    return TurnContextBuilder().context(
+        tool_policies={"files__write": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, False)}
     )
 
 

@@ -55,6 +55,7 @@ from dex_agents._runner_contract import (
     tool_call_not_run_error,
     validate_tool_calls_requested,
 )
+from dex_agents.testing import TurnContextBuilder
 
 
 def _record(
@@ -77,15 +78,7 @@ def _record(
 
 
 def _turn(**changes: object) -> AgentTurnContext:
-    turn = AgentTurnContext(
-        flow_id="session-42",
-        turn_id="turn-2",
-        attempt=1,
-        messages=(),
-        framework_run_state=None,
-        tool_calls={},
-        events=AgentEventWriter.discarding(turn_id="turn-2"),
-    )
+    turn = TurnContextBuilder(flow_id="session-42", turn_number=2).context()
     return dataclasses.replace(turn, **changes)  # type: ignore[arg-type]
 
 

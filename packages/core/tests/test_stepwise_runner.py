@@ -57,6 +57,7 @@ from dex_agents.stepwise import (
     model_call_limit_tool_result,
     stepwise_agent_session_options,
 )
+from dex_agents.testing import TurnContextBuilder
 
 _ORDERS = {"7": {"order_id": "7", "total_cents": "1200"}}
 _REFUND_KEYS: list[str] = []
@@ -104,32 +105,30 @@ class _Session:
     """The session's side of the contract, in memory: stored messages and final tool records."""
 
     runner: StepwiseAgentRunner
-    flow_id: str = "session-1"
-    turn_number: int = 0
-    messages: list[AgentMessage] = field(default_factory=list)
+    enabled_built_in_tools: frozenset[str] = frozenset()
+    turns: TurnContextBuilder = field(default_factory=TurnContextBuilder)
     records: dict[str, AgentToolCall] = field(default_factory=dict)
     run_state: str | None = None
-    enabled_built_in_tools: frozenset[str] = frozenset()
+
+    @property
+    def flow_id(self) -> str:
+        return self.turns.flow_id
 
     @property
     def turn_id(self) -> str:
-        return f"turn-{self.turn_number}"
+        return self.turns.turn_id
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        return self.turns.messages
 
     def store(self, messages: Sequence[FrameworkMessage]) -> None:
-        for message in messages:
-            self.messages.append(
-                AgentMessage(
-                    sequence=len(self.messages) + 1,
-                    turn_id=self.turn_id,
-                    **{name: getattr(message, name) for name in _FRAMEWORK_MESSAGE_FIELDS},
-                )
-            )
+        self.turns.store(messages)
 
     def start_turn(self, text: str) -> None:
-        self.turn_number += 1
         self.records = {}
         self.run_state = None
-        self.store([self.runner.build_user_message(text)])
+        self.turns.start_turn(self.runner.build_user_message(text))
 
     def context(self) -> AgentTurnContext:
         definition = self.runner.definition
@@ -137,14 +136,9 @@ class _Session:
         # options this build's AgentSessionOptions lacks (built-in tools) still run.
         policies = {tool.name: tool.policy for tool in definition.tools}
         policies.update(definition.tool_policies)
-        return AgentTurnContext(
-            flow_id=self.flow_id,
-            turn_id=self.turn_id,
-            attempt=1,
-            messages=tuple(self.messages),
-            framework_run_state=self.run_state,
-            tool_calls=dict(self.records),
-            events=AgentEventWriter.discarding(turn_id=self.turn_id),
+        return self.turns.context(
+            run_state=self.run_state,
+            records=self.records.values(),
             enabled_built_in_tools=self.enabled_built_in_tools,
             tool_policies=policies,
             default_tool_effect=definition.default_tool_effect,
@@ -195,17 +189,6 @@ class _Session:
             await self.run_tools(outcomes[-1])
             outcomes.append(await self.run_model())
         return outcomes
-
-
-_FRAMEWORK_MESSAGE_FIELDS = (
-    "role",
-    "framework_item",
-    "text",
-    "tool_call_id",
-    "tool_name",
-    "tool_arguments",
-    "tool_output",
-)
 
 
 def _final(record: AgentToolCall, status: AgentToolCallStatus, **values: str) -> AgentToolCall:
@@ -463,16 +446,7 @@ async def test_a_tool_requires_approval_applies_without_an_explicit_policy() -> 
     session = _Session(runner)
     session.start_turn("Peek")
     # Without the derived options, the tool's own requires_approval still applies.
-    turn = AgentTurnContext(
-        flow_id="session-1",
-        turn_id="turn-1",
-        attempt=1,
-        messages=tuple(session.messages),
-        framework_run_state=None,
-        tool_calls={},
-        events=AgentEventWriter.discarding(),
-    )
-    outcome = await runner.run_model_step(turn)
+    outcome = await runner.run_model_step(session.turns.context())
     assert isinstance(outcome, ToolCallsRequested)
     assert outcome.tool_calls[0].policy == ResolvedToolPolicy(ToolEffect.READ, True)
 
