@@ -6,9 +6,7 @@ source with the idempotency key of ``get_current_deferred_tool_execution()``; th
 notifications become ``mcp.tool_progress`` events of that call. The SDK's own MCP servers run
 inline in ``RunModel``; this is the path to tool Steps.
 
-The effects come from the source's listing: pass ``{**source.tool_policies(), **your_policies}`` as
-``AgentSessionOptions.tool_policies``. This module never imports the MCP SDK, so the package
-imports without it; the source itself needs the mcp extra (``pip install "dex-agents[mcp]"``).
+The tools' effects, and the mcp extra: see ``dex_agents.adapters.McpToolFactory``.
 """
 
 from __future__ import annotations

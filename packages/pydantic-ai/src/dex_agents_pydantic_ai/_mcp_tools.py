@@ -7,9 +7,7 @@ become ``mcp.tool_progress`` events of that call. An MCP error answer
 becomes Pydantic AI's ``ToolFailed``, a failed result the model sees; a call whose outcome is
 unknown (``McpToolCallInterruptedError``) fails the Step, so the call's effect decides.
 
-The effects come from the source's listing: pass ``{**source.tool_policies(), **your_policies}`` as
-``AgentSessionOptions.tool_policies``. This module never imports the MCP SDK, so the package
-imports without it; the source itself needs the mcp extra (``pip install "dex-agents[mcp]"``).
+The tools' effects, and the mcp extra: see ``dex_agents.adapters.McpToolFactory``.
 """
 
 from __future__ import annotations

@@ -6,8 +6,10 @@ own tool Step. What every adapter does alike is here once: checking the source a
 tool, listing the source, a fresh copy of the input schema, and the call with the call's
 idempotency key. The adapter writes only ``wrap``: its tool type around an :class:`McpTool`.
 
-This module never imports the MCP SDK, so an adapter imports without it; the source itself needs
-the mcp extra (``pip install "dex-agents[mcp]"``).
+The tools' effects come from the source's listing: pass
+``{**source.tool_policies(), **your_policies}`` as ``AgentSessionOptions.tool_policies``. This
+module never imports the MCP SDK, so an adapter imports without it; the source itself needs the
+mcp extra (``pip install "dex-agents[mcp]"``).
 """
 
 from __future__ import annotations
