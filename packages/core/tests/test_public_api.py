@@ -303,6 +303,8 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "WAIT_FOR_FAILED_EVENT",
             "AgentTestStack",
             "CONTEXT_WINDOW_TOOL_NAME",
+            "ChatCompletionReply",
+            "ChatCompletionsServer",
             "ContextWindowModel",
             "ContextWindowProgress",
             "ContextWindowReport",

@@ -6,13 +6,11 @@ asks for ``lookup_order`` and, once the request carries the tool's result, answe
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from aiohttp import web
 from dex_agents import (
     AgentEventType,
     AgentSessionFlow,
@@ -23,7 +21,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.testing import TurnContextBuilder
+from dex_agents.testing import ChatCompletionReply, ChatCompletionsServer, TurnContextBuilder
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_google_adk import GoogleAdkRunner
 from google.adk.agents import RunConfig
@@ -36,7 +34,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 from google.adk.models.lite_llm import LiteLlm
 
 RESPONSE_MODEL = "fake-gpt-2026-01"
-ANSWER = ("Order 7 ", "was delivered.")
+ANSWER = ("Order 7 was", " delivered.")  # the server streams a text in two halves
 LOOKUPS: list[str] = []
 
 
@@ -46,102 +44,19 @@ def lookup_order(order_id: str) -> str:
     return f"order {order_id}: delivered"
 
 
-class ChatCompletionsServer:
-    """A scripted Chat Completions endpoint; it records every request body."""
-
-    def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.base_url = ""
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        self.requests.append(body)
-        answered = any(message.get("role") == "tool" for message in body["messages"])
-        message, finish = (
-            ({"role": "assistant", "content": "".join(ANSWER)}, "stop")
-            if answered
-            else (
-                {
-                    "role": "assistant",
-                    "content": None,
-                    "tool_calls": [
-                        {
-                            "id": f"call_{len(self.requests)}",
-                            "type": "function",
-                            "function": {
-                                "name": "lookup_order",
-                                "arguments": '{"order_id": "7"}',
-                            },
-                        }
-                    ],
-                },
-                "tool_calls",
-            )
-        )
-        usage = {"prompt_tokens": 21, "completion_tokens": 5, "total_tokens": 26}
-        if not body.get("stream"):
-            return web.json_response(
-                {
-                    "id": f"chatcmpl-{len(self.requests)}",
-                    "object": "chat.completion",
-                    "created": 1,
-                    "model": RESPONSE_MODEL,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": usage,
-                }
-            )
-        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
-        await response.prepare(request)
-        for delta in self._deltas(message):
-            await self._send(response, [{"index": 0, "delta": delta, "finish_reason": None}])
-        await self._send(response, [{"index": 0, "delta": {}, "finish_reason": finish}])
-        await self._send(response, [], usage=usage)
-        await response.write(b"data: [DONE]\n\n")
-        await response.write_eof()
-        return response
-
-    @staticmethod
-    def _deltas(message: dict[str, Any]) -> list[dict[str, Any]]:
-        if message.get("tool_calls") is None:
-            return [{"role": "assistant", "content": chunk} for chunk in ANSWER]
-        (call,) = message["tool_calls"]
-        head = {**call, "index": 0, "function": {"name": "lookup_order", "arguments": ""}}
-        pieces = ['{"order_id": ', '"7"}']
-        return [
-            {"role": "assistant", "tool_calls": [head]},
-            *({"tool_calls": [{"index": 0, "function": {"arguments": p}}]} for p in pieces),
-        ]
-
-    async def _send(
-        self, response: web.StreamResponse, choices: list[dict[str, Any]], **extra: Any
-    ) -> None:
-        chunk = {
-            "id": f"chatcmpl-{len(self.requests)}",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": RESPONSE_MODEL,
-            "choices": choices,
-            **extra,
-        }
-        await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+def _answer(body: dict[str, Any]) -> ChatCompletionReply:
+    """The model: a call of ``lookup_order`` until the request carries its result, then ANSWER."""
+    if any(message.get("role") == "tool" for message in body["messages"]):
+        return ChatCompletionReply(text="".join(ANSWER))
+    return ChatCompletionReply(tool_calls=(("call_1", "lookup_order", '{"order_id": "7"}'),))
 
 
 @pytest.fixture
 async def server() -> AsyncIterator[ChatCompletionsServer]:
-    chat = ChatCompletionsServer()
-    app = web.Application()
-    app.router.add_post("/v1/chat/completions", chat.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    chat.base_url = f"http://127.0.0.1:{port}/v1"
-    try:
+    usage = {"prompt_tokens": 21, "completion_tokens": 5, "total_tokens": 26}
+    with ChatCompletionsServer(_answer, response_model=RESPONSE_MODEL, usage=usage) as chat:
         await _warm_up(chat)
         yield chat
-    finally:
-        await runner.cleanup()
 
 
 async def _warm_up(chat: ChatCompletionsServer) -> None:

@@ -12,24 +12,27 @@ from dex_agents import (
     ToolCallsRequested,
     ToolEffect,
 )
-from dex_agents.testing import TurnContextBuilder, wait_for_turn_end
+from dex_agents.testing import (
+    ChatCompletionReply,
+    ChatCompletionsServer,
+    TurnContextBuilder,
+    wait_for_turn_end,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_pydantic_ai import PydanticAIRunner, dex_tool_metadata
 from pydantic_ai import Agent
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
-from pydantic_ai_test_support import (
-    ChatCompletionsServer,
-    ChatReply,
-    session_events,
-)
+from pydantic_ai_test_support import session_events
 
 
-def _answer(body: dict[str, Any]) -> ChatReply:
+def _answer(body: dict[str, Any]) -> ChatCompletionReply:
     tool_messages = [m for m in body["messages"] if m["role"] == "tool"]
     if not tool_messages:
-        return ChatReply(tool_calls=(("call_abc", "lookup_order", json.dumps({"order_id": "7"})),))
-    return ChatReply(text=f"Order 7 is {tool_messages[-1]['content']}.")
+        return ChatCompletionReply(
+            tool_calls=(("call_abc", "lookup_order", json.dumps({"order_id": "7"})),)
+        )
+    return ChatCompletionReply(text=f"Order 7 is {tool_messages[-1]['content']}.")
 
 
 def _agent(server: ChatCompletionsServer) -> Agent[None, str]:
@@ -49,7 +52,7 @@ def _agent(server: ChatCompletionsServer) -> Agent[None, str]:
 async def test_a_streamed_openai_chat_turn_with_a_tool_call(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    async with ChatCompletionsServer(_answer) as server:
+    with ChatCompletionsServer(_answer) as server:
         flow = AgentSessionFlow(PydanticAIRunner(_agent(server)), flow_type="OpenAIChatAgent")
         async with dex_in_process_worker([flow]) as worker:
             sessions = worker.sessions(flow)
@@ -75,7 +78,7 @@ async def test_a_streamed_openai_chat_turn_with_a_tool_call(
 
 
 async def test_model_call_metadata_is_what_the_provider_reported() -> None:
-    async with ChatCompletionsServer(_answer) as server:
+    with ChatCompletionsServer(_answer) as server:
         runner = PydanticAIRunner(_agent(server))
         turns = TurnContextBuilder(flow_id="s1")
         turns.start_turn(runner.build_user_message("Where is order 7?"))

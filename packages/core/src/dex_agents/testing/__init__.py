@@ -5,7 +5,8 @@ An adapter's tests start a private engine and Worker child processes with
 calls with ``InvocationLog``, and read which Steps ran with
 ``read_step_history``. ``run_readme_example`` runs a README's example as written.
 ``in_process_worker`` serves Flows in the test process itself; ``TurnContextBuilder`` calls a
-runner's methods directly, with the contexts a session would pass.
+runner's methods directly, with the contexts a session would pass; ``ChatCompletionsServer``
+serves OpenAI Chat Completions on loopback for a framework's own OpenAI model class.
 ``dex_agents.testing.scenarios`` holds the shared scenario agent and the ``ScenarioRunner`` through
 which a runner package joins the shared suite. ``ScriptedModelClient`` is the same class as
 ``dex_agents.stepwise``'s.
@@ -13,6 +14,7 @@ which a runner package joins the shared suite. ``ScriptedModelClient`` is the sa
 
 from dex_agents.stepwise import ScriptedModelClient
 from dex_agents.testing._agent_test_stack import AgentTestStack
+from dex_agents.testing._chat_completions_server import ChatCompletionReply, ChatCompletionsServer
 from dex_agents.testing._context_window_scenario import (
     CONTEXT_WINDOW_TOOL_NAME,
     ContextWindowModel,
@@ -82,6 +84,8 @@ __all__ = [
     "WAIT_FOR_COMPLETED_EVENT",
     "WAIT_FOR_FAILED_EVENT",
     "AgentTestStack",
+    "ChatCompletionReply",
+    "ChatCompletionsServer",
     "ContextWindowModel",
     "ContextWindowProgress",
     "ContextWindowReport",
