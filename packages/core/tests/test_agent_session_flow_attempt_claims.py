@@ -14,7 +14,7 @@ from agent_session_test_support.claim_agent import (
     GATES_REFUND_ENV,
     REFUND_GATE,
     build_claim_flow,
-    claim_log,
+    claim_answers,
     tool_log,
 )
 from agent_session_test_support.crash_agent import STATE_DIR_ENV
@@ -57,7 +57,7 @@ async def test_a_worker_killed_before_the_tool_started_runs_the_call_once(tmp_pa
             sessions, "session-1", turn_ended(1), "the turn to finish", timeout=120
         )
         assert len(tool_log(tmp_path).records("refund")) == 1
-        assert claim_log(tmp_path).keys("claim") == ["granted"]
+        assert claim_answers(tmp_path) == ["granted"]
         assert "refund=refund done" in _refund_result(snapshot)
         history = await stack.read_step_history("session-1")
         executions = {(entry.step_type, entry.step_execution_id) for entry in history}
@@ -90,7 +90,7 @@ async def test_a_worker_killed_in_a_started_tool_stays_outcome_unknown(tmp_path:
             sessions, "session-1", turn_ended(1), "the turn to finish", timeout=120
         )
         assert len(tool_log(tmp_path).records("refund")) == 1
-        assert claim_log(tmp_path).keys("claim") == ["granted"]
+        assert claim_answers(tmp_path) == ["granted"]
         assert "refund=The outcome of this tool call is unknown" in _refund_result(snapshot)
 
 
@@ -137,10 +137,10 @@ async def test_a_claim_after_its_execution_was_fenced_is_refused(tmp_path: Path)
             claim.release()
             await wait_until(
                 "the late claim to be answered",
-                lambda: len(claim_log(tmp_path).keys("claim")) == 2,
+                lambda: len(claim_answers(tmp_path)) == 2,
                 timeout=60,
             )
-            assert claim_log(tmp_path).keys("claim") == ["granted", "refused"]
+            assert claim_answers(tmp_path) == ["granted", "refused"]
             assert len(tool_log(tmp_path).records("refund")) == 1
     finally:
         await engine.stop()

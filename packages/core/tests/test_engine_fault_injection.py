@@ -27,11 +27,12 @@ At the end, with no more faults, every session must show:
   never reached a Worker); and a ``pay_again`` that never started is never outcome-unknown: its
   check answers for it.
 
-Some outcome-unknown ``send_once`` writes never ran: their attempt was lost after a Worker took it
-but before the tool started, or while a Worker was declining it. Neither the engine nor the Step
-can prove that such an attempt had not started (SDK 1.23 gives a Step no acknowledged write before
-it completes; see the local engine's README, "Persistence and restart"), so the test counts them
-for ``send_once`` and asserts none only for ``pay_again``, whose outcome check resolves them.
+A ``send_once`` whose attempt was lost before its tool started runs again (start claims, core
+README "Lost attempts: start claims"): an outcome-unknown ``send_once`` that never ran must have
+sent its start claim (the Worker logs every claim before it sends it, and its answer, in
+``claims.log``), so it was lost in the instant between Dex committing the claim and the tool's
+first line, where the claim rightly says "may have started" (its answer may not even have reached
+the Worker). The test asserts that and counts those calls.
 
 The default suite runs a short variant (40 sessions, 3 turns, 12 faults), and the same checks
 under load (issue 33): 50 sessions at once over 2 Worker processes, one Worker SIGKILLed and
@@ -59,6 +60,7 @@ from typing import TypeVar
 
 import grpc
 import pytest
+from agent_session_test_support.claim_agent import CLAIM_SENT, claim_log
 from dex import (
     AsyncClient,
     BlobCacheConfig,
@@ -445,6 +447,10 @@ class _Runs:
     """``pay_again`` writes that took effect."""
     checks: Counter[str]
     """Runs of ``pay_again``'s outcome check (each after a lost attempt)."""
+    sent_claims: frozenset[str]
+    """``<flow_id>/<tool_call_id>`` of every start claim a Worker sent."""
+    granted_claims: frozenset[str]
+    """``<flow_id>/<tool_call_id>`` of every start claim whose answer, granted, came back."""
 
     @classmethod
     def read(cls, state_dir: Path) -> _Runs:
@@ -454,7 +460,15 @@ class _Runs:
             Counter(log.keys(CHECKED_TOOL)),
             Counter(log.keys(LEDGER_INVOCATION)),
             Counter(log.keys(outcome_check_invocation(CHECKED_TOOL))),
+            frozenset(claim_log(state_dir).keys(CLAIM_SENT)),
+            frozenset(claim_log(state_dir).keys("granted")),
         )
+
+
+def _claim_key(idempotency_key: str) -> str:
+    """``<flow_id>/<tool_call_id>`` of ``<flow_id>/<turn_id>/<tool_call_id>``."""
+    flow_id, _turn_id, tool_call_id = idempotency_key.rsplit("/", 2)
+    return f"{flow_id}/{tool_call_id}"
 
 
 def _check_session(record: _SessionRecord, final: AgentSnapshot, runs: _Runs, context: str) -> None:
@@ -587,15 +601,18 @@ async def _run_plan(tmp_path: Path, plan: FaultPlan) -> None:
     assert not twice, f"{context}: non-idempotent writes ran twice: {twice}"
     for record, final in zip(records, finals, strict=True):
         _check_session(record, final, runs, f"{context}, {record.session_id}")
-    # An attempt a Worker took may have run or not (counted, not asserted: see the module
-    # docstring); one that only waited in the engine never counts as lost.
+    # An outcome-unknown write that never ran was lost after it sent its claim, never before.
     unknown = _outcome_unknown_keys(records, finals, NON_IDEMPOTENT_TOOL)
-    never_ran = sum(runs.sends[key] == 0 for key in unknown)
+    never_ran = [key for key in unknown if runs.sends[key] == 0]
+    unclaimed = [key for key in never_ran if _claim_key(key) not in runs.sent_claims]
+    assert not unclaimed, f"{context}: never-started writes recorded outcome-unknown: {unclaimed}"
+    answered = sum(_claim_key(key) in runs.granted_claims for key in never_ran)
     checked_unknown = _outcome_unknown_keys(records, finals, CHECKED_TOOL)
     print(
         f"{context}: {plan.sessions} sessions x {plan.turns} turns; "
         f"{sum(runs.sends.values())} send_once runs, {len(unknown)} outcome-unknown results "
-        f"({never_ran} of them never ran); {sum(runs.payments.values())} pay_again runs, "
+        f"({len(never_ran)} of them never ran, each after it sent its start claim, "
+        f"{answered} after its claim was granted); {sum(runs.payments.values())} pay_again runs, "
         f"{sum(runs.ledger.values())} applied, {len(runs.checks)} lost and checked, "
         f"{len(checked_unknown)} outcome-unknown; "
         f"{sum(r.resends for r in records)} resent messages, "

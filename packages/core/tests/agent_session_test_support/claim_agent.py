@@ -39,6 +39,7 @@ from agent_session_test_support.crash_agent import STATE_DIR_ENV
 CLAIM_FLOW_TYPE = "ClaimTestAgent"
 CLAIM_GATE = "claim"
 REFUND_GATE = "refund"
+CLAIM_SENT = "sent"
 GATES_REFUND_ENV = "CLAIM_TEST_GATES_REFUND"
 """Set to ``1`` in the Worker's environment to hold the refund tool at its gate once started."""
 
@@ -53,7 +54,7 @@ def tool_log(state_dir: Path | None = None) -> InvocationLog:
 
 
 def claim_log(state_dir: Path | None = None) -> InvocationLog:
-    """Every claim the Worker sent, keyed by its answer (``granted`` or ``refused``)."""
+    """Every claim the Worker sent (see :class:`ClaimObservingClient`)."""
     return InvocationLog((state_dir or _state_dir()) / "claims.log")
 
 
@@ -72,17 +73,21 @@ async def _refund(call: DeferredToolExecution) -> ToolExecutionResult:
     return ToolExecutionResult("refund done")
 
 
-class _GatedClaimClient:
-    """The Worker's client, holding its first claim at the ``claim`` gate and logging answers."""
+class ClaimObservingClient:
+    """A Worker's Dex client that logs every claim it sends (``claims.log``, key
+    ``<flow_id>/<tool_call_id>``: name ``sent`` before it goes, then its answer, ``granted`` or
+    ``refused``) and, given ``gate``, holds the first claim at it before sending it."""
 
-    def __init__(self, client: AsyncClient) -> None:
+    def __init__(self, client: AsyncClient, state_dir: Path, gate: FileGate | None = None) -> None:
         self._client = client
+        self._state_dir = state_dir
+        self._gate = gate
 
     async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any, **options: Any) -> Any:
         if json.loads(input)["action"] != "claim":
             return await self._client.invoke_rpc(rpc_method, flow_id, input, **options)
-        gate = FileGate(_state_dir(), CLAIM_GATE)
-        if gate.reached_count > 0:
+        gate = self._gate
+        if gate is None or gate.reached_count > 0:
             return await self._claim(rpc_method, flow_id, input, **options)
         gate.mark_reached()
         # Sent once the gate opens even if the Step is cancelled meanwhile (the SDK cancels a
@@ -99,19 +104,32 @@ class _GatedClaimClient:
         return await self._claim(rpc_method, flow_id, input, **options)
 
     async def _claim(self, rpc_method: Any, flow_id: str, input: Any, **options: Any) -> Any:
+        key = f"{flow_id}/{json.loads(input)['call']}"
+        log = claim_log(self._state_dir)
+        # Logged before it leaves: Dex may commit a claim whose answer never comes back.
+        log.record(CLAIM_SENT, key=key)
         output = await self._client.invoke_rpc(rpc_method, flow_id, input, **options)
-        claim_log().record("claim", key=json.loads(output)["answer"])
+        log.record(json.loads(output)["answer"], key=key)
         return output
 
 
 _LATE_CLAIMS: set[asyncio.Future[Any]] = set()
 
 
+def claim_answers(state_dir: Path) -> list[str]:
+    """The answers of every logged claim, in order."""
+    return [record.name for record in claim_log(state_dir).records() if record.name != CLAIM_SENT]
+
+
 class ClaimTestFlow(AgentSessionFlow):
-    """The test's session Flow: its Worker client goes through :class:`_GatedClaimClient`."""
+    """The test's session Flow: its Worker client goes through :class:`ClaimObservingClient`,
+    which holds the first claim at the ``claim`` gate."""
 
     def use_worker_client(self, client: AsyncClient) -> None:
-        super().use_worker_client(cast(AsyncClient, _GatedClaimClient(client)))
+        gate = FileGate(_state_dir(), CLAIM_GATE)
+        super().use_worker_client(
+            cast(AsyncClient, ClaimObservingClient(client, _state_dir(), gate))
+        )
 
 
 def build_claim_flow() -> ClaimTestFlow:

@@ -31,7 +31,7 @@ from typing import Final
 from dex import AsyncClient, Context, RPCInvokeOptions, RpcLockConflictError, RPCResult
 
 from dex_agents._session.persistence import AGENT_TOOL_ATTEMPT_CLAIMS, AGENT_TOOL_CALLS
-from dex_agents._values import AgentToolCallStatus
+from dex_agents._values import AgentToolCall, AgentToolCallStatus
 from dex_agents.exceptions import DexAgentsError
 
 __all__ = [
@@ -129,6 +129,7 @@ class _ClaimState:
 
     claimed_by: str | None = None
     claim_token: str | None = None
+    claim_generation: int = 0
     fenced: tuple[str, ...] = ()
     unstarted_fences: int = 0
 
@@ -137,6 +138,7 @@ class _ClaimState:
             {
                 "claimed_by": self.claimed_by,
                 "token": self.claim_token,
+                "generation": self.claim_generation,
                 "fenced": list(self.fenced),
                 "unstarted": self.unstarted_fences,
             }
@@ -148,7 +150,11 @@ class _ClaimState:
             return _ClaimState()
         value = json.loads(text)
         return _ClaimState(
-            value["claimed_by"], value["token"], tuple(value["fenced"]), int(value["unstarted"])
+            value["claimed_by"],
+            value["token"],
+            int(value["generation"]),
+            tuple(value["fenced"]),
+            int(value["unstarted"]),
         )
 
 
@@ -159,7 +165,8 @@ def answer_attempt_claim(context: Context, request: AttemptClaimRequest) -> str:
     The RPC holds the call's ``AgentToolAttemptClaims`` instance lock.
 
     A claim is granted to an execution that is not fenced, of a call whose record is still
-    ``approved``, when no other live (unfenced) execution holds the claim. A fence of the
+    ``approved``, when no other live execution holds the claim (unfenced, at the record's current
+    run: an execution that asked a question ended normally). A fence of the
     claimant answers ``started``; of an execution that never claimed, ``not_started`` (or
     ``other`` while another live execution holds the claim). Either way the execution is fenced,
     so a late claim of it is refused.
@@ -174,19 +181,26 @@ def answer_attempt_claim(context: Context, request: AttemptClaimRequest) -> str:
 def _decide(
     context: Context, state: _ClaimState, request: AttemptClaimRequest
 ) -> tuple[AttemptClaimAnswer, _ClaimState]:
-    key = request.tool_call_id
+    record = AGENT_TOOL_CALLS.get(context, request.tool_call_id)
+    generation = _generation(record) if record is not None else -1
     execution = request.step_execution_id
-    holder_is_live = state.claimed_by is not None and state.claimed_by not in state.fenced
+    # The holder's run is still the record's current one and was not fenced: it may be running.
+    # (One of an earlier generation ended normally, asking a question: the call moved on.)
+    holder_is_live = (
+        state.claimed_by is not None
+        and state.claimed_by not in state.fenced
+        and state.claim_generation >= generation
+    )
     if request.action is AttemptClaimAction.CLAIM:
-        if (
-            state.claimed_by == execution
-            and state.claim_token == request.token
-            and execution not in state.fenced
-        ):
-            # The same try asking again (its first answer was lost): still granted. The same
+        if state.claimed_by == execution and state.claim_token == request.token:
+            # The same try asking again (its first answer was lost): the same answer. The same
             # execution handed to another Worker has another token: refused, its tool may run.
-            return AttemptClaimAnswer.GRANTED, state
-        record = AGENT_TOOL_CALLS.get(context, key)
+            answer = (
+                AttemptClaimAnswer.REFUSED
+                if execution in state.fenced
+                else AttemptClaimAnswer.GRANTED
+            )
+            return answer, state
         if (
             execution in state.fenced
             or holder_is_live
@@ -195,11 +209,10 @@ def _decide(
         ):
             return AttemptClaimAnswer.REFUSED, state
         return AttemptClaimAnswer.GRANTED, replace(
-            state, claimed_by=execution, claim_token=request.token
+            state, claimed_by=execution, claim_token=request.token, claim_generation=generation
         )
     if state.claimed_by == execution:
-        answer = AttemptClaimAnswer.STARTED
-        fenced = state
+        answer, fenced = AttemptClaimAnswer.STARTED, state
     else:
         answer = AttemptClaimAnswer.OTHER if holder_is_live else AttemptClaimAnswer.NOT_STARTED
         fenced = replace(state, unstarted_fences=state.unstarted_fences + 1)
@@ -207,6 +220,12 @@ def _decide(
         # A repeated fence (the failure route ran again): the first answer stands.
         return answer, state
     return answer, replace(fenced, fenced=(*state.fenced, execution))
+
+
+def _generation(record: AgentToolCall) -> int:
+    """Which run of the call's tool the record is at: one more after each answered question and
+    each run again after an outcome check."""
+    return len(record.input_answers) + record.run_again_count
 
 
 class AttemptClaims:
