@@ -13,6 +13,7 @@ from agent_session_test_support import (
     request_tools,
     running_session_stack,
     tool_call,
+    tool_returning,
 )
 from dex_agents import (
     AgentSessionFlow,
@@ -24,11 +25,9 @@ from dex_agents import (
     BuiltInTool,
     ConfigurationError,
     ConfigurationTypeError,
-    DeferredToolExecution,
     InterruptKind,
     PlanStatus,
     ToolEffect,
-    ToolExecutionResult,
     ToolPolicy,
 )
 from dex_agents.testing import read_step_history, turn_ended, wait_for_agent_snapshot
@@ -216,10 +215,10 @@ async def test_two_write_todos_in_one_response_both_fail(
 async def test_a_disabled_built_in_name_is_an_ordinary_tool(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    async def ask(call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("my own ask_user")
-
-    runner = ScriptedRunner(_calls_then_answer(("ask-1", "ask_user", ASK)), {"ask_user": ask})
+    runner = ScriptedRunner(
+        _calls_then_answer(("ask-1", "ask_user", ASK)),
+        {"ask_user": tool_returning("my own ask_user")},
+    )
     options = AgentSessionOptions(tool_policies={"ask_user": ToolPolicy(ToolEffect.READ)})
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "go")

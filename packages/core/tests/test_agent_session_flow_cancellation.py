@@ -15,6 +15,7 @@ from agent_session_test_support import (
     request_tools,
     running_session_stack,
     tool_call,
+    tool_returning,
 )
 from dex_agents import (
     STEERED_TOOL_RESULT,
@@ -158,10 +159,7 @@ async def test_cancel_during_an_approval_wait_rejects_the_call(
             return request_tools(turn, tool_call(turn, "refund-1", "refund", {"order": 7}))
         return echo_user_messages(turn)
 
-    async def refund(call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("refunded")
-
-    runner = ScriptedRunner(script, {"refund": refund})
+    runner = ScriptedRunner(script, {"refund": tool_returning("refunded")})
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "refund order 7")

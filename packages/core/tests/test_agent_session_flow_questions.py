@@ -11,6 +11,7 @@ from agent_session_test_support import (
     request_tools,
     running_session_stack,
     tool_call,
+    tool_returning,
 )
 from dex_agents import (
     AgentSessionOptions,
@@ -120,12 +121,9 @@ async def test_a_declined_tool_question_rejects_the_call(
 async def test_a_question_id_in_use_by_another_call_fails_the_asking_call(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("found")
-
     runner = ScriptedRunner(
         _calls(("ship-1", "ship"), ("ship-1-input-1", "lookup")),
-        {"ship": _ship, "lookup": lookup},  # type: ignore[dict-item]
+        {"ship": _ship, "lookup": tool_returning("found")},  # type: ignore[dict-item]
     )
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "ship it")

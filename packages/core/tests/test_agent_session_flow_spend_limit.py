@@ -13,6 +13,7 @@ from agent_session_test_support import (
     request_tools,
     running_session_stack,
     tool_call,
+    tool_returning,
 )
 from compaction_test_support import CompactingScriptedRunner
 from dex_agents import (
@@ -22,13 +23,11 @@ from dex_agents import (
     AgentTurnOutcome,
     AgentUsage,
     CompactionPolicy,
-    DeferredToolExecution,
     ModelCallIdentity,
     ModelCallKind,
     ModelSpendRefusal,
     ModelSpendReport,
     ToolEffect,
-    ToolExecutionResult,
     ToolPolicy,
     TurnCompleted,
 )
@@ -63,10 +62,7 @@ def _lookup_then_answer(turn: AgentTurnContext) -> AgentTurnOutcome:
 async def test_a_refused_model_call_ends_the_turn_without_retry(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("found")
-
-    runner = ScriptedRunner(_lookup_then_answer, {"lookup": lookup})
+    runner = ScriptedRunner(_lookup_then_answer, {"lookup": tool_returning("found")})
     # The first model call uses 12 tokens (see request_tools), so the second is refused.
     budget = _TokenBudget(limit=10)
     options = AgentSessionOptions(
@@ -103,10 +99,7 @@ async def test_a_refused_model_call_ends_the_turn_without_retry(
 async def test_without_a_limit_the_session_makes_no_checks(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("found")
-
-    runner = ScriptedRunner(_lookup_then_answer, {"lookup": lookup})
+    runner = ScriptedRunner(_lookup_then_answer, {"lookup": tool_returning("found")})
     options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         await stack.sessions.start_session("s", "look it up")

@@ -11,6 +11,7 @@ from agent_session_test_support import (
     request_tools,
     running_session_stack,
     tool_call,
+    tool_returning,
 )
 from dex_agents import (
     STEERED_TOOL_RESULT,
@@ -22,11 +23,9 @@ from dex_agents import (
     AgentTurnOutcome,
     BuiltInTool,
     CancellationReason,
-    DeferredToolExecution,
     InteractionMode,
     MessageRole,
     ToolEffect,
-    ToolExecutionResult,
     ToolPolicy,
 )
 from dex_agents.testing import turn_ended, wait_for_agent_snapshot
@@ -52,11 +51,10 @@ async def test_steer_during_a_model_call_rejects_its_tool_calls(
             )
         return echo_user_messages(turn)
 
-    async def lookup(call: DeferredToolExecution) -> ToolExecutionResult:
-        return ToolExecutionResult("found")
-
     runner = ScriptedRunner(
-        script, {"lookup": lookup}, before_model_call=gate.hold_model_calls("turn-1")
+        script,
+        {"lookup": tool_returning("found")},
+        before_model_call=gate.hold_model_calls("turn-1"),
     )
     options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:

@@ -43,6 +43,7 @@ __all__ = [
     "running_flow_stack",
     "running_session_stack",
     "tool_call",
+    "tool_returning",
 ]
 
 ModelScript = Callable[[AgentTurnContext], AgentTurnOutcome]
@@ -54,6 +55,15 @@ def assistant(text: str) -> FrameworkMessage:
     return FrameworkMessage(
         role=MessageRole.ASSISTANT, framework_item=json.dumps({"assistant": text}), text=text
     )
+
+
+def tool_returning(output: str) -> ToolHandler:
+    """A tool handler that returns ``output`` every time it runs."""
+
+    async def handler(call: DeferredToolExecution) -> ToolExecutionResult:
+        return ToolExecutionResult(output)
+
+    return handler
 
 
 def tool_call(
