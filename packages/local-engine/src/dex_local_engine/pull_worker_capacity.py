@@ -77,8 +77,6 @@ class WorkerCapacity:
     """
 
     retry_seconds: float
-    streams: int = 0
-    """Open streams of the Worker (the entry goes when the last one ends)."""
     in_flight: int = 0
     """Tasks bound to its streams: offered, running, or being cancelled."""
     step_bound: LearnedBound = field(default_factory=LearnedBound)

@@ -22,7 +22,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 
 from dex.dexpb import dex_pb2 as pb
@@ -148,15 +148,18 @@ class WorkerStream:
     is_registered: bool = False
     """The engine answered ``registered``; until then the stream is a held spare."""
     idle_since: float = field(default_factory=time.monotonic)
+    # The registration's fields as plain attributes: read for every stream of every match.
+    app_worker_id: str = field(init=False)
+    queue: str = field(init=False)
+    flow_types: frozenset[str] = field(init=False)
+    is_sticky: bool = field(init=False)
+    """True for the stream of the Worker's own (sticky) queue, named by its app Worker ID."""
 
-    @property
-    def app_worker_id(self) -> str:
-        return self.registration.app_worker_id
-
-    @property
-    def is_sticky(self) -> bool:
-        """True for the stream of the Worker's own (sticky) queue, named by its app Worker ID."""
-        return self.registration.queue == self.registration.app_worker_id
+    def __post_init__(self) -> None:
+        self.app_worker_id = self.registration.app_worker_id
+        self.queue = self.registration.queue
+        self.flow_types = frozenset(self.registration.flow_types)
+        self.is_sticky = self.queue == self.app_worker_id
 
     @property
     def is_idle(self) -> bool:
@@ -200,19 +203,19 @@ class WorkerStream:
 
     def serves(self, task: DispatchTask) -> bool:
         """Whether this stream may carry ``task``, by the task's queue and Flow type."""
-        if task.flow_type not in self.registration.flow_types:
+        if task.flow_type not in self.flow_types:
             return False
         if task.queue:
-            return task.queue in (self.registration.queue, self.registration.app_worker_id)
-        return self.registration.queue == task.flow_type or self.is_sticky
+            return task.queue in (self.queue, self.app_worker_id)
+        return self.queue == task.flow_type or self.is_sticky
 
     def info(self) -> PullStreamInfo:
         registration = self.registration
         return PullStreamInfo(
             stream_id=self.stream_id,
-            queue=registration.queue,
-            app_worker_id=registration.app_worker_id,
-            flow_types=frozenset(registration.flow_types),
+            queue=self.queue,
+            app_worker_id=self.app_worker_id,
+            flow_types=self.flow_types,
             sdk_name=registration.sdk_name,
             sdk_version=registration.sdk_version,
             task_id=None if self.assignment is None else self.assignment.task.task_id,
@@ -240,6 +243,17 @@ class Exclusions:
 
     def excludes(self, stream: WorkerStream) -> bool:
         return bool(self.unknown_name) and stream.app_worker_id in self.unknown_name
+
+
+@dataclass(eq=False)
+class _Worker:
+    """One connected Worker: its open streams and what the engine knows of its capacity."""
+
+    capacity: WorkerCapacity
+    streams: dict[int, WorkerStream] = field(default_factory=dict)
+
+    def idle_streams(self) -> list[WorkerStream]:
+        return [stream for stream in self.streams.values() if stream.is_idle]
 
 
 @dataclass(eq=False)
@@ -272,9 +286,10 @@ class PullWorkerRegistry:
         self._clock = clock
         self._stream_ids = itertools.count(1)
         self._streams: dict[int, WorkerStream] = {}
-        self._workers: dict[str, WorkerCapacity] = {}
-        # Insertion-ordered (oldest first) with O(1) removal: many tasks wait at the bound.
-        self._waiters: dict[_Waiter, None] = {}
+        self._workers: dict[str, _Worker] = {}
+        # Steps (True) and RPCs (False) waiting for a stream, each insertion-ordered (oldest
+        # first) with O(1) removal: many tasks wait at the Workers' bound.
+        self._waiters: dict[bool, dict[_Waiter, None]] = {True: {}, False: {}}
         self._retry_timer: asyncio.TimerHandle | None = None
         self._retry_at: float | None = None
         self._changed = asyncio.Event()
@@ -289,7 +304,8 @@ class PullWorkerRegistry:
 
     def worker_capacity(self, app_worker_id: str) -> WorkerCapacity | None:
         """What the engine knows of a connected Worker's capacity (for diagnostics and tests)."""
-        return self._workers.get(app_worker_id)
+        worker = self._workers.get(app_worker_id)
+        return None if worker is None else worker.capacity
 
     # Streams -------------------------------------------------------------------------------
 
@@ -299,13 +315,15 @@ class PullWorkerRegistry:
         Its first outgoing frame is ``registered`` (or ``reconnect``), then it takes tasks.
         """
         stream = WorkerStream(next(self._stream_ids), registration)
-        if not self._has_idle_registered_peer(stream):
+        worker = self._workers.get(stream.app_worker_id)
+        if worker is None:
+            worker = self._workers[stream.app_worker_id] = _Worker(
+                WorkerCapacity(self._retry_seconds)
+            )
+        if not _has_idle_registered_peer(worker, stream):
             stream.register()
         self._streams[stream.stream_id] = stream
-        capacity = self._workers.get(stream.app_worker_id)
-        if capacity is None:
-            capacity = self._workers[stream.app_worker_id] = WorkerCapacity(self._retry_seconds)
-        capacity.streams += 1
+        worker.streams[stream.stream_id] = stream
         self._count("streams_registered")
         _LOGGER.debug(
             "pull stream %d registered: queue=%s worker=%s",
@@ -315,17 +333,6 @@ class PullWorkerRegistry:
         )
         self._notify_changed()
         return stream
-
-    def _has_idle_registered_peer(self, stream: WorkerStream) -> bool:
-        """Whether another idle registered stream serves the stream's queue."""
-        return any(
-            other is not stream
-            and other.is_idle
-            and other.is_registered
-            and other.app_worker_id == stream.app_worker_id
-            and other.registration.queue == stream.registration.queue
-            for other in self._streams.values()
-        )
 
     def remove_stream(self, stream: WorkerStream, detail: str, *, is_half_close: bool) -> None:
         """Forget a stream that ended; a task it carried learns that its stream is gone."""
@@ -337,9 +344,9 @@ class PullWorkerRegistry:
             self._free(assignment)
             if not assignment.is_abandoned:
                 assignment.events.put_nowait(StreamGoneEvent(detail, is_half_close))
-        capacity = self._workers[stream.app_worker_id]
-        capacity.streams -= 1
-        if capacity.streams == 0:
+        worker = self._workers[stream.app_worker_id]
+        del worker.streams[stream.stream_id]
+        if not worker.streams:
             # The Worker is gone (or reconnects as new streams): what was learned is stale.
             del self._workers[stream.app_worker_id]
         self._notify_changed()
@@ -382,7 +389,7 @@ class PullWorkerRegistry:
             return
         if assignment.is_probe:
             assignment.is_probe = False
-            capacity = self._workers.get(stream.app_worker_id)
+            capacity = self.worker_capacity(stream.app_worker_id)
             if capacity is not None:
                 capacity.took_probe(self._clock(), is_step=_is_step(assignment.task))
         output: TaskFrame = getattr(frame, kind)
@@ -415,14 +422,14 @@ class PullWorkerRegistry:
         """
         future = asyncio.get_running_loop().create_future()
         waiter = _Waiter(task, exclusions, future, _is_step(task))
-        self._waiters[waiter] = None
+        self._waiters[waiter.is_step][waiter] = None
         # Every older waiter already had its chance at the streams idle now.
         self._match(only=waiter)
         try:
             return await waiter.future
         except asyncio.CancelledError:
-            if waiter in self._waiters:
-                del self._waiters[waiter]
+            if waiter in self._waiters[waiter.is_step]:
+                del self._waiters[waiter.is_step][waiter]
             elif waiter.future.done() and not waiter.future.cancelled():
                 # Bound to a stream just as the caller was cancelled: give the stream back.
                 self.release_unsent(waiter.future.result())
@@ -475,7 +482,7 @@ class PullWorkerRegistry:
         self._notify_changed()
 
     def _release(self, stream: WorkerStream) -> WorkerCapacity | None:
-        capacity = self._workers.get(stream.app_worker_id)
+        capacity = self.worker_capacity(stream.app_worker_id)
         if capacity is not None:
             capacity.released()
         return capacity
@@ -485,72 +492,66 @@ class PullWorkerRegistry:
         self._match()
 
     def _match(self, only: _Waiter | None = None) -> None:
-        """Offer idle streams to waiting tasks, oldest task first (``only``: just that new one).
+        """Offer idle streams to waiting tasks, RPCs then Steps (a client waits on an RPC), each
+        oldest first; ``only``: just that new task (every older one had its chance already).
 
-        Cheap when tasks queue at the Workers' bound, as it runs on every task's end: the idle
-        streams are gathered once, those of a Worker at its bound for a kind of task (Step or
-        RPC) are left out for that kind, and the waiting tasks are looked at only while a stream
-        is left that some task could take.
+        Cheap when tasks queue at the Workers' bound, as it runs on every task's end: only the
+        streams of Workers below their bound for the kind are looked at, and the waiting tasks
+        only while a stream is left that they could take.
         """
         now = self._clock()
-        idle = [s for s in self._streams.values() if s.is_idle] if self._waiters else []
         retry_at: float | None = None
-        if idle:
-            workers = self._workers
-            open_to = {
-                is_step: [s for s in idle if workers[s.app_worker_id].takes(now, is_step=is_step)]
-                for is_step in (True, False)
-            }
-            probe_at: float | None = None
-            looked_for_probe = False
-            for waiter in (only,) if only is not None else tuple(self._waiters):
-                if waiter.future.done():
-                    self._waiters.pop(waiter, None)
-                    continue
-                candidates = open_to[waiter.is_step]
-                stream = self._pick(waiter, candidates) if candidates else None
-                if stream is None:
-                    if not looked_for_probe:
-                        probe_at, looked_for_probe = self._next_probe_at(now), True
-                    retry_at = _earliest(retry_at, probe_at)
-                    continue
-                self._bind(waiter, stream, open_to, now)
-                if not open_to[True] and not open_to[False]:
-                    break
-        # With no idle stream left, a stream that turns idle runs this again: no timer needed.
+        for is_step in (False, True):
+            if only is None:
+                waiters: Iterable[_Waiter] = tuple(self._waiters[is_step])
+            else:
+                waiters = (only,) if only.is_step is is_step else ()
+            if waiters and not self._offer(waiters, is_step, now):
+                retry_at = _earliest(retry_at, self._next_probe_at(now))
         self._schedule_retry(retry_at, now, replace_timer=only is None)
 
-    def _bind(
-        self,
-        waiter: _Waiter,
-        stream: WorkerStream,
-        open_to: dict[bool, list[WorkerStream]],
-        now: float,
-    ) -> None:
-        """Bind ``waiter``'s task to ``stream``; ``open_to`` (idle streams that may be offered a
-        Step, an RPC) loses the stream, and its Worker's streams for a kind it is now full of."""
+    def _offer(self, waiters: Iterable[_Waiter], is_step: bool, now: float) -> bool:
+        """Bind ``waiters`` (all Steps, or all RPCs) to idle streams that may take them, oldest
+        first. Returns False when one is left waiting."""
+        candidates = [
+            stream
+            for worker in self._workers.values()
+            if worker.capacity.takes(now, is_step=is_step)
+            for stream in worker.idle_streams()
+        ]
+        all_bound = True
+        for waiter in waiters:
+            if waiter.future.done():
+                self._waiters[is_step].pop(waiter, None)
+                continue
+            if not candidates:
+                return False
+            # None when no candidate serves its queue or all are excluded for it: others may.
+            stream = self._pick(waiter, candidates)
+            if stream is None:
+                all_bound = False
+                continue
+            self._bind(waiter, stream, now)
+            candidates.remove(stream)
+            if not self._workers[stream.app_worker_id].capacity.takes(now, is_step=is_step):
+                candidates = [s for s in candidates if s.app_worker_id != stream.app_worker_id]
+        return all_bound
+
+    def _bind(self, waiter: _Waiter, stream: WorkerStream, now: float) -> None:
         stream.register()
         assignment = Assignment(waiter.task, stream)
         stream.assignment = assignment
-        capacity = self._workers[stream.app_worker_id]
+        capacity = self._workers[stream.app_worker_id].capacity
         assignment.is_probe = capacity.offered(now, is_step=waiter.is_step)
         self._count("tasks_offered")
-        del self._waiters[waiter]
+        del self._waiters[waiter.is_step][waiter]
         waiter.future.set_result(assignment)
-        for is_step, streams in open_to.items():
-            if capacity.takes(now, is_step=is_step):
-                if stream in streams:
-                    streams.remove(stream)
-            else:
-                open_to[is_step] = [s for s in streams if s.app_worker_id != stream.app_worker_id]
 
     def _next_probe_at(self, now: float) -> float | None:
         """The soonest moment a Worker at a bound may be offered a probe."""
         soonest: float | None = None
-        for capacity in self._workers.values():
-            probe_at = capacity.next_probe_at(now)
-            if probe_at is not None and (soonest is None or probe_at < soonest):
-                soonest = probe_at
+        for worker in self._workers.values():
+            soonest = _earliest(soonest, worker.capacity.next_probe_at(now))
         return soonest
 
     def _pick(self, waiter: _Waiter, candidates: list[WorkerStream]) -> WorkerStream | None:
@@ -569,7 +570,7 @@ class PullWorkerRegistry:
                 continue
             rank = (
                 stream.is_sticky,
-                workers[stream.app_worker_id].in_flight,
+                workers[stream.app_worker_id].capacity.in_flight,
                 not stream.is_registered,
                 stream.idle_since,
                 stream.stream_id,
@@ -599,6 +600,17 @@ class PullWorkerRegistry:
     def _retry(self) -> None:
         self._retry_timer = self._retry_at = None
         self._match()
+
+
+def _has_idle_registered_peer(worker: _Worker, stream: WorkerStream) -> bool:
+    """Whether another idle registered stream of the Worker serves the stream's queue."""
+    return any(
+        other is not stream
+        and other.is_idle
+        and other.is_registered
+        and other.queue == stream.queue
+        for other in worker.streams.values()
+    )
 
 
 def _earliest(first: float | None, second: float | None) -> float | None:
