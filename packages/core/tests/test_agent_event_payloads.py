@@ -51,54 +51,17 @@ from dex_agents._events import (
     TurnSteeredPayload,
     UsageRecordedPayload,
 )
+from seed_documentation import SEED_EVENT_PAYLOAD_KEYS
 
-#: The payload keys of every standard event, as the documentation lists them.
+#: The payload keys of every standard event, as the documentation lists them; outcome_check is
+#: added after the seeds, and written only when a check ran.
 SEED_EVENT_KEYS: dict[AgentEventType, frozenset[str]] = {
-    AgentEventType.TURN_STARTED: frozenset({"sequence"}),
-    AgentEventType.TURN_COMPLETED: frozenset({"message_count"}),
-    AgentEventType.TURN_FAILED: frozenset({"error"}),
-    AgentEventType.TURN_STEERED: frozenset({"steered_message_count", "message_count"}),
-    AgentEventType.TURN_CANCELLED: frozenset({"message_count"}),
-    AgentEventType.TEXT_DELTA: frozenset({"text"}),
-    AgentEventType.REASONING_DELTA: frozenset({"text"}),
-    AgentEventType.TOOL_CALL_STARTED: frozenset({"tool_call_id", "tool_name"}),
-    # outcome_check is added after the seeds, and written only when a check ran.
-    AgentEventType.TOOL_CALL_FINISHED: frozenset(
-        {"tool_call_id", "tool_name", "status", "outcome_check"}
-    ),
-    AgentEventType.TOOL_CALL_DEFERRED: frozenset(
-        {"tool_call_id", "tool_name", "effect", "requires_approval"}
-    ),
-    AgentEventType.INTERRUPT_RAISED: frozenset(
-        {
-            "interrupt_id",
-            "tool_call_id",
-            "tool_name",
-            "deadline",
-            "kind",
-            "question",
-            "choices",
-            "allows_free_text",
-        }
-    ),
-    AgentEventType.INTERRUPT_RESOLVED: frozenset(
-        {
-            "interrupt_id",
-            "approved",
-            "rejection_message",
-            "kind",
-            "answered",
-            "cancellation_reason",
-        }
-    ),
-    AgentEventType.TIMER_STARTED: frozenset({"tool_call_id", "wait_until", "reason"}),
-    AgentEventType.PLAN_UPDATED: frozenset({"revision", "status", "task_count"}),
-    AgentEventType.PLAN_EXECUTION_STARTED: frozenset({"revision"}),
-    AgentEventType.TOOL_TASK_STARTED: frozenset({"tool_call_id", "tool_name", "task_id"}),
-    AgentEventType.USAGE_RECORDED: frozenset({"recorded", "session"}),
-    AgentEventType.COMPACTION_STARTED: frozenset({"through_sequence"}),
-    AgentEventType.COMPACTION_FINISHED: frozenset({"generation", "through_sequence"}),
+    AgentEventType(event_type): keys for event_type, keys in SEED_EVENT_PAYLOAD_KEYS.items()
+} | {
+    AgentEventType.TOOL_CALL_FINISHED: SEED_EVENT_PAYLOAD_KEYS["tool_call_finished"]
+    | {"outcome_check"}
 }
+
 
 _NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 _RECORD = AgentToolCall(

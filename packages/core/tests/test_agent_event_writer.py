@@ -18,6 +18,7 @@ from dex_agents import (
 from dex_agents._events import (
     encode_event_payload,
 )
+from seed_documentation import SEED_ENUM_VALUES
 
 
 class RecordingSink:
@@ -39,27 +40,8 @@ def _writer(sink: RecordingSink, attempt: int = 2) -> AgentEventWriter:
 
 
 def test_event_types_are_the_documented_list() -> None:
-    assert [event_type.value for event_type in AgentEventType] == [
-        "turn_started",
-        "turn_completed",
-        "turn_failed",
-        "turn_steered",
-        "turn_cancelled",
-        "text_delta",
-        "reasoning_delta",
-        "tool_call_started",
-        "tool_call_finished",
-        "tool_call_deferred",
-        "interrupt_raised",
-        "interrupt_resolved",
-        "timer_started",
-        "plan_updated",
-        "plan_execution_started",
-        "tool_task_started",
-        "usage_recorded",
-        "compaction_started",
-        "compaction_finished",
-    ]
+    documented = list(SEED_ENUM_VALUES["AgentEventType"])
+    assert [event_type.value for event_type in AgentEventType] == documented  # in this order
 
 
 def test_typed_writes_are_stamped_with_turn_step_and_attempt() -> None:

@@ -55,6 +55,7 @@ from dex_agents.testing import (
     wait_for_agent_snapshot,
     wait_until,
 )
+from seed_documentation import SEED_ENUM_VALUES
 
 #: Every name the documentation's text and snippets import, by the module they import it from.
 SEED_NAMES: dict[str, tuple[str, ...]] = {
@@ -662,54 +663,6 @@ def test_documented_record_members() -> None:
 
 
 # --- Enums -----------------------------------------------------------------------------------------
-
-SEED_ENUM_VALUES: dict[str, tuple[str, ...]] = {
-    "AgentStatus": (
-        "waiting_for_user_message",
-        "running_model",
-        "running_tools",
-        "compacting_context",
-    ),
-    "InteractionMode": ("chat", "planning", "executing"),
-    "AgentToolCallStatus": (
-        "awaiting_approval",
-        "approved",
-        "awaiting_answer",
-        "waiting_for_timer",
-        "waiting_for_task",
-        "rejected",
-        "succeeded",
-        "failed",
-        "outcome_unknown",
-    ),
-    "ToolEffect": ("read", "idempotent_write", "non_idempotent_write", "unclassified"),
-    "CancellationReason": ("steered", "turn_cancelled"),
-    "QuestionResolution": ("answered", "declined", "deadline_passed"),
-    "BuiltInTool": ("ask_user", "durable_wait", "write_todos"),
-    "PlanStatus": ("draft", "active", "completed", "cleared"),
-    "MessageRole": ("user",),
-    "AgentEventType": (
-        "turn_started",
-        "turn_completed",
-        "turn_failed",
-        "turn_steered",
-        "turn_cancelled",
-        "text_delta",
-        "reasoning_delta",
-        "tool_call_started",
-        "tool_call_finished",
-        "tool_call_deferred",
-        "interrupt_raised",
-        "interrupt_resolved",
-        "timer_started",
-        "plan_updated",
-        "plan_execution_started",
-        "tool_task_started",
-        "usage_recorded",
-        "compaction_started",
-        "compaction_finished",
-    ),
-}
 
 #: Enums whose documented value list is the whole list.
 _CLOSED_ENUMS = {

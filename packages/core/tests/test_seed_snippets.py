@@ -82,6 +82,7 @@ from dex_agents.testing import (
     turn_ended,
     wait_for_agent_snapshot,
 )
+from seed_documentation import SEED_EVENT_PAYLOAD_KEYS
 from turn_control_test_support import Gate
 
 
@@ -137,43 +138,6 @@ async def _serving(worker: AsyncWorker, client: AsyncClient) -> AsyncIterator[No
         await worker.stop()
         await asyncio.gather(serving, return_exceptions=True)
         await client.close()
-
-
-#: Payload keys of each event type, as the documentation's AgentEvents list gives them.
-SEED_EVENT_PAYLOAD_KEYS: dict[str, frozenset[str]] = {
-    "turn_started": frozenset({"sequence"}),
-    "turn_completed": frozenset({"message_count"}),
-    "turn_failed": frozenset({"error"}),
-    "turn_steered": frozenset({"steered_message_count", "message_count"}),
-    "turn_cancelled": frozenset({"message_count"}),
-    "text_delta": frozenset({"text"}),
-    "reasoning_delta": frozenset({"text"}),
-    "tool_call_started": frozenset({"tool_call_id", "tool_name"}),
-    "tool_call_finished": frozenset({"tool_call_id", "tool_name", "status"}),
-    "tool_call_deferred": frozenset({"tool_call_id", "tool_name", "effect", "requires_approval"}),
-    "interrupt_raised": frozenset(
-        {
-            "interrupt_id",
-            "tool_call_id",
-            "tool_name",
-            "deadline",
-            "kind",
-            "question",
-            "choices",
-            "allows_free_text",
-        }
-    ),
-    "interrupt_resolved": frozenset(
-        {"interrupt_id", "approved", "rejection_message", "kind", "answered", "cancellation_reason"}
-    ),
-    "timer_started": frozenset({"tool_call_id", "wait_until", "reason"}),
-    "plan_updated": frozenset({"revision", "status", "task_count"}),
-    "plan_execution_started": frozenset({"revision"}),
-    "tool_task_started": frozenset({"tool_call_id", "tool_name", "task_id"}),
-    "usage_recorded": frozenset({"recorded", "session"}),
-    "compaction_started": frozenset({"through_sequence"}),
-    "compaction_finished": frozenset({"generation", "through_sequence"}),
-}
 
 
 def _payload_key_drift(events: list[AgentEvent]) -> dict[str, tuple[list[str], list[str]]]:
