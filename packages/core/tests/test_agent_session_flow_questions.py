@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 
 from agent_session_test_support import (
     ScriptedRunner,
+    SessionStack,
     final_answer_with_results,
     read_events_until,
     request_tools,
@@ -65,13 +67,21 @@ def _question(snapshot: AgentSnapshot) -> AgentSnapshot | None:
     return snapshot if snapshot.pending_interrupts else None
 
 
+@asynccontextmanager
+async def _asked_to_ship(
+    workers: InProcessWorkerFactory,
+) -> AsyncIterator[tuple[ScriptedRunner, SessionStack, AgentSnapshot]]:
+    """A session whose ``ship`` call asked its question: the runner, the stack, the snapshot."""
+    runner = ScriptedRunner(_calls(("ship-1", "ship")), {"ship": _ship})  # type: ignore[dict-item]
+    async with running_session_stack(workers, runner, OPTIONS) as stack:
+        await stack.sessions.start_session("s", "ship it")
+        yield runner, stack, await wait_for_agent_snapshot(stack.sessions, "s", _question)
+
+
 async def test_a_tool_question_is_answered_and_the_tool_runs_again(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    runner = ScriptedRunner(_calls(("ship-1", "ship")), {"ship": _ship})  # type: ignore[dict-item]
-    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
-        await stack.sessions.start_session("s", "ship it")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _question)
+    async with _asked_to_ship(dex_in_process_worker) as (runner, stack, snapshot):
         (interrupt,) = snapshot.pending_interrupts
         assert (interrupt.interrupt_id, interrupt.kind, interrupt.choices) == (
             "ship-1-input-1",
@@ -106,10 +116,7 @@ async def test_a_tool_question_is_answered_and_the_tool_runs_again(
 async def test_a_declined_tool_question_rejects_the_call(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    runner = ScriptedRunner(_calls(("ship-1", "ship")), {"ship": _ship})  # type: ignore[dict-item]
-    async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
-        await stack.sessions.start_session("s", "ship it")
-        await wait_for_agent_snapshot(stack.sessions, "s", _question)
+    async with _asked_to_ship(dex_in_process_worker) as (runner, stack, _snapshot):
         assert await stack.sessions.resolve_interrupt("s", "ship-1-input-1", approved=False)
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "ship=The user declined to answer."

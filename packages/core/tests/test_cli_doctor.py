@@ -42,6 +42,23 @@ def _distribution(
     return site
 
 
+def _doctor_with_optional(site: Path, name: str, requirement: str) -> str:
+    """Doctor's report (it must find no problem) of a dex-agents package ``name`` whose extra
+    ``fancy`` requires ``requirement``."""
+    line = dex_agents.__version__
+    _distribution(
+        site,
+        name,
+        line,
+        f"dex-agents=={line}",
+        f'{requirement}; extra == "fancy"',
+        extras=("fancy",),
+    )
+    result = _doctor(site)
+    assert result.returncode == 0, result.stdout
+    return result.stdout
+
+
 def test_the_workspace_is_on_one_line_and_every_package_is_listed() -> None:
     result = _doctor()
 
@@ -109,20 +126,8 @@ def test_a_framework_outside_its_tested_range_or_missing_exits_1(tmp_path: Path)
 
 
 def test_a_missing_optional_requirement_is_listed_but_is_no_problem(tmp_path: Path) -> None:
-    line = dex_agents.__version__
-    site = _distribution(
-        tmp_path,
-        "dex-agents-optional",
-        line,
-        f"dex-agents=={line}",
-        'no-such-extra-framework>=1; extra == "fancy"',
-        extras=("fancy",),
-    )
-
-    result = _doctor(site)
-
-    assert result.returncode == 0, result.stdout
-    row = next(text for text in result.stdout.splitlines() if "no-such-extra-framework" in text)
+    report = _doctor_with_optional(tmp_path, "dex-agents-optional", "no-such-extra-framework>=1")
+    row = next(text for text in report.splitlines() if "no-such-extra-framework" in text)
     assert row.split() == [
         "no-such-extra-framework",
         ">=1",
@@ -140,24 +145,12 @@ def test_an_optional_requirement_outside_its_range_is_a_note_not_a_problem(
 ) -> None:
     # Another package brought the extra's requirement at a version the extra was not tested
     # with (strands-agents pins mcp<2.2, the core's mcp extra wants mcp>=2.3).
-    line = dex_agents.__version__
     sdk = metadata.version("dex-python-sdk")
-    site = _distribution(
-        tmp_path,
-        "dex-agents-extra-elsewhere",
-        line,
-        f"dex-agents=={line}",
-        'dex-python-sdk>=999; extra == "fancy"',
-        extras=("fancy",),
-    )
-
-    result = _doctor(site)
-
-    assert result.returncode == 0, result.stdout
-    row = next(text for text in result.stdout.splitlines() if "dex-python-sdk >=999" in text)
+    report = _doctor_with_optional(tmp_path, "dex-agents-extra-elsewhere", "dex-python-sdk>=999")
+    row = next(text for text in report.splitlines() if "dex-python-sdk >=999" in text)
     assert row.split()[-5:] == ["outside", "the", "tested", "range", "(optional)"]
     assert (
         f"Note: dex-agents-extra-elsewhere's extra fancy was tested with dex-python-sdk>=999, but "
         f"dex-python-sdk {sdk} is installed (another package asks for it): what that extra adds "
         "may not work"
-    ) in result.stdout
+    ) in report
