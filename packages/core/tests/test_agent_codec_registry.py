@@ -30,7 +30,7 @@ from dex_agents._json_values import WireValue
 from dex_agents._session.message_layout import (
     AgentMessageChunkRange,
 )
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import pending_interrupt, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from test_stepwise_session import flow as stepwise_flow
 
@@ -242,7 +242,7 @@ async def test_a_session_runs_with_fast_codecs_on_one_side_only(
         interrupt = await wait_for_agent_snapshot(
             sessions,
             "mixed-codecs",
-            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            pending_interrupt,
             description="the refund approval",
         )
         assert await sessions.resolve_interrupt(

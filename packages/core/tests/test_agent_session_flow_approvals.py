@@ -15,7 +15,6 @@ from agent_session_test_support import (
 from dex import AsyncClient, SearchFlowEntry
 from dex_agents import (
     AgentSessionOptions,
-    AgentSnapshot,
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -23,7 +22,12 @@ from dex_agents import (
     InterruptKind,
     ToolExecutionResult,
 )
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot, wait_until
+from dex_agents.testing import (
+    has_pending_interrupts,
+    turn_ended,
+    wait_for_agent_snapshot,
+    wait_until,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 
@@ -31,10 +35,6 @@ def _refund_then_answer(turn: AgentTurnContext) -> AgentTurnOutcome:
     if not turn.is_resuming:
         return request_tools(turn, tool_call(turn, "refund-1", "refund", {"order": 7}))
     return final_answer_with_results(turn)
-
-
-def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    return snapshot if snapshot.pending_interrupts else None
 
 
 def _refund_runner() -> ScriptedRunner:
@@ -48,7 +48,9 @@ async def test_approved_call_runs_once(dex_in_process_worker: InProcessWorkerFac
     runner = _refund_runner()
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", _pending)
+        snapshot = await wait_for_agent_snapshot(
+            stack.sessions, "session-1", has_pending_interrupts
+        )
         (interrupt,) = snapshot.pending_interrupts
         assert (interrupt.interrupt_id, interrupt.kind, interrupt.tool_name) == (
             "refund-1",
@@ -111,7 +113,7 @@ async def test_a_session_waiting_for_approval_is_searchable(
     async with running_session_stack(dex_in_process_worker, _refund_runner()) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
         await stack.sessions.start_session("session-2", "")
-        await wait_for_agent_snapshot(stack.sessions, "session-1", _pending)
+        await wait_for_agent_snapshot(stack.sessions, "session-1", has_pending_interrupts)
         found: list[SearchFlowEntry] = await wait_until(
             "the session to be searchable in AwaitToolApproval",
             lambda: _search(stack.client, stack.dex.session_prefix),
@@ -128,7 +130,7 @@ async def test_rejected_call_never_runs_and_the_model_sees_the_reason(
     runner = _refund_runner()
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
-        await wait_for_agent_snapshot(stack.sessions, "session-1", _pending)
+        await wait_for_agent_snapshot(stack.sessions, "session-1", has_pending_interrupts)
         assert await stack.sessions.resolve_interrupt(
             "session-1", "refund-1", approved=False, rejection_message="not this order"
         )

@@ -18,7 +18,6 @@ from agent_session_test_support import (
 from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
-    AgentSnapshot,
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
@@ -30,7 +29,12 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
-from dex_agents.testing import read_step_history, turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import (
+    has_pending_interrupts,
+    read_step_history,
+    turn_ended,
+    wait_for_agent_snapshot,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 ASK = {"question": "Which region?", "choices": ["eu", "us"], "allows_free_text": False}
@@ -54,17 +58,13 @@ def _options(**changes: object) -> AgentSessionOptions:
     return AgentSessionOptions(built_in_tools=BUILT_INS, **changes)  # type: ignore[arg-type]
 
 
-def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    return snapshot if snapshot.pending_interrupts else None
-
-
 async def test_ask_user_is_answered_once_with_an_allowed_choice(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     runner = ScriptedRunner(_calls_then_answer(("ask-1", "ask_user", ASK)))
     async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "where?")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _pending)
+        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", has_pending_interrupts)
         (interrupt,) = snapshot.pending_interrupts
         assert (interrupt.interrupt_id, interrupt.kind, interrupt.question) == (
             "ask-1",
@@ -104,7 +104,7 @@ async def test_ask_user_declined(dex_in_process_worker: InProcessWorkerFactory) 
     runner = ScriptedRunner(_calls_then_answer(("ask-1", "ask_user", {"question": "Why?"})))
     async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "go")
-        await wait_for_agent_snapshot(stack.sessions, "s", _pending)
+        await wait_for_agent_snapshot(stack.sessions, "s", has_pending_interrupts)
         assert await stack.sessions.resolve_interrupt("s", "ask-1", approved=False)
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
         assert snapshot.messages[-1].text == "ask_user=The user declined to answer."
@@ -262,7 +262,7 @@ async def test_steering_settles_a_waiting_question_and_a_durable_wait(
     runner = ScriptedRunner(script)
     async with running_session_stack(dex_in_process_worker, runner, _options()) as stack:
         await stack.sessions.start_session("s", "go")
-        await wait_for_agent_snapshot(stack.sessions, "s", _pending)
+        await wait_for_agent_snapshot(stack.sessions, "s", has_pending_interrupts)
         assert await stack.sessions.steer_user_message("s", "never mind")
         snapshot = await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(2))
         assert not await stack.sessions.answer_question("s", "ask-1", "eu")

@@ -42,7 +42,12 @@ from dex_agents import (
     ToolTaskStarted,
     TurnCompleted,
 )
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot, wait_until
+from dex_agents.testing import (
+    has_pending_interrupts,
+    turn_ended,
+    wait_for_agent_snapshot,
+    wait_until,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import (
     Gate,
@@ -53,10 +58,6 @@ from turn_control_test_support import (
 )
 
 _LOOKUP_IS_READ = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
-
-
-def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    return snapshot if snapshot.pending_interrupts else None
 
 
 async def test_cancel_during_a_model_call_drops_its_answer(
@@ -163,7 +164,7 @@ async def test_cancel_during_an_approval_wait_rejects_the_call(
     async with running_session_stack(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "refund order 7")
-        await wait_for_agent_snapshot(sessions, "s", _pending)
+        await wait_for_agent_snapshot(sessions, "s", has_pending_interrupts)
         assert await sessions.cancel_turn("s", "turn-1")
         # The interrupt is gone in the RPC's own commit, so a late answer changes nothing.
         assert not await sessions.resolve_interrupt("s", "refund-1", approved=True)
@@ -200,7 +201,7 @@ async def test_cancel_while_a_tool_runs_lets_it_finish(
     async with running_session_stack(dex_in_process_worker, runner, _LOOKUP_IS_READ) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "refund order 7")
-        await wait_for_agent_snapshot(sessions, "s", _pending)
+        await wait_for_agent_snapshot(sessions, "s", has_pending_interrupts)
         await gate.wait_reached()
         assert await sessions.cancel_turn("s", "turn-1")
 
@@ -298,7 +299,7 @@ async def test_an_ask_user_question_is_settled_by_a_cancel_or_a_steer(
     async with running_session_stack(dex_in_process_worker, runner, _WAITS) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "ask me")
-        await wait_for_agent_snapshot(sessions, "s", _pending)
+        await wait_for_agent_snapshot(sessions, "s", has_pending_interrupts)
         if control == "cancel":
             assert await sessions.cancel_turn("s", "turn-1")
             turns, reason = 1, "turn_cancelled"

@@ -29,7 +29,12 @@ from dex_agents import (
     ToolInputRequested,
     ToolPolicy,
 )
-from dex_agents.testing import read_step_history, turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import (
+    has_pending_interrupts,
+    read_step_history,
+    turn_ended,
+    wait_for_agent_snapshot,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(
@@ -63,10 +68,6 @@ async def _ship(call: DeferredToolExecution) -> ToolExecutionResult | ToolInputR
     return ToolExecutionResult(f"shipped {answer.answer} after {call.tool_call.input_continuation}")
 
 
-def _question(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    return snapshot if snapshot.pending_interrupts else None
-
-
 @asynccontextmanager
 async def _asked_to_ship(
     workers: InProcessWorkerFactory,
@@ -75,7 +76,11 @@ async def _asked_to_ship(
     runner = ScriptedRunner(_calls(("ship-1", "ship")), {"ship": _ship})  # type: ignore[dict-item]
     async with running_session_stack(workers, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "ship it")
-        yield runner, stack, await wait_for_agent_snapshot(stack.sessions, "s", _question)
+        yield (
+            runner,
+            stack,
+            await wait_for_agent_snapshot(stack.sessions, "s", has_pending_interrupts),
+        )
 
 
 async def test_a_tool_question_is_answered_and_the_tool_runs_again(

@@ -28,7 +28,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import has_pending_interrupts, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import (
     Gate,
@@ -95,7 +95,7 @@ async def test_steer_while_a_tool_runs_lets_it_finish_and_rejects_a_waiting_sibl
     async with running_session_stack(dex_in_process_worker, runner, options) as stack:
         sessions = stack.sessions
         await sessions.start_session("s", "refund order 7")
-        await wait_for_agent_snapshot(sessions, "s", lambda s: s if s.pending_interrupts else None)
+        await wait_for_agent_snapshot(sessions, "s", has_pending_interrupts)
         await gate.wait_reached()
         assert await sessions.steer_user_message("s", "stop, use order 8")
 

@@ -14,7 +14,7 @@ from dex_agents.stepwise import (
     function_tool,
     stepwise_agent_session_flow,
 )
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import has_pending_interrupts, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 REFUNDS: list[str] = []
@@ -58,10 +58,9 @@ async def test_stepwise_agent_runs_tools_and_waits_for_approval(
     async with running_flow_stack(dex_in_process_worker, flow) as stack:
         await stack.sessions.start_session("session-1", "refund order 7")
 
-        def waiting(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-            return snapshot if snapshot.pending_interrupts else None
-
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "session-1", waiting)
+        snapshot = await wait_for_agent_snapshot(
+            stack.sessions, "session-1", has_pending_interrupts
+        )
         statuses = {record.tool_name: record.status for record in snapshot.tool_calls}
         assert statuses["refund_order"] is AgentToolCallStatus.AWAITING_APPROVAL
         assert REFUNDS == []

@@ -38,7 +38,12 @@ from dex_agents import (
     describe_tool_call_outcome,
 )
 from dex_agents.adapters import AdapterRunner
-from dex_agents.testing import read_step_history, turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import (
+    has_pending_interrupts,
+    read_step_history,
+    turn_ended,
+    wait_for_agent_snapshot,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 OPTIONS = AgentSessionOptions(
@@ -79,10 +84,6 @@ async def _start(call: DeferredToolExecution) -> ToolTaskStarted:
     return ToolTaskStarted("job-1", 0.2)
 
 
-def _question(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    return snapshot if snapshot.pending_interrupts else None
-
-
 async def test_a_task_is_polled_to_its_result_with_a_question_between(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
@@ -99,7 +100,9 @@ async def test_a_task_is_polled_to_its_result_with_a_question_between(
     runner = TaskRunner(_one_call("report-1", "report"), {"report": _start}, poll=poll)  # type: ignore[dict-item]
     async with running_session_stack(dex_in_process_worker, runner, OPTIONS) as stack:
         await stack.sessions.start_session("s", "report")
-        snapshot = await wait_for_agent_snapshot(stack.sessions, "s", _question, timeout=60)
+        snapshot = await wait_for_agent_snapshot(
+            stack.sessions, "s", has_pending_interrupts, timeout=60
+        )
         (interrupt,) = snapshot.pending_interrupts
         assert (interrupt.interrupt_id, interrupt.question) == (
             "report-1-input-1",

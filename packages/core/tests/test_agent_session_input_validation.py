@@ -31,7 +31,7 @@ from dex_agents import (
     is_blank_text,
     validate_session_id,
 )
-from dex_agents.testing import turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import has_pending_interrupts, turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 INVISIBLE_TEXTS = ["\u200b", "\x00", "\u200b\u200c\u200d\u2060\ufeff", " \x00\t\u3164\u2800 "]
@@ -171,7 +171,7 @@ async def test_a_client_serves_only_its_own_flow_types_sessions(
         snapshot = await wait_for_agent_snapshot(
             billing_sessions,
             "b-1",
-            lambda snapshot: snapshot if snapshot.pending_interrupts else None,
+            has_pending_interrupts,
         )
         interrupt = snapshot.pending_interrupts[0]
         assert interrupt.kind is InterruptKind.APPROVAL

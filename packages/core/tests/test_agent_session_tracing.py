@@ -33,6 +33,7 @@ from dex_agents.testing import (
     AgentTestStack,
     FileGate,
     InProcessWorker,
+    has_pending_interrupts,
     read_flow_attributes,
     turn_ended,
     wait_for_agent_snapshot,
@@ -103,9 +104,7 @@ async def test_a_turn_with_tools_and_an_approval_is_two_linked_traces(
     async with serving(dex_in_process_worker, [flow]) as stack:
         sessions = stack.sessions[0]
         await sessions.start_session("s1", "lookup and refund order 7")
-        await wait_for_agent_snapshot(
-            sessions, "s1", lambda s: s if s.pending_interrupts else None, "the approval"
-        )
+        await wait_for_agent_snapshot(sessions, "s1", has_pending_interrupts, "the approval")
         assert await sessions.resolve_interrupt("s1", "refund-1", approved=True)
         await idle(sessions, "s1", 1)
         await sessions.send_user_message("s1", "thanks")
@@ -375,9 +374,7 @@ async def test_broken_tracing_never_fails_or_retries_a_step(
 
 async def broken_turn(sessions: AgentSessionClient, session_id: str) -> None:
     await sessions.start_session(session_id, "lookup and refund")
-    await wait_for_agent_snapshot(
-        sessions, session_id, lambda s: s if s.pending_interrupts else None, "approval"
-    )
+    await wait_for_agent_snapshot(sessions, session_id, has_pending_interrupts, "approval")
     assert await sessions.resolve_interrupt(session_id, "refund-1", approved=True)
     snapshot = await idle(sessions, session_id, 1)
     assert snapshot.messages[-1].text == (

@@ -39,6 +39,7 @@ from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     AgentTestStack,
     WorkerProcess,
+    pending_interrupt,
     wait_for_agent_snapshot,
 )
 from mcp_test_support.agent import (
@@ -279,7 +280,7 @@ async def test_a_2025_11_25_task_elicitation_becomes_the_sessions_question(tmp_p
         interrupt = await wait_for_agent_snapshot(
             durable.sessions,
             "ask",
-            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            pending_interrupt,
             "the task's question",
             timeout=90,
         )
@@ -330,7 +331,7 @@ async def test_cancel_turn_sends_tasks_cancel_to_the_tasks_session(tmp_path: Pat
         await wait_for_agent_snapshot(
             durable.sessions,
             "cancel",
-            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            pending_interrupt,
             "the task's question",
             timeout=90,
         )

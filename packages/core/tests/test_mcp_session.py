@@ -25,6 +25,7 @@ from dex_agents.testing import (
     FileGate,
     InvocationLog,
     WorkerProcess,
+    pending_interrupt,
     wait_for_agent_snapshot,
 )
 from mcp_test_support.agent import HTTP_URL_ENV, STATE_DIR_ENV, build_mcp_flow, command
@@ -146,7 +147,7 @@ async def test_an_elicitation_becomes_a_question_answered_once(mcp_stack: _Stack
     interrupt = await wait_for_agent_snapshot(
         mcp_stack.sessions,
         "ask",
-        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        pending_interrupt,
         "the task's question",
     )
     assert interrupt.kind == InterruptKind.QUESTION
@@ -165,7 +166,7 @@ async def test_a_declined_elicitation_reaches_the_task_as_decline(mcp_stack: _St
     interrupt = await wait_for_agent_snapshot(
         mcp_stack.sessions,
         "decline",
-        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        pending_interrupt,
         "the task's question",
     )
     assert await mcp_stack.sessions.resolve_interrupt(

@@ -38,11 +38,9 @@ from dex_agents import (
     TURN_CANCELLED_NOTE,
     AgentEvent,
     AgentEventType,
-    AgentInterrupt,
     AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
-    AgentSnapshot,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -78,6 +76,7 @@ from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     EngineLogs,
     EngineProcess,
+    pending_interrupt,
     read_step_history,
     turn_ended,
     wait_for_agent_snapshot,
@@ -338,10 +337,6 @@ def _support_script(request: ModelRequest) -> ScriptedModelReply:
     return ScriptedModelReply(text="; ".join(result.output for result in results))
 
 
-def _pending_interrupt(snapshot: AgentSnapshot) -> AgentInterrupt | None:
-    return next(iter(snapshot.pending_interrupts), None)
-
-
 async def test_stepwise_mode_snippet_runs_tools_approvals_and_questions(tmp_path: Path) -> None:
     payments.refunds.clear()
     # ---- the snippet, as written, with ScriptedModelClient for LiteLLMModelClient ----
@@ -364,7 +359,7 @@ async def test_stepwise_mode_snippet_runs_tools_approvals_and_questions(tmp_path
         sessions = AgentSessionClient(client, flow)
         async with _serving(worker, client):
             await sessions.start_session("session-1", "Refund 5 dollars of order 7")
-            approval = await wait_for_agent_snapshot(sessions, "session-1", _pending_interrupt)
+            approval = await wait_for_agent_snapshot(sessions, "session-1", pending_interrupt)
             assert (approval.kind, approval.tool_name) == (InterruptKind.APPROVAL, "refund_order")
             assert payments.refunds == []
             # "Finding sessions that need a person", as written.
@@ -378,7 +373,7 @@ async def test_stepwise_mode_snippet_runs_tools_approvals_and_questions(tmp_path
             waiting = await client.search_flows('ActiveStepTypes = "AwaitToolApproval"', 50)
             assert waiting.flows == []
             assert await sessions.send_user_message("session-1", "Which color should it be?")
-            question = await wait_for_agent_snapshot(sessions, "session-1", _pending_interrupt)
+            question = await wait_for_agent_snapshot(sessions, "session-1", pending_interrupt)
             assert (question.kind, question.question) == (InterruptKind.QUESTION, "Red or blue?")
             asking = await client.search_flows('ActiveStepTypes = "AwaitQuestionAnswer"', 50)
             assert [entry.flow_id for entry in asking.flows] == ["session-1"]

@@ -25,6 +25,7 @@ from dex_agents.stepwise import (
 )
 from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
+    pending_interrupt,
     read_step_history,
     turn_ended,
     wait_for_agent_snapshot,
@@ -109,7 +110,7 @@ async def test_the_stepwise_snippet_runs_a_turn_with_an_approved_refund(
         interrupt = await wait_for_agent_snapshot(
             sessions,
             "session-42",
-            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            pending_interrupt,
             description="the refund approval",
         )
         assert interrupt.tool_name == "refund_order"

@@ -29,7 +29,6 @@ from dex import (
 from dex_agents import (
     AgentEvent,
     AgentSessionClient,
-    AgentSnapshot,
     AgentState,
     ConfigurationTypeError,
     DexAgentsError,
@@ -51,6 +50,7 @@ from dex_agents.stepwise import (
 from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
+    has_pending_interrupts,
     in_process_worker,
     turn_ended,
     wait_for_agent_snapshot,
@@ -236,10 +236,6 @@ def _finishes(turn_id: str) -> Callable[[_Frame], bool]:
     return lambda frame: frame.event.turn_id == turn_id and frame.event.type in _FINISHED
 
 
-def _pending(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-    return snapshot if snapshot.pending_interrupts else None
-
-
 async def _all_events(stack: _Stack, session_id: str) -> list[tuple[str, AgentEvent]]:
     page = await stack.client.list_stream_messages(
         stack.scoped(session_id), FLOW.agent_events, 1000
@@ -356,7 +352,7 @@ async def test_a_refused_token_raises_before_anything_is_read(stack: _Stack) -> 
 
 async def test_the_snapshot_json_leaves_out_what_only_the_steps_use(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "refund order 7", session_settings={"model": "m1"})
-    await wait_for_agent_snapshot(stack.sessions, "s", _pending)
+    await wait_for_agent_snapshot(stack.sessions, "s", has_pending_interrupts)
     value = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     assert isinstance(value, AgentEventStreamSnapshot)
     assert value.snapshot.messages[0].framework_item, "the server keeps the whole snapshot"
@@ -394,7 +390,7 @@ async def test_the_snapshot_token_replays_the_active_turn(stack: _Stack) -> None
     await stack.sessions.start_session("s", "order 7")
     await wait_for_agent_snapshot(stack.sessions, "s", turn_ended(1))
     assert await stack.sessions.send_user_message("s", "chatty refund")
-    await wait_for_agent_snapshot(stack.sessions, "s", _pending)
+    await wait_for_agent_snapshot(stack.sessions, "s", has_pending_interrupts)
 
     value = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     assert value.snapshot.state is not None and value.snapshot.state.active_turn_id == "turn-2"
@@ -443,7 +439,7 @@ async def test_a_session_without_events_opens_from_the_head(stack: _Stack) -> No
 
 async def test_the_sync_variants_read_the_same_snapshot_and_frames(stack: _Stack) -> None:
     await stack.sessions.start_session("s", "refund order 7")
-    await wait_for_agent_snapshot(stack.sessions, "s", _pending)
+    await wait_for_agent_snapshot(stack.sessions, "s", has_pending_interrupts)
     expected = await read_agent_event_stream_snapshot(stack.client, FLOW, stack.scoped("s"))
     stored = await _all_events(stack, "s")
     sync_client, close = _sync_client(stack)

@@ -58,6 +58,8 @@ from dex_agents.testing._turn_context_builder import TurnContextBuilder
 from dex_agents.testing._waiting import (
     DEFAULT_WAIT_TIMEOUT_SECONDS,
     WaitTimeoutError,
+    has_pending_interrupts,
+    pending_interrupt,
     turn_ended,
     turns_have_ended,
     wait_for_agent_snapshot,
@@ -111,7 +113,9 @@ __all__ = [
     "WorkerProcess",
     "WorkerStartError",
     "build_stepwise_context_window_flow",
+    "has_pending_interrupts",
     "in_process_worker",
+    "pending_interrupt",
     "read_agent_message_pages",
     "read_agent_messages",
     "read_flow_attributes",

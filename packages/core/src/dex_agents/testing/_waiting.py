@@ -13,7 +13,7 @@ from dex_agents.exceptions import DexAgentsError
 
 if TYPE_CHECKING:
     from dex_agents._session.client import AgentSessionClient
-    from dex_agents._values import AgentSnapshot
+    from dex_agents._values import AgentInterrupt, AgentSnapshot
 
 ValueT = TypeVar("ValueT")
 
@@ -174,6 +174,29 @@ def turn_ended(turns: int = 1) -> Callable[[AgentSnapshot], AgentSnapshot | None
         return snapshot if turns_have_ended(snapshot.state, turns) else None
 
     return probe
+
+
+def pending_interrupt(snapshot: AgentSnapshot) -> AgentInterrupt | None:
+    """A ``wait_for_agent_snapshot`` probe: the session's first pending interrupt (an approval or a
+    question), ``None`` while there is none.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> pending_interrupt(SimpleNamespace(pending_interrupts=("approve refund-1",)))
+        'approve refund-1'
+    """
+    return next(iter(snapshot.pending_interrupts), None)
+
+
+def has_pending_interrupts(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+    """A ``wait_for_agent_snapshot`` probe: the snapshot once it has a pending interrupt.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> has_pending_interrupts(SimpleNamespace(pending_interrupts=())) is None
+        True
+    """
+    return snapshot if snapshot.pending_interrupts else None
 
 
 async def wait_for_turn_end(
