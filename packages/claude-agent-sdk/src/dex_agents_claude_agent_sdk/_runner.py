@@ -37,14 +37,12 @@ from dex_agents import (
     MessageRole,
     ModelCallMetadata,
     ResolvedToolPolicy,
-    ToolCallsRequested,
     ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolSource,
     ToolTaskStarted,
-    TurnCompleted,
     build_context_summary_prompt,
     build_plan_note,
     dump_json_text,
@@ -333,15 +331,15 @@ class ClaudeAgentSdkRunner(AdapterRunner):
     ) -> AgentTurnOutcome:
         messages = _new_messages(outcome, len(view.responses), offered)
         usage, metadata = _usage(outcome), _metadata(outcome.request_model, outcome)
-        if outcome.deferred_index is None:
-            return TurnCompleted(new_messages=messages, usage=usage, model_call_metadata=metadata)
-        response = outcome.exchanges[outcome.deferred_index].response or {}
-        calls = [self._deferred_call(turn, block, offered) for block in tool_uses(response)]
-        return ToolCallsRequested(
-            framework_run_state=_RUN_STATE.encode(model_steps + 1),
+        calls: list[DeferredToolCall] = []
+        if outcome.deferred_index is not None:
+            response = outcome.exchanges[outcome.deferred_index].response or {}
+            calls = [self._deferred_call(turn, block, offered) for block in tool_uses(response)]
+        return _RUN_STATE.outcome(
+            model_steps + 1,
             tool_calls=calls,
-            usage=usage,
             new_messages=messages,
+            usage=usage,
             model_call_metadata=metadata,
         )
 

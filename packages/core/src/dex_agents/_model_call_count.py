@@ -9,9 +9,18 @@ the count in one shape, under their own key, so one runner never reads another's
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from dex_agents._json_values import dump_json_text
+from dex_agents._runner_contract import (
+    AgentTurnOutcome,
+    DeferredToolCall,
+    ModelCallMetadata,
+    ToolCallsRequested,
+    TurnCompleted,
+)
+from dex_agents._values import AgentUsage, FrameworkMessage
 from dex_agents.exceptions import StoredStateError
 
 __all__ = ["ModelCallCountState"]
@@ -69,3 +78,33 @@ class ModelCallCountState:
                 f"{self.runner_name} run state"
             )
         return count
+
+    def outcome(
+        self,
+        model_calls: int,
+        *,
+        tool_calls: Sequence[DeferredToolCall],
+        new_messages: Sequence[FrameworkMessage],
+        usage: AgentUsage,
+        model_call_metadata: ModelCallMetadata | None = None,
+    ) -> AgentTurnOutcome:
+        """The outcome of the turn's model call number ``model_calls``: ``TurnCompleted``
+        without tool calls, else ``ToolCallsRequested`` with the run state of that count.
+
+        Example:
+            >>> state = ModelCallCountState("echo_model_calls", "EchoRunner")
+            >>> done = state.outcome(1, tool_calls=(), new_messages=(), usage=AgentUsage())
+            >>> type(done).__name__
+            'TurnCompleted'
+        """
+        if not tool_calls:
+            return TurnCompleted(
+                new_messages=new_messages, usage=usage, model_call_metadata=model_call_metadata
+            )
+        return ToolCallsRequested(
+            framework_run_state=self.encode(model_calls),
+            tool_calls=tool_calls,
+            usage=usage,
+            new_messages=new_messages,
+            model_call_metadata=model_call_metadata,
+        )

@@ -29,9 +29,7 @@ from dex_agents import (
     InteractionMode,
     ResolvedToolPolicy,
     RunnerContractError,
-    ToolCallsRequested,
     ToolEffect,
-    TurnCompleted,
     build_context_summary_prompt,
     build_plan_note,
     tool_effect_from_mcp_tool_annotations,
@@ -122,15 +120,13 @@ class AdkModelStep:
             for call in event.get_function_calls()
             if call.id in plugin.deferred
         ]
-        if deferred:
-            return ToolCallsRequested(
-                framework_run_state=_RUN_STATE.encode(model_calls + 1),
-                tool_calls=deferred,
-                usage=usage,
-                new_messages=new_messages,
-                model_call_metadata=metadata,
-            )
-        return TurnCompleted(new_messages=new_messages, usage=usage, model_call_metadata=metadata)
+        return _RUN_STATE.outcome(
+            model_calls + 1,
+            tool_calls=deferred,
+            new_messages=new_messages,
+            usage=usage,
+            model_call_metadata=metadata,
+        )
 
     async def _run_adk(
         self,

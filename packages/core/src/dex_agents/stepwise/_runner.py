@@ -21,10 +21,8 @@ from dex_agents._runner_contract import (
     DeferredToolExecution,
     DeferredToolOutcome,
     ModelCallMetadata,
-    ToolCallsRequested,
     ToolExecutionError,
     ToolTaskStarted,
-    TurnCompleted,
     describe_tool_call_outcome,
 )
 from dex_agents._tool_policy import ResolvedToolPolicy, ToolEffect
@@ -190,21 +188,20 @@ class StepwiseAgentRunner(AdapterRunner):
         new_messages.extend(
             model_output_message(item, f"{turn.turn_id}/{model_calls}") for item in response.items
         )
-        if response.tool_calls and not at_limit:
-            return ToolCallsRequested(
-                framework_run_state=_RUN_STATE.encode(model_calls),
-                tool_calls=tuple(self._deferred(turn, offer, call) for call in response.tool_calls),
-                usage=response.usage,
-                new_messages=tuple(new_messages),
-                model_call_metadata=_metadata(response),
+        calls: tuple[DeferredToolCall, ...] = ()
+        if at_limit:
+            # Past the limit the turn ends; a call the model made anyway gets a result, never a
+            # Step.
+            limit_text = model_call_limit_tool_result(self._definition.max_model_calls_per_turn)
+            new_messages.extend(
+                tool_result_message(ModelToolResult(call.tool_call_id, call.tool_name, limit_text))
+                for call in response.tool_calls
             )
-        # Past the limit the turn ends; a call the model made anyway gets a result, never a Step.
-        limit_text = model_call_limit_tool_result(self._definition.max_model_calls_per_turn)
-        new_messages.extend(
-            tool_result_message(ModelToolResult(call.tool_call_id, call.tool_name, limit_text))
-            for call in response.tool_calls
-        )
-        return TurnCompleted(
+        else:
+            calls = tuple(self._deferred(turn, offer, call) for call in response.tool_calls)
+        return _RUN_STATE.outcome(
+            model_calls,
+            tool_calls=calls,
             new_messages=tuple(new_messages),
             usage=response.usage,
             model_call_metadata=_metadata(response),
