@@ -4,12 +4,14 @@ dropped), an approval wait, and the waits beside a running tool, which runs to i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import pytest
 from agent_session_test_support import (
     ScriptedRunner,
+    SessionStack,
     assistant,
     read_events_until,
     request_tools,
@@ -348,13 +350,22 @@ def _task_runner() -> _TaskRunner:
 _REPORT_IS_READ = AgentSessionOptions(tool_policies={"report": ToolPolicy(ToolEffect.READ)})
 
 
+@asynccontextmanager
+async def _report_session(
+    workers: InProcessWorkerFactory, runner: _TaskRunner
+) -> AsyncIterator[SessionStack]:
+    """Session ``s`` asked to make the report, whose ``report`` call starts a task."""
+    async with running_session_stack(workers, runner, _REPORT_IS_READ) as stack:
+        await stack.sessions.start_session("s", "make the report")
+        yield stack
+
+
 async def test_cancel_abandons_a_started_tool_task(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     runner = _task_runner()
-    async with running_session_stack(dex_in_process_worker, runner, _REPORT_IS_READ) as stack:
+    async with _report_session(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
-        await sessions.start_session("s", "make the report")
         await wait_for_agent_snapshot(
             sessions, "s", _record_waits(AgentToolCallStatus.WAITING_FOR_TASK)
         )
@@ -378,9 +389,8 @@ async def test_a_steer_waits_for_a_started_tool_task(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     runner = _task_runner()
-    async with running_session_stack(dex_in_process_worker, runner, _REPORT_IS_READ) as stack:
+    async with _report_session(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
-        await sessions.start_session("s", "make the report")
         await wait_until("a first poll", lambda: runner.polls)
         assert await sessions.steer_user_message("s", "also add totals")
         polls = len(runner.polls)
@@ -448,9 +458,8 @@ async def test_a_task_started_after_the_cancel_is_abandoned(
         return ToolTaskStarted("job-1", 1)
 
     runner.tools = {"report": start}  # type: ignore[dict-item]
-    async with running_session_stack(dex_in_process_worker, runner, _REPORT_IS_READ) as stack:
+    async with _report_session(dex_in_process_worker, runner) as stack:
         sessions = stack.sessions
-        await sessions.start_session("s", "make the report")
         await gate.wait_reached()
         assert await sessions.cancel_turn("s", "turn-1")
         gate.opened.set()

@@ -40,6 +40,7 @@ from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 __all__ = [
     "CompactingScriptedRunner",
+    "SharedCompactionRules",
     "SwappableStack",
     "calls_separated_by",
     "swappable_worker_stack",
@@ -48,12 +49,9 @@ __all__ = [
 SUMMARY_USAGE = AgentUsage(input_tokens=100, output_tokens=10)
 
 
-@dataclass
-class CompactingScriptedRunner(ScriptedRunner):
-    """A ScriptedRunner that compacts with the shared rules and records every summary request."""
-
-    summary_requests: list[ContextSummaryRequest] = field(default_factory=list)
-    before_summary: Callable[[ContextSummaryRequest], object] | None = None
+class SharedCompactionRules:
+    """The compaction half of a test runner that the core's shared rules decide: the estimate of
+    the stored messages and a cutoff between turns (the runner writes ``summarize_context``)."""
 
     def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
         return estimate_stored_input_tokens(turn)
@@ -62,6 +60,14 @@ class CompactingScriptedRunner(ScriptedRunner):
         self, turn: AgentTurnContext, retained_token_budget: int
     ) -> int | None:
         return select_turn_boundary_cutoff(turn, retained_token_budget)
+
+
+@dataclass
+class CompactingScriptedRunner(SharedCompactionRules, ScriptedRunner):
+    """A ScriptedRunner that compacts with the shared rules and records every summary request."""
+
+    summary_requests: list[ContextSummaryRequest] = field(default_factory=list)
+    before_summary: Callable[[ContextSummaryRequest], object] | None = None
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         self.summary_requests.append(request)

@@ -21,6 +21,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Final
 
+from compaction_test_support import SharedCompactionRules
 from dex_agents import (
     AgentSessionFlow,
     AgentSessionOptions,
@@ -43,8 +44,6 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
     describe_tool_call_outcome,
-    estimate_stored_input_tokens,
-    select_turn_boundary_cutoff,
 )
 from dex_agents.testing import FileGate, InvocationLog
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -305,17 +304,9 @@ SUMMARY_USAGE: Final = AgentUsage(
 )
 
 
-class CompactingTracedRunner(TracedRunner):
+class CompactingTracedRunner(SharedCompactionRules, TracedRunner):
     """The traced agent with compaction: the shared estimate and turn-boundary cutoff, and a
     summary call that names its model and reports usage."""
-
-    def estimate_input_tokens(self, turn: AgentTurnContext) -> int:
-        return estimate_stored_input_tokens(turn)
-
-    def select_compaction_cutoff(
-        self, turn: AgentTurnContext, retained_token_budget: int
-    ) -> int | None:
-        return select_turn_boundary_cutoff(turn, retained_token_budget)
 
     async def summarize_context(self, request: ContextSummaryRequest) -> ContextSummaryResult:
         invocations(request.flow_id).record("summary", key=request.turn_id)
