@@ -12,6 +12,7 @@ from pathlib import Path
 from agent_session_test_support.claim_agent import (
     CLAIM_GATE,
     GATES_REFUND_ENV,
+    LOSES_CLAIM_ANSWER_ENV,
     REFUND_GATE,
     build_claim_flow,
     claim_answers,
@@ -144,3 +145,27 @@ async def test_a_claim_after_its_execution_was_fenced_is_refused(tmp_path: Path)
             assert len(tool_log(tmp_path).records("refund")) == 1
     finally:
         await engine.stop()
+
+
+async def test_a_claim_whose_answer_was_lost_is_withdrawn_and_the_call_runs_once(
+    tmp_path: Path,
+) -> None:
+    """Dex took the claim but its answer never reached the Worker: the tool did not start, the
+    Step withdraws its claim before it fails, and the fence finds none, so the call runs again."""
+    flow = build_claim_flow()
+    async with AgentTestStack(
+        tmp_path,
+        [flow],
+        WORKER,
+        worker_cwd=TESTS_DIR,
+        worker_env={STATE_DIR_ENV: str(tmp_path), LOSES_CLAIM_ANSWER_ENV: "1"},
+    ) as stack:
+        sessions = stack.sessions(flow)
+        await stack.start_worker()
+        await sessions.start_session("session-1", "refund order 7")
+        snapshot = await wait_for_agent_snapshot(
+            sessions, "session-1", turn_ended(1), "the turn to finish", timeout=120
+        )
+        assert claim_answers(tmp_path) == ["granted", "granted"]
+        assert len(tool_log(tmp_path).records("refund")) == 1
+        assert "refund=refund done" in _refund_result(snapshot)

@@ -42,6 +42,8 @@ REFUND_GATE = "refund"
 CLAIM_SENT = "sent"
 GATES_REFUND_ENV = "CLAIM_TEST_GATES_REFUND"
 """Set to ``1`` in the Worker's environment to hold the refund tool at its gate once started."""
+LOSES_CLAIM_ANSWER_ENV = "CLAIM_TEST_LOSES_CLAIM_ANSWER"
+"""Set to ``1`` to drop the first claim's answer after Dex took the claim (no claim gate)."""
 
 
 def _state_dir() -> Path:
@@ -76,12 +78,21 @@ async def _refund(call: DeferredToolExecution) -> ToolExecutionResult:
 class ClaimObservingClient:
     """A Worker's Dex client that logs every claim it sends (``claims.log``, key
     ``<flow_id>/<tool_call_id>``: name ``sent`` before it goes, then its answer, ``granted`` or
-    ``refused``) and, given ``gate``, holds the first claim at it before sending it."""
+    ``refused``) and, given ``gate``, holds the first claim at it before sending it. With
+    ``loses_first_answer`` the first claim's answer is dropped after Dex took the claim."""
 
-    def __init__(self, client: AsyncClient, state_dir: Path, gate: FileGate | None = None) -> None:
+    def __init__(
+        self,
+        client: AsyncClient,
+        state_dir: Path,
+        gate: FileGate | None = None,
+        *,
+        loses_first_answer: bool = False,
+    ) -> None:
         self._client = client
         self._state_dir = state_dir
         self._gate = gate
+        self._loses_first_answer = loses_first_answer
 
     async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any, **options: Any) -> Any:
         if json.loads(input)["action"] != "claim":
@@ -110,6 +121,9 @@ class ClaimObservingClient:
         log.record(CLAIM_SENT, key=key)
         output = await self._client.invoke_rpc(rpc_method, flow_id, input, **options)
         log.record(json.loads(output)["answer"], key=key)
+        if self._loses_first_answer and len(claim_log(self._state_dir).keys(CLAIM_SENT)) == 1:
+            # Dex took the claim, and its answer is lost on the way back.
+            raise ConnectionResetError("the claim's answer was lost on the way back")
         return output
 
 
@@ -126,10 +140,25 @@ class ClaimTestFlow(AgentSessionFlow):
     which holds the first claim at the ``claim`` gate."""
 
     def use_worker_client(self, client: AsyncClient) -> None:
-        gate = FileGate(_state_dir(), CLAIM_GATE)
-        super().use_worker_client(
-            cast(AsyncClient, ClaimObservingClient(client, _state_dir(), gate))
-        )
+        super().use_worker_client(cast(AsyncClient, _TestClaimClient(client)))
+
+
+class _TestClaimClient:
+    """The test Worker's client: a :class:`ClaimObservingClient` set up from the environment at
+    the first call (a pooled Worker child gets the test's environment after it started)."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+        self._observing: ClaimObservingClient | None = None
+
+    async def invoke_rpc(self, rpc_method: Any, flow_id: str, input: Any, **options: Any) -> Any:
+        if self._observing is None:
+            loses = os.environ.get(LOSES_CLAIM_ANSWER_ENV) == "1"
+            gate = None if loses else FileGate(_state_dir(), CLAIM_GATE)
+            self._observing = ClaimObservingClient(
+                self._client, _state_dir(), gate, loses_first_answer=loses
+            )
+        return await self._observing.invoke_rpc(rpc_method, flow_id, input, **options)
 
 
 def build_claim_flow() -> ClaimTestFlow:

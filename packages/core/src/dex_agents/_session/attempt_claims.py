@@ -11,7 +11,8 @@ holds that instance's lock, and whose writes Dex commits before the caller gets 
   starts only on a granted claim.
 - ``RecordToolOutcomeUnknown`` **fences** the lost execution before it decides.
 
-Both go through the same lock, so one of them is first: a claim first means the tool may have
+A claim call that got no answer is **released** by its Worker (Dex may have taken it), before
+the Step fails. All go through the same lock, so one of claim and fence is first: a claim first means the tool may have
 started (today's ``outcome_unknown``/check path); a fence first means it never started, and the
 late claim is refused, so the call can run again under the same idempotency key.
 
@@ -23,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
@@ -51,6 +54,11 @@ then it records ``failed`` with ``TOOL_CALL_NOT_RUN_ERROR_PREFIX`` (it never ran
 
 _ClaimRpc = Callable[[Context, str], RPCResult[str]]
 
+_RELEASE_SECONDS: Final = 60.0
+"""How long a Worker keeps trying to withdraw a claim whose call failed."""
+_RELEASES: set[asyncio.Future[None]] = set()
+_log = logging.getLogger(__name__)
+
 _LOCK_CONFLICT_DELAYS: Final = (0.005, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0)
 """Waits after each lock conflict of one claim or fence (Dex does not queue RPC locks)."""
 
@@ -60,18 +68,21 @@ class AttemptClaimAction(StrEnum):
 
     CLAIM = "claim"
     FENCE = "fence"
+    RELEASE = "release"
 
 
 class AttemptClaimAnswer(StrEnum):
     """The answer of ``claim_tool_attempt``.
 
-    ``granted``/``refused`` answer a claim; ``started``, ``not_started`` and ``other`` a fence:
+    ``granted``/``refused`` answer a claim (and ``released``/``refused`` a release); ``started``,
+    ``not_started`` and ``other`` a fence:
     the fenced execution claimed (its tool may have started), it did not (never started), or it
     did not and another execution of the call holds the live claim (that one owns the record).
     """
 
     GRANTED = "granted"
     REFUSED = "refused"
+    RELEASED = "released"
     STARTED = "started"
     NOT_STARTED = "not_started"
     OTHER = "other"
@@ -191,6 +202,8 @@ def _decide(
         and state.claimed_by not in state.fenced
         and state.claim_generation >= generation
     )
+    if request.action is AttemptClaimAction.RELEASE:
+        return _release(state, request)
     if request.action is AttemptClaimAction.CLAIM:
         if state.claimed_by == execution and state.claim_token == request.token:
             # The same try asking again (its first answer was lost): the same answer. The same
@@ -222,6 +235,21 @@ def _decide(
     return answer, replace(fenced, fenced=(*state.fenced, execution))
 
 
+def _release(
+    state: _ClaimState, request: AttemptClaimRequest
+) -> tuple[AttemptClaimAnswer, _ClaimState]:
+    """An execution whose claim call failed says its tool did not start: its claim, if Dex took
+    it, is withdrawn and the execution fenced (a claim still on its way is refused). Refused once
+    the execution was fenced: the failure route's answer stands."""
+    execution = request.step_execution_id
+    if execution in state.fenced:
+        return AttemptClaimAnswer.REFUSED, state
+    released = replace(state, fenced=(*state.fenced, execution))
+    if state.claimed_by == execution and state.claim_token == request.token:
+        released = replace(released, claimed_by=None, claim_token=None)
+    return AttemptClaimAnswer.RELEASED, released
+
+
 def _generation(record: AgentToolCall) -> int:
     """Which run of the call's tool the record is at: one more after each answered question and
     each run again after an outcome check."""
@@ -248,6 +276,34 @@ class AttemptClaims:
     def is_bound(self) -> bool:
         """Whether a client was given."""
         return self._client is not None
+
+    def release_after_failed_claim(
+        self, flow_id: str, claim: AttemptClaimRequest
+    ) -> asyncio.Future[None]:
+        """Withdraw ``claim``, whose call failed (no answer: the engine died, the Step was
+        cancelled), in a task of its own: its tool did not start. Tried until Dex answers or
+        :data:`_RELEASE_SECONDS` passed; the failure route's fence decides if it comes first."""
+        release = replace(claim, action=AttemptClaimAction.RELEASE)
+        task = asyncio.ensure_future(self._release(flow_id, release))
+        _RELEASES.add(task)
+        task.add_done_callback(_RELEASES.discard)
+        return task
+
+    async def _release(self, flow_id: str, release: AttemptClaimRequest) -> None:
+        deadline = time.monotonic() + _RELEASE_SECONDS
+        delay = 0.1
+        while True:
+            try:
+                await self.ask(flow_id, release)
+                return
+            except Exception:
+                if time.monotonic() + delay > deadline:
+                    _log.warning(
+                        "could not release the start claim of tool call %r", release.tool_call_id
+                    )
+                    return
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, 2.0)
 
     async def ask(
         self, flow_id: str, request: AttemptClaimRequest

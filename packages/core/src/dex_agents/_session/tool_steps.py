@@ -14,6 +14,7 @@ already final ends without running or publishing, so a repeated movement never r
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from dex import AsyncContext, RecoveryErrorInfo, StepDecision, dead_end, go_to_many
@@ -114,15 +115,27 @@ class _RunToolStep(SessionStep[str]):
                 another live execution holds the claim, or the call is no longer approved); the
                 tool does not start.
             DexServiceError: When Dex cannot take the claim (the engine is down): the tool does
-                not start, and the failure route's fence settles whether the claim was made.
+                not start; the claim is released in the background, in case Dex took it and
+                its answer was lost, and the failure route's fence settles the rest.
         """
+        claims = self._runtime.attempt_claims
         request = AttemptClaimRequest(
             AttemptClaimAction.CLAIM,
             record.tool_call_id,
             context.step_execution_id,
             uuid.uuid4().hex,
         )
-        answer, _ = await self._runtime.attempt_claims.ask(context.flow_id, request)
+        # No answer (an error, or the Step cancelled as its task stream broke): the tool does
+        # not start here, so the claim is withdrawn in case Dex took it; before the Step fails,
+        # so the failure route's fence finds it withdrawn (a cancelled Step leaves it running).
+        try:
+            answer, _ = await claims.ask(context.flow_id, request)
+        except asyncio.CancelledError:
+            claims.release_after_failed_claim(context.flow_id, request)
+            raise
+        except Exception:
+            await asyncio.shield(claims.release_after_failed_claim(context.flow_id, request))
+            raise
         if answer is not AttemptClaimAnswer.GRANTED:
             raise ToolAttemptNotClaimedError(
                 f"the start claim of tool call {record.tool_call_id!r} by "
