@@ -53,9 +53,10 @@ from dex_agents.testing import (
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import (
     Gate,
+    call_is_final,
     echo_user_messages,
-    gated_lookup_and_refund_runner,
     is_active,
+    lookup_running_refund_waiting,
     one_tool_call_then_echo,
 )
 
@@ -198,20 +199,10 @@ async def test_cancel_while_a_tool_runs_lets_it_finish(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     gate = Gate()
-
-    runner = gated_lookup_and_refund_runner(gate)
-    async with running_session_stack(dex_in_process_worker, runner, _LOOKUP_IS_READ) as stack:
+    async with lookup_running_refund_waiting(dex_in_process_worker, gate) as (runner, stack):
         sessions = stack.sessions
-        await sessions.start_session("s", "refund order 7")
-        await wait_for_agent_snapshot(sessions, "s", has_pending_interrupts)
-        await gate.wait_reached()
         assert await sessions.cancel_turn("s", "turn-1")
-
-        def write_settled(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-            records = {r.tool_call_id: r for r in snapshot.tool_calls}
-            return snapshot if "write" in records and records["write"].is_final else None
-
-        snapshot = await wait_for_agent_snapshot(sessions, "s", write_settled)
+        snapshot = await wait_for_agent_snapshot(sessions, "s", call_is_final("write"))
         records = {r.tool_call_id: r for r in snapshot.tool_calls}
         assert records["write"].status is AgentToolCallStatus.REJECTED
         assert records["write"].cancellation_reason is CancellationReason.TURN_CANCELLED

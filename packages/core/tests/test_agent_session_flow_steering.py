@@ -16,7 +16,6 @@ from agent_session_test_support import (
 from dex_agents import (
     STEERED_TOOL_RESULT,
     AgentSessionOptions,
-    AgentSnapshot,
     AgentStatus,
     AgentToolCallStatus,
     AgentTurnContext,
@@ -28,13 +27,14 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
-from dex_agents.testing import has_pending_interrupts, turn_ended, wait_for_agent_snapshot
+from dex_agents.testing import turn_ended, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import (
     Gate,
+    call_is_final,
     echo_user_messages,
-    gated_lookup_and_refund_runner,
     is_active,
+    lookup_running_refund_waiting,
     user_texts,
 )
 
@@ -89,22 +89,10 @@ async def test_steer_while_a_tool_runs_lets_it_finish_and_rejects_a_waiting_sibl
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
     gate = Gate()
-
-    runner = gated_lookup_and_refund_runner(gate)
-    options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
-    async with running_session_stack(dex_in_process_worker, runner, options) as stack:
+    async with lookup_running_refund_waiting(dex_in_process_worker, gate) as (runner, stack):
         sessions = stack.sessions
-        await sessions.start_session("s", "refund order 7")
-        await wait_for_agent_snapshot(sessions, "s", has_pending_interrupts)
-        await gate.wait_reached()
         assert await sessions.steer_user_message("s", "stop, use order 8")
-
-        def sibling_rejected(snapshot: AgentSnapshot) -> AgentSnapshot | None:
-            records = {r.tool_call_id: r for r in snapshot.tool_calls}
-            write = records.get("write")
-            return snapshot if write is not None and write.is_final else None
-
-        snapshot = await wait_for_agent_snapshot(sessions, "s", sibling_rejected)
+        snapshot = await wait_for_agent_snapshot(sessions, "s", call_is_final("write"))
         records = {r.tool_call_id: r for r in snapshot.tool_calls}
         assert records["write"].status is AgentToolCallStatus.REJECTED
         assert records["write"].cancellation_reason is CancellationReason.STEERED

@@ -4,31 +4,41 @@ probes of the session snapshot."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 from agent_session_test_support import (
     ScriptedRunner,
+    SessionStack,
     assistant,
     final_answer_with_results,
     request_tools,
+    running_session_stack,
     tool_call,
 )
 from dex_agents import (
+    AgentSessionOptions,
     AgentSnapshot,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
     DeferredToolExecution,
     MessageRole,
+    ToolEffect,
     ToolExecutionResult,
+    ToolPolicy,
     TurnCompleted,
 )
+from dex_agents.testing import has_pending_interrupts, wait_for_agent_snapshot
+from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
 __all__ = [
     "Gate",
+    "call_is_final",
     "echo_user_messages",
     "gated_lookup_and_refund_runner",
     "is_active",
+    "lookup_running_refund_waiting",
     "one_tool_call_then_echo",
     "user_texts",
 ]
@@ -122,3 +132,29 @@ def gated_lookup_and_refund_runner(gate: Gate) -> ScriptedRunner:
         return ToolExecutionResult("refunded")
 
     return ScriptedRunner(script, {"lookup": lookup, "refund": refund})
+
+
+@asynccontextmanager
+async def lookup_running_refund_waiting(
+    workers: InProcessWorkerFactory, gate: Gate
+) -> AsyncIterator[tuple[ScriptedRunner, SessionStack]]:
+    """Session ``s`` on ``gated_lookup_and_refund_runner(gate)`` once its ``lookup`` (a read)
+    runs, held at ``gate``, while its ``refund`` waits for approval."""
+    runner = gated_lookup_and_refund_runner(gate)
+    options = AgentSessionOptions(tool_policies={"lookup": ToolPolicy(ToolEffect.READ)})
+    async with running_session_stack(workers, runner, options) as stack:
+        await stack.sessions.start_session("s", "refund order 7")
+        await wait_for_agent_snapshot(stack.sessions, "s", has_pending_interrupts)
+        await gate.wait_reached()
+        yield runner, stack
+
+
+def call_is_final(call_id: str) -> Callable[[AgentSnapshot], AgentSnapshot | None]:
+    """A snapshot probe: the record of ``call_id`` is final."""
+
+    def probe(snapshot: AgentSnapshot) -> AgentSnapshot | None:
+        records = {record.tool_call_id: record for record in snapshot.tool_calls}
+        record = records.get(call_id)
+        return snapshot if record is not None and record.is_final else None
+
+    return probe
