@@ -119,7 +119,7 @@ class Assignment:
     is_abandoned: bool = False
     """True once the dispatcher stopped listening; later frames are dropped."""
     is_probe: bool = False
-    """A Step offered beyond its Worker's learned Step bound (see :mod:`pull_worker_capacity`)."""
+    """Offered beyond its Worker's learned bound for its kind (see :mod:`pull_worker_capacity`)."""
 
 
 @dataclass(frozen=True)
