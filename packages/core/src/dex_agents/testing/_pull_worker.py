@@ -44,11 +44,13 @@ def new_pull_worker(
     """
     quiet_worker_logging()
     session_flows = [flow for flow in flows if isinstance(flow, AgentSessionFlow)]
+    client: AsyncClient | None = None
     if session_flows:
         client = AsyncClient(registry, cache, ClientOptions(server_address=server_address))
         for flow in session_flows:
             flow.use_worker_client(client)
-    return AsyncWorker(
+    return _PullWorker(
+        client,
         registry,
         cache,
         WorkerOptions(
@@ -60,3 +62,28 @@ def new_pull_worker(
             ),
         ),
     )
+
+
+class _PullWorker(AsyncWorker):
+    """An ``AsyncWorker`` that closes its start-claims client when it stops.
+
+    An open gRPC aio channel left to the interpreter's exit can hang the process after Ctrl+C,
+    so the client goes with the Worker it serves.
+    """
+
+    def __init__(
+        self,
+        client: AsyncClient | None,
+        registry: Registry,
+        cache: BlobCache,
+        options: WorkerOptions,
+    ) -> None:
+        super().__init__(registry, cache, options)
+        self._claims_client = client
+
+    async def stop(self) -> None:
+        try:
+            await super().stop()
+        finally:
+            if self._claims_client is not None:
+                await self._claims_client.close()
