@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 from dex_agents.testing import wait_until
 from dex_agents_web_chat.cli import READY_LINE_PREFIX, TOKEN_ENV
+from foreground_job import default_interrupt_signal
 
 _READY = re.compile(re.escape(READY_LINE_PREFIX) + r"(\S+)/ \(log in: (\S+)\)")
 _STARTUP_SECONDS = 90.0
@@ -36,6 +37,7 @@ async def test_the_command_serves_a_chat_turn_and_stops_on_ctrl_c(tmp_path: Path
         # A process group of its own stands for a terminal's foreground group: Ctrl+C signals
         # every process in it, the engine child included unless it has a group of its own.
         start_new_session=True,
+        preexec_fn=default_interrupt_signal,
     )
     try:
         assert process.stdout is not None

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from dex_agents._demo import APPROVAL_PENDING_EXIT_STATUS, DemoRefunds
+from foreground_job import default_interrupt_signal
 
 _TIMEOUT_SECONDS = 60.0
 
@@ -31,6 +32,7 @@ class _Demo:
             # A process group of its own stands for a terminal's foreground group, which Ctrl+C
             # signals as a whole.
             start_new_session=own_group,
+            preexec_fn=default_interrupt_signal,
         )
         self.lines: list[str] = []
         self._queue: queue.Queue[str | None] = queue.Queue()

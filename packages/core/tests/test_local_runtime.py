@@ -21,6 +21,7 @@ from dex_agents.stepwise import (
     stepwise_agent_session_flow,
 )
 from dex_agents.testing import wait_until
+from foreground_job import default_interrupt_signal
 
 
 def _flow(flow_type: str = "RuntimeAgent") -> AgentSessionFlow:
@@ -146,6 +147,7 @@ async def test_ctrl_c_stops_the_worker_and_the_engine(tmp_path: Path) -> None:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_interrupt_signal,
     )
     try:
         assert process.stdout is not None
