@@ -15,7 +15,10 @@ It prints:
 3. the durable overhead per turn and the ratio durable / in process;
 4. CPU per turn of each side: user + system CPU of this process and every process under it (the
    engine and the Worker child on the durable side), which other load on the machine hardly
-   changes.
+   changes, and of the Worker child alone.
+
+``--cprofile-worker`` runs the Worker child under cProfile over all its turns and prints its
+top functions.
 
 ``time_turns`` and ``measure_durable`` also serve ``peers.py``, which runs a read-write turn
 (``TurnShape.READ_WRITE``) of the same agents.
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib
 import os
 import statistics
@@ -46,10 +50,14 @@ from adapter_agents import FINAL_PREFIX, USER_TEXT, BenchmarkAgent, TurnShape
 from dex import AsyncClient, LongPollTimeoutError
 from dex_agents import AgentEventType, AgentSessionClient, AgentStatus
 from dex_agents.testing import SERVER_ADDRESS_ENV, AgentTestStack, run_agent_worker
+from worker_cprofile import collect_cprofile, start_cprofile
 
 _FRAMEWORK_ENV: Final = "DEX_AGENTS_BENCHMARK_FRAMEWORK"
 _MODEL_LATENCY_ENV: Final = "DEX_AGENTS_BENCHMARK_MODEL_LATENCY_MS"
 _SHAPE_ENV: Final = "DEX_AGENTS_BENCHMARK_TURN_SHAPE"
+# With --cprofile-worker the Worker child runs under cProfile and writes its statistics here when
+# it gets SIGUSR1 (after the measured turns).
+_CPROFILE_FILE_ENV: Final = "DEX_AGENTS_BENCHMARK_CPROFILE_FILE"
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
 _SESSION_ID: Final = "adapter-turns"
 _READ_WAIT: Final = timedelta(seconds=5)
@@ -97,6 +105,7 @@ class Options:
     warmup: int
     model_latency_ms: float
     shape: TurnShape = TurnShape.READ
+    cprofile_worker: bool = False
 
 
 @dataclass(frozen=True)
@@ -108,10 +117,15 @@ class MeasuredTurns:
         cpu_seconds: CPU seconds (user + system) that this process and every process under it
             (engine, Worker, a peer's server) used over those turns: hardly changed by other work
             sharing the machine, unlike the wall time.
+        worker_cpu_seconds: The part of ``cpu_seconds`` that the Worker child used (durable
+            turns of ``measure_durable``), else None.
+        worker_cprofile: The Worker child's cProfile text (``--cprofile-worker``), else "".
     """
 
     durations: list[float]
     cpu_seconds: float
+    worker_cpu_seconds: float | None = None
+    worker_cprofile: str = ""
 
 
 def process_tree_cpu_seconds(pid: int | None = None) -> float:
@@ -217,25 +231,29 @@ async def measure_durable(
     agent: BenchmarkAgent, options: Options, state_dir: Path
 ) -> MeasuredTurns:
     """The measured durable turns, against a fresh engine and Worker child, all in one session."""
+    worker_env = {
+        _FRAMEWORK_ENV: options.framework,
+        _MODEL_LATENCY_ENV: repr(options.model_latency_ms),
+        _SHAPE_ENV: options.shape.value,
+    }
+    cprofile_file = state_dir / "worker.cprofile"
+    if options.cprofile_worker:
+        worker_env[_CPROFILE_FILE_ENV] = str(cprofile_file)
     async with AgentTestStack(
-        state_dir,
-        [agent.flow],
-        "adapter_turns",
-        worker_cwd=_BENCHMARK_DIR,
-        worker_env={
-            _FRAMEWORK_ENV: options.framework,
-            _MODEL_LATENCY_ENV: repr(options.model_latency_ms),
-            _SHAPE_ENV: options.shape.value,
-        },
+        state_dir, [agent.flow], "adapter_turns", worker_cwd=_BENCHMARK_DIR, worker_env=worker_env
     ) as stack:
-        await stack.start_worker()
+        worker = await stack.start_worker()
+        worker_pid = worker.process.pid
+        worker_cpu_started = 0.0
         sessions = stack.sessions(agent.flow)
         turn = 0
         token = ""
 
         async def run_turn(text: str) -> str:
-            nonlocal turn, token
+            nonlocal turn, token, worker_cpu_started
             turn += 1
+            if turn == options.warmup + 1:
+                worker_cpu_started = process_tree_cpu_seconds(worker_pid)
             if turn == 1:
                 await sessions.start_session(_SESSION_ID, text)
             elif not await sessions.send_user_message(_SESSION_ID, text):
@@ -244,7 +262,14 @@ async def measure_durable(
                 token = await _read_until_turn_ended(stack.client, sessions, turn, token)
                 return await _wait_for_snapshot(sessions, turn)
 
-        return await time_turns(run_turn, options, f"{options.framework}: durable")
+        measured = await time_turns(run_turn, options, f"{options.framework}: durable")
+        worker_cpu = process_tree_cpu_seconds(worker_pid) - worker_cpu_started
+        cprofile_text = ""
+        if options.cprofile_worker:
+            cprofile_text = await collect_cprofile(worker_pid, cprofile_file)
+        return dataclasses.replace(
+            measured, worker_cpu_seconds=worker_cpu, worker_cprofile=cprofile_text
+        )
 
 
 def _progress(text: str) -> None:
@@ -270,7 +295,13 @@ def print_report(options: Options, in_process: MeasuredTurns, durable: MeasuredT
     for name, measured in (("in-process", in_process), ("durable", durable)):
         per_turn = measured.cpu_seconds / len(measured.durations)
         print(f"{name + ' CPU per turn (all processes)':<34}{_ms(per_turn):>12}")
+    if durable.worker_cpu_seconds is not None:
+        per_turn = durable.worker_cpu_seconds / len(durable.durations)
+        print(f"{'durable CPU per turn (Worker)':<34}{_ms(per_turn):>12}")
     print(f"RATIO durable/in-process: {remote / local:.3f}")
+    print(f"load average: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    if durable.worker_cprofile:
+        print("\nWorker child cProfile over the durable turns:\n" + durable.worker_cprofile)
 
 
 async def run(options: Options) -> None:
@@ -291,11 +322,20 @@ def _parse(argv: Sequence[str] | None) -> Options:
     parser.add_argument(
         "--model-latency-ms", type=float, default=100.0, help="model sleep per call (default 100)"
     )
+    parser.add_argument(
+        "--cprofile-worker",
+        action="store_true",
+        help="run the Worker child under cProfile (warm-up turns included) and print its top functions",
+    )
     arguments = parser.parse_args(argv)
     if arguments.turns < 2 or arguments.warmup < 0 or arguments.model_latency_ms < 0:
         parser.error("--turns must be at least 2, --warmup and --model-latency-ms not negative")
     return Options(
-        arguments.framework, arguments.turns, arguments.warmup, arguments.model_latency_ms
+        arguments.framework,
+        arguments.turns,
+        arguments.warmup,
+        arguments.model_latency_ms,
+        cprofile_worker=arguments.cprofile_worker,
     )
 
 
@@ -310,6 +350,9 @@ def _serve_worker() -> None:
         float(os.environ[_MODEL_LATENCY_ENV]),
         TurnShape(os.environ.get(_SHAPE_ENV, TurnShape.READ.value)),
     )
+    cprofile_file = os.environ.get(_CPROFILE_FILE_ENV)
+    if cprofile_file:
+        start_cprofile(Path(cprofile_file))
     run_agent_worker([agent.flow])
 
 

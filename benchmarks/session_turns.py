@@ -50,17 +50,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import cProfile
 import dataclasses
 import functools
-import io
 import itertools
 import json
 import os
 import platform
-import pstats
 import shlex
-import signal
 import statistics
 import sys
 import tempfile
@@ -117,6 +113,7 @@ from dex_agents.testing import (
 from engine_message_counts import COUNTS_FILE_ENV, install_hook, read_counts
 from turn_shape_floor import FloorTimings, measure_floor_turns
 from turn_shape_floor import build_flow as build_floor_flow
+from worker_cprofile import collect_cprofile, start_cprofile
 
 FLOW_TYPE: Final = "SessionTurnsBenchmarkAgent"
 GOAL_RATIO: Final = 1.10
@@ -643,10 +640,10 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         floor = await measure_floor_turns(stack.client, floor_flow, options.turns, options.warmup)
         cprofile_text = ""
         if options.cprofile_worker:
-            cprofile_text = await _collect_cprofile(worker.pid, cprofile_file)
+            cprofile_text = await collect_cprofile(worker.pid, cprofile_file)
         engine_cprofile_text = ""
         if options.cprofile_engine and engine_pid is not None:
-            engine_cprofile_text = await _collect_cprofile(engine_pid, engine_cprofile_file)
+            engine_cprofile_text = await collect_cprofile(engine_pid, engine_cprofile_file)
         history = await _read_history(stack.server_address, _SEQUENTIAL_SESSION)
         steps = _steps_of_last_turn(_step_methods(history))
         profile: list[list[_Mark]] = []
@@ -780,21 +777,6 @@ def _cpu_seconds(pid: int | None) -> float | None:
         return None
     # utime and stime are fields 14 and 15 of stat(5); the split starts at field 3.
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def _collect_cprofile(pid: int, path: Path) -> str:
-    """Ask a profiled child (SIGUSR1) for its cProfile statistics; the top functions as text."""
-    os.kill(pid, signal.SIGUSR1)
-    deadline = time.monotonic() + 30
-    while not path.exists():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"process {pid} wrote no cProfile statistics to {path}")
-        await asyncio.sleep(0.05)
-    text = io.StringIO()
-    stats = pstats.Stats(str(path), stream=text)
-    stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats(45)
-    stats.sort_stats(pstats.SortKey.TIME).print_stats(30)
-    return text.getvalue()
 
 
 def _steps_of_last_turn(step_methods: list[str]) -> list[str]:
@@ -1404,20 +1386,6 @@ def _task_name(task: pb.PollWorkerTask) -> str:
     return str(kind)
 
 
-def _start_cprofile(path: Path) -> None:
-    """Profile this Worker child from now on; SIGUSR1 writes the statistics to ``path``."""
-    profiler = cProfile.Profile()
-
-    def dump(signal_number: int, frame: object) -> None:
-        profiler.disable()
-        partial = path.with_suffix(".partial")
-        profiler.dump_stats(partial)
-        os.replace(partial, path)
-
-    signal.signal(signal.SIGUSR1, dump)
-    profiler.enable()
-
-
 def _memoize_sdk() -> None:
     """Memoize two SDK functions in this process (the --memoize-sdk experiment).
 
@@ -1440,7 +1408,7 @@ def _serve_worker() -> None:
         _install_profile_hooks()
     cprofile_file = os.environ.get(_CPROFILE_FILE_ENV)
     if cprofile_file:
-        _start_cprofile(Path(cprofile_file))
+        start_cprofile(Path(cprofile_file))
     run_agent_worker([build_flow(latency_ms), build_floor_flow(latency_ms)])
 
 
