@@ -435,6 +435,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "ScenarioToolError",
             "UnknownScenarioRunnerError",
             "build_scenario_flows",
+            "confirm_by_asking",
             "confirm_tool_outcome",
             "current_scenario_session",
             "every_scenario_feature",

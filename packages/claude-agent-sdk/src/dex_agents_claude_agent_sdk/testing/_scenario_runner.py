@@ -24,7 +24,6 @@ from dex_agents import (
     AgentSessionOptions,
     CompactionPolicy,
     ListedTool,
-    ToolPolicy,
     current_deferred_tool_execution,
     require_deferred_tool_execution,
 )
@@ -34,7 +33,6 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
-    REPORT_TOOL,
     ScenarioAgentSpec,
     ScenarioFeature,
     ScenarioMcpTools,
@@ -114,6 +112,7 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
         }
     )
     reads_run_in_model_step = True
+    report_classifies_itself = True  # its tool source does
     # Every RunModel starts the CLI (over a second on a loaded machine), so the default suite's
     # guard runs 100 turns, not 300: at about 2.4 messages a turn and a summary about every 10
     # turns, retention (limit 100) starts near turn 55 and deletes a chunk about every 13 turns,
@@ -146,12 +145,6 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
 
     def mcp_tool(self, mcp: ScenarioMcpTools, listed: ListedTool) -> SdkMcpTool[Any]:
         return mcp_sdk_tool(mcp.source, listed)
-
-    def tool_policies(self, spec: ScenarioAgentSpec) -> dict[str, ToolPolicy]:
-        """The base's, less ``report``: its tool source classifies it."""
-        policies = super().tool_policies(spec)
-        del policies[REPORT_TOOL]
-        return policies
 
     def build_runner(
         self, spec: ScenarioAgentSpec, tools: Sequence[SdkMcpTool[Any]]

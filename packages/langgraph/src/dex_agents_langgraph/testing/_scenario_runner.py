@@ -24,7 +24,6 @@ from dex_agents import (
     AgentSessionOptions,
     ListedTool,
     ToolEffect,
-    ToolPolicy,
     ToolTaskStarted,
     estimate_text_tokens,
     require_deferred_tool_execution,
@@ -33,13 +32,11 @@ from dex_agents.testing import ContextWindowModel
 from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
     REPORT_TOOL,
-    ReportTaskPoller,
     ScenarioAgentSpec,
     ScenarioMcpTools,
-    ScenarioQuestion,
     ScenarioRunnerBase,
     ScenarioTool,
-    run_confirm_tool,
+    confirm_by_asking,
     run_scenario_tool_call,
     scripted_reply,
     start_report_task,
@@ -147,6 +144,8 @@ class LangGraphScenarioRunner(ScenarioRunnerBase[BaseTool]):
     """The scenario agent as a ``StateGraph`` whose model node calls ``scenario_chat_model``."""
 
     name = "langgraph"
+    # ``report``'s own metadata classifies it, as MCP annotations would.
+    report_classifies_itself = True
 
     def scenario_tool(self, spec: ScenarioAgentSpec, tool: ScenarioTool) -> BaseTool:
         async def run(gate: str, config: RunnableConfig) -> str:
@@ -162,19 +161,10 @@ class LangGraphScenarioRunner(ScenarioRunnerBase[BaseTool]):
         def confirm(gate: str, config: RunnableConfig) -> str:
             """Ask before shipping, then ship once."""
             key = get_tool_call_idempotency_key(config)
-            question = run_confirm_tool(spec, [], key)
-            assert isinstance(question, ScenarioQuestion)
             # LangGraph's own human-in-the-loop question; the runner makes it the session's.
-            answer = interrupt(
-                {
-                    "question": question.question,
-                    "choices": list(question.choices),
-                    "allows_free_text": question.allows_free_text,
-                }
+            return confirm_by_asking(
+                spec, key, lambda question, _: str(interrupt(question.payload()))
             )
-            result = run_confirm_tool(spec, [str(answer)], key)
-            assert isinstance(result, str)
-            return result
 
         return confirm
 
@@ -186,18 +176,12 @@ class LangGraphScenarioRunner(ScenarioRunnerBase[BaseTool]):
             started = await start_report_task(spec, require_deferred_tool_execution(), gate)
             return f"report {started.task_id} started", started
 
-        # The tool's own metadata classifies it, as MCP annotations would; no policy names it.
+        # The tool's own metadata classifies it (``report_classifies_itself``).
         report.metadata = {TOOL_EFFECT_METADATA_KEY: ToolEffect.READ.value}
         return report
 
     def mcp_tool(self, mcp: ScenarioMcpTools, listed: ListedTool) -> BaseTool:
         return mcp_structured_tool(mcp.source, listed)
-
-    def tool_policies(self, spec: ScenarioAgentSpec) -> dict[str, ToolPolicy]:
-        """The base's, less ``report``: its own metadata classifies it."""
-        policies = super().tool_policies(spec)
-        del policies[REPORT_TOOL]
-        return policies
 
     def build_runner(
         self, spec: ScenarioAgentSpec, tools: Sequence[BaseTool]
@@ -211,7 +195,7 @@ class LangGraphScenarioRunner(ScenarioRunnerBase[BaseTool]):
         return LangGraphRunner(
             graph,
             context=lambda settings: ScenarioContext(dict(settings)),
-            tool_task_pollers={REPORT_TOOL: ReportTaskPoller(spec)},
+            tool_task_pollers=self.tool_task_pollers(spec),
         )
 
     def build_context_window_flow(

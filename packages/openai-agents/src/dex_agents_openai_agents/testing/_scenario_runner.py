@@ -28,7 +28,6 @@ from dex_agents.testing import ContextWindowModel
 from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
     REPORT_TOOL,
-    ReportTaskPoller,
     ScenarioAgentSpec,
     ScenarioMcpTools,
     ScenarioRunnerBase,
@@ -100,7 +99,7 @@ class OpenAIAgentsScenarioRunner(ScenarioRunnerBase[FunctionTool]):
         return OpenAIAgentsRunner(
             agent,
             run_config=run_config_for,
-            tool_task_pollers={REPORT_TOOL: ReportTaskPoller(spec)},
+            tool_task_pollers=self.tool_task_pollers(spec),
         )
 
     def build_context_window_flow(

@@ -29,13 +29,12 @@ from dex_agents.testing import ContextWindowModel
 from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
     REPORT_TOOL,
-    ReportTaskPoller,
     ScenarioAgentSpec,
     ScenarioMcpTools,
     ScenarioQuestion,
     ScenarioRunnerBase,
     ScenarioTool,
-    run_confirm_tool,
+    confirm_by_asking,
     run_scenario_tool_call,
     scripted_reply,
     start_report_task,
@@ -94,20 +93,12 @@ class StrandsScenarioRunner(ScenarioRunnerBase[AgentTool]):
                 gate: Unused.
             """
             key = require_deferred_tool_execution().idempotency_key
-            answers: list[str | None] = []
-            while isinstance(result := run_confirm_tool(spec, answers, key), ScenarioQuestion):
+
+            def ask(question: ScenarioQuestion, number: int) -> str | None:
                 # Strands' own question: the first run stops here, the next gets the answer back.
-                answers.append(
-                    tool_context.interrupt(
-                        f"{CONFIRM_TOOL}-{len(answers) + 1}",
-                        reason={
-                            "question": result.question,
-                            "choices": list(result.choices),
-                            "allows_free_text": result.allows_free_text,
-                        },
-                    )
-                )
-            return result
+                return str(tool_context.interrupt(f"{CONFIRM_TOOL}-{number}", question.payload()))
+
+            return confirm_by_asking(spec, key, ask)
 
         return tool(name=CONFIRM_TOOL, context=True)(confirm)
 
@@ -142,7 +133,7 @@ class StrandsScenarioRunner(ScenarioRunnerBase[AgentTool]):
             resolve_model=lambda settings: ScriptedModel(
                 _scenario_reply(spec, settings), model_id=_SCENARIO_MODEL_ID
             ),
-            tool_task_pollers={REPORT_TOOL: ReportTaskPoller(spec)},
+            tool_task_pollers=self.tool_task_pollers(spec),
         )
 
     def build_context_window_flow(

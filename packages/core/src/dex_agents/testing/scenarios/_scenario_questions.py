@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -56,6 +56,20 @@ class ScenarioQuestion:
     allows_free_text: bool = True
     continuation: str | None = None
 
+    def payload(self) -> dict[str, object]:
+        """The question as the JSON value a framework's own interrupt carries (LangGraph's
+        ``interrupt()`` value, a Strands interrupt's reason), which its runner reads back.
+
+        Example:
+            >>> ScenarioQuestion("Ship it?", ("yes", "no"), allows_free_text=False).payload()
+            {'question': 'Ship it?', 'choices': ['yes', 'no'], 'allows_free_text': False}
+        """
+        return {
+            "question": self.question,
+            "choices": list(self.choices),
+            "allows_free_text": self.allows_free_text,
+        }
+
 
 @dataclass(frozen=True)
 class ScenarioTaskRunning:
@@ -73,6 +87,28 @@ def run_confirm_tool(
         return ScenarioQuestion(CONFIRM_QUESTION, CONFIRM_CHOICES, allows_free_text=False)
     spec.invocation_log.record(CONFIRM_TOOL, key=idempotency_key)
     return f"confirmed: {answers[-1]}"
+
+
+def confirm_by_asking(
+    spec: ScenarioAgentSpec,
+    idempotency_key: str,
+    ask: Callable[[ScenarioQuestion, int], str | None],
+) -> str:
+    """The body of ``confirm`` for a framework whose tool asks in place: each question goes to
+    ``ask`` (with its number, from 1), the framework's own interrupt, which stops the first run and
+    returns the person's answer when the tool runs again; then the one write.
+
+    Example:
+        >>> import tempfile
+        >>> from pathlib import Path
+        >>> spec = ScenarioAgentSpec("Doc", Path(tempfile.mkdtemp()))
+        >>> confirm_by_asking(spec, "key-1", lambda question, number: "yes")
+        'confirmed: yes'
+    """
+    answers: list[str | None] = []
+    while isinstance(result := run_confirm_tool(spec, answers, idempotency_key), ScenarioQuestion):
+        answers.append(ask(result, len(answers) + 1))
+    return result
 
 
 def start_report(spec: ScenarioAgentSpec, idempotency_key: str) -> str:

@@ -30,6 +30,7 @@ from dex_agents import (
     ToolInputRequested,
     ToolPolicy,
     ToolTaskPoll,
+    ToolTaskPoller,
     ToolTaskPollOutcome,
 )
 from dex_agents.testing._context_window_scenario import ContextWindowModel
@@ -180,6 +181,9 @@ class ScenarioRunnerBase(ABC, Generic[ToolT]):
     """The features the runner supports; ``None``: every one (see ``every_scenario_feature``)."""
     reads_run_in_model_step: ClassVar[bool] = False
     context_window_guard_turns: ClassVar[int | None] = None
+    report_classifies_itself: ClassVar[bool] = False
+    """``report``'s effect comes from the framework's own tool metadata (or a tool source), so no
+    session policy names it."""
 
     @abstractmethod
     def scenario_tool(self, spec: ScenarioAgentSpec, tool: ScenarioTool) -> ToolT:
@@ -216,14 +220,20 @@ class ScenarioRunnerBase(ABC, Generic[ToolT]):
 
     def tool_policies(self, spec: ScenarioAgentSpec) -> dict[str, ToolPolicy]:
         """The policies of the spec's tools (``scenario_tool_policies``: their effects, approvals
-        and outcome checks), ``confirm`` (a write, no approval) and ``report`` (a read). Override
-        to leave out a tool the framework's own metadata classifies."""
+        and outcome checks), ``confirm`` (a write, no approval) and ``report`` (a read, unless
+        ``report_classifies_itself``). Override to leave out a tool the framework's own metadata
+        classifies."""
         policies = scenario_tool_policies(spec)
         policies[CONFIRM_TOOL] = ToolPolicy(
             ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False
         )
-        policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
+        if not self.report_classifies_itself:
+            policies[REPORT_TOOL] = ToolPolicy(ToolEffect.READ)
         return policies
+
+    def tool_task_pollers(self, spec: ScenarioAgentSpec) -> dict[str, ToolTaskPoller]:
+        """The runner's pollers by tool name: ``report``'s ``ReportTaskPoller``."""
+        return {REPORT_TOOL: ReportTaskPoller(spec)}
 
     def build_flow(self, spec: ScenarioAgentSpec) -> Flow[Any]:
         """The Flow of the scenario agent of ``spec`` under this framework."""
