@@ -10,25 +10,19 @@ from pathlib import Path
 
 import pytest
 from dex_agents import (
-    AgentInterrupt,
     AgentSessionFlow,
-    AgentSessionOptions,
     ConfigurationTypeError,
     ListedTool,
     MessageRole,
     NoDeferredToolExecutionError,
     ToolEffect,
 )
-from dex_agents.testing import (
-    read_step_history,
-    wait_for_agent_snapshot,
-    wait_for_turn_end,
-)
+from dex_agents.testing import read_step_history
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
-    SCENARIO_MCP_READ_TOOL,
-    SCENARIO_MCP_WRITE_TOOL,
     ScenarioAgentSpec,
+    ScenarioMcpTurn,
+    check_mcp_tool_refusals,
     invocation_log,
     scenario_mcp_tool_source,
 )
@@ -65,56 +59,40 @@ def _tool_use_ids(request: FakeModelRequest) -> list[str]:
 async def test_an_mcp_read_runs_in_the_harness_and_a_write_in_its_tool_step_each_with_its_key(
     tmp_path: Path, model_api: FakeAnthropicServer, dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
-    state_dir = tmp_path / "state"
-    source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
+    turn = ScenarioMcpTurn(tmp_path / "state")
+    read, *write_and_bad = [FakeToolCall(c.tool, dict(c.arguments)) for c in turn.calls]
 
     def respond(request: FakeModelRequest) -> FakeModelReply:
         if request.model_call_index == 1:
-            return FakeModelReply(tool_calls=[FakeToolCall(SCENARIO_MCP_READ_TOOL, {"gate": ""})])
+            return FakeModelReply(tool_calls=[read])
         if request.model_call_index == 2:
-            calls = [
-                FakeToolCall(SCENARIO_MCP_WRITE_TOOL, {}),
-                # The server's schema wants a string: a failed result, in the read's own Step.
-                FakeToolCall(SCENARIO_MCP_READ_TOOL, {"gate": 7}),
-            ]
-            return FakeModelReply(tool_calls=calls)
+            # The bad read's arguments: a failed result, in the read's own Step.
+            return FakeModelReply(tool_calls=write_and_bad)
         return FakeModelReply(text=" | ".join(request.tool_outputs))
 
     runner = ClaudeAgentSdkRunner(
         instructions="You check stock and send notes.",
-        tools=await mcp_sdk_tools(source),
+        tools=await mcp_sdk_tools(turn.source),
         model="claude-test",
         upstream_base_url=model_api.route("mcp", respond),
         env=FAKE_API_KEY_ENVIRONMENT,
     )
-    # The read's readOnlyHint makes it a read; the write has no hints, so it waits for approval.
-    options = AgentSessionOptions(tool_policies=source.tool_policies())
-    flow = AgentSessionFlow(runner, flow_type="McpAgent", options=options)
+    flow = AgentSessionFlow(runner, flow_type="McpAgent", options=turn.session_options())
     async with dex_in_process_worker([flow]) as dex:
-        sessions = dex.sessions(flow)
-        await sessions.start_session("s", "check the stock and send a note")
-        interrupt: AgentInterrupt = await wait_for_agent_snapshot(
-            sessions, "s", lambda s: next(iter(s.pending_interrupts), None), "the approval"
-        )
-        assert interrupt.tool_name == SCENARIO_MCP_WRITE_TOOL
-        assert invocation_log(state_dir).count("send_note") == 0
-        assert await sessions.resolve_interrupt("s", interrupt.interrupt_id, approved=True)
-        snapshot = await wait_for_turn_end(sessions, "s")
+        snapshot = await turn.run(dex.sessions(flow), "s")
     history = await read_step_history(dex.server_address, dex.scoped("s"))
     steps = [e.step_type for e in history]
 
     last = model_api.requests[-1]
     offered = {str(t["name"]): t["input_schema"] for t in last.body["tools"]}
-    for listed in source.cached_tools():  # the model sees the server's own schemas
+    for listed in turn.source.cached_tools():  # the model sees the server's own schemas
         assert offered[f"mcp__dex__{listed.name}"] == dict(listed.parameters)
     read_id, write_id, _bad_read_id = _tool_use_ids(last)
-    log = invocation_log(state_dir)
     # The inline read sent the key its call would have in a tool Step; the bad read never ran.
-    assert log.keys("lookup_stock") == [f"{dex.scoped('s')}/turn-1/{read_id}"]
-    assert log.keys("send_note") == [f"{dex.scoped('s')}/turn-1/{write_id}"]
+    turn.check_keys(dex.scoped("s"), read_id=read_id, write_id=write_id)
     (answer,) = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
     outputs = (answer or "").split(" | ")
-    assert outputs[:2] == ["lookup_stock ungated ok", "send_note ungated ok"]
+    assert outputs[:2] == [turn.read_output, turn.write_output]
     assert "invalid arguments for scenario__lookup_stock" in outputs[2]
     # Only the calls of the second response ran in tool Steps: the bad read, then the write.
     assert (steps.count("CallTool"), steps.count("CallSingleAttemptTool")) == (1, 1)
@@ -126,10 +104,7 @@ async def test_only_an_mcp_tool_source_and_its_listed_tools_are_wrapped(tmp_path
     source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
     listed = ListedTool("scenario__lookup_stock", "Look up stock.", {"type": "object"})
 
-    with pytest.raises(ConfigurationTypeError, match=r"McpToolSource, got dict"):
-        mcp_sdk_tool({}, listed)  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationTypeError, match=r"list_tools\(\) returned, got str"):
-        mcp_sdk_tool(source, "scenario__lookup_stock")  # type: ignore[arg-type]
+    check_mcp_tool_refusals(mcp_sdk_tool, source, listed)
     with pytest.raises(ConfigurationTypeError, match=r"McpToolSource, got list"):
         await mcp_sdk_tools([])  # type: ignore[arg-type]
 

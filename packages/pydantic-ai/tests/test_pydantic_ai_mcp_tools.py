@@ -5,28 +5,21 @@ package without the mcp extra."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
 from dex_agents import (
-    AgentInterrupt,
-    AgentSessionClient,
     AgentSessionFlow,
-    AgentSessionOptions,
-    ConfigurationTypeError,
     ListedTool,
     MessageRole,
 )
-from dex_agents.testing import wait_for_agent_snapshot, wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
-    SCENARIO_MCP_READ_TOOL,
-    SCENARIO_MCP_WRITE_TOOL,
     ScenarioAgentSpec,
+    ScenarioMcpTurn,
+    check_mcp_tool_refusals,
     invocation_log,
+    mcp_wrapper_error_without_mcp,
     scenario_mcp_server,
     scenario_mcp_tool_source,
 )
@@ -52,52 +45,25 @@ def _calls_then_outputs(*calls: ToolCallPart, offered: list[dict[str, Any]]) -> 
     return FunctionModel(respond)
 
 
-async def _approve_the_write(
-    sessions: AgentSessionClient, session_id: str, write_tool: str, state_dir: Path
-) -> None:
-    """The write waits for approval without having run; approve it."""
-    interrupt: AgentInterrupt = await wait_for_agent_snapshot(
-        sessions,
-        session_id,
-        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
-        "the write's approval",
-    )
-    assert interrupt.tool_name == write_tool
-    assert invocation_log(state_dir).count("send_note") == 0
-    assert await sessions.resolve_interrupt(session_id, interrupt.interrupt_id, approved=True)
-
-
 async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
     tmp_path: Path, dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
-    state_dir = tmp_path / "state"
-    source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", state_dir))
+    turn = ScenarioMcpTurn(tmp_path / "state")
     offered: list[dict[str, Any]] = []
-    model = _calls_then_outputs(
-        ToolCallPart(SCENARIO_MCP_READ_TOOL, {"gate": ""}, tool_call_id="read"),
-        ToolCallPart(SCENARIO_MCP_WRITE_TOOL, {}, tool_call_id="write"),
-        # The server's schema wants a string: its error answer is a failed result.
-        ToolCallPart(SCENARIO_MCP_READ_TOOL, {"gate": 7}, tool_call_id="bad"),
-        offered=offered,
-    )
-    agent: Agent[None, str] = Agent(model, tools=await mcp_tools(source))
-    # The read's readOnlyHint makes it a read; the write has no hints, so it waits for approval.
-    options = AgentSessionOptions(tool_policies=source.tool_policies())
-    flow = AgentSessionFlow(PydanticAIRunner(agent, stream=False), flow_type="Mcp", options=options)
+    calls = [ToolCallPart(c.tool, dict(c.arguments), tool_call_id=c.call_id) for c in turn.calls]
+    model = _calls_then_outputs(*calls, offered=offered)
+    agent: Agent[None, str] = Agent(model, tools=await mcp_tools(turn.source))
+    runner = PydanticAIRunner(agent, stream=False)
+    flow = AgentSessionFlow(runner, flow_type="Mcp", options=turn.session_options())
     async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("mcp-1", "check the stock and send a note")
-        await _approve_the_write(sessions, "mcp-1", SCENARIO_MCP_WRITE_TOOL, state_dir)
-        snapshot = await wait_for_turn_end(sessions, "mcp-1")
+        snapshot = await turn.run(worker.sessions(flow), "mcp-1")
 
-    listed = {tool.name: dict(tool.parameters) for tool in source.cached_tools()}
+    listed = {tool.name: dict(tool.parameters) for tool in turn.source.cached_tools()}
     assert offered[0] == listed  # the model sees the server's own schemas
-    log = invocation_log(state_dir)
-    assert log.keys("lookup_stock") == [worker.scoped("mcp-1") + "/turn-1/read"]
-    assert log.keys("send_note") == [worker.scoped("mcp-1") + "/turn-1/write"]
+    turn.check_keys(worker.scoped("mcp-1"))
     answer = snapshot.messages[-1]
     assert answer.role is MessageRole.ASSISTANT
-    assert (answer.text or "").startswith("lookup_stock ungated ok | send_note ungated ok | ")
+    assert (answer.text or "").startswith(f"{turn.read_output} | {turn.write_output} | ")
     failed = next(m for m in snapshot.messages if m.tool_call_id == "bad" and m.tool_output)
     assert "gate" in (failed.tool_output or "")
 
@@ -106,8 +72,8 @@ async def test_pydantic_ais_own_mcp_toolset_defers_its_calls_into_tool_steps_wit
     tmp_path: Path,
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    state_dir = tmp_path / "state"
-    server = scenario_mcp_server(ScenarioAgentSpec("Mcp", state_dir))
+    turn = ScenarioMcpTurn(tmp_path / "state")
+    server = scenario_mcp_server(turn.spec)
     toolset: MCPToolset[None] = MCPToolset(StdioTransport(server.command, list(server.args)))
     model = _calls_then_outputs(
         ToolCallPart("lookup_stock", {"gate": ""}, tool_call_id="read"),
@@ -117,14 +83,11 @@ async def test_pydantic_ais_own_mcp_toolset_defers_its_calls_into_tool_steps_wit
     agent: Agent[None, str] = Agent(model, toolsets=[toolset])
     flow = AgentSessionFlow(PydanticAIRunner(agent, stream=False), flow_type="OwnMcp")
     async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("own-1", "check the stock and send a note")
         # Its annotations reach the session: the read runs at once, the write waits.
-        await _approve_the_write(sessions, "own-1", "send_note", state_dir)
-        snapshot = await wait_for_turn_end(sessions, "own-1")
+        snapshot = await turn.run(worker.sessions(flow), "own-1", write_tool="send_note")
 
     assert snapshot.messages[-1].text == "lookup_stock ungated ok | send_note ungated ok"
-    log = invocation_log(state_dir)
+    log = invocation_log(turn.state_dir)
     # Each ran once, in its tool Step; Pydantic AI's MCP client sends no idempotency key.
     assert log.keys("lookup_stock") == [""] and log.keys("send_note") == [""]
 
@@ -133,10 +96,7 @@ async def test_only_an_mcp_tool_source_and_its_listed_tools_are_wrapped(tmp_path
     source = scenario_mcp_tool_source(ScenarioAgentSpec("Mcp", tmp_path))
     listed = ListedTool("files__read", "Read a file.", {"type": "object", "properties": {}})
 
-    with pytest.raises(ConfigurationTypeError, match=r"McpToolSource, got dict"):
-        mcp_tool({}, listed)  # type: ignore[arg-type]
-    with pytest.raises(ConfigurationTypeError, match=r"list_tools\(\) returned, got str"):
-        mcp_tool(source, "files__read")  # type: ignore[arg-type]
+    check_mcp_tool_refusals(mcp_tool, source, listed)
     tool = mcp_tool(source, listed)
     assert (tool.name, tool.description, tool.tool_def.parameters_json_schema) == (
         "files__read",
@@ -146,14 +106,5 @@ async def test_only_an_mcp_tool_source_and_its_listed_tools_are_wrapped(tmp_path
 
 
 def test_the_package_imports_without_the_mcp_extra_and_the_helper_names_it() -> None:
-    code = (
-        "import sys\nsys.modules['mcp'] = None\n"
-        "import dex_agents_pydantic_ai as adapter\n"
-        "from dex_agents import ListedTool\n"
-        "adapter.mcp_tool(object(), ListedTool('t', 'T'))\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
-    )
-    assert result.returncode != 0
-    assert 'pip install "dex-agents[mcp]"' in result.stderr.splitlines()[-1]
+    error = mcp_wrapper_error_without_mcp("dex_agents_pydantic_ai", "mcp_tool")
+    assert 'pip install "dex-agents[mcp]"' in error

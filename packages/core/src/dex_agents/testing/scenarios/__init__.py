@@ -53,6 +53,12 @@ from dex_agents.testing.scenarios._scenario_agent import (
     scripted_reply,
     session_state_dir,
 )
+from dex_agents.testing.scenarios._scenario_mcp_checks import (
+    ScenarioMcpCall,
+    ScenarioMcpTurn,
+    check_mcp_tool_refusals,
+    mcp_wrapper_error_without_mcp,
+)
 from dex_agents.testing.scenarios._scenario_mcp_server import (
     SCENARIO_MCP_READ_TOOL,
     SCENARIO_MCP_SERVER_NAME,
@@ -169,8 +175,10 @@ __all__ = [
     "ScenarioCall",
     "ScenarioCommand",
     "ScenarioFeature",
+    "ScenarioMcpCall",
     "ScenarioMcpServer",
     "ScenarioMcpTools",
+    "ScenarioMcpTurn",
     "ScenarioQuestion",
     "ScenarioReply",
     "ScenarioReportSource",
@@ -184,6 +192,7 @@ __all__ = [
     "ScenarioToolError",
     "UnknownScenarioRunnerError",
     "build_scenario_flows",
+    "check_mcp_tool_refusals",
     "confirm_by_asking",
     "confirm_tool_outcome",
     "current_scenario_session",
@@ -192,6 +201,7 @@ __all__ = [
     "list_scenario_mcp_tools",
     "load_scenario_runner",
     "mcp_extra_installed",
+    "mcp_wrapper_error_without_mcp",
     "model_gate_name",
     "model_input_user_texts",
     "model_streams",
