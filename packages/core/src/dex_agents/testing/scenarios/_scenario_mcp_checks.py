@@ -172,7 +172,7 @@ def mcp_wrapper_error_without_mcp(package: str, wrapper: str) -> str:
         AssertionError: The call did not fail.
 
     Example:
-        >>> mcp_wrapper_error_without_mcp("dex_agents", "no_such_wrapper")  # doctest: +SKIP
+        >>> mcp_wrapper_error_without_mcp("dex_agents", "no_such_wrapper")
         "AttributeError: module 'dex_agents' has no attribute 'no_such_wrapper'"
     """
     code = (
