@@ -13,6 +13,7 @@ from dex_local_engine.engine import DEFAULT_WORKER_ADDRESS
 from dex_local_engine.event_loop import choose_event_loop, run_on_event_loop
 from dex_local_engine.flow_runs import DEFAULT_CLOSED_RUN_CACHE
 from dex_local_engine.server import AddressInUseError, ServerConfig, serve
+from dex_local_engine.step_dispatch_order import DEFAULT_MAX_OVERTAKE_SECONDS
 from dex_local_engine.store import Durability, StoreError
 from dex_local_engine.streams import StreamStoreBackend
 
@@ -55,6 +56,16 @@ def _parser() -> argparse.ArgumentParser:
         help="memory (default): keep Stream messages in engine memory; disabled: keep none, "
         "like Dex's streamStore.backend: disabled (Step Stream writes are dropped, Client "
         "Stream calls answer FAILED_PRECONDITION)",
+    )
+    serve_parser.add_argument(
+        "--max-overtake-seconds",
+        type=_non_negative_seconds,
+        default=DEFAULT_MAX_OVERTAKE_SECONDS,
+        metavar="S",
+        help="Steps waiting for a free Worker slot are served oldest work first (a session "
+        "resumed after a person before turns that started later), but never before a Step that "
+        f"started waiting more than S seconds earlier (default {DEFAULT_MAX_OVERTAKE_SECONDS:g};"
+        " 0: in arrival order)",
     )
     history_parser = commands.add_parser(
         "history", help="print every event of a Flow's history as JSON lines"
@@ -100,6 +111,16 @@ def _non_negative(text: str) -> int:
     return number
 
 
+def _non_negative_seconds(text: str) -> float:
+    try:
+        number = float(text)
+    except ValueError:
+        number = -1.0
+    if not number >= 0 or number == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds, 0 or more, got {text!r}")
+    return number
+
+
 def _address_problem(address: str) -> str | None:
     host, separator, port = address.rpartition(":")
     if not separator or not host:
@@ -129,6 +150,7 @@ def _run_serve(arguments: argparse.Namespace) -> int:
         worker_address,
         arguments.closed_run_cache,
         StreamStoreBackend(arguments.stream_store),
+        arguments.max_overtake_seconds,
     )
     try:
         run_on_event_loop(serve(config), loop_factory)

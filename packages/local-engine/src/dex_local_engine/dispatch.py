@@ -58,6 +58,10 @@ class DispatchTask:
     stream), so a heartbeat timeout counts only time spent on a Worker and the attempt's in-flight
     marker exists only while a Worker may run it. A dispatch that ends with
     :class:`TaskNotStarted` leaves the ``False`` to its caller."""
+    work_started_at: float | None = None
+    """For a Step's method: when the work the Step continues started (wall seconds, see
+    :mod:`dex_local_engine.step_dispatch_order`); Steps waiting for a free Worker slot are offered
+    one oldest work first. None: in arrival order (an RPC)."""
 
 
 def note_on_worker(task: DispatchTask, on_worker: bool) -> None:

@@ -102,6 +102,10 @@ class StepExecution:
     wait_for_failed: bool = False
     locals: dict[str, pb.Value] = field(default_factory=dict)
     method_started_at: float = 0.0
+    work_started_at: float = 0.0
+    """When the work this Step continues started (wall seconds): waiting for a free Worker slot,
+    Steps of older work go first (see :mod:`dex_local_engine.step_dispatch_order`). 0 in a
+    snapshot written before it existed: the oldest work, within the overtaking bound."""
 
     @property
     def method(self) -> MethodKind:

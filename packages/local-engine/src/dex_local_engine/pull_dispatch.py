@@ -42,6 +42,10 @@ Protocol, as the Dex SDK's pull Worker expects it:
   break before the task was written raises :class:`TaskNotStarted` (same attempt). After output,
   any end of the stream raises :class:`WorkerLost`. A clean half-close and a break both read as
   EOF on the server; a ``ping`` written after the EOF tells them apart (it fails on a broken call).
+- Tasks waiting for a stream: RPCs first, first come, first served; Steps oldest work first
+  (the Steps of work under way, such as a session resumed after a person, before the Steps of
+  work that started later), with a bound so new work still starts: see
+  :mod:`dex_local_engine.step_dispatch_order`. A declined task keeps its place.
 - Idle streams are offered least-busy Worker first, registered before held spares, then
   longest-idle stream first.
 """
@@ -80,6 +84,7 @@ from dex_local_engine.pull_worker_registry import (
     WriteRefusedEvent,
 )
 from dex_local_engine.request_decoding import UndecodableRequest
+from dex_local_engine.step_dispatch_order import DEFAULT_MAX_OVERTAKE_SECONDS, StepDispatchOrder
 
 __all__ = ["PullDispatchStats", "PullDispatcher", "PullStreamInfo"]
 
@@ -95,6 +100,13 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
     Args:
         no_capacity_retry_seconds: the longest wait between probes of a Worker at a bound
             learned from its declines for lack of capacity; probes start 2 ms after a decline.
+        max_overtake_seconds: Steps waiting for a free slot are offered one oldest work first,
+            but never before a Step that started waiting more than this earlier (0: in arrival
+            order); see :mod:`dex_local_engine.step_dispatch_order`.
+
+    Raises:
+        EngineConfigurationError: ``no_capacity_retry_seconds`` not positive, or
+            ``max_overtake_seconds`` negative.
 
     Example:
         >>> pull = PullDispatcher()
@@ -102,12 +114,23 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
         ...     handle(frame)
     """
 
-    def __init__(self, *, no_capacity_retry_seconds: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        no_capacity_retry_seconds: float = 1.0,
+        max_overtake_seconds: float = DEFAULT_MAX_OVERTAKE_SECONDS,
+    ) -> None:
         if no_capacity_retry_seconds <= 0:
             raise EngineConfigurationError(
                 f"no_capacity_retry_seconds must be positive, got {no_capacity_retry_seconds}"
             )
-        self._registry = PullWorkerRegistry(no_capacity_retry_seconds)
+        if max_overtake_seconds < 0:
+            raise EngineConfigurationError(
+                f"max_overtake_seconds must be 0 or more, got {max_overtake_seconds}"
+            )
+        self._registry = PullWorkerRegistry(
+            no_capacity_retry_seconds, step_order=StepDispatchOrder(max_overtake_seconds)
+        )
 
     # Dispatcher ----------------------------------------------------------------------------
 
@@ -122,8 +145,10 @@ class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
                 but before the final frame.
         """
         exclusions = Exclusions()
+        # A declined task waits again in the place it had.
+        waiting_since = self._registry.waiting_since()
         while True:
-            assignment = await self._registry.acquire(task, exclusions)
+            assignment = await self._registry.acquire(task, exclusions, waiting_since)
             delivered = asyncio.get_running_loop().create_future()
             try:
                 response = pb.PollWorkerTaskResponse(task=_poll_worker_task(task))

@@ -3,7 +3,8 @@
 A pull Worker opens one ``PollWorkerTask`` stream per queue it polls (its sticky queue, named by its
 app Worker ID, and one per Flow type) and keeps opening and retiring them. Each stream carries at
 most one task at a time. :class:`PullWorkerRegistry` holds the open streams, queues the tasks
-waiting for a stream (first come, first served), and routes the frames a Worker sends back to the
+waiting for a stream (RPCs first come, first served; Steps by the age of their work, see
+:mod:`dex_local_engine.step_dispatch_order`), and routes the frames a Worker sends back to the
 task they belong to. It is single-threaded: every method runs on the event loop of the gRPC server.
 
 The SDK keeps ``idle_streams_per_queue`` (usually one) idle *registered* streams per queue: when a
@@ -29,6 +30,7 @@ from dex.dexpb import dex_pb2 as pb
 
 from dex_local_engine.dispatch import DispatchTask, TaskFrame
 from dex_local_engine.pull_worker_capacity import WorkerCapacity
+from dex_local_engine.step_dispatch_order import OrderedWaiters, StepDispatchOrder
 
 _LOGGER = logging.getLogger(__name__)
 
@@ -274,6 +276,9 @@ class PullWorkerRegistry:
         no_capacity_retry_seconds: the longest wait between probes of a Worker at a bound
             learned from its declines (see :mod:`dex_local_engine.pull_worker_capacity`).
         clock: monotonic seconds, for the probes' delays (tests pass their own).
+        step_order: the order in which waiting Steps are offered a stream (by the age of their
+            work, see :mod:`dex_local_engine.step_dispatch_order`).
+        wall_clock: wall seconds, the clock of a task's ``work_started_at`` (tests pass their own).
     """
 
     def __init__(
@@ -281,15 +286,20 @@ class PullWorkerRegistry:
         no_capacity_retry_seconds: float = 1.0,
         *,
         clock: Callable[[], float] = time.monotonic,
+        step_order: StepDispatchOrder | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._retry_seconds = no_capacity_retry_seconds
         self._clock = clock
+        self._step_order = step_order or StepDispatchOrder()
+        self._wall_clock = wall_clock
         self._stream_ids = itertools.count(1)
         self._streams: dict[int, WorkerStream] = {}
         self._workers: dict[str, _Worker] = {}
-        # Steps (True) and RPCs (False) waiting for a stream, each insertion-ordered (oldest
-        # first) with O(1) removal: many tasks wait at the Workers' bound.
-        self._waiters: dict[bool, dict[_Waiter, None]] = {True: {}, False: {}}
+        # RPCs waiting for a stream, insertion-ordered (oldest first) with O(1) removal, and
+        # Steps, ordered by the age of their work: many tasks wait at the Workers' bound.
+        self._rpc_waiters: dict[_Waiter, None] = {}
+        self._step_waiters: OrderedWaiters[_Waiter] = OrderedWaiters()
         self._retry_timer: asyncio.TimerHandle | None = None
         self._retry_at: float | None = None
         self._changed = asyncio.Event()
@@ -415,21 +425,34 @@ class PullWorkerRegistry:
 
     # Tasks ---------------------------------------------------------------------------------
 
-    async def acquire(self, task: DispatchTask, exclusions: Exclusions) -> Assignment:
+    def waiting_since(self) -> float:
+        """Now on the clock :meth:`acquire`'s ``waiting_since`` is read on (wall seconds)."""
+        return self._wall_clock()
+
+    async def acquire(
+        self, task: DispatchTask, exclusions: Exclusions, waiting_since: float | None = None
+    ) -> Assignment:
         """Wait for an idle stream that serves ``task`` and bind the task to it.
 
-        Waits without limit; cancel the caller to stop waiting.
+        ``waiting_since``: when the task first waited (:meth:`waiting_since`; now if None), so a
+        task declined and waiting again keeps its place among the Steps. Waits without limit;
+        cancel the caller to stop waiting.
         """
         future = asyncio.get_running_loop().create_future()
         waiter = _Waiter(task, exclusions, future, _is_step(task))
-        self._waiters[waiter.is_step][waiter] = None
-        # Every older waiter already had its chance at the streams idle now.
+        if waiter.is_step:
+            since = self._wall_clock() if waiting_since is None else waiting_since
+            order = self._step_order.key(work_started_at=task.work_started_at, waiting_since=since)
+            self._step_waiters.add(waiter, order)
+        else:
+            self._rpc_waiters[waiter] = None
+        # Every waiter already had its chance at the streams idle now.
         self._match(only=waiter)
         try:
             return await waiter.future
         except asyncio.CancelledError:
-            if waiter in self._waiters[waiter.is_step]:
-                del self._waiters[waiter.is_step][waiter]
+            if self._is_waiting(waiter):
+                self._forget_waiter(waiter)
             elif waiter.future.done() and not waiter.future.cancelled():
                 # Bound to a stream just as the caller was cancelled: give the stream back.
                 self.release_unsent(waiter.future.result())
@@ -491,9 +514,19 @@ class PullWorkerRegistry:
         self._changed.set()
         self._match()
 
+    def _is_waiting(self, waiter: _Waiter) -> bool:
+        return waiter in (self._step_waiters if waiter.is_step else self._rpc_waiters)
+
+    def _forget_waiter(self, waiter: _Waiter) -> None:
+        if waiter.is_step:
+            self._step_waiters.discard(waiter)
+        else:
+            self._rpc_waiters.pop(waiter, None)
+
     def _match(self, only: _Waiter | None = None) -> None:
-        """Offer idle streams to waiting tasks, RPCs then Steps (a client waits on an RPC), each
-        oldest first; ``only``: just that new task (every older one had its chance already).
+        """Offer idle streams to waiting tasks, RPCs then Steps (a client waits on an RPC), RPCs
+        oldest first, Steps in their dispatch order; ``only``: just that new task (every other
+        one had its chance at the streams idle now already).
 
         Cheap when tasks queue at the Workers' bound, as it runs on every task's end: only the
         streams of Workers below their bound for the kind are looked at, and the waiting tasks
@@ -503,7 +536,9 @@ class PullWorkerRegistry:
         retry_at: float | None = None
         for is_step in (False, True):
             if only is None:
-                waiters: Iterable[_Waiter] = tuple(self._waiters[is_step])
+                waiters: Iterable[_Waiter] = (
+                    iter(self._step_waiters) if is_step else tuple(self._rpc_waiters)
+                )
             else:
                 waiters = (only,) if only.is_step is is_step else ()
             if waiters and not self._offer(waiters, is_step, now):
@@ -511,8 +546,8 @@ class PullWorkerRegistry:
         self._schedule_retry(retry_at, now, replace_timer=only is None)
 
     def _offer(self, waiters: Iterable[_Waiter], is_step: bool, now: float) -> bool:
-        """Bind ``waiters`` (all Steps, or all RPCs) to idle streams that may take them, oldest
-        first. Returns False when one is left waiting."""
+        """Bind ``waiters`` (all Steps, or all RPCs) to idle streams that may take them, in the
+        given order. Returns False when one is left waiting."""
         candidates = [
             stream
             for worker in self._workers.values()
@@ -522,7 +557,7 @@ class PullWorkerRegistry:
         all_bound = True
         for waiter in waiters:
             if waiter.future.done():
-                self._waiters[is_step].pop(waiter, None)
+                self._forget_waiter(waiter)
                 continue
             if not candidates:
                 return False
@@ -544,7 +579,7 @@ class PullWorkerRegistry:
         capacity = self._workers[stream.app_worker_id].capacity
         assignment.is_probe = capacity.offered(now, is_step=waiter.is_step)
         self._count("tasks_offered")
-        del self._waiters[waiter.is_step][waiter]
+        self._forget_waiter(waiter)
         waiter.future.set_result(assignment)
 
     def _next_probe_at(self, now: float) -> float | None:

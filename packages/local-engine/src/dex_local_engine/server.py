@@ -28,6 +28,7 @@ from dex_local_engine.listening_dispatch import ListeningDispatcher
 from dex_local_engine.pull_dispatch import PullDispatcher
 from dex_local_engine.request_checks import refuse_bad_request
 from dex_local_engine.request_decoding import add_decoding_servicer
+from dex_local_engine.step_dispatch_order import DEFAULT_MAX_OVERTAKE_SECONDS
 from dex_local_engine.store import Durability, Store
 from dex_local_engine.streams import StreamStore, StreamStoreBackend
 
@@ -67,6 +68,9 @@ class ServerConfig:
     """Closed runs kept in memory after they closed or were read (0: none)."""
     stream_store: StreamStoreBackend = StreamStoreBackend.MEMORY
     """Where Stream messages live; ``DISABLED`` keeps none, like Dex's disabled Stream Store."""
+    max_overtake_seconds: float = DEFAULT_MAX_OVERTAKE_SECONDS
+    """Steps waiting for a free pull Worker slot go oldest work first, but never before a Step
+    that started waiting more than this earlier (see :mod:`dex_local_engine.step_dispatch_order`)."""
 
 
 class _DispatcherRouter:
@@ -148,7 +152,10 @@ class EngineServer:
         if port == 0:
             store.close()
             raise AddressInUseError(f"cannot listen on {config.address}: address in use or invalid")
-        pull = PullDispatcher(no_capacity_retry_seconds=_NO_CAPACITY_RETRY_SECONDS)
+        pull = PullDispatcher(
+            no_capacity_retry_seconds=_NO_CAPACITY_RETRY_SECONDS,
+            max_overtake_seconds=config.max_overtake_seconds,
+        )
         streams = StreamStore(backend=config.stream_store)
 
         def write_stream(run: FlowRun, step_execution_id: str, frame: pb.StepStreamWrite) -> None:

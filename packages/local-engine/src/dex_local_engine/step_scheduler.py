@@ -180,8 +180,12 @@ class StepScheduler:
         recovery: pb.RecoveryErrorInfo | None = None,
         *,
         has_input: bool = True,
+        work_started_at: float | None = None,
     ) -> StepExecution:
-        """Add the Step execution ``movement`` asks for to ``run`` (not yet committed)."""
+        """Add the Step execution ``movement`` asks for to ``run`` (not yet committed).
+
+        ``work_started_at``: the moving Step's, when a Step moves to it; else new work, ``now``.
+        """
         if not movement.step_type:
             raise errors.invalid_argument("a Step movement has no step_type")
         number = run.step_counts.get(movement.step_type, 0) + 1
@@ -196,6 +200,7 @@ class StepScheduler:
             recovery_error=recovery,
             phase=StepPhase.EXECUTE if movement.step_options.skip_wait_for else StepPhase.WAIT_FOR,
             has_input=has_input,
+            work_started_at=now if work_started_at is None else work_started_at,
         )
         run.steps[step.step_execution_id] = step
         return step
@@ -248,12 +253,18 @@ class StepScheduler:
             ):
                 self.end_step(run, step)
 
-    def after_steps_changed(self, run: FlowRun, started: list[StepExecution]) -> None:
-        """Close a gracefully ending run, move ready Steps on, commit, launch ``started``."""
+    def after_steps_changed(
+        self, run: FlowRun, started: list[StepExecution], *, by_step: bool = False
+    ) -> None:
+        """Close a gracefully ending run, move ready Steps on, commit, launch ``started``.
+
+        ``by_step``: a Step's method caused the change (not a client or an RPC), so waits it ends
+        continue the run's work (see :meth:`evaluate_waiting`).
+        """
         if run.is_running and run.graceful_close_pending and not run.steps:
             self.closer.close(run, pb.FLOW_STATUS_COMPLETED, NO_ERROR, "")
         if run.is_running:
-            self.evaluate_waiting(run, commit=False)
+            self.evaluate_waiting(run, commit=False, by_step=by_step)
         self._journal.commit(run)
         if run.is_running:
             for new_step in started:
@@ -400,7 +411,7 @@ class StepScheduler:
             started = self.sub_flows.start(run, step, response.waiting_condition)
         else:
             _reset_method(step, StepPhase.EXECUTE)
-        self.evaluate_waiting(run, commit=False)
+        self.evaluate_waiting(run, commit=False, by_step=True)
         self._journal.commit(run)
         for child in started:
             self.sub_flows.begin(child)
@@ -433,7 +444,7 @@ class StepScheduler:
         )
         self.end_step(run, step)
         started = self.apply_decision(run, step, response.step_decision)
-        self.after_steps_changed(run, started)
+        self.after_steps_changed(run, started, by_step=True)
 
     def apply_decision(
         self, run: FlowRun, step: StepExecution, decision: pb.StepDecision
@@ -478,7 +489,9 @@ class StepScheduler:
         if kind == pb.CLOSE_DECISION_TYPE_DEAD_END:
             return []
         return [
-            self.new_step(run, movement, step.step_execution_id, now)
+            self.new_step(
+                run, movement, step.step_execution_id, now, work_started_at=step.work_started_at
+            )
             for movement in decision.next_steps
         ]
 
@@ -575,7 +588,14 @@ class StepScheduler:
             )
             recovery = pb.RecoveryErrorInfo(detail=detail, error_type=error.error_type)
             started.append(
-                self.new_step(run, movement, step.step_execution_id, time.time(), recovery)
+                self.new_step(
+                    run,
+                    movement,
+                    step.step_execution_id,
+                    time.time(),
+                    recovery,
+                    work_started_at=step.work_started_at,
+                )
             )
         else:
             self.closer.close(
@@ -584,12 +604,19 @@ class StepScheduler:
                 pb.FLOW_ERROR_TYPE_WORKER_API_FAIL,
                 flow_failure_message(error),
             )
-        self.after_steps_changed(run, started)
+        self.after_steps_changed(run, started, by_step=True)
 
     # ------------------------------------------------------------------ conditions
 
-    def evaluate_waiting(self, run: FlowRun, *, commit: bool = True) -> None:
-        """Move every waiting Step whose conditions now hold to execute."""
+    def evaluate_waiting(self, run: FlowRun, *, commit: bool = True, by_step: bool = False) -> None:
+        """Move every waiting Step whose conditions now hold to execute.
+
+        ``by_step``: what ended the waits is a Step's method (its writes); otherwise a client, an
+        RPC, a Timer or a SubFlow did. Such an outside end of the waits of a run that has no other
+        Step execution starts new work (``work_started_at`` now); any other end of a wait
+        continues the work the waiting Step belongs to (see
+        :mod:`dex_local_engine.step_dispatch_order`).
+        """
         if not run.is_running:
             return
         now = time.time()
@@ -600,6 +627,10 @@ class StepScheduler:
             ):
                 step.phase = StepPhase.EXECUTE
                 ready.append(step)
+        if ready and not by_step and len(ready) == len(run.steps):
+            # The run had nothing else under way: what the outside asked for is new work.
+            for step in ready:
+                step.work_started_at = now
         if ready and commit:
             self._journal.commit(run)
         for step in ready:

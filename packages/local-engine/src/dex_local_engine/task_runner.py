@@ -149,6 +149,7 @@ class TaskRunner:
             request=request,
             deadline=datetime.fromtimestamp(time.time() + timeout, UTC),
             on_worker=note_on_worker,
+            work_started_at=None if step is None else step.work_started_at,
         )
         reached = False
         frames = self._dispatchers(listening).dispatch(task).__aiter__()
