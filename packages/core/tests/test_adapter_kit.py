@@ -34,7 +34,7 @@ from dex_agents import (
     current_deferred_tool_execution,
     require_deferred_tool_execution,
 )
-from dex_agents.adapters import McpToolFactory
+from dex_agents.adapters import McpTool, McpToolFactory
 from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
@@ -248,3 +248,32 @@ def test_the_mcp_tool_factory_refuses_what_is_not_a_source_or_a_listed_tool() ->
     factory = McpToolFactory(lambda mcp: mcp, function_name="wrap_tool")
     with pytest.raises(ConfigurationTypeError, match="McpToolSource"):
         factory.tool(_RecordingToolSource(), ListedTool("x", "y"))  # type: ignore[arg-type]
+
+
+def _agent_name(mcp: McpTool) -> str:
+    return mcp.name
+
+
+async def test_the_mcp_tool_factory_makes_the_adapters_two_public_functions() -> None:
+    factory = McpToolFactory(_agent_name, function_name="mcp_name")
+    mcp_name, mcp_names = factory.public_functions(
+        "its agent name", example="names = {tools}", note="Only the name."
+    )
+
+    # Named for the module that wraps (the adapter's), the listing one by the plural.
+    assert (mcp_name.__module__, mcp_name.__qualname__) == (__name__, "mcp_name")
+    assert (mcp_names.__module__, mcp_names.__name__) == (__name__, "mcp_names")
+    assert mcp_name.__doc__ is not None and mcp_names.__doc__ is not None
+    assert mcp_name.__doc__.startswith("One listed tool of ``source`` as its agent name.\n\n")
+    assert "Only the name." in mcp_name.__doc__ and "Only the name." not in mcp_names.__doc__
+    assert ">>> names = [mcp_name(tools, t) for t in tools.cached_tools()]" in mcp_name.__doc__
+    assert ">>> names = [*my_tools, *await mcp_names(tools)]" in mcp_names.__doc__
+    for doc in (mcp_name.__doc__, mcp_names.__doc__):
+        assert "Raises:\n    ConfigurationTypeError:" in doc
+    # Both check their source as the factory does.
+    with pytest.raises(ConfigurationTypeError, match="McpToolSource"):
+        mcp_name(_RecordingToolSource(), ListedTool("x", "y"))  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationTypeError, match="McpToolSource"):
+        await mcp_names(_RecordingToolSource())  # type: ignore[arg-type]
+    other, others = factory.public_functions("a name", example="{tools}", tools_function="names")
+    assert (other.__name__, others.__name__) == ("mcp_name", "names")

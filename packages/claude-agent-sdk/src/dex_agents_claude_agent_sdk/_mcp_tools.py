@@ -19,21 +19,14 @@ decides; inside the harness it is a failed result.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from claude_agent_sdk import SdkMcpTool, tool
-from dex_agents import (
-    ListedTool,
-    ToolEffect,
-    require_deferred_tool_execution,
-)
+from dex_agents import ToolEffect, require_deferred_tool_execution
 from dex_agents.adapters import McpTool, McpToolFactory
 from mcp.types import ToolAnnotations
 
 from dex_agents_claude_agent_sdk._inline_reads import current_inline_read
-
-if TYPE_CHECKING:
-    from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_sdk_tool", "mcp_sdk_tools"]
 
@@ -58,43 +51,12 @@ def _sdk_tool(mcp: McpTool) -> SdkMcpTool[Any]:
 
 
 _FACTORY = McpToolFactory(_sdk_tool, function_name="mcp_sdk_tool")
-
-
-def mcp_sdk_tool(source: McpToolSource, listed: ListedTool) -> SdkMcpTool[Any]:
-    """One listed tool of ``source`` as a ``claude_agent_sdk.tool`` for ``ClaudeAgentSdkRunner``.
-
-    Its handler runs only under the runner: in the call's tool Step (a write) or inside the harness
-    (a read); anywhere else it raises ``NoDeferredToolExecutionError``.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``listed`` is not a
-            tool it listed (a ``ListedTool``).
-
-    Example:
-        >>> await files.list_tools()
-        >>> tools = [mcp_sdk_tool(files, listed) for listed in files.cached_tools()]
-        >>> runner = ClaudeAgentSdkRunner(instructions="You manage reports.", tools=tools)
-    """
-    return _FACTORY.tool(source, listed)
-
-
-async def mcp_sdk_tools(source: McpToolSource, *, refresh: bool = False) -> list[SdkMcpTool[Any]]:
-    """List ``source`` and return each of its tools as a ``claude_agent_sdk.tool``.
-
-    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
-    policies. ``refresh=True`` lists every server again now.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
-
-    Example:
-        >>> files = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
-        >>> runner = ClaudeAgentSdkRunner(
-        ...     instructions="You manage reports.", tools=[*my_tools, *await mcp_sdk_tools(files)]
-        ... )
-        >>> options = AgentSessionOptions(tool_policies={**files.tool_policies(), **my_policies})
-    """
-    return await _FACTORY.tools(source, refresh=refresh)
+mcp_sdk_tool, mcp_sdk_tools = _FACTORY.public_functions(
+    "a ``claude_agent_sdk.tool`` for ``ClaudeAgentSdkRunner``",
+    note="Its handler runs only under the runner: in the call's tool Step (a write) or inside the "
+    "harness\n(a read); anywhere else it raises ``NoDeferredToolExecutionError``.",
+    example='runner = ClaudeAgentSdkRunner(instructions="You manage reports.", tools={tools})',
+)
 
 
 def _object_schema(mcp: McpTool) -> dict[str, Any]:

@@ -13,17 +13,13 @@ The tools' effects, and the mcp extra: see ``dex_agents.adapters.McpToolFactory`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dex_agents import ListedTool
 from dex_agents.adapters import McpTool, McpToolFactory
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import StructuredTool, ToolException
 
 from dex_agents_langgraph._tool_context import get_tool_call_idempotency_key
-
-if TYPE_CHECKING:
-    from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_structured_tool", "mcp_structured_tools"]
 
@@ -39,37 +35,7 @@ def _structured_tool(mcp: McpTool) -> StructuredTool:
 
 
 _FACTORY = McpToolFactory(_structured_tool, function_name="mcp_structured_tool")
-
-
-def mcp_structured_tool(source: McpToolSource, tool: ListedTool) -> StructuredTool:
-    """One listed tool of ``source`` as a schema-only ``StructuredTool`` that runs in its tool Step.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``tool`` is not a
-            tool it listed (a ``ListedTool``).
-
-    Example:
-        >>> await tools.list_tools()
-        >>> mcp = [mcp_structured_tool(tools, listed) for listed in tools.cached_tools()]
-        >>> graph = create_react_agent(model, [*my_tools, *mcp])
-    """
-    return _FACTORY.tool(source, tool)
-
-
-async def mcp_structured_tools(
-    source: McpToolSource, *, refresh: bool = False
-) -> list[StructuredTool]:
-    """List ``source`` and return each of its tools as a schema-only ``StructuredTool``.
-
-    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
-    policies. ``refresh=True`` lists every server again now.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
-
-    Example:
-        >>> tools = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
-        >>> graph = create_react_agent(model, [*my_tools, *await mcp_structured_tools(tools)])
-        >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
-    """
-    return await _FACTORY.tools(source, refresh=refresh)
+mcp_structured_tool, mcp_structured_tools = _FACTORY.public_functions(
+    "a schema-only ``StructuredTool`` that runs in its tool Step",
+    example="graph = create_react_agent(model, {tools})",
+)

@@ -12,17 +12,13 @@ The tools' effects, and the mcp extra: see ``dex_agents.adapters.McpToolFactory`
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agents import FunctionTool
 from agents.tool_context import ToolContext
-from dex_agents import ListedTool
 from dex_agents.adapters import McpTool, McpToolFactory
 
 from dex_agents_openai_agents._deferred_tool_execution import get_current_deferred_tool_execution
-
-if TYPE_CHECKING:
-    from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_function_tool", "mcp_function_tools"]
 
@@ -45,34 +41,7 @@ def _function_tool(mcp: McpTool) -> FunctionTool:
 
 
 _FACTORY = McpToolFactory(_function_tool, function_name="mcp_function_tool")
-
-
-def mcp_function_tool(source: McpToolSource, tool: ListedTool) -> FunctionTool:
-    """One listed tool of ``source`` as a schema-only ``FunctionTool`` that runs in its tool Step.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``tool`` is not a
-            tool it listed (a ``ListedTool``).
-
-    Example:
-        >>> await tools.list_tools()
-        >>> agent = Agent(name="ops", tools=[mcp_function_tool(tools, t) for t in tools.cached_tools()])
-    """
-    return _FACTORY.tool(source, tool)
-
-
-async def mcp_function_tools(source: McpToolSource, *, refresh: bool = False) -> list[FunctionTool]:
-    """List ``source`` and return each of its tools as a schema-only ``FunctionTool``.
-
-    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
-    policies. ``refresh=True`` lists every server again now.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
-
-    Example:
-        >>> tools = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
-        >>> agent = Agent(name="ops", tools=[*my_tools, *await mcp_function_tools(tools)])
-        >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
-    """
-    return await _FACTORY.tools(source, refresh=refresh)
+mcp_function_tool, mcp_function_tools = _FACTORY.public_functions(
+    "a schema-only ``FunctionTool`` that runs in its tool Step",
+    example='agent = Agent(name="ops", tools={tools})',
+)

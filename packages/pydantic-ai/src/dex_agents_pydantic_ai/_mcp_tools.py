@@ -12,16 +12,12 @@ The tools' effects, and the mcp extra: see ``dex_agents.adapters.McpToolFactory`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from dex_agents import ListedTool
 from dex_agents.adapters import McpTool, McpToolFactory
 from pydantic_ai import RunContext, Tool, ToolFailed
 
 from dex_agents_pydantic_ai._idempotency import deferred_tool_idempotency_key
-
-if TYPE_CHECKING:
-    from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_tool", "mcp_tools"]
 
@@ -42,34 +38,7 @@ def _pydantic_ai_tool(mcp: McpTool) -> Tool[Any]:
 
 
 _FACTORY = McpToolFactory(_pydantic_ai_tool, function_name="mcp_tool")
-
-
-def mcp_tool(source: McpToolSource, tool: ListedTool) -> Tool[Any]:
-    """One listed tool of ``source`` as a ``Tool.from_schema`` tool that runs in its tool Step.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``tool`` is not a
-            tool it listed (a ``ListedTool``).
-
-    Example:
-        >>> await tools.list_tools()
-        >>> agent = Agent(model, tools=[mcp_tool(tools, listed) for listed in tools.cached_tools()])
-    """
-    return _FACTORY.tool(source, tool)
-
-
-async def mcp_tools(source: McpToolSource, *, refresh: bool = False) -> list[Tool[Any]]:
-    """List ``source`` and return each of its tools as a schema-only Pydantic AI tool.
-
-    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
-    policies. ``refresh=True`` lists every server again now.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
-
-    Example:
-        >>> tools = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
-        >>> agent = Agent(model, tools=[*my_tools, *await mcp_tools(tools)])
-        >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
-    """
-    return await _FACTORY.tools(source, refresh=refresh)
+mcp_tool, mcp_tools = _FACTORY.public_functions(
+    "a schema-only ``Tool.from_schema`` tool that runs in its tool Step",
+    example="agent = Agent(model, tools={tools})",
+)

@@ -13,15 +13,12 @@ from the source's listing: pass ``{**source.tool_policies(), **your_policies}`` 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any
 
-from dex_agents import ListedTool, require_deferred_tool_execution
+from dex_agents import require_deferred_tool_execution
 from dex_agents.adapters import McpTool, McpToolFactory
 from strands.tools import PythonAgentTool
 from strands.types.tools import ToolResult, ToolSpec, ToolUse
-
-if TYPE_CHECKING:
-    from dex_agents.mcp import McpToolSource
 
 __all__ = ["mcp_tool", "mcp_tools"]
 
@@ -49,35 +46,8 @@ def _wrap(mcp: McpTool) -> PythonAgentTool:
     return PythonAgentTool(mcp.name, spec, call)  # type: ignore[arg-type]
 
 
-_FACTORY: Final = McpToolFactory(_wrap, function_name="mcp_tool")
-
-
-def mcp_tool(source: McpToolSource, tool: ListedTool) -> PythonAgentTool:
-    """One listed tool of ``source`` as a Strands tool that runs in its tool Step.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``tool`` is not a
-            tool it listed (a ``ListedTool``).
-
-    Example:
-        >>> await tools.list_tools()
-        >>> agent = Agent(model=model, tools=[mcp_tool(tools, t) for t in tools.cached_tools()])
-    """
-    return _FACTORY.tool(source, tool)
-
-
-async def mcp_tools(source: McpToolSource, *, refresh: bool = False) -> list[PythonAgentTool]:
-    """List ``source`` and return each of its tools as a Strands tool.
-
-    Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
-    policies. ``refresh=True`` lists every server again now.
-
-    Raises:
-        ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
-
-    Example:
-        >>> tools = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
-        >>> agent = Agent(model=model, tools=[*my_tools, *await mcp_tools(tools)])
-        >>> options = AgentSessionOptions(tool_policies={**tools.tool_policies(), **my_policies})
-    """
-    return await _FACTORY.tools(source, refresh=refresh)
+_FACTORY = McpToolFactory(_wrap, function_name="mcp_tool")
+mcp_tool, mcp_tools = _FACTORY.public_functions(
+    "a Strands tool that runs in its tool Step",
+    example="agent = Agent(model=model, tools={tools})",
+)

@@ -14,7 +14,8 @@ framework-specific and every runner records the same outcome for the same situat
 - ``ToolSourceRoutes``: the routes of a runner's ``ToolSource`` calls back to the source that
   built them (tool Step, task poll, cancellation), on any Worker;
 - ``McpToolFactory``: one factory for the wrappers of MCP tools, given how the framework makes its
-  tool type from an ``McpTool``.
+  tool type from an ``McpTool``, and the adapter's two public functions over it
+  (``public_functions``).
 
 See "Writing an adapter" in the docs for the smallest runner that passes the shared suite.
 
@@ -32,7 +33,13 @@ from dex_agents._tool_source_routes import (
     ToolSourceRoutes,
 )
 from dex_agents.adapters._adapter_runner import AdapterRunner, check_tool_task_pollers
-from dex_agents.adapters._mcp_tools import McpTool, McpToolFactory, McpToolSourceLike
+from dex_agents.adapters._mcp_tools import (
+    McpTool,
+    McpToolFactory,
+    McpToolFunction,
+    McpToolsFunction,
+    McpToolSourceLike,
+)
 from dex_agents.adapters._tool_outcomes import (
     UNKNOWN_TOOL_POLICY,
     check_tool_arguments,
@@ -47,7 +54,9 @@ __all__ = [
     "AdapterRunner",
     "McpTool",
     "McpToolFactory",
+    "McpToolFunction",
     "McpToolSourceLike",
+    "McpToolsFunction",
     "ModelCallCountState",
     "SourceTaskPoller",
     "ToolSourceMissingError",

@@ -26,9 +26,10 @@ from dex_agents.exceptions import ToolExecutionError
 if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
-__all__ = ["McpTool", "McpToolFactory", "McpToolSourceLike"]
+__all__ = ["McpTool", "McpToolFactory", "McpToolFunction", "McpToolSourceLike", "McpToolsFunction"]
 
 ToolT = TypeVar("ToolT")
+ToolT_co = TypeVar("ToolT_co", covariant=True)
 
 
 class McpToolSourceLike(Protocol):
@@ -45,6 +46,20 @@ class McpToolSourceLike(Protocol):
         events: AgentEventWriter | None = None,
         tool_call_id: str | None = None,
     ) -> str: ...
+
+
+class McpToolFunction(Protocol[ToolT_co]):
+    """An adapter's public function that makes one listed tool of a source in its tool type
+    (``McpToolFactory.public_functions``)."""
+
+    def __call__(self, source: McpToolSource, tool: ListedTool) -> ToolT_co: ...
+
+
+class McpToolsFunction(Protocol[ToolT]):
+    """An adapter's public function that lists a source and makes each of its tools in its tool
+    type (``McpToolFactory.public_functions``)."""
+
+    async def __call__(self, source: McpToolSource, *, refresh: bool = False) -> list[ToolT]: ...
 
 
 @dataclass(frozen=True)
@@ -185,3 +200,83 @@ class McpToolFactory(Generic[ToolT]):
         """Like :meth:`tools`, for anything that lists and calls tools as an ``McpToolSource``
         does (a framework's toolset that lists when the framework asks)."""
         return [self._wrap(McpTool(source, listed)) for listed in await source.list_tools(refresh)]
+
+    def public_functions(
+        self,
+        tool_kind: str,
+        *,
+        example: str,
+        note: str = "",
+        tools_function: str | None = None,
+    ) -> tuple[McpToolFunction[ToolT], McpToolsFunction[ToolT]]:
+        """An adapter's two public functions, ``<function_name>(source, tool)`` (:meth:`tool`)
+        and ``await <function_name>s(source, *, refresh=False)`` (:meth:`tools`), named for the
+        module of ``wrap`` and documented alike in every adapter.
+
+        ``tool_kind`` says what a tool becomes (``"a schema-only ``FunctionTool`` that runs in its
+        tool Step"``); ``example`` is one line of the framework's code that takes a list of tools
+        at ``{tools}``; ``note`` is a paragraph after the first line of the one-tool function's
+        docstring (where its tools run, ...); ``tools_function`` names the listing function when
+        it is not ``<function_name>s``.
+
+        Example:
+            >>> def agent_name(mcp: McpTool) -> str:
+            ...     return mcp.name
+            >>> mcp_name, mcp_names = McpToolFactory(
+            ...     agent_name, function_name="mcp_name"
+            ... ).public_functions("its agent name", example="names = {tools}")
+            >>> mcp_names.__qualname__
+            'mcp_names'
+            >>> "names = [*my_tools, *await mcp_names(tools)]" in mcp_names.__doc__
+            True
+        """
+        factory = self
+        module = getattr(self._wrap, "__module__", None) or __name__
+
+        def tool(source: McpToolSource, tool: ListedTool) -> ToolT:
+            return factory.tool(source, tool)
+
+        async def tools(source: McpToolSource, *, refresh: bool = False) -> list[ToolT]:
+            return await factory.tools(source, refresh=refresh)
+
+        tool_name = self._function_name
+        tools_name = tools_function or f"{tool_name}s"
+        _name(tool, module, tool_name)
+        _name(tools, module, tools_name)
+        one = example.format(tools=f"[{tool_name}(tools, t) for t in tools.cached_tools()]")
+        every = example.format(tools=f"[*my_tools, *await {tools_name}(tools)]")
+        note = f"\n{note}\n" if note else ""
+        tool.__doc__ = _TOOL_DOC.format(kind=tool_kind, note=note, example=one)
+        tools.__doc__ = _TOOLS_DOC.format(kind=tool_kind, example=every)
+        return tool, tools
+
+
+def _name(function: Callable[..., object], module: str, name: str) -> None:
+    function.__module__ = module
+    function.__name__ = function.__qualname__ = name
+
+
+_TOOL_DOC = """One listed tool of ``source`` as {kind}.
+{note}
+Raises:
+    ConfigurationTypeError: When ``source`` is not an ``McpToolSource`` or ``tool`` is not a
+        tool it listed (a ``ListedTool``).
+
+Example:
+    >>> await tools.list_tools()
+    >>> {example}
+"""
+
+_TOOLS_DOC = """List ``source`` and return each of its tools as {kind}.
+
+Afterwards ``source.tool_policies()`` knows the listed tools: merge it into the session's tool
+policies. ``refresh=True`` lists every server again now.
+
+Raises:
+    ConfigurationTypeError: When ``source`` is not an ``McpToolSource``.
+
+Example:
+    >>> tools = McpToolSource([McpStdioServerConfig(name="files", command="mcp-server-files")])
+    >>> {example}
+    >>> options = AgentSessionOptions(tool_policies={{**tools.tool_policies(), **my_policies}})
+"""
