@@ -9,9 +9,12 @@ It prints:
 
 1. the in-process turn: the framework runs the agent itself, no engine; median over ``--turns``
    turns after ``--warmup``;
-2. the durable turn: a ``dex-local-engine serve`` process and a Worker child process, timed from
-   ``send_user_message`` until the session's AgentEvents Stream shows ``turn_completed`` and the
-   snapshot confirms it; median over the same counts, all turns in one session;
+2. the durable turn: a ``dex-local-engine serve`` process and a Worker child process, each turn
+   one ``AgentSessionClient.run_turn`` (what a user of the public API calls: it sends the
+   message, follows the AgentEvents Stream and reads the turn's end); median over the same
+   counts, all turns in one session. ``--client events-snapshot`` drives the turn the way this
+   script did before ``run_turn`` read only the turn's messages: ``send_user_message``, every
+   event until ``turn_completed``, then ``get_agent_snapshot`` until it shows the turn ended;
 3. the durable overhead per turn and the ratio durable / in process;
 4. CPU per turn of each side: user + system CPU of this process and every process under it (the
    engine and the Worker child on the durable side), which other load on the machine hardly
@@ -43,6 +46,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Final
 
@@ -98,6 +102,15 @@ def load_agent(
     return agent
 
 
+class DurableClient(StrEnum):
+    """How the benchmark's client drives and waits for a durable turn."""
+
+    RUN_TURN = "run-turn"
+    """``AgentSessionClient.run_turn``, as a user of the public API does."""
+    EVENTS_SNAPSHOT = "events-snapshot"
+    """``send_user_message``, every event to the turn's end, then snapshots until it shows it."""
+
+
 @dataclass(frozen=True)
 class Options:
     framework: str
@@ -106,6 +119,7 @@ class Options:
     model_latency_ms: float
     shape: TurnShape = TurnShape.READ
     cprofile_worker: bool = False
+    client: DurableClient = DurableClient.RUN_TURN
 
 
 @dataclass(frozen=True)
@@ -246,21 +260,18 @@ async def measure_durable(
         worker_pid = worker.process.pid
         worker_cpu_started = 0.0
         sessions = stack.sessions(agent.flow)
+        if options.client is DurableClient.RUN_TURN:
+            drive = _public_run_turn(sessions)
+        else:
+            drive = _events_then_snapshot(stack.client, sessions)
         turn = 0
-        token = ""
 
         async def run_turn(text: str) -> str:
-            nonlocal turn, token, worker_cpu_started
+            nonlocal turn, worker_cpu_started
             turn += 1
             if turn == options.warmup + 1:
                 worker_cpu_started = process_tree_cpu_seconds(worker_pid)
-            if turn == 1:
-                await sessions.start_session(_SESSION_ID, text)
-            elif not await sessions.send_user_message(_SESSION_ID, text):
-                raise RuntimeError("the session refused the user message")
-            async with asyncio.timeout(_TURN_TIMEOUT_SECONDS):
-                token = await _read_until_turn_ended(stack.client, sessions, turn, token)
-                return await _wait_for_snapshot(sessions, turn)
+            return await drive(text)
 
         measured = await time_turns(run_turn, options, f"{options.framework}: durable")
         worker_cpu = process_tree_cpu_seconds(worker_pid) - worker_cpu_started
@@ -270,6 +281,39 @@ async def measure_durable(
         return dataclasses.replace(
             measured, worker_cpu_seconds=worker_cpu, worker_cprofile=cprofile_text
         )
+
+
+def _public_run_turn(sessions: AgentSessionClient) -> Callable[[str], Awaitable[str]]:
+    """Each turn one ``run_turn`` (the first one starts the session); the turn's answer."""
+
+    async def run_turn(text: str) -> str:
+        result = await sessions.run_turn(_SESSION_ID, text, timeout=_TURN_TIMEOUT_SECONDS)
+        if not result.completed:
+            raise RuntimeError(f"durable turn {result.turn_id} did not complete: {result}")
+        return result.text or ""
+
+    return run_turn
+
+
+def _events_then_snapshot(
+    client: AsyncClient, sessions: AgentSessionClient
+) -> Callable[[str], Awaitable[str]]:
+    """Each turn sent, followed event by event to its end, then confirmed by snapshots."""
+    turn = 0
+    token = ""
+
+    async def run_turn(text: str) -> str:
+        nonlocal turn, token
+        turn += 1
+        if turn == 1:
+            await sessions.start_session(_SESSION_ID, text)
+        elif not await sessions.send_user_message(_SESSION_ID, text):
+            raise RuntimeError("the session refused the user message")
+        async with asyncio.timeout(_TURN_TIMEOUT_SECONDS):
+            token = await _read_until_turn_ended(client, sessions, turn, token)
+            return await _wait_for_snapshot(sessions, turn)
+
+    return run_turn
 
 
 def _progress(text: str) -> None:
@@ -286,7 +330,7 @@ def print_report(options: Options, in_process: MeasuredTurns, durable: MeasuredT
     print(
         f"adapter_turns: framework={options.framework} model_latency={options.model_latency_ms:g}"
         f" ms turns={options.turns} (+{options.warmup} warm-up), two model calls and one tool"
-        " call per turn"
+        f" call per turn, client {options.client.value}"
     )
     print(f"{'in-process turn (median)':<34}{_ms(local):>12}")
     print(f"{'durable turn (median)':<34}{_ms(remote):>12}")
@@ -327,6 +371,13 @@ def _parse(argv: Sequence[str] | None) -> Options:
         action="store_true",
         help="run the Worker child under cProfile (warm-up turns included) and print its top functions",
     )
+    parser.add_argument(
+        "--client",
+        type=DurableClient,
+        choices=list(DurableClient),
+        default=DurableClient.RUN_TURN,
+        help="how the durable turn is driven (default run-turn, the public API)",
+    )
     arguments = parser.parse_args(argv)
     if arguments.turns < 2 or arguments.warmup < 0 or arguments.model_latency_ms < 0:
         parser.error("--turns must be at least 2, --warmup and --model-latency-ms not negative")
@@ -336,6 +387,7 @@ def _parse(argv: Sequence[str] | None) -> Options:
         arguments.warmup,
         arguments.model_latency_ms,
         cprofile_worker=arguments.cprofile_worker,
+        client=arguments.client,
     )
 
 

@@ -8,12 +8,15 @@ It measures, and prints as a table:
 
 1. the durable turn: a real ``dex-local-engine serve`` process (process-crash-safe, its default)
    and a Worker child process (``python -m session_turns``, as in production), timed from
-   ``send_user_message`` until the session's state shows the turn completed. The client
-   long-polls the session's AgentEvents Stream for ``turn_completed`` and then reads the turn state
-   once with ``get_agent_state`` to confirm it (``--completion state``, the default; the answer is
+   the user message until the turn is known completed. The client calls
+   ``AgentSessionClient.run_turn`` as a user of the public API does (``--completion run-turn``,
+   the default: it follows the AgentEvents Stream and reads the turn's own messages at the end),
+   or long-polls the session's AgentEvents Stream for ``turn_completed`` and then reads the turn
+   state once with ``get_agent_state`` to confirm it (``--completion state``; the answer is
    checked from the turn's ``text_delta`` events), or reads the whole snapshot instead
    (``--completion events``, what the client did before ``get_agent_state``), or polls the
-   snapshot every ``--poll-interval-ms`` (``--completion poll``). Median over ``--turns`` turns after ``--warmup`` turns;
+   snapshot every ``--poll-interval-ms`` (``--completion poll``). Median over ``--turns`` turns
+   after ``--warmup`` turns;
 2. the same runner's calls made in process, no engine: ``run_model_step``,
    ``execute_deferred_tool_call``, ``run_model_step`` with the same script and tool; median;
 3. their ratio (goal: at most 1.10);
@@ -167,6 +170,7 @@ _HISTORY_MAX_MESSAGE_BYTES: Final = 64 * 1024 * 1024
 class CompletionMode(StrEnum):
     """How the client learns that a durable turn completed."""
 
+    RUN_TURN = "run-turn"
     STATE = "state"
     EVENTS = "events"
     POLL = "poll"
@@ -413,6 +417,8 @@ class _DurableSession:
         self.turn_count += 1
         sent_ns = time.time_ns()
         started = time.perf_counter()
+        if self._completion is CompletionMode.RUN_TURN:
+            return await self._public_run_turn(sent_ns, started)
         if self.turn_count == 1:
             await self._sessions.start_session(self._session_id, _USER_TEXT)
         elif not await self._sessions.send_user_message(self._session_id, _USER_TEXT):
@@ -447,6 +453,19 @@ class _DurableSession:
             event_ns,
             snapshot_ns,
         )
+
+    async def _public_run_turn(self, sent_ns: int, started: float) -> TurnTiming:
+        """The turn as a user of the public API runs it: one ``run_turn``."""
+        result = await self._sessions.run_turn(
+            self._session_id, _USER_TEXT, timeout=_TURN_TIMEOUT_SECONDS
+        )
+        done_ns = time.time_ns()
+        elapsed = time.perf_counter() - started
+        expected = f"turn-{self.turn_count}"
+        text = result.text or ""
+        if not result.completed or result.turn_id != expected or not text.startswith(_FINAL_PREFIX):
+            raise RuntimeError(f"session {self._session_id} did not complete {expected}: {result}")
+        return TurnTiming(None, elapsed, 0, 0, sent_ns, sent_ns, None, done_ns)
 
     async def _read_until_turn_completed(self) -> int:
         """Read AgentEvents until this turn's ``turn_completed``; how many events were read."""
@@ -1030,10 +1049,11 @@ def _parse_arguments(argv: Sequence[str] | None) -> BenchmarkOptions:
     parser.add_argument(
         "--completion",
         choices=[mode.value for mode in CompletionMode],
-        default=CompletionMode.STATE.value,
-        help="state: long-poll AgentEvents for turn_completed, then read get_agent_state once "
-        "(the answer from the turn's text_delta events); events: the same, then the whole "
-        "snapshot; poll: read the snapshot every --poll-interval-ms (default state)",
+        default=CompletionMode.RUN_TURN.value,
+        help="run-turn: AgentSessionClient.run_turn, the public API (default); state: long-poll "
+        "AgentEvents for turn_completed, then read get_agent_state once (the answer from the "
+        "turn's text_delta events); events: the same, then the whole snapshot; poll: read the "
+        "snapshot every --poll-interval-ms",
     )
     parser.add_argument(
         "--poll-interval-ms",
@@ -1248,6 +1268,7 @@ def _print_report(
         print(f"{label.ljust(width)}  {value}")
     print()
     completion = {
+        CompletionMode.RUN_TURN: "AgentSessionClient.run_turn (its own reads: see the counts)",
         CompletionMode.STATE: "AgentEvents long-poll for turn_completed, then one "
         "get_agent_state read",
         CompletionMode.EVENTS: "AgentEvents long-poll for turn_completed, then one snapshot read",

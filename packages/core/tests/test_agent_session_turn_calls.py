@@ -184,6 +184,56 @@ async def test_run_turn_follows_events_not_snapshot_polls(stack: _Stack) -> None
     assert reads == len(turn_two) + idle_polls
 
 
+async def test_a_completed_turn_reads_its_own_messages_not_the_transcript(stack: _Stack) -> None:
+    for _ in range(4):  # a history of earlier turns, each with a tool call
+        assert (await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)).completed
+    outputs = _record_rpc_outputs(stack.client)
+    result = await stack.sessions.run_turn("s1", "And order 7 now?", timeout=60)
+    assert (result.turn_id, result.text) == ("turn-5", "Done: order 7 was delivered")
+    assert [c.output for c in result.tool_calls] == ["order 7 was delivered"]
+    # No snapshot: the end is read from the turn's own messages, whatever came before it.
+    assert [name for name, _ in outputs] in (
+        ["send_user_message", "list_agent_messages"],
+        # The end's commit not visible yet at the first read: read on after its newest message.
+        ["send_user_message", "list_agent_messages", "list_agent_messages"],
+    )
+    pages = [page for name, page in outputs if name == "list_agent_messages"]
+    read = [message for page in pages for message in page.messages]
+    assert read and {message.turn_id for message in read} == {"turn-5"}
+
+    # Followed on from a result (after an approval): the newest messages up to the end, no
+    # snapshot at the end, and far fewer messages than the session holds.
+    waiting = await stack.sessions.run_turn("s1", "Please refund order 7", timeout=60)
+    (interrupt,) = waiting.pending_interrupts
+    assert await stack.sessions.resolve_interrupt("s1", interrupt.interrupt_id, approved=True)
+    outputs.clear()
+    final = await stack.sessions.wait_for_turn("s1", waiting, timeout=60)
+    assert (final.status, final.text) == (TurnStatus.COMPLETED, "Done: refunded order 7")
+    assert {name for name, _ in outputs} == {"list_agent_messages"}
+    read = [message for _, page in outputs for message in page.messages]
+    assert "turn-6" in {message.turn_id for message in read}
+    assert len(read) < (await stack.sessions.get_agent_state("s1")).last_message_sequence
+
+
+def _record_rpc_outputs(client: AsyncClient) -> list[tuple[str, Any]]:
+    """Record each RPC's name and output from now on (wrapping the instance's ``invoke_rpc``)."""
+    outputs: list[tuple[str, Any]] = []
+    original: Callable[..., Any] = client.invoke_rpc
+
+    async def recorded(method: Any, *args: Any, **kw: Any) -> Any:
+        output = await original(method, *args, **kw)
+        outputs.append((method.__name__, output))
+        return output
+
+    _replace_method(client, "invoke_rpc", recorded)
+    return outputs
+
+
+def _replace_method(client: AsyncClient, name: str, replacement: Callable[..., Any]) -> None:
+    # On the instance, so only this test's client is wrapped.
+    setattr(client, name, replacement)
+
+
 async def _take(sessions: AgentSessionClient, session_id: str, limit: int) -> AsyncIterator[Any]:
     """Every retained event so far (the iterator itself never ends: stop at the last turn end)."""
     count = 0

@@ -1,4 +1,4 @@
-"""``benchmarks/session_turns.py``: its turn-state completion and ``--count-messages`` budget."""
+"""``benchmarks/session_turns.py``: its ``run_turn`` completion and ``--count-messages`` budget."""
 
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ def _per_turn(stdout: str) -> dict[str, tuple[float, float | None]]:
     return rows
 
 
-def test_a_turn_confirmed_by_its_state_moves_no_transcript_through_the_rpcs() -> None:
-    # Every turn's answer is checked by the script (from its text_delta events, then the state).
+def test_a_turn_run_with_run_turn_moves_no_transcript_back_through_the_rpcs() -> None:
+    # Every turn's answer is checked by the script (the TurnResult's text and status).
     done = run_benchmark(
         "session_turns.py",
         "--turns", "3", "--warmup", "1", "--sessions", "1", "--duration", "0.2",
@@ -28,16 +28,16 @@ def test_a_turn_confirmed_by_its_state_moves_no_transcript_through_the_rpcs() ->
         timeout=300,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]
-    assert "then one get_agent_state read" in done.stdout
+    assert "completion: AgentSessionClient.run_turn" in done.stdout
     rows = _per_turn(done.stdout)
     # A Stepwise turn with one tool: 2 model calls and a tool call run as Step methods.
     assert rows["frame out task execute"][0] >= 4
-    # One send_user_message and at least one get_agent_state per turn, each a small task and
-    # result (a snapshot would carry the transcript: tens of KiB by the fourth turn).
-    invocations, task_kib = rows["frame out task rpc"]
-    assert invocations >= 2 and task_kib is not None and task_kib < 4
+    # One send_user_message and at least one read of the turn's end per turn, each answering
+    # a small result (a snapshot would carry the transcript: tens of KiB by the fourth turn).
+    invocations = rows["frame out task rpc"][0]
+    assert invocations >= 2
     result_kib = rows["frame in rpc"][1]
     assert result_kib is not None and result_kib < 4
-    # The client follows the turn on the AgentEvents Stream: a ReadStream per event (and one more
+    # run_turn follows the turn on the AgentEvents Stream: a ReadStream per event (and one more
     # for each long poll that timed out on a busy machine).
     assert rows["call ReadStream"][0] >= rows["frame in execute stream_write"][0] > 0

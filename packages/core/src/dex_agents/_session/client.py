@@ -473,9 +473,12 @@ class AgentSessionClient:
         Starts session ``session_id`` with ``message`` when it does not exist; a stopped session
         raises ``FlowAlreadyStartedError`` (``start_session`` never reuses an ID). A message sent
         while another turn runs is queued, and the wait is for the turn it starts after that one.
-        The wait follows ``AgentEvents`` (one read per event, one snapshot at the end), and stops
-        at the first approval or question that waits (``TurnStatus.WAITING_FOR_PERSON``): answer
-        it, then pass the result to ``wait_for_turn`` to follow the turn on.
+        The wait follows ``AgentEvents`` (one read per event), and stops at the first approval or
+        question that waits (``TurnStatus.WAITING_FOR_PERSON``): answer it, then pass the result
+        to ``wait_for_turn`` to follow the turn on. A turn that completed (or was cancelled or
+        steered) ends with one ``list_agent_messages`` read of the turn's own messages, so its
+        cost does not grow with the session; a failed turn or one waiting for a person ends with
+        one ``get_agent_snapshot``.
 
         Args:
             session_id: The session, started when it does not exist.
@@ -548,6 +551,9 @@ class AgentSessionClient:
             turn_wait_plan(tracker, token, timeout),
             lambda request: self._next_event(session_id, request),
             lambda: self.get_agent_snapshot(session_id),
+            lambda request: self.list_agent_messages(
+                session_id, after_sequence=request.after_sequence, limit=request.limit
+            ),
         )
 
     async def _next_event(

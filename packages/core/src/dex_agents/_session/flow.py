@@ -270,7 +270,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
         self, context: Context, request: ListAgentMessagesRequest
     ) -> RPCResult[AgentMessagesPage]:
         """Return one page of stored messages, oldest first; ``limit`` is clamped to 1..200."""
-        return RPCResult(page_messages(context, request.after_sequence, request.limit))
+        return RPCResult(
+            page_messages(
+                context,
+                request.after_sequence,
+                request.limit,
+                cache=self._runtime.message_cache,
+            )
+        )
 
     @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
     def steer_user_message(

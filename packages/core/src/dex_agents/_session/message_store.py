@@ -260,15 +260,24 @@ def _outcome_check_of(
     return outcome_checks.get(message.tool_call_id)
 
 
-def page_messages(context: Context, after_sequence: int | None, limit: int) -> AgentMessagesPage:
+def page_messages(
+    context: Context,
+    after_sequence: int | None,
+    limit: int,
+    *,
+    cache: MessageDecodeCache | None = None,
+) -> AgentMessagesPage:
     """Return one ``list_agent_messages`` page, oldest first, after ``after_sequence``.
 
-    The invocation must load every ``AgentMessages`` and ``AgentMessageChunks`` instance.
+    The invocation must load every ``AgentMessages`` and ``AgentMessageChunks`` instance. Only the
+    messages after ``after_sequence`` are decoded (a client reading a turn's messages pays for
+    them, not for the session's history).
 
     Args:
         context: The RPC Context.
         after_sequence: Start after this sequence; ``None`` starts at the oldest stored message.
         limit: Page size; clamped to 1..200.
+        cache: As for :func:`load_stored_messages`.
 
     Returns:
         The page, with ``next_after_sequence`` set when more messages follow and
@@ -277,7 +286,7 @@ def page_messages(context: Context, after_sequence: int | None, limit: int) -> A
         it does not fit alone), and lone surrogates of a session stored before they were refused
         read as U+FFFD.
     """
-    stored = load_stored_messages(context)
+    stored = load_stored_messages(context, after_sequence=after_sequence, cache=cache)
     page = page_agent_messages(
         stored.messages, stored.index, after_sequence=after_sequence, limit=limit
     )

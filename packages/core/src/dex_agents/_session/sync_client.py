@@ -36,6 +36,7 @@ from dex_agents._session.turn_results import (
 )
 from dex_agents._session.turn_waits import (
     NextEvent,
+    ReadMessages,
     check_timeout,
     raise_if_stream_store_disabled,
     run_plan_sync,
@@ -43,11 +44,13 @@ from dex_agents._session.turn_waits import (
 )
 from dex_agents._text_validity import validate_session_id
 from dex_agents._values import (
+    AgentMessagesPage,
     AgentSnapshot,
     AgentState,
     AgentUserMessage,
     AnswerQuestionRequest,
     CancelTurnRequest,
+    ListAgentMessagesRequest,
     ResolveInterruptRequest,
 )
 from dex_agents.exceptions import (
@@ -302,6 +305,14 @@ class SyncAgentSessionClient:
             turn_wait_plan(tracker, token, timeout),
             lambda request: self._next_event(session_id, request),
             lambda: self.get_agent_snapshot(session_id),
+            lambda request: self._turn_messages(session_id, request),
+        )
+
+    def _turn_messages(self, session_id: str, request: ReadMessages) -> AgentMessagesPage:
+        return self._client.invoke_rpc(
+            self._flow.list_agent_messages,
+            session_id,
+            ListAgentMessagesRequest(after_sequence=request.after_sequence, limit=request.limit),
         )
 
     def _next_event(self, session_id: str, request: NextEvent) -> StreamMessage[AgentEvent] | None:

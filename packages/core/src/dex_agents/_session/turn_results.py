@@ -2,13 +2,15 @@
 
 ``AgentSessionClient.run_turn`` and ``wait_for_turn`` follow the session's event Stream from a
 resume token and stop at the turn's end or at its first pending approval or question. The
-:class:`TurnTracker` here is the pure part of that: it is fed the events one by one, says when
-to look at the snapshot, and builds the result from the events and one final snapshot. The async
-and the synchronous client both drive it, so the two never disagree.
+:class:`TurnTracker` here is the pure part of that: it is fed the events one by one, and builds
+the result from the events and one final read: the turn's own stored messages for a turn whose
+end event says where its messages end, else the snapshot. The async and the synchronous client
+both drive it, so the two never disagree.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Final
@@ -18,7 +20,9 @@ from dex_agents._tool_outcome_check import ToolOutcomeCheckStatus
 from dex_agents._tool_policy import ToolEffect
 from dex_agents._values import (
     AgentInterrupt,
+    AgentMessage,
     AgentSnapshot,
+    AgentToolCall,
     AgentToolCallStatus,
     MessageRole,
 )
@@ -163,6 +167,9 @@ class TurnTracker:
 
     ``wait_for_start`` ignores everything before the next ``turn_started`` (a message sent while
     another turn runs starts the turn after it); otherwise the first event of any turn names it.
+    ``start_sequence`` is the turn's first message (from ``turn_started``) and ``end_sequence``
+    the session's newest message once the turn ended (the ``message_count`` of
+    ``turn_completed``, ``turn_cancelled`` and ``turn_steered``), when those events were read.
     """
 
     session_id: str
@@ -171,6 +178,8 @@ class TurnTracker:
     status: TurnStatus | None = None
     error: str | None = None
     calls: dict[str, _CallSeen] = field(default_factory=dict)
+    start_sequence: int | None = None
+    end_sequence: int | None = None
 
     @classmethod
     def continuing(cls, result: TurnResult) -> TurnTracker:
@@ -199,10 +208,15 @@ class TurnTracker:
         end = _END_STATUSES.get(AgentEventType(event.type)) if _is_standard(event) else None
         if end is not None:
             self.status = end
+            payload = event.payload_json()
             if end is TurnStatus.FAILED:
-                self.error = str(event.payload_json().get("error", "")) or None
+                self.error = str(payload.get("error", "")) or None
+            else:
+                self.end_sequence = _sequence(payload.get("message_count"))
             return False
         payload = event.payload_json() if _is_standard(event) else {}
+        if event.type == AgentEventType.TURN_STARTED:
+            self.start_sequence = _sequence(payload.get("sequence"))
         call_id = str(payload.get("tool_call_id", ""))
         if event.type == AgentEventType.TOOL_CALL_DEFERRED:
             requires_approval = bool(payload.get("requires_approval"))
@@ -248,20 +262,42 @@ class TurnTracker:
 
     def result(self, snapshot: AgentSnapshot, resume_token: str) -> TurnResult:
         """The result, from what the events said and the snapshot read after them."""
+        waiting = self.status is TurnStatus.WAITING_FOR_PERSON
+        return self._result(
+            snapshot.messages,
+            snapshot.tool_calls,
+            self._pending(snapshot) if waiting else (),
+            resume_token,
+        )
+
+    def result_of_messages(self, messages: Sequence[AgentMessage], resume_token: str) -> TurnResult:
+        """The result of an ended turn, from what the events said and its stored messages.
+
+        A committed end leaves no record of the turn (a snapshot's ``tool_calls`` hold the active
+        turn's only) and no pending interrupt, so the turn's messages are all a snapshot adds.
+        """
+        return self._result(messages, (), (), resume_token)
+
+    def _result(
+        self,
+        messages: Sequence[AgentMessage],
+        tool_calls: Sequence[AgentToolCall],
+        pending: tuple[AgentInterrupt, ...],
+        resume_token: str,
+    ) -> TurnResult:
         assert self.turn_id is not None and self.status is not None
-        turn_messages = [m for m in snapshot.messages if m.turn_id == self.turn_id]
+        turn_messages = [m for m in messages if m.turn_id == self.turn_id]
         outputs = {
             m.tool_call_id: m.tool_output
             for m in turn_messages
             if m.role == MessageRole.TOOL and m.tool_call_id is not None
         }
-        records = {r.tool_call_id: r for r in snapshot.tool_calls if r.turn_id == self.turn_id}
+        records = {r.tool_call_id: r for r in tool_calls if r.turn_id == self.turn_id}
         for call_id, record in records.items():
             self.calls[call_id] = _CallSeen(
                 record.tool_name, record.status, record.effect, record.requires_approval
             )
         texts = [m.text for m in turn_messages if m.role == MessageRole.ASSISTANT and m.text]
-        waiting = self.status is TurnStatus.WAITING_FOR_PERSON
         return TurnResult(
             session_id=self.session_id,
             turn_id=self.turn_id,
@@ -279,7 +315,7 @@ class TurnTracker:
                 )
                 for call_id, seen in self.calls.items()
             ),
-            pending_interrupts=self._pending(snapshot) if waiting else (),
+            pending_interrupts=pending,
             error=self.error,
             resume_token=resume_token,
         )
@@ -298,6 +334,11 @@ _STANDARD_TYPES: Final = frozenset(item.value for item in AgentEventType)
 
 def _is_standard(event: AgentEvent) -> bool:
     return event.type in _STANDARD_TYPES
+
+
+def _sequence(value: object) -> int | None:
+    # A payload from another writer may lack the field or hold something else: then unknown.
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def _effect(value: object) -> ToolEffect | None:

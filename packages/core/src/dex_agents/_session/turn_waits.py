@@ -1,10 +1,15 @@
 """How a turn-level call waits: one plan of reads, run by the async and the synchronous client.
 
-The plan is a generator that yields what it needs next (the next event after a token, or the
-snapshot) and receives the answer, so the waiting rules live once and each client only does the
-I/O. It reads ``AgentEvents`` one message at a time with a server-side long poll, so a turn costs
-one ``ReadStream`` per event and one ``get_agent_snapshot`` at the end (plus one per approval or
-question raised, and one per idle long poll), never a snapshot poll loop.
+The plan is a generator that yields what it needs next (the next event after a token, a page of
+the turn's messages, or the snapshot) and receives the answer, so the waiting rules live once and
+each client only does the I/O. It reads ``AgentEvents`` one message at a time with a server-side
+long poll, so a turn costs one ``ReadStream`` per event and one read at the end, never a poll
+loop. A turn that ended with ``turn_completed``, ``turn_cancelled`` or ``turn_steered`` ends with
+``list_agent_messages`` after the turn's first message: those events say where the turn's
+messages end, so the page shows whether the end's commit is visible, and it carries the turn's
+messages alone, whatever the length of the session. A failed turn, an approval or question
+raised, and an idle long poll read the snapshot (the pending interrupts, the tool call records
+and the last turn's error are in it).
 """
 
 from __future__ import annotations
@@ -27,11 +32,18 @@ from dex_agents._session.turn_results import (
     TurnTimeoutError,
     TurnTracker,
 )
-from dex_agents._values import AgentSnapshot
+from dex_agents._values import (
+    LIST_AGENT_MESSAGES_MAX_LIMIT,
+    SNAPSHOT_MESSAGE_LIMIT,
+    AgentMessage,
+    AgentMessagesPage,
+    AgentSnapshot,
+)
 from dex_agents.exceptions import ConfigurationError, DexAgentsError
 
 __all__ = [
     "NextEvent",
+    "ReadMessages",
     "ReadSnapshot",
     "StreamStoreDisabledError",
     "TurnWaitPlan",
@@ -65,10 +77,22 @@ class ReadSnapshot:
     """The plan needs the session's snapshot."""
 
 
+@dataclass(frozen=True)
+class ReadMessages:
+    """The plan needs the ``list_agent_messages`` page after ``after_sequence``."""
+
+    after_sequence: int
+    limit: int = LIST_AGENT_MESSAGES_MAX_LIMIT
+
+
 _RECHECK_POLL_SECONDS = 1.0
-_Request: TypeAlias = NextEvent | ReadSnapshot
-_Answer: TypeAlias = StreamMessage[AgentEvent] | AgentSnapshot | None
+# Without the turn's first sequence (following a turn on from a result), the newest messages up
+# to the end are read first; most turns fit, and a longer one is read again from its start.
+_PROBE_MESSAGES = 16
+_Request: TypeAlias = NextEvent | ReadSnapshot | ReadMessages
+_Answer: TypeAlias = StreamMessage[AgentEvent] | AgentSnapshot | AgentMessagesPage | None
 TurnWaitPlan: TypeAlias = Generator[_Request, _Answer, TurnResult]
+_MessagesRead: TypeAlias = Generator[_Request, _Answer, list[AgentMessage]]
 
 
 def check_timeout(timeout: float) -> None:
@@ -110,6 +134,9 @@ def turn_wait_plan(tracker: TurnTracker, token: str, timeout: float) -> TurnWait
         assert isinstance(message, StreamMessage)
         token = message.resume_token
         raised = tracker.observe(message.value)
+        if tracker.done and tracker.end_sequence is not None:
+            messages = yield from _turn_messages(tracker, tracker.end_sequence, deadline)
+            return tracker.result_of_messages(messages, token)
         if raised or tracker.done:
             snapshot = yield ReadSnapshot()
             assert isinstance(snapshot, AgentSnapshot)
@@ -123,6 +150,54 @@ def turn_wait_plan(tracker: TurnTracker, token: str, timeout: float) -> TurnWait
                     snapshot = yield ReadSnapshot()
                     assert isinstance(snapshot, AgentSnapshot)
                 return tracker.result(snapshot, token)
+
+
+def _turn_messages(tracker: TurnTracker, end: int, deadline: float) -> _MessagesRead:
+    """Read the ended turn's stored messages up to ``end``, its end's sequence.
+
+    The newest ``SNAPSHOT_MESSAGE_LIMIT`` messages up to ``end`` at most, as a snapshot read at
+    the end's commit holds them. A Step writes its events while it runs and commits its messages
+    when it finishes, so a page read right after the end event can stop short of ``end``: read
+    on after its newest message until the commit is visible (or the wait's time is up).
+    """
+    lowest = max(end - SNAPSHOT_MESSAGE_LIMIT, 0)
+    start = tracker.start_sequence
+    first_after = (
+        max(start - 1, lowest) if start is not None else max(end - _PROBE_MESSAGES, lowest)
+    )
+    messages = yield from _messages_up_to(end, first_after, deadline)
+    if (
+        start is None
+        and first_after > lowest
+        and _starts_inside_turn(messages, first_after, tracker)
+    ):
+        messages = yield from _messages_up_to(end, lowest, deadline)
+    return messages
+
+
+def _messages_up_to(end: int, after: int, deadline: float) -> _MessagesRead:
+    messages: list[AgentMessage] = []
+    while True:
+        page = yield ReadMessages(after)
+        assert isinstance(page, AgentMessagesPage)
+        messages.extend(page.messages)
+        newest = page.messages[-1].sequence if page.messages else after
+        deleted_before = page.deleted_before_sequence or 0
+        if newest >= end or deleted_before > end:
+            return messages
+        if page.next_after_sequence is None and time.monotonic() >= deadline:
+            return messages
+        # More pages follow, or the end's commit is not visible yet: read on after the newest.
+        after = max(newest, after)
+
+
+def _starts_inside_turn(messages: list[AgentMessage], after: int, tracker: TurnTracker) -> bool:
+    """Whether the turn may have messages before ``after``: the first one read is the turn's."""
+    return (
+        bool(messages)
+        and messages[0].sequence == after + 1
+        and (messages[0].turn_id == tracker.turn_id)
+    )
 
 
 def _end_not_committed(tracker: TurnTracker, snapshot: AgentSnapshot) -> bool:
@@ -145,13 +220,18 @@ async def run_plan_async(
     plan: TurnWaitPlan,
     next_event: Callable[[NextEvent], Awaitable[StreamMessage[AgentEvent] | None]],
     snapshot: Callable[[], Awaitable[AgentSnapshot]],
+    messages: Callable[[ReadMessages], Awaitable[AgentMessagesPage]],
 ) -> TurnResult:
     """Run ``plan`` with the async client's reads."""
     request = next(plan)
     while True:
-        answer: _Answer = (
-            await next_event(request) if isinstance(request, NextEvent) else await snapshot()
-        )
+        answer: _Answer
+        if isinstance(request, NextEvent):
+            answer = await next_event(request)
+        elif isinstance(request, ReadMessages):
+            answer = await messages(request)
+        else:
+            answer = await snapshot()
         try:
             request = plan.send(answer)
         except StopIteration as finished:
@@ -162,11 +242,18 @@ def run_plan_sync(
     plan: TurnWaitPlan,
     next_event: Callable[[NextEvent], StreamMessage[AgentEvent] | None],
     snapshot: Callable[[], AgentSnapshot],
+    messages: Callable[[ReadMessages], AgentMessagesPage],
 ) -> TurnResult:
     """Run ``plan`` with the synchronous client's reads."""
     request = next(plan)
     while True:
-        answer: _Answer = next_event(request) if isinstance(request, NextEvent) else snapshot()
+        answer: _Answer
+        if isinstance(request, NextEvent):
+            answer = next_event(request)
+        elif isinstance(request, ReadMessages):
+            answer = messages(request)
+        else:
+            answer = snapshot()
         try:
             request = plan.send(answer)
         except StopIteration as finished:
