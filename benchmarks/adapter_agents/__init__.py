@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Final
 
-from dex_agents import AgentSessionFlow
+from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
 
 __all__ = [
     "FINAL_PREFIX",
@@ -34,6 +34,7 @@ __all__ = [
     "ToolRequest",
     "TurnShape",
     "add_order_note_result",
+    "benchmark_session_options",
     "final_answer",
     "lookup_order_result",
     "next_model_action",
@@ -87,6 +88,16 @@ def add_order_note_result(order_id: str, note: str) -> dict[str, str]:
     if order_id != ORDER["order_id"]:
         raise KeyError(order_id)
     return {"order_id": order_id, "note": note, "status": "noted"}
+
+
+def benchmark_session_options(shape: TurnShape) -> AgentSessionOptions:
+    """The session options of a framework whose tools carry no effect of their own: the turn's
+    tools' policies, ``lookup_order`` a READ and ``add_order_note`` (``READ_WRITE``) a
+    non-idempotent WRITE that needs no approval."""
+    policies = {LOOKUP_TOOL: ToolPolicy(ToolEffect.READ)}
+    if shape is TurnShape.READ_WRITE:
+        policies[NOTE_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
+    return AgentSessionOptions(tool_policies=policies)
 
 
 @dataclass(frozen=True)

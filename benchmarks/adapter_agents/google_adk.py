@@ -11,7 +11,6 @@ import json
 from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
-from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
 from dex_agents_google_adk import google_adk_session_flow
 from dex_agents_google_adk.testing import reference_agent
 from google.adk.agents.llm_agent import LlmAgent
@@ -22,11 +21,10 @@ from google.adk.runners import InMemoryRunner, Runner
 from google.genai import types
 
 from adapter_agents import (
-    LOOKUP_TOOL,
-    NOTE_TOOL,
     BenchmarkAgent,
     TurnShape,
     add_order_note_result,
+    benchmark_session_options,
     lookup_order_result,
     next_model_action,
 )
@@ -119,13 +117,10 @@ def build_benchmark_agent(
 ) -> BenchmarkAgent:
     """The benchmark agent as an ADK agent whose model is a sleeping ``BaseLlm``."""
     agent = build_llm_agent(model_latency_seconds, shape)
-    policies = {LOOKUP_TOOL: ToolPolicy(ToolEffect.READ)}
-    if shape is TurnShape.READ_WRITE:
-        policies[NOTE_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     flow = google_adk_session_flow(
         agent,
         flow_type="AdapterTurnsGoogleAdk",
-        options=AgentSessionOptions(tool_policies=policies),
+        options=benchmark_session_options(shape),
     )
 
     runner = InMemoryRunner(agent=agent, app_name=APP_NAME)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 
-from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
 from dex_agents_langgraph import ScriptedChatModel, langgraph_session_flow
 from dex_agents_langgraph.testing import reference_graph
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
@@ -16,11 +15,10 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.graph import MessagesState, StateGraph
 
 from adapter_agents import (
-    LOOKUP_TOOL,
-    NOTE_TOOL,
     BenchmarkAgent,
     TurnShape,
     add_order_note_result,
+    benchmark_session_options,
     lookup_order_result,
     next_model_action,
 )
@@ -79,12 +77,9 @@ def build_benchmark_agent(
         history[:] = state["messages"]
         return str(state["messages"][-1].text)
 
-    policies = {LOOKUP_TOOL: ToolPolicy(ToolEffect.READ)}
-    if shape is TurnShape.READ_WRITE:
-        policies[NOTE_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     flow = langgraph_session_flow(
         graph,
         flow_type="AdapterTurnsLangGraph",
-        options=AgentSessionOptions(tool_policies=policies),
+        options=benchmark_session_options(shape),
     )
     return BenchmarkAgent(flow=flow, run_in_process=run_in_process)

@@ -16,7 +16,7 @@ from typing import Any
 
 from agents import Agent, RunConfig, Runner, TResponseInputItem, function_tool
 from agents.items import TResponseOutputItem
-from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect, ToolPolicy
+from dex_agents import AgentSessionFlow
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import (
     ModelCallInput,
@@ -31,6 +31,7 @@ from adapter_agents import (
     BenchmarkAgent,
     TurnShape,
     add_order_note_result,
+    benchmark_session_options,
     lookup_order_result,
     next_model_action,
 )
@@ -94,12 +95,9 @@ def build_benchmark_agent(
         history[:] = result.to_input_list()
         return str(result.final_output)
 
-    policies = {LOOKUP_TOOL: ToolPolicy(ToolEffect.READ)}
-    if shape is TurnShape.READ_WRITE:
-        policies[NOTE_TOOL] = ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
     flow = AgentSessionFlow(
         OpenAIAgentsRunner(agent, run_config=RUN_CONFIG),
         flow_type="AdapterTurnsOpenAIAgents",
-        options=AgentSessionOptions(tool_policies=policies),
+        options=benchmark_session_options(shape),
     )
     return BenchmarkAgent(flow=flow, run_in_process=run_in_process)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 
-from dex_agents import AgentSessionOptions, ToolEffect, ToolPolicy
 from dex_agents_strands import strands_session_flow
 from dex_agents_strands.testing import ModelCall, reference_agent, text_reply, tool_use_reply
 from strands import Agent, tool
@@ -20,6 +19,7 @@ from adapter_agents import (
     BenchmarkAgent,
     TurnShape,
     add_order_note_result,
+    benchmark_session_options,
     lookup_order_result,
     next_model_action,
 )
@@ -72,13 +72,7 @@ def build_benchmark_agent(
         result = await agent.invoke_async(text)
         return "".join(block.get("text", "") for block in result.message["content"])
 
-    policies = {
-        LOOKUP_TOOL: ToolPolicy(ToolEffect.READ),
-        NOTE_TOOL: ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False),
-    }
     return BenchmarkAgent(
-        flow=strands_session_flow(
-            agent, "AdapterTurnsStrands", AgentSessionOptions(tool_policies=policies)
-        ),
+        flow=strands_session_flow(agent, "AdapterTurnsStrands", benchmark_session_options(shape)),
         run_in_process=run_in_process,
     )

@@ -1,4 +1,6 @@
-"""ADK agents in real sessions: the local engine, an in-process Worker, one Step per call."""
+"""ADK agents in real sessions: the local engine, an in-process Worker, one Step per call. Unknown
+tools and invalid arguments are the shared suite's, for every runner
+(``tests-shared/test_uniform_outcomes.py``)."""
 
 from __future__ import annotations
 
@@ -133,35 +135,6 @@ def lookup_order(order_id: str) -> str:
     """Look up an order."""
     LOOKUPS.append(order_id)
     return f"order {order_id} delivered"
-
-
-async def test_bad_calls_are_failed_results_the_model_sees(
-    dex_in_process_worker: InProcessWorkerFactory,
-) -> None:
-    LOOKUPS.clear()
-    model = ScriptedLlm(
-        model="m",
-        script=[
-            call_reply(
-                ("cancel_everything", {}),  # a tool the agent does not have
-                ("lookup_order", {}),  # a required argument missing
-                ("lookup_order", {"order_id": "7"}),
-            ),
-            _echo_results,
-        ],
-    )
-    flow = _flow("orders", model, [lookup_order], {"lookup_order": ToolPolicy(ToolEffect.READ)})
-    async with running_session(dex_in_process_worker, [flow]) as stack:
-        snapshot = await stack.run_turn(flow, "bad-1", "check order 7")
-
-    outputs = [m.tool_output or "" for m in snapshot.messages if m.role is MessageRole.TOOL]
-    assert outputs[0] == "Error: unknown tool cancel_everything"
-    assert outputs[1].startswith("Error: invalid arguments for lookup_order: ")
-    assert "order_id" in outputs[1]
-    assert outputs[2] == "order 7 delivered"
-    assert LOOKUPS == ["7"]
-    assert snapshot.state is not None and snapshot.state.last_turn_error is None
-    assert "order 7 delivered" in (snapshot.messages[-1].text or "")
 
 
 SHIPMENTS: list[str] = []

@@ -1,12 +1,12 @@
-"""Bad input ends in the seed's outcomes, never a stuck session: unknown tools, arguments that
-are not JSON or break the schema, a graph that fails mid-turn, a second model call in one
-RunModel, and configurations the runner refuses."""
+"""Bad input ends in the seed's outcomes, never a stuck session: arguments that are not JSON, a
+second model call in one RunModel, and configurations the runner refuses. An unknown tool,
+schema-breaking arguments and a model that fails mid-turn are the shared suite's, for every runner
+(``tests-shared/test_uniform_outcomes.py``, ``test_turn_failure.py``)."""
 
 from __future__ import annotations
 
 import pytest
 from dex_agents import (
-    TURN_FAILURE_NOTE_HEADER,
     AgentSessionOptions,
     CompactionPolicy,
     ConfigurationError,
@@ -91,26 +91,6 @@ async def _one_turn(
     return texts_of(snapshot, MessageRole.TOOL)
 
 
-async def test_unknown_tool_and_schema_breaking_arguments_are_failed_results(
-    dex_in_process_worker: InProcessWorkerFactory,
-) -> None:
-    RUNS.clear()
-    first = AIMessage(
-        content="",
-        tool_calls=[
-            ToolCall(name="multiply", args={"a": 2, "b": 3}, id="c1"),
-            ToolCall(name="add", args={"a": "two", "b": 3}, id="c2"),
-        ],
-    )
-    results = await _one_turn(dex_in_process_worker, _compiled(_first_then_echo(first)))
-
-    assert RUNS == []
-    unknown, invalid = results
-    assert unknown == "Error: unknown tool multiply"
-    # The ToolNode's own validation message, which the model sees.
-    assert invalid.startswith("Error: invalid arguments for add: ") and "a" in invalid
-
-
 async def test_arguments_that_are_not_json_are_a_failed_result(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
@@ -133,38 +113,6 @@ async def test_arguments_that_are_not_json_are_a_failed_result(
     assert RUNS == [3]
     # LangChain keeps parsed and unparsable calls apart; the parsed ones come first.
     assert results == ["3", "Error: invalid arguments for add: arguments are not valid JSON"]
-
-
-async def test_a_graph_that_fails_mid_turn_records_the_failure_and_a_note(
-    dex_in_process_worker: InProcessWorkerFactory,
-) -> None:
-    RUNS.clear()
-
-    def respond(messages: list[BaseMessage]) -> AIMessage:
-        if not any(isinstance(m, AIMessage) for m in turn_messages(messages)):
-            return AIMessage(
-                content="", tool_calls=[ToolCall(name="add", args={"a": 1, "b": 1}, id="c1")]
-            )
-        raise RuntimeError("the provider is down")
-
-    flow = langgraph_session_flow(
-        _compiled(ScriptedToolChatModel(respond=respond)), flow_type="Bad", options=OPTIONS
-    )
-    async with local_sessions(dex_in_process_worker, [flow]) as dex:
-        sessions = dex["Bad"]
-        await sessions.start_session("s1", "go")
-        snapshot = await wait_for_turn_end(sessions, "s1")
-        assert snapshot.state is not None
-        assert "the provider is down" in (snapshot.state.last_turn_error or "")
-        assert RUNS == [2]  # the tool ran once; three model attempts never repeated it
-        assert texts_of(snapshot, MessageRole.TOOL) == ["2"]
-        assert (snapshot.messages[-1].text or "").startswith(TURN_FAILURE_NOTE_HEADER)
-        # The session goes on; the next turn's model sees the note and the tool result.
-        assert await sessions.send_user_message("s1", "again")
-        snapshot = await wait_for_turn_end(sessions, "s1", turns=2)
-    assert snapshot.state is not None and "provider is down" in (
-        snapshot.state.last_turn_error or ""
-    )
 
 
 async def test_a_second_model_call_in_one_run_model_fails_the_turn_clearly(

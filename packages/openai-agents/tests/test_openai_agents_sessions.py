@@ -1,6 +1,7 @@
 """Durable sessions of OpenAI Agents SDK agents on a real local engine: handoffs, guardrails, bad
-input from the model, a failing model, and the MCP wrapper path (a schema-only FunctionTool that
-reads its idempotency key inside its tool Step)."""
+input from the model (arguments that are not JSON), and the MCP wrapper path (a schema-only
+FunctionTool that reads its idempotency key inside its tool Step). A model that fails mid-turn is
+the shared suite's, for every runner (``tests-shared/test_turn_failure.py``)."""
 
 from __future__ import annotations
 
@@ -24,7 +25,6 @@ from agents.testing import ScriptedModel
 from agents.tool_context import ToolContext
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
-    TURN_FAILURE_NOTE_HEADER,
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSnapshot,
@@ -216,33 +216,6 @@ async def test_an_unknown_tool_and_invalid_arguments_are_failed_results_the_mode
     assert outputs[3] == "order 7"
     assert runs == ["7"]  # only the valid call ran the tool
     assert assistant_texts(snapshot)[-1].startswith("done: Error: unknown tool refund_everything")
-
-
-async def test_a_model_that_fails_mid_turn_fails_the_turn_with_its_note(
-    dex_in_process_worker: InProcessWorkerFactory,
-) -> None:
-    attempts: list[int] = []
-
-    @function_tool
-    def upsert(key: str) -> str:
-        """Write a key."""
-        return f"{key} written"
-
-    async def reply(call: ModelCallInput) -> Sequence[TResponseOutputItem]:
-        if call.responses_since_user() == 0:
-            return [function_call("upsert", '{"key":"k"}', call_id="call_w")]
-        attempts.append(1)
-        raise RuntimeError("the provider is down")
-
-    flow = _flow(Agent(name="writer", model=ReplyFunctionModel(reply), tools=[upsert]))
-    snapshot = await _turns(dex_in_process_worker, flow, "down", "write k")
-
-    assert snapshot.state is not None
-    assert "the provider is down" in (snapshot.state.last_turn_error or "")
-    assert len(attempts) == 3  # RunModel's attempts, then RecordTurnFailure
-    assert [m.tool_output for m in tool_messages(snapshot)] == ["k written"]
-    note = snapshot.messages[-1]
-    assert (note.text or "").startswith(TURN_FAILURE_NOTE_HEADER)
 
 
 async def test_a_schema_only_tool_reads_its_idempotency_key_inside_its_tool_step(

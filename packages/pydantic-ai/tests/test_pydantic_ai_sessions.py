@@ -1,5 +1,7 @@
-"""Pydantic AI specifics in real sessions: structured output, deps, approvals, bad input, failures,
-system prompts and the schema-only (MCP wrapper) tool path, against the local engine."""
+"""Pydantic AI specifics in real sessions: structured output, deps, approvals, output validation,
+system prompts and the schema-only (MCP wrapper) tool path, against the local engine. Unknown
+tools, invalid arguments and a model that fails mid-turn are the shared suite's, for every runner
+(``tests-shared/test_uniform_outcomes.py``, ``test_turn_failure.py``)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dex_agents import (
-    TURN_FAILURE_NOTE_HEADER,
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSnapshot,
@@ -127,81 +128,6 @@ async def test_structured_output_and_deps_reach_the_tool_step(
     model_requests = [r for r in requests if r.tool_call is None]
     assert len(model_requests) == 2
     assert all(r.session_settings == {"tier": "gold"} for r in model_requests)
-
-
-async def test_invalid_arguments_and_unknown_tools_fail_in_their_tool_steps(
-    dex_in_process_worker: InProcessWorkerFactory,
-) -> None:
-    calls = [
-        ToolCallPart("lookup", {"order": 7}, tool_call_id="bad-args"),
-        ToolCallPart("no_such_tool", {}, tool_call_id="unknown"),
-    ]
-    script = Script(
-        calls, lambda results, info: " | ".join(r.model_response_str() for r in results)
-    )
-    agent: Agent[None, str] = Agent(FunctionModel(script))
-    ran: list[str] = []
-
-    @agent.tool_plain(metadata=dex_tool_metadata(ToolEffect.READ))
-    def lookup(order_id: str) -> str:
-        ran.append(order_id)
-        return "never"
-
-    flow = _flow(agent, "BadInputAgent")
-    snapshot, _ = await _first_turn(dex_in_process_worker, flow, "s1", "look it up")
-
-    assert ran == []
-    by_call = {
-        m.tool_call_id: m.tool_output or "" for m in snapshot.messages if m.role is MessageRole.TOOL
-    }
-    assert "order_id" in by_call["bad-args"] and "missing" in by_call["bad-args"]
-    assert by_call["unknown"] == '{"error":"unknown tool no_such_tool"}'
-    final = snapshot.messages[-1]
-    assert final.role is MessageRole.ASSISTANT
-    assert "unknown tool no_such_tool" in (final.text or "") and "order_id" in (final.text or "")
-
-
-async def test_a_model_exception_after_a_tool_ran_fails_the_turn_with_the_note(
-    dex_in_process_worker: InProcessWorkerFactory,
-) -> None:
-    failing = {"on": True}
-
-    def final(results: list[Any], info: AgentInfo) -> str:
-        if failing["on"]:
-            raise RuntimeError("the provider broke")
-        return "recovered"
-
-    script = Script([ToolCallPart("write", {"value": "x"}, tool_call_id="w1")], final)
-    agent: Agent[None, str] = Agent(FunctionModel(script))
-    writes: list[str] = []
-
-    @agent.tool_plain(metadata=dex_tool_metadata(ToolEffect.IDEMPOTENT_WRITE))
-    def write(value: str) -> str:
-        writes.append(value)
-        return "written"
-
-    flow = _flow(agent, "FailingAgent")
-    async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("s1", "write x")
-        snapshot = await wait_for_turn_end(sessions, "s1")
-        assert snapshot.state is not None
-        assert "the provider broke" in (snapshot.state.last_turn_error or "")
-        note = [m for m in snapshot.messages if m.role is MessageRole.USER][-1]
-        assert (note.text or "").startswith(TURN_FAILURE_NOTE_HEADER)
-        # The stored call got its result before the note, so the next turn's history is valid.
-        assert [m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL] == [
-            "written"
-        ]
-
-        failing["on"] = False
-        script.calls = []
-        await sessions.send_user_message("s1", "try again")
-        snapshot = await wait_for_turn_end(sessions, "s1", turns=2)
-
-    assert writes == ["x"]
-    assert snapshot.messages[-1].text == "recovered"
-    assert snapshot.state is not None and snapshot.state.last_turn_error is None
 
 
 async def test_output_that_fails_validation_fails_the_attempt_not_a_second_request(
