@@ -161,7 +161,7 @@ def check_mcp_tool_refusals(
             if message not in str(error):
                 raise AssertionError(f"{error} does not say {message!r}") from error
         else:
-            raise AssertionError(f"{wrap.__name__} accepted {arguments!r}")
+            raise AssertionError(f"{getattr(wrap, '__name__', wrap)!r} accepted {arguments!r}")
 
 
 def mcp_wrapper_error_without_mcp(package: str, wrapper: str) -> str:
