@@ -236,6 +236,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
         {
             "UNKNOWN_TOOL_POLICY",
             "AdapterRunner",
+            "KeptDecodes",
             "McpTool",
             "McpToolFactory",
             "McpToolFunction",

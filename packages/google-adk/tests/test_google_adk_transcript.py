@@ -19,7 +19,8 @@ from dex_agents_google_adk._transcript import (
     results_event,
     user_message,
 )
-from google.adk.events import Event
+from google.adk.events import Event, EventActions
+from google.adk.sessions import InMemorySessionService
 from google.genai import types
 
 
@@ -156,3 +157,28 @@ def test_other_outcomes_read_as_the_sessions_text() -> None:
         output='{"status":"answered","answer":"eu"}',
     )
     assert recorded_function_response(answered) == {"result": '{"status":"answered","answer":"eu"}'}
+
+
+async def test_a_session_service_editing_a_read_event_leaves_the_next_read_unchanged() -> None:
+    # Each read validates an item once per process and hands out copies (KeptDecodes); the
+    # session service trims temp state of an event appended to it, in place.
+    event = Event(
+        author="agent",
+        invocation_id="e-1",
+        content=types.Content(role="model", parts=[types.Part(text="Noted.")]),
+        actions=EventActions(state_delta={"temp:scratch": 1, "kept": 2}),
+    )
+    stored = _stored([*event_messages(event)])
+    first = read_transcript(stored).events[0]
+    service = InMemorySessionService()
+    session = await service.create_session(app_name="app", user_id="u", session_id="s")
+    await service.append_event(session, first)
+    assert first.actions.state_delta == {"kept": 2}
+
+    second = read_transcript(stored).events[0]
+    assert second is not first
+    assert second.actions.state_delta == {"temp:scratch": 1, "kept": 2}
+    assert second.model_dump() == {
+        **first.model_dump(),
+        "actions": {**first.actions.model_dump(), "state_delta": {"temp:scratch": 1, "kept": 2}},
+    }

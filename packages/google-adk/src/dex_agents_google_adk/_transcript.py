@@ -7,6 +7,12 @@ call or response is split into one message per call or response, each an ``Event
 fields; reading merges consecutive messages of one ``id`` back into one event. A message in another
 format is read from its neutral fields, so a transcript never fails to load.
 
+Every ``RunModel`` reads the whole transcript again, and validating an ADK ``Event`` costs 80 to
+100 µs, so a long session spent much of its model Steps there. A stored item never changes, so
+each process validates it once (``KeptDecodes``) and hands out a copy of the event with its own
+``actions``: ADK's session service reassigns ``actions.state_delta`` of an event appended to it,
+and the ``Runner`` works on that service's deep copies of the session, never on these events.
+
 Function responses round-trip exactly: a tool's ``{"result": <text>}`` is stored as the text
 (unless the text itself reads as a JSON object), any other response as its JSON text, and
 :func:`recorded_function_response` turns the text back into the same response.
@@ -31,6 +37,7 @@ from dex_agents import (
     describe_tool_call_outcome,
     dump_json_text,
 )
+from dex_agents.adapters import KeptDecodes
 from google.adk.events import Event
 from google.genai import types
 
@@ -279,11 +286,27 @@ def _is_user_text(event: Event) -> bool:
     )
 
 
-def _decode(message: AgentMessage) -> Event:
-    item = _json_object(message.framework_item)
+def _adk_event(framework_item: str) -> Event | None:
+    """The ADK event a stored item holds; ``None`` for an item in another format."""
+    item = _json_object(framework_item)
     if item is not None and isinstance(item.get("author"), str) and item["author"]:
         return Event.model_validate(item)
-    return _neutral_event(message)
+    return None
+
+
+def _fresh_event(event: Event | None) -> Event | None:
+    """A copy of a kept event that a session service may edit (see the module docstring)."""
+    if event is None:
+        return None
+    return event.model_copy(update={"actions": event.actions.model_copy()})
+
+
+_kept_events: Final = KeptDecodes(_adk_event, _fresh_event)
+
+
+def _decode(message: AgentMessage) -> Event:
+    event = _kept_events(message.framework_item)
+    return event if event is not None else _neutral_event(message)
 
 
 def _neutral_event(message: AgentMessage) -> Event:

@@ -15,7 +15,9 @@ framework-specific and every runner records the same outcome for the same situat
   built them (tool Step, task poll, cancellation), on any Worker;
 - ``McpToolFactory``: one factory for the wrappers of MCP tools, given how the framework makes its
   tool type from an ``McpTool``, and the adapter's two public functions over it
-  (``public_functions``).
+  (``public_functions``);
+- ``KeptDecodes``: stored framework items decoded once per process and handed out as copies, for a
+  runner that rebuilds the framework's history from the stored messages in every model call.
 
 See "Writing an adapter" in the docs for the smallest runner that passes the shared suite.
 
@@ -33,6 +35,7 @@ from dex_agents._tool_source_routes import (
     ToolSourceRoutes,
 )
 from dex_agents.adapters._adapter_runner import AdapterRunner, check_tool_task_pollers
+from dex_agents.adapters._kept_decodes import KeptDecodes
 from dex_agents.adapters._mcp_tools import (
     McpTool,
     McpToolFactory,
@@ -52,6 +55,7 @@ from dex_agents.exceptions import ToolTaskPollerMissingError
 __all__ = [
     "UNKNOWN_TOOL_POLICY",
     "AdapterRunner",
+    "KeptDecodes",
     "McpTool",
     "McpToolFactory",
     "McpToolFunction",
