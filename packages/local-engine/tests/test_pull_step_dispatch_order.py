@@ -6,7 +6,9 @@ slot (two task slots, one kept for RPCs). ``TurnFlow`` has the shape of an agent
 RPC) and ``Join`` (it waits for ``Act``'s result, like a turn waiting for its tool results);
 the answer moves to ``Act``, which publishes ``done`` and so lets ``Join`` end the run. A run whose
 label starts with ``loop`` runs three ``Loop`` chains instead until the ``stop`` RPC: work under
-way that never ends, with one of its Steps always waiting for the slot.
+way that never ends, with one of its Steps always waiting for the slot. The registry cases at
+the end drive :class:`PullWorkerRegistry` alone with a test wall clock, so the order and its
+bound are exact.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import dex
@@ -36,7 +38,12 @@ from dex import (
     go_to_many,
     rpc,
 )
+from dex.dexpb import dex_pb2 as pb
+from dex_local_engine.dispatch import DispatchTask
+from dex_local_engine.pull_worker_registry import Assignment, Exclusions, PullWorkerRegistry
+from dex_local_engine.step_dispatch_order import RESUMED_WORK_STARTED_AT, StepDispatchOrder
 from engine_kernel_harness import running_engine, sdk_client, sdk_worker
+from engine_test_support import execute_task, string_value
 
 WAIT = timedelta(seconds=60)
 _STEP_AND_RPC_SLOTS = 2
@@ -240,3 +247,105 @@ async def test_a_new_run_is_served_while_older_work_keeps_a_step_waiting() -> No
         assert await served.client.invoke_rpc(served.flow.stop, "loop")
         assert await served.completed("loop") == "loop"
         await board.wait_ran("AwaitAnswer.wait_for", "new")
+
+
+# The registry alone, with a test wall clock --------------------------------------------------
+
+
+class _WallClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _OneStream:
+    """A registry with a test wall clock and one Worker stream, so tasks take it one at a time."""
+
+    def __init__(self, max_overtake_seconds: float) -> None:
+        self.wall = _WallClock()
+        self.registry = PullWorkerRegistry(
+            step_order=StepDispatchOrder(max_overtake_seconds), wall_clock=self.wall
+        )
+        self.stream = self.registry.add_stream(
+            pb.PollWorkerTaskRegister(queue=_FLOW, app_worker_id="w", flow_types=[_FLOW])
+        )
+        self.acquiring: dict[str, asyncio.Task[Assignment]] = {}
+
+    async def want(self, label: str, work_started_at: float | None) -> DispatchTask:
+        task = replace(
+            execute_task(_FLOW, "Step", string_value(label)), work_started_at=work_started_at
+        )
+        self.acquiring[label] = asyncio.ensure_future(self.registry.acquire(task, Exclusions()))
+        await _turns()
+        return task
+
+    async def served_in_order(self) -> list[str]:
+        """Finish the stream's task again and again; the labels in the order they got it."""
+        order = []
+        while (assignment := self.stream.assignment) is not None:
+            order.append(assignment.task.request.step_input.string_value)
+            result = pb.InvokeExecuteMethodOutput(result=pb.InvokeExecuteMethodResponse())
+            frame = pb.PollWorkerTaskFrame(task_id=assignment.task.task_id, execute=result)
+            self.registry.on_task_frame(self.stream, frame)
+            await _turns()
+        return order
+
+
+_FLOW = "Flow"
+
+
+async def _turns() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_waiting_steps_are_offered_oldest_work_first_and_rpcs_before_them() -> None:
+    one = _OneStream(max_overtake_seconds=30.0)
+    await one.want("running", work_started_at=1000.0)
+    await one.want("new work", work_started_at=1000.0)
+    one.wall.now += 1
+    await one.want("work under way", work_started_at=990.0)
+    await one.want("resumed", work_started_at=RESUMED_WORK_STARTED_AT)
+    await one.want("in arrival order", work_started_at=None)
+
+    assert await one.served_in_order() == [
+        "running",
+        "resumed",  # as old as the bound allows: 1001 - 30
+        "work under way",
+        "new work",
+        "in arrival order",  # 1001
+    ]
+
+
+async def test_no_step_is_served_before_one_that_started_waiting_beyond_the_bound_earlier() -> None:
+    one = _OneStream(max_overtake_seconds=5.0)
+    await one.want("running", work_started_at=None)
+    await one.want("new run", work_started_at=1000.0)
+    one.wall.now += 4
+    await one.want("older work, 4 s later", work_started_at=900.0)
+    one.wall.now += 2
+    await one.want("resumed, 6 s later", work_started_at=RESUMED_WORK_STARTED_AT)
+
+    assert await one.served_in_order() == [
+        "running",
+        "older work, 4 s later",  # 900, but not before 1004 - 5 = 999
+        "new run",  # 1000
+        "resumed, 6 s later",  # 1006 - 5 = 1001: it started waiting more than 5 s after
+    ]
+
+
+async def test_a_step_waiting_again_after_a_decline_keeps_its_place() -> None:
+    one = _OneStream(max_overtake_seconds=0.0)  # arrival order
+    await one.want("running", work_started_at=None)
+    one.wall.now += 1
+    await one.want("later", work_started_at=None)
+    # The dispatcher passes the moment the task first waited when it waits again after a decline.
+    declined = execute_task(_FLOW, "Step", string_value("declined"))
+    one.acquiring["declined"] = asyncio.ensure_future(
+        one.registry.acquire(declined, Exclusions(), one.wall.now - 1)
+    )
+    await _turns()
+
+    assert await one.served_in_order() == ["running", "declined", "later"]

@@ -62,8 +62,8 @@ def _parser() -> argparse.ArgumentParser:
         type=_non_negative_seconds,
         default=DEFAULT_MAX_OVERTAKE_SECONDS,
         metavar="S",
-        help="Steps waiting for a free Worker slot are served oldest work first (a session "
-        "resumed after a person before turns that started later), but never before a Step that "
+        help="Steps waiting for a free Worker slot are served resumed work first (a session "
+        "resumed mid-turn by a person), then oldest work first, but never before a Step that "
         f"started waiting more than S seconds earlier (default {DEFAULT_MAX_OVERTAKE_SECONDS:g};"
         " 0: in arrival order)",
     )

@@ -10,16 +10,20 @@ the age of the *work* they belong to, not by their own:
 - Each Step execution carries ``work_started_at``: when the work it continues started. A Flow's
   start Step gets the run's start; a Step moved to by a Step's decision gets that Step's.
 - A waiting Step keeps its own when its wait ends by what the run's Steps did (a Channel message
-  or an Attribute a Step wrote), and when something outside ends it (a client's write, an RPC, a
-  Timer, a SubFlow's end) while other Step executions of the run are under way (a turn waiting
-  for its tool results, its approval arriving). It becomes *now* when something outside ends the
-  wait of a run with no other Step execution: the run had nothing under way, so this is new work
-  (the next message of a session) and queues behind the work under way.
+  or an Attribute a Step wrote).
+- When something outside ends the wait (a client's write, an RPC, a Timer, a SubFlow's end) of a
+  run with no other Step execution, the run had nothing under way: this is new work (the next
+  message of a session), ``work_started_at`` is *now*, and it queues behind the work under way.
+- When something outside ends the wait of a run whose other Steps are under way (a turn waiting
+  for its tool results gets its approval), the run *resumes* work under way: a person (or a
+  Timer) waited on it, so it is served first, as the oldest work the bound below allows
+  (``work_started_at`` is :data:`RESUMED_WORK_STARTED_AT`), and so are the Steps it moves to
+  until the run waits for new work again.
 - No starvation: a Step is never served before a Step that started waiting more than
   ``max_overtake_seconds`` earlier. A waiting Step's order is
   ``max(work_started_at, waiting_since - max_overtake_seconds)``, lowest first (ties: first come),
-  so work under way overtakes new work for at most that long, and a new run's Step waits at most
-  that long more than in arrival order.
+  so work under way overtakes only Steps that started waiting within that window before it, and
+  a new run's Step still gets a slot however much work under way keeps coming.
 
 RPCs are not ordered this way: they wait apart and are offered before Steps (a client waits on
 them), first come, first served.
@@ -35,6 +39,10 @@ from typing import Generic, TypeVar
 
 DEFAULT_MAX_OVERTAKE_SECONDS = 30.0
 """How long work under way may keep overtaking a waiting Step of newer work (seconds)."""
+
+RESUMED_WORK_STARTED_AT = 0.0
+"""``work_started_at`` of work resumed from outside while under way: the oldest there is, so its
+Steps go first among the Steps that started waiting within ``max_overtake_seconds``."""
 
 _Item = TypeVar("_Item")
 

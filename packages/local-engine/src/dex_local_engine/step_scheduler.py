@@ -44,6 +44,7 @@ from dex_local_engine.result_checks import (
 )
 from dex_local_engine.retry_policy import DEFAULT_TOTAL_RETRY_DURATION, retry_interval
 from dex_local_engine.run_journal import RunJournal
+from dex_local_engine.step_dispatch_order import RESUMED_WORK_STARTED_AT
 from dex_local_engine.step_failures import flow_failure_message, step_method_failure
 from dex_local_engine.store import InflightRow
 from dex_local_engine.task_requests import method_request
@@ -611,11 +612,11 @@ class StepScheduler:
     def evaluate_waiting(self, run: FlowRun, *, commit: bool = True, by_step: bool = False) -> None:
         """Move every waiting Step whose conditions now hold to execute.
 
-        ``by_step``: what ended the waits is a Step's method (its writes); otherwise a client, an
-        RPC, a Timer or a SubFlow did. Such an outside end of the waits of a run that has no other
-        Step execution starts new work (``work_started_at`` now); any other end of a wait
-        continues the work the waiting Step belongs to (see
-        :mod:`dex_local_engine.step_dispatch_order`).
+        ``by_step``: what ended the waits is a Step's method (its writes), which continues the
+        work the waiting Step belongs to. Otherwise a client, an RPC, a Timer or a SubFlow did:
+        for a run with no other Step execution that starts new work (``work_started_at`` now),
+        for a run with other Steps under way it resumes that work, served first within the
+        overtaking bound (see :mod:`dex_local_engine.step_dispatch_order`).
         """
         if not run.is_running:
             return
@@ -627,10 +628,13 @@ class StepScheduler:
             ):
                 step.phase = StepPhase.EXECUTE
                 ready.append(step)
-        if ready and not by_step and len(ready) == len(run.steps):
-            # The run had nothing else under way: what the outside asked for is new work.
+        if ready and not by_step:
+            # The outside ended the waits: of a run with nothing else under way, that is new work
+            # (a session's next message); else it resumes work under way (an approval), served
+            # first within the overtaking bound.
+            is_new_work = len(ready) == len(run.steps)
             for step in ready:
-                step.work_started_at = now
+                step.work_started_at = now if is_new_work else RESUMED_WORK_STARTED_AT
         if ready and commit:
             self._journal.commit(run)
         for step in ready:
