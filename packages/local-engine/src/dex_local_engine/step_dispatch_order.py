@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import operator
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -108,7 +109,11 @@ class OrderedWaiters(Generic[_Item]):
 
     def __iter__(self) -> Iterator[_Item]:
         """A snapshot, lowest key first (the caller may add or discard while iterating)."""
-        return iter([entry[2] for entry in self._entries])
+        return iter([*map(_ITEM, self._entries)])
+
+
+_ITEM = operator.itemgetter(2)
+"""The item of an entry (C-level: a full match lists every waiting Step on every task's end)."""
 
 
 def _place(entry: tuple[float, int, object]) -> tuple[float, int]:
