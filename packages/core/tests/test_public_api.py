@@ -340,6 +340,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "read_agent_messages",
             "read_flow_attributes",
             "read_step_history",
+            "readme_example_lines",
             "readme_python_blocks",
             "run_agent_worker",
             "run_example_script",

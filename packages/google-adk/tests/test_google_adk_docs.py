@@ -6,7 +6,7 @@ import os
 import re
 from pathlib import Path
 
-from dex_agents.testing import readme_python_blocks, run_example_script, run_readme_example
+from dex_agents.testing import readme_example_lines, run_example_script
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
@@ -15,17 +15,19 @@ EXAMPLE = REPOSITORY_DIR / "examples" / "google-adk" / "support_agent.py"
 
 
 def test_the_readme_example_runs_as_written_twice(tmp_path: Path) -> None:
-    code = readme_python_blocks(README, "A complete example")[0]
     section = README.read_text().split("## A complete example", 1)[1].split("\n## ", 1)[0]
     expected = re.findall(r"```\w*\n(.*?)```", section.split("It prints", 1)[1], re.DOTALL)[0]
-    runs = run_readme_example(
-        code, tmp_path, file_name="support_agent.py", env={**os.environ, "PYTHONPATH": ""}
+    # No stray warnings (a run that writes to stderr fails): the README shows the whole output.
+    first, second = readme_example_lines(
+        README,
+        tmp_path,
+        "A complete example",
+        file_name="support_agent.py",
+        env={**os.environ, "PYTHONPATH": ""},
     )
-    # No stray warnings: the README shows the whole output.
-    assert [run.stderr for run in runs] == ["", ""]
-    assert runs[0].stdout == expected
+    assert first == expected.splitlines()
     # The second run continues the session in the same database.
-    assert runs[1].stdout == expected.replace("turn-1", "turn-2")
+    assert second == expected.replace("turn-1", "turn-2").splitlines()
 
 
 def test_the_example_script_prints_the_turns_events_and_messages() -> None:

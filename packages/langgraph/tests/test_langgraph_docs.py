@@ -5,18 +5,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dex_agents.testing import readme_python_blocks, run_example_script, run_readme_example
+from dex_agents.testing import readme_example_lines, run_example_script
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
 
 
 def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
-    (code,) = readme_python_blocks(PACKAGE_DIR / "README.md", "A complete example")
+    runs = readme_example_lines(PACKAGE_DIR / "README.md", tmp_path, "A complete example")
 
     # Twice: the second run continues the session in the same database.
-    for turn, run in zip(("turn-1", "turn-2"), run_readme_example(code, tmp_path), strict=True):
-        assert run.stdout.splitlines() == [
+    for turn, lines in zip(("turn-1", "turn-2"), runs, strict=True):
+        assert lines == [
             'waiting for approval of refund_order {"order_id":"7"}',
             "Order 7 is refunded.",
             f"refund keys: ['session-1/{turn}/r1']",

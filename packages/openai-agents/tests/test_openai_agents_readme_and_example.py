@@ -12,9 +12,8 @@ from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
     read_step_history,
-    readme_python_blocks,
+    readme_example_lines,
     run_example_script,
-    run_readme_example,
 )
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
@@ -22,12 +21,12 @@ REPOSITORY_DIR = PACKAGE_DIR.parents[1]
 
 
 async def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
-    example = readme_python_blocks(PACKAGE_DIR / "README.md", "Example")[0]
-    runs = await asyncio.to_thread(run_readme_example, example, tmp_path, file_name="agent.py")
+    runs = await asyncio.to_thread(
+        readme_example_lines, PACKAGE_DIR / "README.md", tmp_path, "Example", file_name="agent.py"
+    )
 
-    for turn, run in zip(("turn-1", "turn-2"), runs, strict=True):
-        assert run.stderr == ""
-        assert run.stdout.splitlines() == [
+    for turn, lines in zip(("turn-1", "turn-2"), runs, strict=True):
+        assert lines == [
             "approval asked for refund_order",
             f"{turn} completed Done: refunded order 7 (idempotency key session-42/{turn}/call_refund)",
             "  lookup_order: succeeded",

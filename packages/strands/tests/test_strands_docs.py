@@ -4,23 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from dex_agents.testing import readme_python_blocks, run_example_script, run_readme_example
+from dex_agents.testing import readme_example_lines, run_example_script
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
 
 
 def test_the_readme_example_runs_twice_as_written(tmp_path: Path) -> None:
-    (example,) = readme_python_blocks(PACKAGE_DIR / "README.md")  # the rest are `python notest`
-    first, second = run_readme_example(example, tmp_path)
+    # The other blocks are `python notest`.
+    first, second = readme_example_lines(PACKAGE_DIR / "README.md", tmp_path)
 
-    assert first.stdout.splitlines() == [
+    assert first == [
         "turn-1 completed Order 7 has shipped.",
         "  lookup_order: succeeded -> shipped (session-1/turn-1/lookup-1)",
     ]
     # The second run continues the session in the same database; the model reads the stored
     # result of turn 1 and calls no tool.
-    assert second.stdout.splitlines() == ["turn-2 completed Order 7 has shipped."]
+    assert second == ["turn-2 completed Order 7 has shipped."]
 
 
 def test_the_example_script_prints_the_turns_events_and_messages() -> None:

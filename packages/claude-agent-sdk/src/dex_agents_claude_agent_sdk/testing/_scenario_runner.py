@@ -27,10 +27,7 @@ from dex_agents import (
     current_deferred_tool_execution,
     require_deferred_tool_execution,
 )
-from dex_agents.testing import (
-    CONTEXT_WINDOW_TOOL_NAME,
-    ContextWindowModel,
-)
+from dex_agents.testing import ContextWindowModel
 from dex_agents.testing.scenarios import (
     CONFIRM_TOOL,
     ScenarioAgentSpec,
@@ -176,7 +173,7 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
     ) -> AgentSessionFlow:
         """The context window scenario's agent, its model answering through the fake server."""
 
-        @tool(CONTEXT_WINDOW_TOOL_NAME, "Look up a short note.", {"topic": str})
+        @tool(ContextWindowModel.tool_name, ContextWindowModel.tool_description, {"topic": str})
         async def lookup_note(arguments: dict[str, Any]) -> dict[str, Any]:
             return {
                 "content": [
@@ -191,20 +188,22 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
                 request.last_user_text, request.tool_outputs, request.input_tokens
             )
             if reply.tool_argument is not None:
-                call = FakeToolCall(CONTEXT_WINDOW_TOOL_NAME, {"topic": reply.tool_argument})
+                call = FakeToolCall(ContextWindowModel.tool_name, {"topic": reply.tool_argument})
                 return FakeModelReply(tool_calls=(call,))
             return FakeModelReply(text=reply.text)
 
         runner = reference_runner(
             tools=[lookup_note],
-            instructions="You answer questions about topics; look up notes when asked.",
+            instructions=ContextWindowModel.instructions,
             model=SCENARIO_MODEL,
             upstream_base_url=_upstream("context-window", respond),
         )
         assert options.compaction is not None
         policy: CompactionPolicy = options.compaction
         return AgentSessionFlow(
-            runner, flow_type="ContextWindowAgent", options=replace(options, compaction=policy)
+            runner,
+            flow_type=ContextWindowModel.flow_type,
+            options=replace(options, compaction=policy),
         )
 
 

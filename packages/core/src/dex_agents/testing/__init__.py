@@ -3,7 +3,8 @@
 An adapter's tests start a private engine and Worker child processes with
 ``AgentTestStack``, stop a tool at an exact point with ``FileGate``, count real
 calls with ``InvocationLog``, and read which Steps ran with
-``read_step_history``. ``run_readme_example`` runs a README's example as written.
+``read_step_history``. ``run_readme_example`` runs a README's example as written
+(``readme_example_lines``: its one tested block, run twice, each run's printed lines).
 ``in_process_worker`` serves Flows in the test process itself; ``TurnContextBuilder`` calls a
 runner's methods directly, with the contexts a session would pass; ``ChatCompletionsServer``
 serves OpenAI Chat Completions on loopback for a framework's own OpenAI model class.
@@ -40,6 +41,7 @@ from dex_agents.testing._message_pages import read_agent_message_pages, read_age
 from dex_agents.testing._readme_examples import (
     ExampleRun,
     ExampleScriptError,
+    readme_example_lines,
     readme_python_blocks,
     run_example_script,
     run_readme_example,
@@ -120,6 +122,7 @@ __all__ = [
     "read_agent_messages",
     "read_flow_attributes",
     "read_step_history",
+    "readme_example_lines",
     "readme_python_blocks",
     "run_agent_worker",
     "run_example_script",

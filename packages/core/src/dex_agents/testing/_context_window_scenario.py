@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Final
+from typing import Annotated, ClassVar, Final
 
 from dex_agents._compaction import CONTEXT_SUMMARY_INSTRUCTIONS, CompactionPolicy
 from dex_agents._runner_contract import OUTCOME_UNKNOWN_TOOL_RESULT
@@ -76,7 +76,6 @@ __all__ = [
 CONTEXT_WINDOW_TOOL_NAME: Final = "lookup_note"
 """The one tool of the scenario agent: a read that returns a short note."""
 _SESSION_ID: Final = "context-window-session"
-_FLOW_TYPE: Final = "ContextWindowAgent"
 
 
 @dataclass(frozen=True)
@@ -112,6 +111,15 @@ class ContextWindowModel:
         missing_results: Tool results seen in an input that read as outcome unknown, which happens
             when a cut separated a call from its result.
     """
+
+    tool_name: ClassVar[str] = CONTEXT_WINDOW_TOOL_NAME
+    """The one tool every runner's agent offers: ``tool_name(topic: str)``, which runs
+    :meth:`run_tool`."""
+    tool_description: ClassVar[str] = "Look up a short note."
+    instructions: ClassVar[str] = "You answer questions about topics; look up notes when asked."
+    """The agent's instructions."""
+    flow_type: ClassVar[str] = "ContextWindowAgent"
+    """The agent's Flow type, the same under every runner."""
 
     policy: CompactionPolicy
     reply_bytes: int = 120
@@ -437,12 +445,14 @@ def build_stepwise_context_window_flow(
     client = ScriptedModelClient(respond, max_recorded_requests=0)
     definition = AgentDefinition(
         name="context-window",
-        instructions="You answer questions about topics; look up notes when asked.",
+        instructions=ContextWindowModel.instructions,
         model=client,
         tools=[lookup_note],
         compaction=options.compaction,
     )
-    return stepwise_agent_session_flow(definition, flow_type=_FLOW_TYPE, options=options)
+    return stepwise_agent_session_flow(
+        definition, flow_type=ContextWindowModel.flow_type, options=options
+    )
 
 
 async def _idle_after_turns(server_address: str, turns: int) -> bool:

@@ -145,6 +145,48 @@ def run_readme_example(
     ]
 
 
+def readme_example_lines(
+    readme: Path,
+    directory: Path,
+    heading: str | None = None,
+    *,
+    runs: int = 2,
+    file_name: str = "readme_example.py",
+    env: Mapping[str, str] | None = None,
+) -> list[list[str]]:
+    """Run a README's one tested example ``runs`` times in ``directory``, as a user who copied
+    it would (:func:`run_readme_example`), and return the lines each run printed.
+
+    The example is the one ```` ```python ```` block of the file (of its ``## heading`` section
+    with ``heading``) that is not fenced ``notest``. A run that writes anything to stderr fails:
+    a README shows its example's whole output, stray warnings included.
+
+    Raises:
+        ExampleScriptError: The README (section) has no tested block or more than one, a run
+            exited non-zero, or a run wrote to stderr.
+
+    Example:
+        >>> import tempfile
+        >>> directory = Path(tempfile.mkdtemp())
+        >>> readme = directory / "README.md"
+        >>> _ = readme.write_text("## Example\\n```python\\nprint('hi')\\n```\\n")
+        >>> readme_example_lines(readme, directory, "Example")
+        [['hi'], ['hi']]
+    """
+    blocks = readme_python_blocks(readme, heading)
+    if len(blocks) != 1:
+        where = f"'## {heading}' of {readme.name}" if heading else readme.name
+        raise ExampleScriptError(f"{where} has {len(blocks)} tested python blocks, not one")
+    done = run_readme_example(blocks[0], directory, runs=runs, file_name=file_name, env=env)
+    for number, run in enumerate(done, start=1):
+        if run.stderr:
+            raise ExampleScriptError(
+                f"run {number} of the example in {readme.name} wrote to stderr:\n"
+                f"{run.stderr[-_STDERR_TAIL_CHARS:]}"
+            )
+    return [run.stdout.splitlines() for run in done]
+
+
 def _section(text: str, heading: str, readme: Path) -> str:
     match = re.search(rf"^## {re.escape(heading)}[ \t]*$", text, re.MULTILINE)
     if match is None:

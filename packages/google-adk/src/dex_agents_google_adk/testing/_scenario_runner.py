@@ -68,8 +68,6 @@ __all__ = [
 ]
 
 _MODEL_NAME: Final = "scenario-model"
-_CONTEXT_WINDOW_FLOW_TYPE: Final = "ContextWindowAgent"
-_NOTE_TOOL: Final = "lookup_note"
 _STREAM_CHUNK_CHARS: Final = 8
 
 AdkTool = BaseTool | BaseToolset
@@ -125,17 +123,18 @@ class GoogleAdkScenarioRunner(ScenarioRunnerBase[AdkTool]):
         """The context window scenario's agent as an ADK ``LlmAgent`` whose model asks ``model``."""
 
         def lookup_note(topic: str) -> str:
-            """Look up a short note."""
             return ContextWindowModel.run_tool(topic)
+
+        lookup_note.__doc__ = ContextWindowModel.tool_description  # ADK reads the description here
 
         agent = reference_agent(
             ContextWindowLlm(model=_MODEL_NAME, window=model),
             [lookup_note],
             name="context_window",
-            instruction="You answer questions about topics; look up notes when asked.",
+            instruction=ContextWindowModel.instructions,
         )
         return AgentSessionFlow(
-            GoogleAdkRunner(agent), flow_type=_CONTEXT_WINDOW_FLOW_TYPE, options=options
+            GoogleAdkRunner(agent), flow_type=ContextWindowModel.flow_type, options=options
         )
 
 
@@ -258,7 +257,9 @@ class ContextWindowLlm(BaseLlm):
         if reply.tool_argument is None:
             yield _text_response(reply.text or "")
             return
-        call = types.FunctionCall(name=_NOTE_TOOL, args={"topic": reply.tool_argument})
+        call = types.FunctionCall(
+            name=ContextWindowModel.tool_name, args={"topic": reply.tool_argument}
+        )
         yield LlmResponse(
             content=types.Content(role="model", parts=[types.Part(function_call=call)])
         )

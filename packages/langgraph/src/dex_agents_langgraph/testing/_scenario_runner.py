@@ -203,15 +203,16 @@ class LangGraphScenarioRunner(ScenarioRunnerBase[BaseTool]):
     ) -> AgentSessionFlow:
         """The context window scenario's agent as a ``StateGraph`` around its scripted model."""
 
-        @langchain_tool
+        @langchain_tool(
+            ContextWindowModel.tool_name, description=ContextWindowModel.tool_description
+        )
         def lookup_note(topic: str) -> str:
-            """Look up a short note."""
             return ContextWindowModel.run_tool(topic)
 
         chat_model = context_window_chat_model(model, summarizes=False)
         return langgraph_session_flow(
             reference_graph(chat_model, [lookup_note]).compile(name="scenario-agent"),
-            flow_type="ContextWindowAgent",
+            flow_type=ContextWindowModel.flow_type,
             options=options,
             summary_model=context_window_chat_model(model, summarizes=True),
         )
@@ -231,7 +232,9 @@ def context_window_chat_model(model: ContextWindowModel, *, summarizes: bool) ->
         if reply.tool_argument is None:
             return _reply(reply.text or "", [], messages)
         call = ToolCall(
-            name="lookup_note", args={"topic": reply.tool_argument}, id=f"note-{len(results) + 1}"
+            name=ContextWindowModel.tool_name,
+            args={"topic": reply.tool_argument},
+            id=f"note-{len(results) + 1}",
         )
         return _reply("", [call], messages)
 

@@ -51,9 +51,6 @@ from dex_agents_openai_agents.testing._scripted_model import (
 
 __all__ = ["SCENARIO_RUNNER", "OpenAIAgentsScenarioRunner"]
 
-_CONTEXT_WINDOW_FLOW_TYPE = "ContextWindowAgent"
-_CONTEXT_WINDOW_TOOL = "lookup_note"
-
 
 class OpenAIAgentsScenarioRunner(ScenarioRunnerBase[FunctionTool]):
     """The scenario agent as an OpenAI Agents SDK agent answered by a ``ReplyFunctionModel``."""
@@ -144,7 +141,7 @@ def _context_window_flow(
         if answer.tool_argument is not None:
             return [
                 function_call(
-                    _CONTEXT_WINDOW_TOOL,
+                    ContextWindowModel.tool_name,
                     {"topic": answer.tool_argument},
                     call_id=f"call_{len(results) + 1}",
                 )
@@ -156,18 +153,18 @@ def _context_window_flow(
 
     note_tool = function_tool(
         lookup_note,
-        name_override=_CONTEXT_WINDOW_TOOL,
-        description_override="Look up a short note.",
+        name_override=ContextWindowModel.tool_name,
+        description_override=ContextWindowModel.tool_description,
     )
     agent = reference_agent(
         reply,
         [note_tool],
         name="context-window",
-        instructions="You answer questions about topics; look up notes when asked.",
+        instructions=ContextWindowModel.instructions,
         model_name="context-window-model",
     )
     runner = OpenAIAgentsRunner(agent, run_config=RunConfig(tracing_disabled=True))
-    return AgentSessionFlow(runner, flow_type=_CONTEXT_WINDOW_FLOW_TYPE, options=options)
+    return AgentSessionFlow(runner, flow_type=ContextWindowModel.flow_type, options=options)
 
 
 SCENARIO_RUNNER = OpenAIAgentsScenarioRunner().scenario_runner()

@@ -1,14 +1,7 @@
-"""Test support: an SDK ``Model`` whose replies come from a function, for tests and examples.
-
-``ReplyFunctionModel`` implements the SDK's ``agents.Model`` interface, so the SDK's real run loop
-drives it exactly as it drives ``OpenAIResponsesModel``. Each call asks the reply function for the
-response's output items, then lets the SDK's own ``agents.testing.ScriptedModel`` turn them into
-the response and its stream events (text deltas included).
-
-Example:
-    >>> async def reply(call: ModelCallInput) -> list[TResponseOutputItem]:
-    ...     return [assistant_message(f"Echo: {call.last_user_text()}")]
-    >>> agent = Agent(name="echo", model=ReplyFunctionModel(reply))
+"""``ReplyFunctionModel``, the scripted SDK ``Model`` of ``dex_agents_openai_agents.testing`` (whose
+docstring has the example): each call asks the reply function for the response's output items,
+then lets the SDK's own ``agents.testing.ScriptedModel`` turn them into the response and its
+stream events (text deltas included).
 """
 
 from __future__ import annotations

@@ -25,8 +25,6 @@ from dex_agents_pydantic_ai.testing._scripted_model import (
 
 __all__ = ["build_pydantic_ai_context_window_flow"]
 
-_TOOL_NAME: Final = "lookup_note"
-_FLOW_TYPE: Final = "ContextWindowAgent"
 _RESULT_PREFIX: Final = "Result of "
 
 
@@ -44,7 +42,7 @@ def build_pydantic_ai_context_window_flow(
         )
         if reply.tool_argument is not None:
             call = ToolCallPart(
-                _TOOL_NAME,
+                ContextWindowModel.tool_name,
                 {"topic": reply.tool_argument},
                 tool_call_id=f"note-{view.model_call_index}",
             )
@@ -52,16 +50,24 @@ def build_pydantic_ai_context_window_flow(
         return ModelResponse(parts=[TextPart(reply.text or "")])
 
     async def lookup_note(topic: str) -> str:
-        """Look up a short note about ``topic``."""
         return ContextWindowModel.run_tool(topic)
 
     agent: Agent[None, str] = Agent(
         scripted_function_model(respond, model_name="context-window-script"),
         name="context-window",
-        instructions="You answer questions about topics; look up notes when asked.",
-        tools=[Tool(lookup_note, name=_TOOL_NAME, metadata=dex_tool_metadata(ToolEffect.READ))],
+        instructions=ContextWindowModel.instructions,
+        tools=[
+            Tool(
+                lookup_note,
+                name=ContextWindowModel.tool_name,
+                description=ContextWindowModel.tool_description,
+                metadata=dex_tool_metadata(ToolEffect.READ),
+            )
+        ],
     )
-    return AgentSessionFlow(PydanticAIRunner(agent), flow_type=_FLOW_TYPE, options=options)
+    return AgentSessionFlow(
+        PydanticAIRunner(agent), flow_type=ContextWindowModel.flow_type, options=options
+    )
 
 
 def _summarized_results(messages: list[ModelMessage]) -> list[str]:

@@ -63,7 +63,6 @@ __all__ = [
     "build_strands_flow",
 ]
 
-_CONTEXT_WINDOW_TOOL: Final = "lookup_note"
 _SCENARIO_MODEL_ID: Final = "scenario-script"
 _RESULT_PREFIX: Final = "Result of "
 
@@ -186,13 +185,13 @@ def build_strands_context_window_flow(
         if answer.tool_argument is not None:
             return tool_use_reply(
                 f"note-{call.model_call_index()}",
-                _CONTEXT_WINDOW_TOOL,
+                ContextWindowModel.tool_name,
                 {"topic": answer.tool_argument},
             )
         return text_reply(answer.text or "")
 
     def lookup_note(topic: str) -> str:
-        """Look up a short note about a topic.
+        """Look up a note.
 
         Args:
             topic: The topic.
@@ -201,16 +200,20 @@ def build_strands_context_window_flow(
 
     agent = reference_agent(
         reply,
-        [tool(name=_CONTEXT_WINDOW_TOOL)(lookup_note)],
-        system_prompt="You answer questions about topics; look up notes when asked.",
+        [
+            tool(
+                name=ContextWindowModel.tool_name, description=ContextWindowModel.tool_description
+            )(lookup_note)
+        ],
+        system_prompt=ContextWindowModel.instructions,
         model_id="context-window-script",
     )
     policies: dict[str, Any] = {
         **options.tool_policies,
-        _CONTEXT_WINDOW_TOOL: ToolPolicy(ToolEffect.READ),
+        ContextWindowModel.tool_name: ToolPolicy(ToolEffect.READ),
     }
     return strands_session_flow(
-        agent, "ContextWindowAgent", dataclasses.replace(options, tool_policies=policies)
+        agent, ContextWindowModel.flow_type, dataclasses.replace(options, tool_policies=policies)
     )
 
 
