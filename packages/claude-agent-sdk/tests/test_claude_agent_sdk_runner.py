@@ -1,7 +1,9 @@
 """The runner with the real Claude Code CLI against a local Messages API, in one process.
 
-The MCP-wrapper path (a schema-only tool reading its call inside a real tool Step), parallel reads
-that finish out of call order, bad input from the model, and a model that fails mid-turn.
+The MCP-wrapper path (a schema-only tool reading its call inside a real tool Step) and parallel
+reads that finish out of call order. Bad input from the model and a model that fails mid-turn are
+the shared suite's, for every runner (``tests-shared/test_uniform_outcomes.py``,
+``test_turn_failure.py``).
 """
 
 from __future__ import annotations
@@ -19,12 +21,10 @@ from dex_agents import (
     AgentSessionOptions,
     AgentSnapshot,
     MessageRole,
-    RunModelLimit,
 )
 from dex_agents.testing import (
     InProcessWorker,
     read_step_history,
-    wait_for_agent_snapshot,
     wait_for_turn_end,
 )
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
@@ -153,51 +153,3 @@ async def test_parallel_reads_reach_the_model_in_call_order(harness: Harness) ->
         in_call_order
     )
     assert harness.keys == [None, None]
-
-
-async def test_bad_input_from_the_model_ends_in_failed_results(harness: Harness) -> None:
-    def respond(request: FakeModelRequest) -> FakeModelReply:
-        if request.model_call_index == 1:
-            return FakeModelReply(
-                tool_calls=[
-                    FakeToolCall("save_note", {"note": 7}),  # breaks the schema
-                    FakeToolCall("forget_everything", {}),  # no such tool
-                ]
-            )
-        return FakeModelReply(text=" | ".join(request.tool_outputs))
-
-    snapshot = await _one_turn(harness, harness.flow(respond), "save something")
-
-    assert harness.keys == []  # the tool never ran with bad arguments
-    results = [m for m in snapshot.messages if m.role is MessageRole.TOOL]
-    assert len(results) == 2
-    answer = [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text][-1]
-    assert (
-        "invalid arguments for save_note" in (answer or "")
-        or "validation" in (answer or "").lower()
-    )
-    assert "forget_everything" in (answer or "")
-    assert snapshot.state is not None and snapshot.state.last_turn_error is None
-
-
-async def test_a_model_failure_mid_turn_fails_the_turn_with_its_error(harness: Harness) -> None:
-    def respond(request: FakeModelRequest) -> FakeModelReply:
-        if request.last_user_text == "again":
-            return FakeModelReply(text="back")
-        if request.model_call_index == 1:
-            return FakeModelReply(tool_calls=[FakeToolCall("peek", {"name": "a"})])
-        raise RuntimeError("the provider is down")
-
-    flow = harness.flow(respond, run_model_limit=RunModelLimit(maximum_attempts=2))
-    async with harness.workers([flow]) as dex:
-        sessions = dex.sessions(flow)
-        await sessions.start_session("s", "peek")
-        failed = await wait_for_agent_snapshot(
-            sessions, "s", lambda s: s if s.state and s.state.last_turn_error else None
-        )
-        assert "the provider is down" in (failed.state.last_turn_error or "")  # type: ignore[union-attr]
-        assert await sessions.send_user_message("s", "again")
-        snapshot = await wait_for_turn_end(sessions, "s", 2)
-    assert [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text] == [
-        "back"
-    ]
