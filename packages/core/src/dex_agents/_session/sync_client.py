@@ -309,6 +309,7 @@ class SyncAgentSessionClient:
         )
 
     def _turn_messages(self, session_id: str, request: ReadMessages) -> AgentMessagesPage:
+        self._check_session(session_id)
         return self._client.invoke_rpc(
             self._flow.list_agent_messages,
             session_id,
