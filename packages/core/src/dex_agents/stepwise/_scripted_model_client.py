@@ -77,7 +77,8 @@ ScriptedRespond = Callable[[ModelRequest], ScriptedModelReply | Awaitable[Script
 
 
 def _estimate_text_tokens(text: str) -> int:
-    size = len(text.encode("utf-8"))
+    # An ASCII text is as long in UTF-8 as in characters; only other texts need the encoding.
+    size = len(text) if text.isascii() else len(text.encode("utf-8"))
     return -(-size // _BYTES_PER_TOKEN)
 
 
@@ -218,7 +219,10 @@ class ScriptedModelClient:
                     text=text,
                 )
             )
-        request_key = _request_key(request)
+        # The digest reads the whole request, so it is made only for a call without its own ID.
+        request_key = (
+            _request_key(request) if any(not call.tool_call_id for call in reply.tool_calls) else ""
+        )
         for index, call in enumerate(reply.tool_calls):
             items.append(_tool_call_item(call, call.tool_call_id or f"call_{request_key}_{index}"))
         return tuple(items)
