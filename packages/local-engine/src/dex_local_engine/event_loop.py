@@ -1,11 +1,16 @@
 """The event loop ``dex-local-engine serve`` runs on, and its garbage collector settings.
 
 Python gRPC's asyncio server spends much of each message in the event loop, so the loop's own
-cost shows in every call: uvloop (libuv) took 14 % of the engine's CPU per turn off asyncio's
-default loop, side by side in ``benchmarks/turn_shape_floor_ab.py``. But on uvloop the shared
-suite's Worker-kill scenarios (a tool task resumed after a Worker SIGKILL, an approval deadline)
-stall, and the cause is not found yet, so asyncio's loop stays the default and uvloop is opt-in:
-``DEX_LOCAL_ENGINE_EVENT_LOOP=uvloop`` (installed as a dependency wherever it has wheels).
+cost shows in every call: uvloop (libuv) took 9-14 % of the engine's CPU per turn off asyncio's
+default loop, side by side in ``benchmarks/turn_shape_floor_ab.py``. uvloop is a dependency on
+every platform it has wheels for and the default there; where it is missing (Windows) the engine
+runs asyncio's loop. ``DEX_LOCAL_ENGINE_EVENT_LOOP=asyncio`` forces asyncio's loop (to compare, or
+to rule uvloop out); ``uvloop`` insists on uvloop.
+
+uvloop runs a ``call_later`` callback up to about a millisecond before ``time.time()`` reaches the
+time it was meant for (libuv counts whole milliseconds on a coarse clock), so nothing in the engine
+may take a timer's callback as proof that a wall-clock time has passed: the scheduler arms a Timer
+again when it fired early (``StepScheduler.arm_timers``).
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ __all__ = [
 ]
 
 EVENT_LOOP_ENV: Final = "DEX_LOCAL_ENGINE_EVENT_LOOP"
-"""Environment variable that picks the loop: ``asyncio`` (the default) or ``uvloop`` (opt-in)."""
+"""Environment variable that picks the loop: ``uvloop`` (the default where installed) or ``asyncio``."""
 
 _YOUNG_GENERATION_THRESHOLD: Final = 100_000
 """Allocations between young-generation collections (CPython's default is 700).
@@ -50,7 +55,7 @@ class EventLoopKind(StrEnum):
 def choose_event_loop(
     environ: Mapping[str, str] | None = None,
 ) -> tuple[EventLoopKind, Callable[[], asyncio.AbstractEventLoop]]:
-    """The loop to serve on: asyncio's unless ``DEX_LOCAL_ENGINE_EVENT_LOOP`` says uvloop.
+    """The loop to serve on: uvloop unless it is missing or ``DEX_LOCAL_ENGINE_EVENT_LOOP`` says asyncio.
 
     Raises:
         EngineConfigurationError: (a ValueError) When ``DEX_LOCAL_ENGINE_EVENT_LOOP`` names no known loop, or names uvloop
@@ -65,14 +70,16 @@ def choose_event_loop(
     if requested and requested not in set(EventLoopKind):
         known = ", ".join(kind.value for kind in EventLoopKind)
         raise EngineConfigurationError(f"{EVENT_LOOP_ENV}={requested!r}: expected one of {known}")
-    if requested != EventLoopKind.UVLOOP:
+    if requested == EventLoopKind.ASYNCIO:
         return EventLoopKind.ASYNCIO, asyncio.new_event_loop
     try:
         uvloop: Any = importlib.import_module("uvloop")
     except ImportError:
-        raise EngineConfigurationError(
-            f"{EVENT_LOOP_ENV}=uvloop: uvloop is not installed"
-        ) from None
+        if requested == EventLoopKind.UVLOOP:
+            raise EngineConfigurationError(
+                f"{EVENT_LOOP_ENV}=uvloop: uvloop is not installed"
+            ) from None
+        return EventLoopKind.ASYNCIO, asyncio.new_event_loop
     factory: Callable[[], asyncio.AbstractEventLoop] = uvloop.new_event_loop
     return EventLoopKind.UVLOOP, factory
 

@@ -648,12 +648,30 @@ class StepScheduler:
         for handle in self._timer_handles.pop(key, []):
             handle.cancel()
         loop = asyncio.get_running_loop()
+        now = time.time()
         handles = [
-            loop.call_later(max(0.0, state.fire_at - time.time()), self.evaluate_waiting, run)
+            loop.call_later(max(0.0, state.fire_at - now), self._timer_due, run, step)
             for state in step.timers
             if not state.completed
         ]
         self._timer_handles[key] = handles
+
+    def _timer_due(self, run: FlowRun, step: StepExecution) -> None:
+        """A Timer of ``step`` came due: move ready Steps on, and arm again what is not due yet.
+
+        A Timer completes only once ``time.time()`` reaches its firing time, and an event loop may
+        run a ``call_later`` callback a little before that: uvloop does, by up to about a
+        millisecond (libuv counts whole milliseconds on a coarse monotonic clock). Without arming
+        again, such a Step would wait for ever (the stall of the Worker-kill and approval-deadline
+        scenarios on uvloop).
+        """
+        self.evaluate_waiting(run)
+        current = run.steps.get(step.step_execution_id)
+        if not run.is_running or current is None or current.phase is not StepPhase.WAITING:
+            return
+        # Still waiting: every Timer left uncompleted was not due when it was evaluated.
+        if any(not state.completed for state in current.timers):
+            self.arm_timers(run, current)
 
 
 class _InflightMarker:
