@@ -86,6 +86,8 @@ _TRIM_TRIGGER_PERCENT = 90
 _TRIM_TARGET_PERCENT = 80
 _TOKEN_VERSION = 1
 _TOKEN_MAC_BYTES = 16
+_ISSUED_TOKENS_KEPT = 4096
+"""Issued tokens remembered for a decode without the MAC (an older one is checked in full)."""
 
 _log = logging.getLogger(__name__)
 
@@ -169,6 +171,9 @@ class StreamStore:
         self._instances: dict[tuple[str, str, str], _Instance] = {}
         self._last_id: _MessageId = (0, 0)
         self._token_key = secrets.token_bytes(32)
+        # Tokens issued lately and what they name: a reader hands back the token of the message it
+        # just read, so most reads find it here and skip the base64, MAC and JSON of a decode.
+        self._issued_tokens: dict[str, tuple[tuple[str, str, str], _MessageId]] = {}
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -430,6 +435,14 @@ class StreamStore:
         )
 
     def _encode_token(self, key: tuple[str, str, str], message_id: _MessageId) -> str:
+        token = self._token_text(key, message_id)
+        issued = self._issued_tokens
+        if len(issued) >= _ISSUED_TOKENS_KEPT:
+            del issued[next(iter(issued))]  # the oldest: dicts keep insertion order
+        issued[token] = (key, message_id)
+        return token
+
+    def _token_text(self, key: tuple[str, str, str], message_id: _MessageId) -> str:
         flow_type, flow_id, stream_name = key
         payload = json.dumps(
             {
@@ -451,6 +464,13 @@ class StreamStore:
     ) -> _MessageId:
         if not token:
             return (-1, -1)
+        issued = self._issued_tokens.get(token)
+        if issued is not None:
+            # The very string this engine made (and MACed) for a message of this scope or another.
+            scope, message_id = issued
+            if scope != (flow_type, flow_id, stream_name):
+                raise _other_stream(scope, flow_type, flow_id, stream_name)
+            return message_id
         try:
             encoded_payload, encoded_mac = token.split(".")
             payload = _unb64(encoded_payload)
@@ -464,12 +484,18 @@ class StreamStore:
         except (ValueError, KeyError, TypeError, UnicodeError, binascii.Error):
             raise _token_not_issued() from None
         if scope != (flow_type, flow_id, stream_name):
-            raise invalid_argument(
-                f"invalid Stream resume token: it belongs to another Stream (flow type "
-                f"{scope[0]!r}, flow {scope[1]!r}, stream {scope[2]!r}), not flow type "
-                f"{flow_type!r}, flow {flow_id!r}, stream {stream_name!r}"
-            )
+            raise _other_stream(scope, flow_type, flow_id, stream_name)
         return (milliseconds, sequence)
+
+
+def _other_stream(
+    scope: tuple[str, str, str], flow_type: str, flow_id: str, stream_name: str
+) -> EngineError:
+    return invalid_argument(
+        f"invalid Stream resume token: it belongs to another Stream (flow type "
+        f"{scope[0]!r}, flow {scope[1]!r}, stream {scope[2]!r}), not flow type "
+        f"{flow_type!r}, flow {flow_id!r}, stream {stream_name!r}"
+    )
 
 
 def _token_not_issued() -> EngineError:
