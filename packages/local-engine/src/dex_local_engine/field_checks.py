@@ -95,15 +95,19 @@ def field_problem(
 
 @dataclass(frozen=True)
 class _Plan:
-    """What to look at in one message type (so a check costs no walk of what cannot fail)."""
+    """What to look at in one message type (so a check costs no walk of what cannot fail).
 
-    scalars: tuple[FieldDescriptor, ...]
-    """Enum and number fields (not in a oneof), singular or repeated."""
+    Field names and repeatedness are kept beside the descriptors: reading them off a descriptor
+    costs a call into protobuf on every check.
+    """
+
+    scalars: tuple[tuple[FieldDescriptor, str, bool], ...]
+    """Enum and number fields (not in a oneof), singular or repeated: (field, name, repeated)."""
     scalar_maps: tuple[tuple[FieldDescriptor, FieldDescriptor], ...]
     """Map fields with enum or number values: (the map field, its value field)."""
-    children: tuple[FieldDescriptor, ...]
-    """Message fields (singular or repeated) whose type has something to check."""
-    child_maps: tuple[FieldDescriptor, ...]
+    children: tuple[tuple[str, bool], ...]
+    """Message fields (singular or repeated) whose type has something to check: (name, repeated)."""
+    child_maps: tuple[str, ...]
     """Map fields with message values whose type has something to check."""
     required: tuple[str, ...]
     route: tuple[str, str] | None
@@ -142,12 +146,15 @@ def _plan(descriptor: Any) -> _Plan:
         return plan
     # A placeholder first: message types may refer to themselves (StepOptions nests StepOptions).
     _PLANS[descriptor.full_name] = _Plan((), (), (), (), (), None)
-    scalars, scalar_maps, children, child_maps = [], [], [], []
+    scalars: list[tuple[FieldDescriptor, str, bool]] = []
+    scalar_maps: list[tuple[FieldDescriptor, FieldDescriptor]] = []
+    children: list[tuple[str, bool]] = []
+    child_maps: list[str] = []
     for field in descriptor.fields:
         entry = field.message_type
         if entry is None:
             if _is_checked_scalar(field):
-                scalars.append(field)
+                scalars.append((field, field.name, field.is_repeated))
         elif entry.GetOptions().map_entry:
             value_field = entry.fields_by_name["value"]
             value_type = value_field.message_type
@@ -155,9 +162,9 @@ def _plan(descriptor: Any) -> _Plan:
                 if _is_checked_scalar(value_field):
                     scalar_maps.append((field, value_field))
             elif _needs_check(value_type) or value_type is descriptor:
-                child_maps.append(field)
+                child_maps.append(field.name)
         elif _needs_check(entry) or entry is descriptor:
-            children.append(field)
+            children.append((field.name, field.is_repeated))
     plan = _Plan(
         tuple(scalars),
         tuple(scalar_maps),
@@ -181,15 +188,15 @@ class _Checker:
         if isinstance(message, pb.Value):
             return self._value(message, path)
         plan = _plan(message.DESCRIPTOR)
-        for field in plan.scalars:
-            content = getattr(message, field.name)
-            values = list(content) if field.is_repeated else [content]
-            problem = _scalar_problem(field, values, f"{path}.{field.name}")
+        for field, name, is_repeated in plan.scalars:
+            content = getattr(message, name)
+            values = list(content) if is_repeated else [content]
+            problem = _scalar_problem(field, values, path, name)
             if problem is not None:
                 return problem
         for field, value_field in plan.scalar_maps:
             values = list(getattr(message, field.name).values())
-            problem = _scalar_problem(value_field, values, f"{path}.{field.name}")
+            problem = _scalar_problem(value_field, values, path, field.name)
             if problem is not None:
                 return problem
         for name in plan.required:
@@ -208,19 +215,19 @@ class _Checker:
         return self._children(message, plan, path)
 
     def _children(self, message: Message, plan: _Plan, path: str) -> str | None:
-        for field in plan.children:
-            if field.is_repeated:
-                for index, child in enumerate(getattr(message, field.name)):
-                    problem = self.message(child, f"{path}.{field.name}[{index}]")
+        for name, is_repeated in plan.children:
+            if is_repeated:
+                for index, child in enumerate(getattr(message, name)):
+                    problem = self.message(child, f"{path}.{name}[{index}]")
                     if problem is not None:
                         return problem
-            elif message.HasField(field.name):
-                problem = self.message(getattr(message, field.name), f"{path}.{field.name}")
+            elif message.HasField(name):
+                problem = self.message(getattr(message, name), f"{path}.{name}")
                 if problem is not None:
                     return problem
-        for field in plan.child_maps:
-            for key, child in getattr(message, field.name).items():
-                problem = self.message(child, f"{path}.{field.name}[{key!r}]")
+        for name in plan.child_maps:
+            for key, child in getattr(message, name).items():
+                problem = self.message(child, f"{path}.{name}[{key!r}]")
                 if problem is not None:
                     return problem
         return None
@@ -242,23 +249,28 @@ class _Checker:
         return None
 
 
-def _scalar_problem(field: FieldDescriptor, values: list[Any], path: str) -> str | None:
-    """The problem of a scalar field's ``values`` (one, or each of a repeated or map field)."""
+def _scalar_problem(
+    field: FieldDescriptor, values: list[Any], parent: str, name: str
+) -> str | None:
+    """The problem of a scalar field's ``values`` (one, or each of a repeated or map field).
+
+    ``parent.name`` is the field's path, built only for a problem.
+    """
     enum = field.enum_type
     if field.type == FieldDescriptor.TYPE_ENUM and enum is not None:
         for value in values:
             if value not in enum.values_by_number:
-                return f"{path} is {value}, which is not a {enum.name} value"
+                return f"{parent}.{name} is {value}, which is not a {enum.name} value"
         return None
     if field.type not in _NUMBER_TYPES or field.containing_oneof is not None:
         return None
     for value in values:
         if not math.isfinite(value):
-            return f"{path} must be a finite number, got {value}"
+            return f"{parent}.{name} must be a finite number, got {value}"
         if value < 0:
-            return f"{path} must not be negative, got {value}"
+            return f"{parent}.{name} must not be negative, got {value}"
         if field.name.endswith("_seconds") and value > MAX_SECONDS:
-            return f"{path} must be at most {MAX_SECONDS} seconds, got {value}"
+            return f"{parent}.{name} must be at most {MAX_SECONDS} seconds, got {value}"
         if field.name == "backoff_coefficient" and 0 < value < 1:
-            return f"{path} must be at least 1 (or 0 for the default), got {value}"
+            return f"{parent}.{name} must be at least 1 (or 0 for the default), got {value}"
     return None

@@ -55,6 +55,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import grpc
@@ -92,6 +93,7 @@ _LOGGER = logging.getLogger(__name__)
 _EOF: object = grpc.aio.EOF  # type: ignore[attr-defined]  # missing from the grpc stubs
 _PROBE_SECONDS = 5.0
 _REJECT_REASONS = frozenset(pb.PollWorkerTaskRejectReason.values())
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class PullDispatcher(dex_pb2_grpc.WorkerTaskServiceServicer):
@@ -380,8 +382,12 @@ def _is_rpc(task: DispatchTask) -> bool:
 
 
 def _poll_worker_task(task: DispatchTask) -> pb.PollWorkerTask:
-    deadline = timestamp_pb2.Timestamp()
-    deadline.FromDatetime(task.deadline)
+    # What Timestamp.FromDatetime computes, without its Python-level checks and conversions.
+    since_epoch = task.deadline - _EPOCH
+    deadline = timestamp_pb2.Timestamp(
+        seconds=since_epoch.days * 86_400 + since_epoch.seconds,
+        nanos=since_epoch.microseconds * 1_000,
+    )
     message = pb.PollWorkerTask(task_id=task.task_id, deadline=deadline)
     request = task.request
     if isinstance(request, pb.InvokeWaitForMethodRequest):

@@ -389,10 +389,11 @@ class Store:
                     ),
                 )
                 _write_values(db, flow.run_id, flow.values)
-            db.executemany(
-                "INSERT INTO history (run_id, event_id, event) VALUES (?, ?, ?)",
-                [(row.run_id, row.event_id, row.event) for row in history],
-            )
+            if history:
+                db.executemany(
+                    "INSERT INTO history (run_id, event_id, event) VALUES (?, ?, ?)",
+                    [(row.run_id, row.event_id, row.event) for row in history],
+                )
             if finished:
                 db.executemany(
                     "DELETE FROM inflight WHERE run_id = ? AND step_execution_id = ?",

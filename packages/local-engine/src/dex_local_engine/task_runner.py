@@ -9,6 +9,7 @@ dispatcher fault), or ``None`` when the attempt never started and must be dispat
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import uuid
@@ -47,6 +48,11 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 _REDISPATCH_DELAY = 0.05
+
+_TASK_ID_PREFIX = uuid.uuid4().hex
+"""Task IDs are this process's random prefix and a counter: unique as a UUID each would be,
+without a ``getrandom`` call and a UUID's formatting per attempt."""
+_task_numbers = itertools.count(1)
 
 _FRAME_TYPES: dict[type[TaskRequest], type[TaskFrame]] = {
     pb.InvokeWaitForMethodRequest: pb.InvokeWaitForMethodOutput,
@@ -141,7 +147,7 @@ class TaskRunner:
                 on_worker(is_on_worker)
 
         task = DispatchTask(
-            task_id=str(uuid.uuid4()),
+            task_id=f"{_TASK_ID_PREFIX}-{next(_task_numbers)}",
             flow_id=run.flow_id,
             flow_type=run.flow_type,
             queue="",
