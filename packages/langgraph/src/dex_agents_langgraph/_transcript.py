@@ -15,7 +15,6 @@ changes the kept one.
 from __future__ import annotations
 
 import copy
-import functools
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ from dex_agents import (
     describe_tool_call_outcome,
     dump_json_text,
 )
+from dex_agents.adapters import KeptDecodes
 from dex_agents.exceptions import StoredStateError
 from langchain_core.messages import (
     AIMessage,
@@ -139,26 +139,14 @@ def stored_message_id(message: AgentMessage) -> str:
     return f"dex-message-{message.sequence}"
 
 
-_CACHED_ITEMS: Final = 1024
-"""Built messages a process keeps (least recently used dropped first)."""
-_LARGEST_CACHED_ITEM: Final = 16 * 1024
-"""Longer items are built every time, so the cache holds at most about 16 MiB of them."""
-
-
 def _built(item: str) -> BaseMessage:
     (restored,) = messages_from_dict([json.loads(item)])
     return restored
 
 
-_cached_built = functools.lru_cache(maxsize=_CACHED_ITEMS)(_built)
-
-
-def _restored(item: str) -> BaseMessage:
-    """A fresh LangChain message for a stored ``framework_item`` (built once per process)."""
-    if len(item) > _LARGEST_CACHED_ITEM:
-        return _built(item)
-    kept = _cached_built(item)
-    # Containers one graph could edit in place (content blocks, tool calls, metadata) are copied.
+def _fresh(kept: BaseMessage) -> BaseMessage:
+    """A copy of a kept message whose lists and dicts (content blocks, tool calls, metadata) are
+    copied too, since one graph could edit them in place."""
     return kept.model_copy(
         update={
             name: _copied(value)
@@ -166,6 +154,10 @@ def _restored(item: str) -> BaseMessage:
             if isinstance(value, (list, dict))
         }
     )
+
+
+_restored: Final = KeptDecodes(_built, _fresh)
+"""A fresh LangChain message for a stored ``framework_item`` (built once per process)."""
 
 
 def _copied(value: object) -> object:
