@@ -78,3 +78,43 @@ def test_an_item_of_another_runner_names_its_sequence() -> None:
     foreign = FrameworkMessage(role=MessageRole.USER, framework_item='{"type":"message"}', text="x")
     with pytest.raises(ValueError, match="stored message 7 is not Pydantic AI message JSON"):
         decode_history(_stored([foreign], first=7))
+
+
+def test_each_load_is_a_copy_that_pydantic_ai_may_edit_in_place() -> None:
+    # Pydantic AI edits the history it is given (the run ID of the last request, parts), so
+    # every load hands out its own objects, whatever a process keeps between loads.
+    stored = _stored(
+        [
+            user_message("Where is order 7?"),
+            *encode_messages(
+                [
+                    ModelResponse(
+                        parts=[ToolCallPart("lookup", {"order_id": "7"}, tool_call_id="c1")],
+                        usage=RequestUsage(input_tokens=3, output_tokens=2),
+                        metadata={"mine": {"n": 1}},
+                    )
+                ]
+            ),
+        ]
+    )
+    first = decode_history(stored)
+    request, response = first
+    assert isinstance(request, ModelRequest) and isinstance(response, ModelResponse)
+    request.run_id = "run-of-an-earlier-step"
+    request.parts.append(UserPromptPart("added in place"))
+    call = response.parts[0]
+    assert isinstance(call, ToolCallPart) and isinstance(call.args, dict)
+    call.args["order_id"] = "8"
+    response.usage.input_tokens = 99
+    assert response.metadata is not None
+    response.metadata["mine"]["n"] = 2
+
+    second = decode_history(stored)
+    assert second != first
+    again_request, again_response = second
+    assert isinstance(again_request, ModelRequest) and isinstance(again_response, ModelResponse)
+    assert again_request.run_id is None
+    assert [type(part) for part in again_request.parts] == [UserPromptPart]
+    assert again_response.parts == [ToolCallPart("lookup", {"order_id": "7"}, tool_call_id="c1")]
+    assert again_response.usage.input_tokens == 3
+    assert again_response.metadata == {"mine": {"n": 1}}
