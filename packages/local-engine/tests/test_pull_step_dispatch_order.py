@@ -72,7 +72,7 @@ class Begin(Step[str]):
     def __init__(self, board: _Board) -> None:
         self.board = board
 
-    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
         self.board.ran.append(("Begin", input))
         if input == "blocker":
             # Holds the only Step slot until the test lets go.
@@ -86,11 +86,11 @@ class AwaitAnswer(Step[str]):
     def __init__(self, flow: TurnFlow) -> None:
         self.flow = flow
 
-    async def wait_for(self, context: dex.AsyncContext, input: str) -> Wait:
+    async def wait_for(self, context: dex.AsyncContext, input: str) -> Wait:  # type: ignore[override]
         self.flow.board.ran.append(("AwaitAnswer.wait_for", input))
         return Wait.until(self.flow.answers.for_one())
 
-    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
         self.flow.board.ran.append(("AwaitAnswer", input))
         return go_to(Act, input)
 
@@ -99,7 +99,7 @@ class Act(Step[str]):
     def __init__(self, flow: TurnFlow) -> None:
         self.flow = flow
 
-    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
         self.flow.board.ran.append(("Act", input))
         self.flow.done.publish(context, input)
         return dex.dead_end()
@@ -109,11 +109,11 @@ class Join(Step[str]):
     def __init__(self, flow: TurnFlow) -> None:
         self.flow = flow
 
-    async def wait_for(self, context: dex.AsyncContext, input: str) -> Wait:
+    async def wait_for(self, context: dex.AsyncContext, input: str) -> Wait:  # type: ignore[override]
         self.flow.board.ran.append(("Join.wait_for", input))
         return Wait.until(self.flow.done.for_one())
 
-    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
         self.flow.board.ran.append(("Join", input))
         return force_complete(input)
 
@@ -122,7 +122,7 @@ class Loop(Step[str]):
     def __init__(self, flow: TurnFlow) -> None:
         self.flow = flow
 
-    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
+    async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:  # type: ignore[override]
         self.flow.board.ran.append(("Loop", input))
         # Long enough for the other chains' next Steps to be waiting when it frees the slot.
         await asyncio.sleep(_LOOP_STEP_SECONDS)
@@ -147,12 +147,12 @@ class TurnFlow(Flow[str]):
         return PersistenceSchema.of(self.answers, self.done, self.stopped)
 
     @rpc
-    async def answer(self, context: dex.Context, text: str) -> RPCResult[bool]:
+    def answer(self, context: dex.Context, text: str) -> RPCResult[bool]:
         self.answers.publish(context, text)
         return RPCResult(True)
 
     @rpc
-    async def stop(self, context: dex.Context) -> RPCResult[bool]:
+    def stop(self, context: dex.Context) -> RPCResult[bool]:
         self.stopped.set(context, True)
         return RPCResult(True)
 
@@ -285,7 +285,9 @@ class _OneStream:
         """Finish the stream's task again and again; the labels in the order they got it."""
         order = []
         while (assignment := self.stream.assignment) is not None:
-            order.append(assignment.task.request.step_input.string_value)
+            request = assignment.task.request
+            assert isinstance(request, pb.InvokeExecuteMethodRequest)
+            order.append(request.step_input.string_value)
             result = pb.InvokeExecuteMethodOutput(result=pb.InvokeExecuteMethodResponse())
             frame = pb.PollWorkerTaskFrame(task_id=assignment.task.task_id, execute=result)
             self.registry.on_task_frame(self.stream, frame)
