@@ -250,6 +250,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "check_tool_arguments",
             "check_tool_task_pollers",
             "invalid_arguments_error",
+            "recorded_tool_result",
             "tool_arguments_object",
             "unknown_tool_error",
         }

@@ -34,10 +34,9 @@ from dex_agents import (
     BuiltInTool,
     FrameworkMessage,
     MessageRole,
-    describe_tool_call_outcome,
     dump_json_text,
 )
-from dex_agents.adapters import KeptDecodes
+from dex_agents.adapters import KeptDecodes, recorded_tool_result
 from google.adk.events import Event
 from google.genai import types
 
@@ -122,11 +121,11 @@ def recorded_function_response(record: AgentToolCall | None) -> dict[str, Any]:
     tool's result, a failure, a rejection, an unknown outcome) reads as ``{"result": <text>}``,
     the text :func:`describe_tool_call_outcome` renders.
     """
-    if record is None or not record.status.is_final:
-        return {_RESULT_KEY: OUTCOME_UNKNOWN_TOOL_RESULT}
-    text = describe_tool_call_outcome(record)
-    if record.status is AgentToolCallStatus.SUCCEEDED and record.tool_name not in (
-        _BUILT_IN_TOOL_NAMES
+    text = recorded_tool_result(record)
+    if (
+        record is not None
+        and record.status is AgentToolCallStatus.SUCCEEDED
+        and record.tool_name not in _BUILT_IN_TOOL_NAMES
     ):
         parsed = _json_object(text)
         if parsed is not None:

@@ -27,10 +27,9 @@ from dex_agents import (
     AgentToolCallStatus,
     FrameworkMessage,
     MessageRole,
-    describe_tool_call_outcome,
     dump_json_text,
 )
-from dex_agents.adapters import KeptDecodes
+from dex_agents.adapters import KeptDecodes, recorded_tool_result
 from dex_agents.exceptions import StoredStateError
 from langchain_core.messages import (
     AIMessage,
@@ -279,11 +278,8 @@ def recorded_tool_message(
     Its ID names the turn, because models reuse call IDs across turns and ``add_messages``
     replaces a message of the same ID.
     """
-    if record is None or not record.status.is_final:
-        content, failed = OUTCOME_UNKNOWN_TOOL_RESULT, True
-    else:
-        content = describe_tool_call_outcome(record)
-        failed = record.status is not AgentToolCallStatus.SUCCEEDED
+    content = recorded_tool_result(record)
+    failed = record is None or record.status is not AgentToolCallStatus.SUCCEEDED
     return ToolMessage(
         content=content,
         tool_call_id=call.tool_call_id,

@@ -14,15 +14,14 @@ from agents import Agent, FunctionTool
 from dex_agents import (
     BUILT_IN_TOOL_DEFINITIONS,
     CONTEXT_SUMMARY_NOTE_HEADER,
-    OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentTurnContext,
     FrameworkMessage,
     JsonObject,
     build_plan_note,
-    describe_tool_call_outcome,
     dump_json_text,
     estimate_text_tokens,
 )
+from dex_agents.adapters import recorded_tool_result
 
 from dex_agents_openai_agents._agent_graph import agent_handoffs
 from dex_agents_openai_agents._transcript import (
@@ -60,11 +59,7 @@ def pending_results(turn: AgentTurnContext, transcript: Transcript) -> list[Pend
     """
     results = []
     for call in transcript.unanswered_calls:
-        record = turn.recorded_tool_call(call.call_id)
-        if record is None or not record.status.is_final:
-            output = OUTCOME_UNKNOWN_TOOL_RESULT
-        else:
-            output = describe_tool_call_outcome(record)
+        output = recorded_tool_result(turn.recorded_tool_call(call.call_id))
         results.append(PendingResult(call, output))
     return results
 

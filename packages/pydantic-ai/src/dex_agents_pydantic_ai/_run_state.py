@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from dex_agents import (
-    OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentToolCall,
     AgentToolCallStatus,
-    describe_tool_call_outcome,
 )
+from dex_agents.adapters import recorded_tool_result
 from dex_agents.exceptions import StoredStateError
 from pydantic import TypeAdapter, ValidationError
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied, ToolFailed
@@ -107,8 +106,9 @@ def recorded_tool_return(call: ToolCallPart, record: AgentToolCall | None) -> To
 
 def _outcome(record: AgentToolCall | None) -> tuple[str, str]:
     """``(kind, text)``: kind ``denied``, ``failed`` or ``returned``, and the model-visible text."""
-    if record is None or not record.status.is_final:
-        return "returned", OUTCOME_UNKNOWN_TOOL_RESULT
+    text = recorded_tool_result(record)
+    if record is None:
+        return "returned", text
     if record.status is AgentToolCallStatus.FAILED:
         return "failed", record.error or "the tool call failed"
     if (
@@ -118,5 +118,5 @@ def _outcome(record: AgentToolCall | None) -> tuple[str, str]:
     ):
         # A person's rejection: Pydantic AI's own denial. A rejection by the session (a declined
         # question, a planning turn's other tool) returns its text as the core renders it.
-        return "denied", describe_tool_call_outcome(record)
-    return "returned", describe_tool_call_outcome(record)
+        return "denied", text
+    return "returned", text

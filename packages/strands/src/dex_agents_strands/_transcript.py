@@ -15,7 +15,6 @@ from typing import Any, Final, cast
 
 from dex_agents import (
     CONTEXT_SUMMARY_NOTE_HEADER,
-    OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentMessage,
     AgentToolCall,
     AgentToolCallStatus,
@@ -23,8 +22,8 @@ from dex_agents import (
     FrameworkMessage,
     MessageRole,
     build_plan_note,
-    describe_tool_call_outcome,
 )
+from dex_agents.adapters import recorded_tool_result
 from dex_agents.exceptions import StoredStateError
 from strands.types.content import ContentBlock, Message, Messages
 from strands.types.tools import ToolResult, ToolUse
@@ -167,13 +166,11 @@ def tool_result_text(result: ToolResult) -> str:
 
 
 def _recorded_result(call: ToolUse, record: AgentToolCall | None) -> ToolResult:
-    final = record is not None and record.status.is_final
     failed = record is not None and record.status is AgentToolCallStatus.FAILED
-    text = describe_tool_call_outcome(record) if final and record else OUTCOME_UNKNOWN_TOOL_RESULT
     return {
         "toolUseId": call["toolUseId"],
         "status": "error" if failed else "success",
-        "content": [{"text": text}],
+        "content": [{"text": recorded_tool_result(record)}],
     }
 
 

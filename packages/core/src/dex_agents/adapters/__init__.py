@@ -8,7 +8,8 @@ framework-specific and every runner records the same outcome for the same situat
   compaction defaults (``estimate_input_tokens``, ``select_compaction_cutoff``), and
   ``check_tool_task_pollers`` for a runner that takes pollers by tool name;
 - the error policy: ``unknown_tool_error``, ``invalid_arguments_error``,
-  ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``;
+  ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``, and
+  ``recorded_tool_result``, what the model sees for a call from its record;
 - ``ModelCallCountState``: the run state of a runner that stores every message as it appears and
   keeps only the turn's model call count between model calls;
 - ``ToolSourceRoutes``: the routes of a runner's ``ToolSource`` calls back to the source that
@@ -47,6 +48,7 @@ from dex_agents.adapters._tool_outcomes import (
     UNKNOWN_TOOL_POLICY,
     check_tool_arguments,
     invalid_arguments_error,
+    recorded_tool_result,
     tool_arguments_object,
     unknown_tool_error,
 )
@@ -69,6 +71,7 @@ __all__ = [
     "check_tool_arguments",
     "check_tool_task_pollers",
     "invalid_arguments_error",
+    "recorded_tool_result",
     "tool_arguments_object",
     "unknown_tool_error",
 ]

@@ -16,7 +16,9 @@ import json
 from collections.abc import Mapping
 from typing import Final
 
+from dex_agents._runner_contract import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
 from dex_agents._tool_policy import ResolvedToolPolicy, ToolEffect
+from dex_agents._values import AgentToolCall
 from dex_agents.exceptions import ToolExecutionError
 from dex_agents.stepwise._json_schema import ArgumentValidationError
 from dex_agents.stepwise._json_schema_validation import validate_against_schema
@@ -25,6 +27,7 @@ __all__ = [
     "UNKNOWN_TOOL_POLICY",
     "check_tool_arguments",
     "invalid_arguments_error",
+    "recorded_tool_result",
     "tool_arguments_object",
     "unknown_tool_error",
 ]
@@ -32,6 +35,30 @@ __all__ = [
 UNKNOWN_TOOL_POLICY: Final = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=False)
 """The policy of a call of a tool the agent does not have: it fails at once in its tool Step
 without reaching any tool, so there is nothing to approve."""
+
+
+def recorded_tool_result(record: AgentToolCall | None) -> str:
+    """The result text the model sees for a tool call of the turn, from its record.
+
+    A final record reads as ``describe_tool_call_outcome(record)``; a call without a record, or
+    whose record is not final (its tool Step never recorded an end), reads as
+    ``OUTCOME_UNKNOWN_TOOL_RESULT``, so the model does not take it for a call that never ran.
+    Raises nothing.
+
+    Example:
+        >>> import dataclasses
+        >>> from dex_agents import AgentToolCallStatus
+        >>> record.status, recorded_tool_result(record) == OUTCOME_UNKNOWN_TOOL_RESULT
+        (<AgentToolCallStatus.APPROVED: 'approved'>, True)
+        >>> failed = dataclasses.replace(
+        ...     record, status=AgentToolCallStatus.FAILED, error="index offline"
+        ... )
+        >>> recorded_tool_result(failed)
+        'Error: index offline'
+    """
+    if record is None or not record.status.is_final:
+        return OUTCOME_UNKNOWN_TOOL_RESULT
+    return describe_tool_call_outcome(record)
 
 
 def unknown_tool_error(tool_name: str) -> ToolExecutionError:
