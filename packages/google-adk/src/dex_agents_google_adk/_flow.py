@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dex_agents import AgentSessionFlow, AgentSessionOptions
 from google.adk.agents.llm_agent import LlmAgent
-from google.adk.agents.run_config import RunConfig
 from google.adk.apps import App
 
-from dex_agents_google_adk._runner import (
-    DEFAULT_USER_ID,
-    GoogleAdkRunner,
-    ModelResolver,
-)
+from dex_agents_google_adk._runner import GoogleAdkRunner
 
 __all__ = ["google_adk_session_flow"]
 
@@ -21,21 +18,18 @@ def google_adk_session_flow(
     *,
     flow_type: str,
     options: AgentSessionOptions | None = None,
-    resolve_model: ModelResolver | None = None,
-    run_config: RunConfig | None = None,
-    app_name: str | None = None,
-    user_id: str = DEFAULT_USER_ID,
-    trust_mcp_tool_annotations: bool = True,
-    summary_max_output_tokens: int | None = None,
+    **runner_options: Any,
 ) -> AgentSessionFlow:
     """The durable session Flow of an ADK ``LlmAgent`` (or ``App``): a :class:`GoogleAdkRunner`
-    (its arguments are the runner's) with ``options``.
+    with ``runner_options`` (its keyword arguments: ``resolve_model``, ``run_config``,
+    ``app_name``, ``user_id``, ...) and ``options``.
 
     ADK tools carry no side-effect metadata, so classify them with
     ``AgentSessionOptions.tool_policies`` (an unclassified tool runs once, after approval).
 
     Raises:
         ConfigurationError: From :class:`GoogleAdkRunner` for an agent it cannot run.
+        TypeError: For a keyword argument :class:`GoogleAdkRunner` does not take.
         ValueError: From ``AgentSessionFlow`` for an invalid ``flow_type`` or options.
 
     Example:
@@ -46,13 +40,5 @@ def google_adk_session_flow(
         ... )
         >>> registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
     """
-    runner = GoogleAdkRunner(
-        agent,
-        resolve_model=resolve_model,
-        run_config=run_config,
-        app_name=app_name,
-        user_id=user_id,
-        trust_mcp_tool_annotations=trust_mcp_tool_annotations,
-        summary_max_output_tokens=summary_max_output_tokens,
-    )
+    runner = GoogleAdkRunner(agent, **runner_options)
     return AgentSessionFlow(runner, flow_type=flow_type, options=options)
