@@ -60,7 +60,7 @@ async def test_an_mcp_read_runs_in_the_harness_and_a_write_in_its_tool_step_each
     tmp_path: Path, model_api: FakeAnthropicServer, dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
     turn = ScenarioMcpTurn(tmp_path / "state")
-    read, *write_and_bad = [FakeToolCall(c.tool, dict(c.arguments)) for c in turn.calls]
+    read, *write_and_bad = [FakeToolCall(c.tool, c.arguments) for c in turn.calls.values()]
 
     def respond(request: FakeModelRequest) -> FakeModelReply:
         if request.model_call_index == 1:

@@ -425,7 +425,6 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "ScenarioCall",
             "ScenarioCommand",
             "ScenarioFeature",
-            "ScenarioMcpCall",
             "ScenarioMcpServer",
             "ScenarioMcpTools",
             "ScenarioMcpTurn",

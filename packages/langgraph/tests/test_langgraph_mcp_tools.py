@@ -29,7 +29,9 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
     tmp_path: Path, dex_in_process_worker: InProcessWorkerFactory
 ) -> None:
     turn = ScenarioMcpTurn(tmp_path / "state")
-    calls = [ToolCall(name=c.tool, args=dict(c.arguments), id=c.call_id) for c in turn.calls]
+    calls = [
+        ToolCall(name=c.tool, args=c.arguments, id=call_id) for call_id, c in turn.calls.items()
+    ]
     model = ScriptedToolChatModel(respond=call_tools_then_answer(*calls))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent's deprecation notice

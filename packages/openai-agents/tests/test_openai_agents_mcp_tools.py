@@ -39,7 +39,10 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
     async def reply(call: ModelCallInput) -> Sequence[TResponseOutputItem]:
         offered.append(call.tool_names)
         if call.responses_since_user() == 0:
-            return [function_call(c.tool, dict(c.arguments), call_id=c.call_id) for c in turn.calls]
+            return [
+                function_call(c.tool, c.arguments, call_id=call_id)
+                for call_id, c in turn.calls.items()
+            ]
         return [assistant_message(" | ".join(call.tool_outputs_since_user()))]
 
     agent = reference_agent(reply, await mcp_function_tools(turn.source), name="ops")

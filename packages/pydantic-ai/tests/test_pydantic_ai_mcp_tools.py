@@ -50,7 +50,9 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
 ) -> None:
     turn = ScenarioMcpTurn(tmp_path / "state")
     offered: list[dict[str, Any]] = []
-    calls = [ToolCallPart(c.tool, dict(c.arguments), tool_call_id=c.call_id) for c in turn.calls]
+    calls = [
+        ToolCallPart(c.tool, c.arguments, tool_call_id=call_id) for call_id, c in turn.calls.items()
+    ]
     model = _calls_then_outputs(*calls, offered=offered)
     agent: Agent[None, str] = Agent(model, tools=await mcp_tools(turn.source))
     runner = PydanticAIRunner(agent, stream=False)

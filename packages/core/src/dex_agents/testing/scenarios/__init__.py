@@ -54,7 +54,6 @@ from dex_agents.testing.scenarios._scenario_agent import (
     session_state_dir,
 )
 from dex_agents.testing.scenarios._scenario_mcp_checks import (
-    ScenarioMcpCall,
     ScenarioMcpTurn,
     check_mcp_tool_refusals,
     mcp_wrapper_error_without_mcp,
@@ -175,7 +174,6 @@ __all__ = [
     "ScenarioCall",
     "ScenarioCommand",
     "ScenarioFeature",
-    "ScenarioMcpCall",
     "ScenarioMcpServer",
     "ScenarioMcpTools",
     "ScenarioMcpTurn",

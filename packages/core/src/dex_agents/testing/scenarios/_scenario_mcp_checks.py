@@ -18,14 +18,17 @@ from __future__ import annotations
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from dex_agents import AgentInterrupt, AgentSessionClient, AgentSessionOptions, AgentSnapshot
 from dex_agents.exceptions import ConfigurationTypeError
 from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_for_turn_end
-from dex_agents.testing.scenarios._scenario_agent import ScenarioAgentSpec, invocation_log
+from dex_agents.testing.scenarios._scenario_agent import (
+    ScenarioAgentSpec,
+    ScenarioToolCall,
+    invocation_log,
+)
 from dex_agents.testing.scenarios._scenario_mcp_server import (
     SCENARIO_MCP_READ_TOOL,
     SCENARIO_MCP_WRITE_TOOL,
@@ -37,7 +40,6 @@ if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
 
 __all__ = [
-    "ScenarioMcpCall",
     "ScenarioMcpTurn",
     "check_mcp_tool_refusals",
     "mcp_wrapper_error_without_mcp",
@@ -46,15 +48,6 @@ __all__ = [
 _READ_MCP_NAME: Final = "lookup_stock"
 _WRITE_MCP_NAME: Final = "send_note"
 _IMPORT_TIMEOUT_SECONDS: Final = 120
-
-
-@dataclass(frozen=True)
-class ScenarioMcpCall:
-    """One tool call the model of a :class:`ScenarioMcpTurn` makes."""
-
-    call_id: str
-    tool: str
-    arguments: Mapping[str, object]
 
 
 class ScenarioMcpTurn:
@@ -68,16 +61,17 @@ class ScenarioMcpTurn:
     Example:
         >>> import tempfile
         >>> turn = ScenarioMcpTurn(Path(tempfile.mkdtemp()))
-        >>> [call.call_id for call in turn.calls]
+        >>> list(turn.calls)
         ['read', 'write', 'bad']
     """
 
-    calls: ClassVar[tuple[ScenarioMcpCall, ...]] = (
-        ScenarioMcpCall("read", SCENARIO_MCP_READ_TOOL, {"gate": ""}),
-        ScenarioMcpCall("write", SCENARIO_MCP_WRITE_TOOL, {}),
+    calls: ClassVar[Mapping[str, ScenarioToolCall]] = {
+        "read": ScenarioToolCall(SCENARIO_MCP_READ_TOOL, {"gate": ""}),
+        "write": ScenarioToolCall(SCENARIO_MCP_WRITE_TOOL, {}),
         # The server's schema wants a string: its error answer is a failed result.
-        ScenarioMcpCall("bad", SCENARIO_MCP_READ_TOOL, {"gate": 7}),
-    )
+        "bad": ScenarioToolCall(SCENARIO_MCP_READ_TOOL, {"gate": 7}),
+    }
+    """The model's calls by call ID, in order."""
     user_text: ClassVar[str] = "check the stock and send a note"
     read_output: ClassVar[str] = f"{_READ_MCP_NAME} ungated ok"
     """What the server answers to the read."""
