@@ -277,3 +277,5 @@ async def test_the_mcp_tool_factory_makes_the_adapters_two_public_functions() ->
         await mcp_names(_RecordingToolSource())  # type: ignore[arg-type]
     other, others = factory.public_functions("a name", example="{tools}", tools_function="names")
     assert (other.__name__, others.__name__) == ("mcp_name", "names")
+    with pytest.raises(ConfigurationError, match="may hold only"):
+        factory.public_functions("a name", example="names = {tool}")

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from dex_agents._event_writer import AgentEventWriter
 from dex_agents._tool_source import ListedTool
-from dex_agents.exceptions import ToolExecutionError
+from dex_agents.exceptions import ConfigurationError, ToolExecutionError
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpToolSource
@@ -219,6 +219,10 @@ class McpToolFactory(Generic[ToolT]):
         docstring (where its tools run, ...); ``tools_function`` names the listing function when
         it is not ``<function_name>s``.
 
+        Raises:
+            ConfigurationError: When ``example`` holds a ``{name}`` other than ``{tools}`` (the
+                functions themselves raise as :meth:`tool` and :meth:`tools` do).
+
         Example:
             >>> def agent_name(mcp: McpTool) -> str:
             ...     return mcp.name
@@ -243,8 +247,13 @@ class McpToolFactory(Generic[ToolT]):
         tools_name = tools_function or f"{tool_name}s"
         _name(tool, module, tool_name)
         _name(tools, module, tools_name)
-        one = example.format(tools=f"[{tool_name}(tools, t) for t in tools.cached_tools()]")
-        every = example.format(tools=f"[*my_tools, *await {tools_name}(tools)]")
+        try:
+            one = example.format(tools=f"[{tool_name}(tools, t) for t in tools.cached_tools()]")
+            every = example.format(tools=f"[*my_tools, *await {tools_name}(tools)]")
+        except (KeyError, IndexError) as error:
+            raise ConfigurationError(
+                f"the example of {tool_name} may hold only {{tools}}, got {example!r}"
+            ) from error
         note = f"\n{note}\n" if note else ""
         tool.__doc__ = _TOOL_DOC.format(kind=tool_kind, note=note, example=one)
         tools.__doc__ = _TOOLS_DOC.format(kind=tool_kind, example=every)
