@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import ScenarioCall, ScenarioCommand
-from scenario_support.harness import Scenario, assistant_texts, tool_messages
+from scenario_support.harness import Scenario
 
 REFUND = ScenarioCommand(calls=(ScenarioCall("refund"),))
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     BROKEN_TOOL_ERROR,
     MODEL_INVOCATION,
     ScenarioCall,
     ScenarioCommand,
 )
-from scenario_support.harness import Scenario, assistant_texts, tool_messages
+from scenario_support.harness import Scenario
 from scenario_support.runners import reads_run_in_model_step
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     MODEL_INVOCATION,
     SCENARIO_MCP_READ_TOOL,
@@ -18,7 +19,7 @@ from dex_agents.testing.scenarios import (
     ScenarioCommand,
     ScenarioFeature,
 )
-from scenario_support.harness import Scenario, assistant_texts, tool_messages
+from scenario_support.harness import Scenario
 from scenario_support.runners import reads_run_in_model_step, runner_supports
 
 READ, WRITE = "lookup_stock", "send_note"  # the MCP names, as the server logs them

@@ -20,6 +20,7 @@ from dex_agents import (
     AgentToolCallStatus,
     ToolOutcomeCheckStatus,
 )
+from dex_agents.testing import assistant_texts
 from dex_agents.testing.scenarios import (
     LEDGER_INVOCATION,
     MODEL_INVOCATION,
@@ -31,7 +32,7 @@ from dex_agents.testing.scenarios import (
     model_gate_name,
     outcome_check_invocation,
 )
-from scenario_support.harness import Scenario, assistant_texts
+from scenario_support.harness import Scenario
 
 # The test SIGKILLs its Worker, so it has its own.
 pytestmark = pytest.mark.dex_own_stack

@@ -8,9 +8,9 @@ from dex_agents import (
     InteractionMode,
     PlanStatus,
 )
-from dex_agents.testing import wait_for_turn_end
+from dex_agents.testing import assistant_texts, wait_for_turn_end
 from dex_agents.testing.scenarios import PLAN_FLOW_TYPE, ScenarioCall, ScenarioCommand
-from scenario_support.harness import Scenario, assistant_texts
+from scenario_support.harness import Scenario
 from scenario_support.runners import runner_supports
 
 

@@ -6,7 +6,7 @@ import pytest
 from dex_agents import (
     InterruptKind,
 )
-from dex_agents.testing import wait_until
+from dex_agents.testing import assistant_texts, wait_until
 from dex_agents.testing.scenarios import (
     CONFIRM_QUESTION,
     CONFIRM_TOOL,
@@ -18,7 +18,7 @@ from dex_agents.testing.scenarios import (
     report_deliveries,
     report_job_ids,
 )
-from scenario_support.harness import Scenario, assistant_texts
+from scenario_support.harness import Scenario
 from scenario_support.runners import runner_supports
 
 ASK = ScenarioCommand(

@@ -7,13 +7,14 @@ import pytest
 from dex_agents import (
     MODEL_SPEND_LIMIT_ERROR_PREFIX,
 )
+from dex_agents.testing import assistant_texts
 from dex_agents.testing.scenarios import (
     SPEND_REFUSAL_REASON,
     ScenarioCall,
     ScenarioCommand,
     refuse_model_calls,
 )
-from scenario_support.harness import Scenario, assistant_texts
+from scenario_support.harness import Scenario
 
 GATED_LOOKUP = ScenarioCommand(calls=(ScenarioCall("lookup", "lookup"),))
 

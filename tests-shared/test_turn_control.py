@@ -16,7 +16,7 @@ from dex_agents import (
     CancellationReason,
     MessageRole,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import assistant_texts, wait_for_agent_snapshot
 from dex_agents.testing.scenarios import (
     REPORT_TOOL,
     ScenarioCall,
@@ -24,7 +24,7 @@ from dex_agents.testing.scenarios import (
     model_gate_name,
     model_input_user_texts,
 )
-from scenario_support.harness import Scenario, assistant_texts
+from scenario_support.harness import Scenario
 from scenario_support.runners import runner_supports
 
 LOOKUP_AND_REFUND = ScenarioCommand(

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dex_agents import TURN_FAILURE_NOTE_FOOTER, TURN_FAILURE_NOTE_HEADER
+from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     MODEL_FAILURE,
     MODEL_INVOCATION,
     ScenarioCall,
     ScenarioCommand,
 )
-from scenario_support.harness import Scenario, assistant_texts, tool_messages
+from scenario_support.harness import Scenario
 
 
 async def test_a_turn_that_fails_after_tool_calls_leaves_a_note(scenario: Scenario) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 from dex_agents import AgentToolCallStatus
+from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     BROKEN_TOOL_ERROR,
     MODEL_FAILURE,
@@ -23,7 +24,7 @@ from dex_agents.testing.scenarios import (
     ScenarioCommand,
     model_gate_name,
 )
-from scenario_support.harness import Scenario, assistant_texts, tool_messages
+from scenario_support.harness import Scenario
 
 #: Where a framework really cannot use the kit's words: (runner, call) -> what the model sees,
 #: and why. The table in "Writing an adapter" lists the same.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     KILL_WORKER_GATE,
     MODEL_INVOCATION,
@@ -11,7 +12,7 @@ from dex_agents.testing.scenarios import (
     ScenarioCommand,
     model_gate_name,
 )
-from scenario_support.harness import Scenario, assistant_texts, tool_messages
+from scenario_support.harness import Scenario
 from scenario_support.runners import reads_run_in_model_step
 
 # Every test here SIGKILLs its Worker (or the Worker kills itself), so each has its own.

@@ -10,9 +10,7 @@ from typing import Any
 from dex_agents import (
     AgentEventType,
     AgentInterrupt,
-    AgentMessage,
     AgentSnapshot,
-    MessageRole,
 )
 from dex_agents.testing import (
     DEFAULT_WAIT_TIMEOUT_SECONDS,
@@ -150,15 +148,3 @@ class Scenario:
 
     async def executed_step_types(self, session_id: str) -> list[str]:
         return [entry.step_type for entry in await self.executed(session_id)]
-
-
-def assistant_texts(snapshot: AgentSnapshot) -> list[str]:
-    return [
-        message.text or ""
-        for message in snapshot.messages
-        if message.role == MessageRole.ASSISTANT and message.text
-    ]
-
-
-def tool_messages(snapshot: AgentSnapshot) -> list[AgentMessage]:
-    return [message for message in snapshot.messages if message.role == MessageRole.TOOL]

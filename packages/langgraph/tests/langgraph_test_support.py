@@ -17,7 +17,12 @@ from dex_agents import (
     AgentTurnContext,
     MessageRole,
 )
-from dex_agents.testing import InProcessWorker, TurnContextBuilder, wait_for_agent_snapshot
+from dex_agents.testing import (
+    InProcessWorker,
+    TurnContextBuilder,
+    pending_interrupt,
+    wait_for_agent_snapshot,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import LangGraphRunner, ScriptedChatModel
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
@@ -108,7 +113,7 @@ async def wait_for_interrupt(sessions: AgentSessionClient, session_id: str) -> A
     return await wait_for_agent_snapshot(
         sessions,
         session_id,
-        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        pending_interrupt,
         description="a pending interrupt",
     )
 

@@ -8,27 +8,23 @@ from dataclasses import dataclass, field
 
 from dex_agents import (
     AgentInterrupt,
-    AgentMessage,
     AgentSessionFlow,
-    AgentSnapshot,
     AgentToolCall,
     AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
-    MessageRole,
     ToolCallsRequested,
 )
 from dex_agents.testing import (
     InProcessWorker,
     TurnContextBuilder,
+    pending_interrupt,
     wait_for_agent_snapshot,
 )
 from dex_agents_openai_agents import OpenAIAgentsRunner
 
 __all__ = [
     "TurnDriver",
-    "assistant_texts",
-    "tool_messages",
     "wait_for_interrupt",
 ]
 
@@ -40,17 +36,9 @@ async def wait_for_interrupt(
     return await wait_for_agent_snapshot(
         dex.sessions(flow),
         session_id,
-        lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+        pending_interrupt,
         description=f"a pending interrupt of {session_id}",
     )
-
-
-def assistant_texts(snapshot: AgentSnapshot) -> list[str]:
-    return [m.text for m in snapshot.messages if m.role is MessageRole.ASSISTANT and m.text]
-
-
-def tool_messages(snapshot: AgentSnapshot) -> list[AgentMessage]:
-    return [m for m in snapshot.messages if m.role is MessageRole.TOOL]
 
 
 @dataclass

@@ -12,7 +12,7 @@ from agents import Agent
 from agents.items import TResponseOutputItem
 from agents.mcp import MCPServerStdio
 from dex_agents import AgentSessionFlow, AgentSessionOptions, ToolEffect
-from dex_agents.testing import wait_for_turn_end
+from dex_agents.testing import assistant_texts, wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from dex_agents_openai_agents.testing import (
@@ -21,10 +21,7 @@ from dex_agents_openai_agents.testing import (
     assistant_message,
     function_call,
 )
-from openai_agents_test_support import (
-    assistant_texts,
-    wait_for_interrupt,
-)
+from openai_agents_test_support import wait_for_interrupt
 
 SERVER_SCRIPT = Path(__file__).with_name("openai_agents_mcp_notes_server.py")
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agents.items import TResponseOutputItem
 from dex_agents import AgentSessionFlow, ListedTool
+from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents.testing.scenarios import (
     SCENARIO_MCP_READ_TOOL,
@@ -27,7 +28,6 @@ from dex_agents_openai_agents.testing import (
     function_call,
     reference_agent,
 )
-from openai_agents_test_support import assistant_texts, tool_messages
 
 
 async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(

@@ -19,7 +19,7 @@ from dex_agents import (
     ToolPolicy,
     TurnCompleted,
 )
-from dex_agents.testing import wait_for_turn_end
+from dex_agents.testing import assistant_texts, tool_messages, wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import OpenAIAgentsRunner
 from openai import AsyncOpenAI
@@ -29,11 +29,7 @@ from openai_agents_fake_provider import (
     ProviderReply,
     ProviderRequest,
 )
-from openai_agents_test_support import (
-    TurnDriver,
-    assistant_texts,
-    tool_messages,
-)
+from openai_agents_test_support import TurnDriver
 
 REQUEST_MODEL = "gpt-test"
 LOOKUPS: list[str] = []

@@ -33,7 +33,7 @@ from dex_agents import (
     ToolEffect,
     ToolPolicy,
 )
-from dex_agents.testing import wait_for_turn_end
+from dex_agents.testing import assistant_texts, tool_messages, wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_openai_agents import (
     OpenAIAgentsRunner,
@@ -45,11 +45,7 @@ from dex_agents_openai_agents.testing import (
     assistant_message,
     function_call,
 )
-from openai_agents_test_support import (
-    assistant_texts,
-    tool_messages,
-    wait_for_interrupt,
-)
+from openai_agents_test_support import wait_for_interrupt
 
 READ = AgentSessionOptions(default_tool_effect=ToolEffect.READ)
 

@@ -47,6 +47,7 @@ from dex_agents.testing._readme_examples import (
     run_readme_example,
 )
 from dex_agents.testing._session_prefix import PrefixedSessionClient
+from dex_agents.testing._snapshot_messages import assistant_texts, tool_messages
 from dex_agents.testing._step_history import (
     EXECUTE_COMPLETED_EVENT,
     EXECUTE_FAILED_EVENT,
@@ -114,6 +115,7 @@ __all__ = [
     "WaitTimeoutError",
     "WorkerProcess",
     "WorkerStartError",
+    "assistant_texts",
     "build_stepwise_context_window_flow",
     "has_pending_interrupts",
     "in_process_worker",
@@ -127,6 +129,7 @@ __all__ = [
     "run_agent_worker",
     "run_example_script",
     "run_readme_example",
+    "tool_messages",
     "turn_ended",
     "turns_have_ended",
     "wait_for_agent_snapshot",

@@ -23,7 +23,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Final
 
 from dex_agents import AgentInterrupt, AgentSessionClient, AgentSessionOptions, AgentSnapshot
 from dex_agents.exceptions import ConfigurationTypeError
-from dex_agents.testing._waiting import wait_for_agent_snapshot, wait_for_turn_end
+from dex_agents.testing._waiting import (
+    pending_interrupt,
+    wait_for_agent_snapshot,
+    wait_for_turn_end,
+)
 from dex_agents.testing.scenarios._scenario_agent import (
     ScenarioAgentSpec,
     ScenarioToolCall,
@@ -107,7 +111,7 @@ class ScenarioMcpTurn:
         interrupt: AgentInterrupt = await wait_for_agent_snapshot(
             sessions,
             session_id,
-            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            pending_interrupt,
             "the write's approval",
         )
         if interrupt.tool_name != write_tool:
