@@ -308,6 +308,23 @@ async def test_run_turn_reports_a_failed_turn_with_its_error(stack: _Stack) -> N
     assert (await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)).completed
 
 
+async def test_a_failed_turn_reads_the_state_and_its_own_messages_not_the_snapshot(
+    stack: _Stack,
+) -> None:
+    for _ in range(3):  # a history of earlier turns
+        assert (await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)).completed
+    outputs = _record_rpc_outputs(stack.client)
+    result = await stack.sessions.run_turn("s1", "crash now", timeout=60)
+    assert (result.turn_id, result.status) == ("turn-4", TurnStatus.FAILED)
+    assert result.error is not None and "the model provider is down" in result.error
+    assert result.text is None and result.tool_calls == ()
+    names = [name for name, _ in outputs]
+    assert names[0] == "send_user_message" and names[-1] == "list_agent_messages"
+    assert set(names[1:-1]) == {"get_agent_state"}
+    (page,) = [page for name, page in outputs if name == "list_agent_messages"]
+    assert page.messages and {message.turn_id for message in page.messages} == {"turn-4"}
+
+
 async def test_run_turn_times_out_and_the_wait_can_go_on(stack: _Stack) -> None:
     with pytest.raises(TurnTimeoutError) as raised:
         await stack.sessions.run_turn("s1", "hang on order 7", timeout=1.5)

@@ -27,6 +27,7 @@ from dex_agents._session.turn_waits import (
     NextEvent,
     ReadMessages,
     ReadSnapshot,
+    ReadState,
     TurnWaitPlan,
     turn_wait_plan,
 )
@@ -151,3 +152,22 @@ def test_a_short_turn_followed_on_from_a_result_is_read_once() -> None:
     page = AgentMessagesPage(_page(5, 16, "turn-1").messages + _page(17, 20, "turn-2").messages)
     result = _finish(plan, page)
     assert (result.status, result.text) == (TurnStatus.CANCELLED, "reply 20")
+
+
+def test_a_failed_turn_reads_the_state_until_the_failure_commits_then_its_messages() -> None:
+    plan = turn_wait_plan(TurnTracker("s1"), "", timeout=60)
+    next(plan)
+    assert isinstance(plan.send(_message(1, "turn_started", '{"sequence":5}')), NextEvent)
+    failed = _message(2, "turn_failed", '{"error":"model down"}')
+    assert isinstance(plan.send(failed), ReadState)
+    # The Step that wrote turn_failed has not committed yet: the turn is still active.
+    running = AgentState(status=AgentStatus.RUNNING_MODEL, active_turn_id="turn-1", turn_count=1)
+    assert isinstance(plan.send(running), ReadState)
+    ended = AgentState(turn_count=1, last_message_sequence=7, last_turn_error="model down")
+    assert plan.send(ended) == ReadMessages(after_sequence=4)
+    result = _finish(plan, _page(5, 7))
+    assert (result.status, result.error, result.text) == (
+        TurnStatus.FAILED,
+        "model down",
+        "reply 7",
+    )

@@ -476,9 +476,9 @@ class AgentSessionClient:
         The wait follows ``AgentEvents`` (one read per event), and stops at the first approval or
         question that waits (``TurnStatus.WAITING_FOR_PERSON``): answer it, then pass the result
         to ``wait_for_turn`` to follow the turn on. A turn that completed (or was cancelled or
-        steered) ends with one ``list_agent_messages`` read of the turn's own messages, so its
-        cost does not grow with the session; a failed turn or one waiting for a person ends with
-        one ``get_agent_snapshot``.
+        steered) ends with one ``list_agent_messages`` read of the turn's own messages, a failed
+        one with ``get_agent_state`` and that read, so its cost does not grow with the session;
+        a turn waiting for a person ends with one ``get_agent_snapshot``.
 
         Args:
             session_id: The session, started when it does not exist.
@@ -554,6 +554,7 @@ class AgentSessionClient:
             lambda request: self.list_agent_messages(
                 session_id, after_sequence=request.after_sequence, limit=request.limit
             ),
+            lambda: self.get_agent_state(session_id),
         )
 
     async def _next_event(

@@ -306,6 +306,7 @@ class SyncAgentSessionClient:
             lambda request: self._next_event(session_id, request),
             lambda: self.get_agent_snapshot(session_id),
             lambda request: self._turn_messages(session_id, request),
+            lambda: self.get_agent_state(session_id),
         )
 
     def _turn_messages(self, session_id: str, request: ReadMessages) -> AgentMessagesPage:

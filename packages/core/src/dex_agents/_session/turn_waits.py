@@ -7,9 +7,11 @@ long poll, so a turn costs one ``ReadStream`` per event and one read at the end,
 loop. A turn that ended with ``turn_completed``, ``turn_cancelled`` or ``turn_steered`` ends with
 ``list_agent_messages`` after the turn's first message: those events say where the turn's
 messages end, so the page shows whether the end's commit is visible, and it carries the turn's
-messages alone, whatever the length of the session. A failed turn, an approval or question
-raised, and an idle long poll read the snapshot (the pending interrupts, the tool call records
-and the last turn's error are in it).
+messages alone, whatever the length of the session. A failed turn reads ``get_agent_state``
+until the failure's commit is visible (``turn_failed`` does not say where the turn's messages
+end; the state does), then the same page. An approval or question raised, a turn followed on
+from a result that failed, and an idle long poll read the snapshot (the pending interrupts and
+the tool call records are in it).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from dex_agents._values import (
     AgentMessage,
     AgentMessagesPage,
     AgentSnapshot,
+    AgentState,
 )
 from dex_agents.exceptions import ConfigurationError, DexAgentsError
 
@@ -45,6 +48,7 @@ __all__ = [
     "NextEvent",
     "ReadMessages",
     "ReadSnapshot",
+    "ReadState",
     "StreamStoreDisabledError",
     "TurnWaitPlan",
     "check_timeout",
@@ -78,6 +82,11 @@ class ReadSnapshot:
 
 
 @dataclass(frozen=True)
+class ReadState:
+    """The plan needs the session's ``AgentState`` (``get_agent_state``)."""
+
+
+@dataclass(frozen=True)
 class ReadMessages:
     """The plan needs the ``list_agent_messages`` page after ``after_sequence``."""
 
@@ -89,10 +98,13 @@ _RECHECK_POLL_SECONDS = 1.0
 # Without the turn's first sequence (following a turn on from a result), the newest messages up
 # to the end are read first; most turns fit, and a longer one is read again from its start.
 _PROBE_MESSAGES = 16
-_Request: TypeAlias = NextEvent | ReadSnapshot | ReadMessages
-_Answer: TypeAlias = StreamMessage[AgentEvent] | AgentSnapshot | AgentMessagesPage | None
+_Request: TypeAlias = NextEvent | ReadSnapshot | ReadState | ReadMessages
+_Answer: TypeAlias = (
+    StreamMessage[AgentEvent] | AgentSnapshot | AgentState | AgentMessagesPage | None
+)
 TurnWaitPlan: TypeAlias = Generator[_Request, _Answer, TurnResult]
 _MessagesRead: TypeAlias = Generator[_Request, _Answer, list[AgentMessage]]
+_StateRead: TypeAlias = Generator[_Request, _Answer, int]
 
 
 def check_timeout(timeout: float) -> None:
@@ -137,6 +149,12 @@ def turn_wait_plan(tracker: TurnTracker, token: str, timeout: float) -> TurnWait
         if tracker.done and tracker.end_sequence is not None:
             messages = yield from _turn_messages(tracker, tracker.end_sequence, deadline)
             return tracker.result_of_messages(messages, token)
+        if tracker.status is TurnStatus.FAILED and tracker.start_sequence is not None:
+            # turn_failed does not say where the turn's messages end: the state does, once the
+            # failure's commit is visible.
+            end = yield from _failed_turn_end(tracker, deadline)
+            messages = yield from _turn_messages(tracker, end, deadline)
+            return tracker.result_of_messages(messages, token)
         if raised or tracker.done:
             snapshot = yield ReadSnapshot()
             assert isinstance(snapshot, AgentSnapshot)
@@ -150,6 +168,15 @@ def turn_wait_plan(tracker: TurnTracker, token: str, timeout: float) -> TurnWait
                     snapshot = yield ReadSnapshot()
                     assert isinstance(snapshot, AgentSnapshot)
                 return tracker.result(snapshot, token)
+
+
+def _failed_turn_end(tracker: TurnTracker, deadline: float) -> _StateRead:
+    """The session's newest sequence once the failed turn is no longer active."""
+    while True:
+        state = yield ReadState()
+        assert isinstance(state, AgentState)
+        if state.active_turn_id != tracker.turn_id or time.monotonic() >= deadline:
+            return state.last_message_sequence
 
 
 def _turn_messages(tracker: TurnTracker, end: int, deadline: float) -> _MessagesRead:
@@ -221,6 +248,7 @@ async def run_plan_async(
     next_event: Callable[[NextEvent], Awaitable[StreamMessage[AgentEvent] | None]],
     snapshot: Callable[[], Awaitable[AgentSnapshot]],
     messages: Callable[[ReadMessages], Awaitable[AgentMessagesPage]],
+    state: Callable[[], Awaitable[AgentState]],
 ) -> TurnResult:
     """Run ``plan`` with the async client's reads."""
     request = next(plan)
@@ -230,6 +258,8 @@ async def run_plan_async(
             answer = await next_event(request)
         elif isinstance(request, ReadMessages):
             answer = await messages(request)
+        elif isinstance(request, ReadState):
+            answer = await state()
         else:
             answer = await snapshot()
         try:
@@ -243,6 +273,7 @@ def run_plan_sync(
     next_event: Callable[[NextEvent], StreamMessage[AgentEvent] | None],
     snapshot: Callable[[], AgentSnapshot],
     messages: Callable[[ReadMessages], AgentMessagesPage],
+    state: Callable[[], AgentState],
 ) -> TurnResult:
     """Run ``plan`` with the synchronous client's reads."""
     request = next(plan)
@@ -252,6 +283,8 @@ def run_plan_sync(
             answer = next_event(request)
         elif isinstance(request, ReadMessages):
             answer = messages(request)
+        elif isinstance(request, ReadState):
+            answer = state()
         else:
             answer = snapshot()
         try:
