@@ -1,9 +1,10 @@
 """One ``RunModel``: the user's graph runs until its model node answered, and stops.
 
 The graph runs with ``interrupt_before`` every tool node, which is LangGraph's own breakpoint
-mechanism, and a private ``InMemorySaver`` that lives for this one call: LangGraph needs a
-checkpointer to report where a run stopped (``get_state().next``) and to start a run at a given
-node (``update_state(as_node=...)``), and Dex, not the saver, makes the session durable.
+mechanism, and a private ``InMemorySaver`` that lives for this one call (``step_checkpointer``,
+which keeps values as objects): LangGraph needs a checkpointer to report where a run stopped
+(``get_state().next``) and to start a run at a given node (``update_state(as_node=...)``), and
+Dex, not the saver, makes the session durable.
 
 - A turn's first model call starts the graph at ``START`` with the stored messages as input.
 - A later call writes the recorded tool results (and the other state channels kept in the run
@@ -33,12 +34,12 @@ from dex_agents import (
 )
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.pregel import Pregel
 
 from dex_agents_langgraph._graph_tools import GraphTools
 from dex_agents_langgraph._model_call_observer import ModelCallObserver
 from dex_agents_langgraph._run_state import GraphRunState
+from dex_agents_langgraph._step_checkpointer import step_checkpointer
 from dex_agents_langgraph._tool_context import OFFER_CONFIG_KEY, model_offer
 from dex_agents_langgraph._transcript import (
     PendingToolCall,
@@ -143,7 +144,7 @@ class GraphModelStep:
         """
         model_input = build_model_input(turn)
         observer = ModelCallObserver()
-        graph = self.tools.graph.copy(update={"checkpointer": InMemorySaver()})
+        graph = self.tools.graph.copy(update={"checkpointer": step_checkpointer()})
         config = self._config(turn, observer)
         if turn.framework_run_state is None:
             start: dict[str, Any] | None = {self.messages_key: list(model_input.messages)}

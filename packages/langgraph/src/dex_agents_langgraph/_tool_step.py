@@ -38,7 +38,6 @@ from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
@@ -47,6 +46,7 @@ from langgraph.types import Command, Interrupt
 from typing_extensions import TypedDict
 
 from dex_agents_langgraph._graph_tools import GraphTools
+from dex_agents_langgraph._step_checkpointer import step_checkpointer
 from dex_agents_langgraph._tool_context import IDEMPOTENCY_KEY_CONFIG_KEY
 
 __all__ = ["ToolStepRunner"]
@@ -101,7 +101,7 @@ class ToolStepRunner:
             ],
             id=f"dex-call-{record.tool_call_id}",
         )
-        graph = self._graphs[node].copy(update={"checkpointer": InMemorySaver()})
+        graph = self._graphs[node].copy(update={"checkpointer": step_checkpointer()})
         config: RunnableConfig = {
             "configurable": {
                 "thread_id": call.idempotency_key,
