@@ -1,7 +1,7 @@
 """The event loop ``dex-local-engine serve`` runs on, and its garbage collector settings.
 
 Python gRPC's asyncio server spends much of each message in the event loop, so the loop's own
-cost shows in every call: uvloop (libuv) took 9-14 % of the engine's CPU per turn off asyncio's
+cost shows in every call: uvloop (libuv) took 8-15 % of the engine's CPU per turn off asyncio's
 default loop, side by side in ``benchmarks/turn_shape_floor_ab.py``. uvloop is a dependency on
 every platform it has wheels for and the default there; where it is missing (Windows) the engine
 runs asyncio's loop. ``DEX_LOCAL_ENGINE_EVENT_LOOP=asyncio`` forces asyncio's loop (to compare, or
