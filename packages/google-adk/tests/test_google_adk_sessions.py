@@ -1,6 +1,5 @@
-"""ADK agents in real sessions: the local engine, an in-process Worker, one Step per call. Unknown
-tools, invalid arguments and a model that fails mid-turn are the shared suite's, for every runner
-(``tests-shared/test_uniform_outcomes.py``, ``test_turn_failure.py``)."""
+"""ADK agents in real sessions: the local engine, an in-process Worker, one Step per call. What
+every runner does alike (bad calls, a model failing mid-turn) is ``tests-shared``'s."""
 
 from __future__ import annotations
 
