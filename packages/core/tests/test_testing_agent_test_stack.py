@@ -42,6 +42,9 @@ async def test_a_step_killed_with_its_worker_runs_again_on_a_replacement(tmp_pat
             "input-1 attempt 1",
             "input-1 attempt 2",
         ]
+        # Each Worker child froze its start-up objects out of the collector before serving.
+        frozen = [int(count) for count in invocation_log(state_dir).keys("gc-frozen")]
+        assert len(frozen) == 2 and min(frozen) > 10_000
         history = await stack.read_step_history("flow-1")
         completed = [entry for entry in history if entry.event_type == EXECUTE_COMPLETED_EVENT]
         assert [(entry.step_type, entry.final_attempt) for entry in completed] == [

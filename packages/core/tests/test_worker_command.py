@@ -83,6 +83,10 @@ async def test_the_worker_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
         with _worker(address, tmp_path / "gates", "--task-slots", "2") as worker:
             result = await sessions.run_turn("s1", "hello", timeout=60)
             assert (result.status, result.text) == (TurnStatus.COMPLETED, "You said: hello")
+            # The Worker froze its start-up objects out of the collector before serving.
+            frozen = await sessions.run_turn("s2", "how many frozen objects?", timeout=60)
+            assert frozen.text is not None and frozen.text.startswith("Frozen objects: ")
+            assert int(frozen.text.removeprefix("Frozen objects: ")) > 10_000
             worker.send_signal(signal.SIGTERM)
             assert await _exit_status(worker) == 0
 

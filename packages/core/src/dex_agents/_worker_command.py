@@ -28,6 +28,7 @@ from typing import Any, Final, TextIO
 from dex import BlobCacheConfig, Flow, Registry, open_blob_cache
 
 from dex_agents._codec_registry import agent_codec_registry
+from dex_agents._worker_gc import freeze_worker_startup_objects
 from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._pull_worker import new_pull_worker
 
@@ -213,6 +214,7 @@ async def run_worker(options: WorkerOptions, output: TextIO = sys.stdout) -> Wor
             await asyncio.gather(serving, return_exceptions=True)
             _log.error("the Worker did not register with %s: %s", options.server_address, failure)
             return WorkerExitStatus.NOT_REGISTERED
+        freeze_worker_startup_objects()
         names = ", ".join(flow.get_flow_type() for flow in flows)
         output.write(
             f"{READY_LINE_PREFIX}: serving {names} on {options.server_address} "

@@ -1,7 +1,11 @@
-"""A one-Step Flow whose Step stops at a FileGate: enough to exercise AgentTestStack alone."""
+"""A one-Step Flow whose Step stops at a FileGate: enough to exercise AgentTestStack alone.
+
+Each attempt also records the Worker process's ``gc.get_freeze_count()`` under ``gc-frozen``.
+"""
 
 from __future__ import annotations
 
+import gc
 import os
 from datetime import timedelta
 from pathlib import Path
@@ -44,6 +48,7 @@ class GatedStep(Step[str]):
         # (a stream that breaks before any output means the task never ran).
         await context.heartbeat()
         invocation_log(state_dir).record("gated-step", key=f"{input} attempt {context.attempt}")
+        invocation_log(state_dir).record("gc-frozen", key=str(gc.get_freeze_count()))
         gate = FileGate(state_dir, GATE_NAME)
         gate.mark_reached()
         await gate.wait_for_release()

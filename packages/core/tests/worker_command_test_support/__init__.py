@@ -2,11 +2,13 @@
 
 ``flows`` is a list, ``build_flows`` a factory, ``support_flow`` one Flow, and ``not_a_flow`` a
 string. The tools stop at a ``FileGate`` in ``$WORKER_TEST_GATES`` (``lookup`` for the read,
-``refund`` for the write) until the test releases it.
+``refund`` for the write) until the test releases it. Asked about frozen objects, the model
+answers with the Worker process's ``gc.get_freeze_count()``.
 """
 
 from __future__ import annotations
 
+import gc
 import os
 
 from dex_agents import AgentSessionFlow, ToolEffect
@@ -49,6 +51,8 @@ def _reply(request: ModelRequest) -> ScriptedModelReply:
     results = ScriptedModelClient.tool_results(request)
     if results:
         return ScriptedModelReply(text=f"Done: {results[-1].output}")
+    if "frozen" in text:
+        return ScriptedModelReply(text=f"Frozen objects: {gc.get_freeze_count()}")
     if "refund" in text:
         return ScriptedModelReply(tool_calls=[ScriptedToolCall("refund_order", {"order_id": "7"})])
     if "order" in text:

@@ -26,6 +26,7 @@ from dex import AsyncClient, CodecRegistry, Flow
 
 from dex_agents._session.client import AgentSessionClient
 from dex_agents._session.flow import AgentSessionFlow
+from dex_agents._worker_gc import freeze_worker_startup_objects
 from dex_agents.exceptions import ConfigurationError, DexAgentsError
 from dex_agents.testing._engine_process import EngineLogs, EngineProcess, EngineStartError
 from dex_agents.testing._in_process_worker import InProcessWorker, in_process_worker
@@ -195,6 +196,7 @@ class LocalRuntime:
             await stack.aclose()
             raise
         self._exit_stack, self._dex, self._engine = stack, dex, engine
+        freeze_worker_startup_objects()
         return self
 
     async def close(self) -> None:

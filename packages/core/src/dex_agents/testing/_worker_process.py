@@ -22,6 +22,7 @@ from dex import (
 )
 
 from dex_agents._codec_registry import agent_codec_registry
+from dex_agents._worker_gc import freeze_worker_startup_objects
 from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._child_process import kill_process_group, start_child, tail, terminate
 from dex_agents.testing._pull_worker import BLOB_CACHE_BYTES, new_pull_worker
@@ -192,6 +193,7 @@ async def _serve(
         loop = asyncio.get_running_loop()
         for stop_signal in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(stop_signal, lambda: asyncio.ensure_future(worker.stop()))
+        freeze_worker_startup_objects()
         _mark_ready()
         await serving
     finally:
