@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 
 from dex_agents_langgraph import ScriptedChatModel, langgraph_session_flow
-from dex_agents_langgraph.testing import reference_graph
+from dex_agents_langgraph.testing import reference_graph, turn_messages
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph import MessagesState, StateGraph
@@ -41,8 +41,7 @@ def benchmark_model(latency_seconds: float, shape: TurnShape = TurnShape.READ) -
 
     async def respond(messages: list[BaseMessage]) -> AIMessage:
         await asyncio.sleep(latency_seconds)
-        last_user = max(i for i, m in enumerate(messages) if isinstance(m, HumanMessage))
-        outputs = [m.text for m in messages[last_user + 1 :] if isinstance(m, ToolMessage)]
+        outputs = [m.text for m in turn_messages(messages) if isinstance(m, ToolMessage)]
         action = next_model_action(shape, outputs)
         if isinstance(action, str):
             return AIMessage(content=action)

@@ -25,8 +25,9 @@ from dex_agents.testing import (
 )
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import LangGraphRunner, ScriptedChatModel
+from dex_agents_langgraph.testing import turn_messages
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
 from langchain_core.outputs import ChatResult
 from pydantic import Field
 
@@ -49,12 +50,6 @@ class ScriptedToolChatModel(ScriptedChatModel):
         self.calls.append(list(messages))
         self.offered.append([tool["function"]["name"] for tool in kwargs.get("tools", [])])
         return await super()._agenerate(messages, stop, run_manager, **kwargs)
-
-
-def turn_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """The messages after the last ``HumanMessage``: this turn's model output and tool results."""
-    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
-    return list(messages[last + 1 :])
 
 
 def tool_results(messages: Sequence[BaseMessage]) -> list[str]:

@@ -19,6 +19,7 @@ from dex_agents import (
 from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import langgraph_session_flow, model_tools
+from dex_agents_langgraph.testing import turn_messages
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolCall, messages_from_dict
 from langchain_core.tools import tool
@@ -31,7 +32,6 @@ from langgraph_test_support import (
     local_sessions,
     texts_of,
     tool_results,
-    turn_messages,
     wait_for_interrupt,
 )
 from typing_extensions import TypedDict

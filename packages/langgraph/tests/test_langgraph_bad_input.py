@@ -23,6 +23,7 @@ from dex_agents_langgraph import (
     get_tool_call_idempotency_key,
     langgraph_session_flow,
 )
+from dex_agents_langgraph.testing import turn_messages
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -34,7 +35,6 @@ from langgraph_test_support import (
     local_sessions,
     texts_of,
     tool_results,
-    turn_messages,
 )
 
 RUNS: list[int] = []

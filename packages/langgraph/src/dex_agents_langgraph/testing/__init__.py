@@ -12,7 +12,11 @@ Example:
 """
 
 from dex_agents_langgraph._scripted_chat_model import ScriptedChatModel, ScriptedResponse
-from dex_agents_langgraph.testing._reference_agent import ModelForContext, reference_graph
+from dex_agents_langgraph.testing._reference_agent import (
+    ModelForContext,
+    reference_graph,
+    turn_messages,
+)
 from dex_agents_langgraph.testing._scenario_runner import (
     SCENARIO_RUNNER,
     LangGraphScenarioRunner,
@@ -31,4 +35,5 @@ __all__ = [
     "context_window_chat_model",
     "reference_graph",
     "scenario_chat_model",
+    "turn_messages",
 ]

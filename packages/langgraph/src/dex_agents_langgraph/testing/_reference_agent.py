@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 
 from dex_agents_langgraph._tool_context import model_tools
 
-__all__ = ["ModelForContext", "reference_graph"]
+__all__ = ["ModelForContext", "reference_graph", "turn_messages"]
 
 ModelForContext = Callable[[Any], BaseChatModel]
 """Picks the chat model of a model call from the run's context (``None`` without one)."""
@@ -55,3 +55,19 @@ def reference_graph(
     builder.add_conditional_edges("model", tools_condition, ["tools", END])
     builder.add_edge("tools", "model")
     return builder
+
+
+def turn_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """The messages after the last ``HumanMessage``: the turn's model output and tool results so
+    far, as a scripted chat model of the reference agent reads its input.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, ToolMessage
+        >>> turn = turn_messages(
+        ...     [HumanMessage("hi"), AIMessage("calling"), ToolMessage("7", tool_call_id="c1")]
+        ... )
+        >>> [type(message).__name__ for message in turn]
+        ['AIMessage', 'ToolMessage']
+    """
+    last = max((i for i, m in enumerate(messages) if isinstance(m, HumanMessage)), default=-1)
+    return list(messages[last + 1 :])

@@ -60,7 +60,7 @@ from dex_agents_langgraph._mcp_tools import mcp_structured_tool
 from dex_agents_langgraph._runner import LangGraphRunner
 from dex_agents_langgraph._scripted_chat_model import ScriptedChatModel
 from dex_agents_langgraph._tool_context import get_tool_call_idempotency_key
-from dex_agents_langgraph.testing._reference_agent import reference_graph
+from dex_agents_langgraph.testing._reference_agent import reference_graph, turn_messages
 
 __all__ = [
     "SCENARIO_RUNNER",
@@ -89,13 +89,13 @@ def scenario_chat_model(
     """
 
     async def respond(messages: list[BaseMessage]) -> AIMessage:
-        user_text, turn_messages = _turn_of(messages)
-        call_index = 1 + sum(isinstance(m, AIMessage) for m in turn_messages)
+        user_text, turn = _turn_of(messages)
+        call_index = 1 + sum(isinstance(m, AIMessage) for m in turn)
         reply = await scripted_reply(
             spec,
             user_text,
             model_call_index=call_index,
-            tool_outputs=[m.text for m in turn_messages if isinstance(m, ToolMessage)],
+            tool_outputs=[m.text for m in turn if isinstance(m, ToolMessage)],
             session_settings=session_settings,
             user_texts=[m.text for m in messages if isinstance(m, HumanMessage)],
         )
@@ -109,11 +109,8 @@ def scenario_chat_model(
 
 
 def _turn_of(messages: Sequence[BaseMessage]) -> tuple[str, list[BaseMessage]]:
-    last_user = max(
-        (i for i, message in enumerate(messages) if isinstance(message, HumanMessage)), default=-1
-    )
-    text = messages[last_user].text if last_user >= 0 else ""
-    return text, list(messages[last_user + 1 :])
+    users = [message for message in messages if isinstance(message, HumanMessage)]
+    return (users[-1].text if users else ""), turn_messages(messages)
 
 
 def _reply(text: str, calls: list[ToolCall], messages: Sequence[BaseMessage]) -> AIMessage:
@@ -226,8 +223,8 @@ def context_window_chat_model(model: ContextWindowModel, *, summarizes: bool) ->
             prompt = "\n".join(message.text for message in messages)
             unknown = [OUTCOME_UNKNOWN_TOOL_RESULT] * prompt.count(OUTCOME_UNKNOWN_TOOL_RESULT)
             return _reply(model.summarize(unknown), [], messages)
-        user_text, turn_messages = _turn_of(messages)
-        results = [m.text for m in turn_messages if isinstance(m, ToolMessage)]
+        user_text, turn = _turn_of(messages)
+        results = [m.text for m in turn if isinstance(m, ToolMessage)]
         reply = model.respond(user_text, results, _measured_tokens(messages))
         if reply.tool_argument is None:
             return _reply(reply.text or "", [], messages)
