@@ -12,11 +12,15 @@ its runner does not poll).
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+
 import pytest
-from dex_agents import AgentToolCallStatus
+from dex_agents import AgentToolCallStatus, ConfigurationTypeError
 from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     BROKEN_TOOL_ERROR,
+    CONFIRM_TOOL,
     MODEL_FAILURE,
     MODEL_INVOCATION,
     NO_STREAMING_SETTINGS,
@@ -25,6 +29,7 @@ from dex_agents.testing.scenarios import (
     model_gate_name,
 )
 from scenario_support.harness import Scenario
+from scenario_support.runners import runner_supports
 
 #: Where a framework really cannot use the kit's words: (runner, call) -> what the model sees,
 #: and why. The table in "Writing an adapter" lists the same.
@@ -137,3 +142,89 @@ async def test_a_model_that_cannot_stream_answers_as_a_streamed_one(scenario: Sc
     history = await scenario.executed("no-stream")
     model_steps = [entry for entry in history if entry.step_type == "RunModel"]
     assert [entry.final_attempt for entry in model_steps] == [1, 1]
+
+
+#: What the model sees for a tool's question that got no answer, by how it ended (the seed's
+#: texts, as for ``ask_user``).
+_UNANSWERED: dict[str, str] = {
+    "declined": "The user declined to answer.",
+    "deadline_passed": "question deadline passed",
+}
+
+
+@pytest.mark.parametrize("ending", sorted(_UNANSWERED))
+async def test_a_tool_question_left_unanswered_rejects_the_call_before_any_effect(
+    scenario: Scenario, ending: str
+) -> None:
+    # The session settles the question, not the runner: every runner's tool asked with the
+    # framework's own interrupt, and none of them runs the tool again (dex_agents.adapters'
+    # tool_question_answers hands a tool only answered questions).
+    if not runner_supports(scenario.runner, "tool_questions"):
+        pytest.skip(f"runner {scenario.runner} does not declare tool_questions")
+    late = ending == "deadline_passed"
+    sessions = scenario.deadline_sessions if late else scenario.sessions
+    gate = scenario.gate(model_gate_name(2))
+    await scenario.start(
+        "unanswered",
+        ScenarioCommand(calls=(ScenarioCall(CONFIRM_TOOL),), gate_model_call=2),
+        deadline_agent=late,
+    )
+    if not late:
+        interrupt = await scenario.wait_for_pending_interrupt("unanswered")
+        assert await sessions.resolve_interrupt(
+            "unanswered", interrupt.interrupt_id, approved=False
+        )
+    await gate.wait_until_reached()
+
+    snapshot = await sessions.get_agent_snapshot("unanswered")
+    gate.release()
+
+    (record,) = snapshot.tool_calls
+    assert (record.tool_name, record.status) == (CONFIRM_TOOL, AgentToolCallStatus.REJECTED)
+    assert [answer.resolution.value for answer in record.input_answers] == [ending]
+    snapshot = await scenario.wait_for_turn_end("unanswered", deadline_agent=late)
+    words = _UNANSWERED[ending]
+    (tool_message,) = tool_messages(snapshot)
+    assert words in (tool_message.tool_output or "")
+    assert assistant_texts(snapshot)[-1] == f"done: {words}"
+    assert scenario.log.count(CONFIRM_TOOL) == 0  # asked once, never ran
+    executed = await scenario.executed_step_types("unanswered")
+    assert executed.count("CallSingleAttemptTool") == 1
+
+
+class _NotAnAgent:
+    """What no framework takes as its agent."""
+
+
+#: Each runner's public class and how a user hands it an agent (the Claude Agent SDK's agent is
+#: the CLI; what a user gives its runner as the agent is its tools).
+_RUNNER_CLASSES: dict[str, tuple[str, str, Callable[[type, object], object]]] = {
+    "stepwise": ("dex_agents.stepwise", "StepwiseAgentRunner", lambda cls, agent: cls(agent)),
+    "openai-agents": (
+        "dex_agents_openai_agents",
+        "OpenAIAgentsRunner",
+        lambda cls, agent: cls(agent),
+    ),
+    "pydantic-ai": ("dex_agents_pydantic_ai", "PydanticAIRunner", lambda cls, agent: cls(agent)),
+    "langgraph": ("dex_agents_langgraph", "LangGraphRunner", lambda cls, agent: cls(agent)),
+    "google-adk": ("dex_agents_google_adk", "GoogleAdkRunner", lambda cls, agent: cls(agent)),
+    "claude-agent-sdk": (
+        "dex_agents_claude_agent_sdk",
+        "ClaudeAgentSdkRunner",
+        lambda cls, agent: cls(instructions="You help.", tools=[agent]),
+    ),
+    "strands": ("dex_agents_strands", "StrandsRunner", lambda cls, agent: cls(agent)),
+}
+
+
+def test_an_agent_of_another_type_is_a_configuration_type_error(runner_name: str) -> None:
+    # No session, no engine: the runner refuses the agent where it is built.
+    module, class_name, build = _RUNNER_CLASSES[runner_name]
+    runner_class = getattr(importlib.import_module(module), class_name)
+
+    with pytest.raises(ConfigurationTypeError) as raised:
+        build(runner_class, _NotAnAgent())
+
+    assert isinstance(raised.value, TypeError)
+    assert str(raised.value).startswith(f"{class_name} needs ")
+    assert str(raised.value).endswith(", got _NotAnAgent")

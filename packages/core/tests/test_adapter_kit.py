@@ -16,8 +16,11 @@ from agent_session_test_support import (
     tool_call,
 )
 from dex_agents import (
+    AgentEventWriter,
     AgentSessionFlow,
     AgentSessionOptions,
+    AgentToolCall,
+    AgentToolCallStatus,
     AgentTurnContext,
     AgentTurnOutcome,
     ConfigurationError,
@@ -27,6 +30,9 @@ from dex_agents import (
     JsonValue,
     ListedTool,
     NoDeferredToolExecutionError,
+    QuestionAnswer,
+    QuestionResolution,
+    RunnerContractError,
     ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
@@ -34,7 +40,12 @@ from dex_agents import (
     current_deferred_tool_execution,
     require_deferred_tool_execution,
 )
-from dex_agents.adapters import McpTool, McpToolFactory
+from dex_agents.adapters import (
+    McpTool,
+    McpToolFactory,
+    agent_type_error,
+    tool_question_answers,
+)
 from dex_agents.testing import (
     EngineLogs,
     EngineProcess,
@@ -279,3 +290,45 @@ async def test_the_mcp_tool_factory_makes_the_adapters_two_public_functions() ->
     assert (other.__name__, others.__name__) == ("mcp_name", "names")
     with pytest.raises(ConfigurationError, match="may hold only"):
         factory.public_functions("a name", example="names = {tool}")
+
+
+def _asked_call(*answers: QuestionAnswer) -> DeferredToolExecution:
+    record = AgentToolCall(
+        "call-1",
+        "ship",
+        "{}",
+        ToolEffect.NON_IDEMPOTENT_WRITE,
+        False,
+        AgentToolCallStatus.APPROVED,
+        "turn-1",
+        0,
+    )
+    return DeferredToolExecution(
+        "session-1", record, 1, AgentEventWriter.discarding(), input_answers=answers
+    )
+
+
+def test_tool_question_answers_are_the_answered_texts_oldest_first() -> None:
+    first = QuestionAnswer("call-1-input-1", "Ship it?", QuestionResolution.ANSWERED, "yes")
+    second = QuestionAnswer("call-1-input-2", "Gift wrap?", QuestionResolution.ANSWERED, "no")
+
+    assert tool_question_answers(_asked_call()) == ()
+    assert tool_question_answers(_asked_call(first, second)) == ("yes", "no")
+
+
+@pytest.mark.parametrize(
+    "resolution", [QuestionResolution.DECLINED, QuestionResolution.DEADLINE_PASSED]
+)
+def test_a_question_without_an_answer_never_reaches_a_tool(resolution: QuestionResolution) -> None:
+    # The session records such a call rejected; only a hand-built call carries one.
+    unanswered = QuestionAnswer("call-1-input-1", "Ship it?", resolution)
+
+    with pytest.raises(RunnerContractError, match=f"call-1-input-1 was {resolution.value}"):
+        tool_question_answers(_asked_call(unanswered))
+
+
+def test_agent_type_error_is_a_configuration_type_error_naming_both_types() -> None:
+    error = agent_type_error("MyRunner", "a my_framework.Agent", 42)
+
+    assert isinstance(error, ConfigurationTypeError) and isinstance(error, TypeError)
+    assert str(error) == "MyRunner needs a my_framework.Agent, got int"

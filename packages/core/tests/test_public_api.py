@@ -247,11 +247,13 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "ToolSourceMissingError",
             "ToolSourceRoutes",
             "ToolTaskPollerMissingError",
+            "agent_type_error",
             "check_tool_arguments",
             "check_tool_task_pollers",
             "invalid_arguments_error",
             "recorded_tool_result",
             "tool_arguments_object",
+            "tool_question_answers",
             "unknown_tool_error",
         }
     ),

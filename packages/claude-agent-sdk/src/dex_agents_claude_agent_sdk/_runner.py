@@ -26,7 +26,6 @@ from dex_agents import (
     AgentUsage,
     BuiltInTool,
     ConfigurationError,
-    ConfigurationTypeError,
     ContextSummaryRequest,
     ContextSummaryResult,
     DeferredToolCall,
@@ -53,6 +52,7 @@ from dex_agents.adapters import (
     AdapterRunner,
     ModelCallCountState,
     ToolSourceRoutes,
+    agent_type_error,
     tool_arguments_object,
     unknown_tool_error,
 )
@@ -149,8 +149,9 @@ class ClaudeAgentSdkRunner(AdapterRunner):
     ) -> None:
         for tool in tools:
             if not isinstance(tool, SdkMcpTool):
-                raise ConfigurationTypeError(
-                    f"tools takes claude_agent_sdk.tool(...) definitions, got {type(tool).__name__}"
+                # The CLI is the agent; what a user gives this runner as its agent is its tools.
+                raise agent_type_error(
+                    "ClaudeAgentSdkRunner", "claude_agent_sdk.tool(...) definitions as tools", tool
                 )
         self._functions = {tool.name: AgentTool.of_function(tool) for tool in tools}
         if len(self._functions) != len(tools):

@@ -27,7 +27,7 @@ from dex_agents import (
     build_plan_note,
     estimate_text_tokens,
 )
-from dex_agents.adapters import AdapterRunner
+from dex_agents.adapters import AdapterRunner, agent_type_error
 from google.adk.agents import RunConfig
 from google.adk.agents.llm_agent import LlmAgent
 from google.adk.agents.run_config import StreamingMode  # type: ignore[attr-defined]
@@ -262,9 +262,8 @@ def _require_app(agent: object, app_name: str | None) -> tuple[App, LlmAgent]:
         app = App(name=app_name or agent.name, root_agent=agent)
         root = agent
     else:
-        raise ConfigurationTypeError(
-            f"GoogleAdkRunner needs a google.adk LlmAgent or an App around one, got "
-            f"{type(agent).__name__}"
+        raise agent_type_error(
+            "GoogleAdkRunner", "a google.adk LlmAgent or an App around one", agent
         )
     if not isinstance(root, LlmAgent):
         raise ConfigurationTypeError(

@@ -20,7 +20,12 @@ from dex_agents import (
     ToolInputRequested,
     ToolTaskStarted,
 )
-from dex_agents.adapters import check_tool_arguments, tool_arguments_object, unknown_tool_error
+from dex_agents.adapters import (
+    check_tool_arguments,
+    tool_arguments_object,
+    tool_question_answers,
+    unknown_tool_error,
+)
 from google.adk.events import Event
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
@@ -66,9 +71,10 @@ async def run_tool_step(
 def _answered_confirmation(call: DeferredToolExecution) -> ToolConfirmation | None:
     """The ADK confirmation a rerun of the call carries: the user's last answer to the question
     the tool asked with ``request_confirmation``, with the hint and payload it asked with."""
-    if not call.input_answers:
+    answers = tool_question_answers(call)
+    if not answers:
         return None
-    answer = call.input_answers[-1].answer
+    answer = answers[-1]
     requested = _requested_confirmation(call.tool_call.input_continuation)
     return ToolConfirmation(
         hint=requested.hint, payload=requested.payload, confirmed=answer == _CONFIRMED_ANSWER

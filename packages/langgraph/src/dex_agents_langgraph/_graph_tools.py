@@ -18,6 +18,7 @@ from dex_agents import (
     ToolEffect,
     tool_effect_from_mcp_tool_annotations,
 )
+from dex_agents.adapters import agent_type_error
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt import ToolNode
 from langgraph.pregel import Pregel
@@ -60,9 +61,10 @@ def inspect_graph(
             with ``interrupt_before``/``interrupt_after`` (Dex approvals replace those).
     """
     if not isinstance(graph, Pregel):
-        raise ConfigurationTypeError(
-            f"LangGraphRunner needs a compiled graph (StateGraph.compile(), create_react_agent, "
-            f"create_agent), got {type(graph).__name__}"
+        raise agent_type_error(
+            "LangGraphRunner",
+            "a compiled graph (StateGraph.compile(), create_react_agent, create_agent)",
+            graph,
         )
     if messages_key not in graph.channels:
         raise ConfigurationError(

@@ -33,7 +33,12 @@ from dex_agents import (
     ToolTaskStarted,
     dump_json_text,
 )
-from dex_agents.adapters import check_tool_arguments, tool_arguments_object, unknown_tool_error
+from dex_agents.adapters import (
+    check_tool_arguments,
+    tool_arguments_object,
+    tool_question_answers,
+    unknown_tool_error,
+)
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import ToolException
@@ -109,7 +114,7 @@ class ToolStepRunner:
             },
             "recursion_limit": _RECURSION_LIMIT,
         }
-        answers = [answer.answer or "" for answer in call.input_answers]
+        answers = tool_question_answers(call)
         try:
             output = await graph.ainvoke({self._messages_key: [request]}, config)
             for answer in answers:

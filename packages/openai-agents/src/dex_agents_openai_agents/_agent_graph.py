@@ -26,6 +26,7 @@ from agents import (
     handoff,
 )
 from dex_agents import ConfigurationError, ConfigurationTypeError
+from dex_agents.adapters import agent_type_error
 
 __all__ = ["AgentGraph", "agent_handoffs", "check_run_config"]
 
@@ -63,9 +64,7 @@ class AgentGraph:
         while pending:
             agent = pending.pop(0)
             if not isinstance(agent, Agent):
-                raise ConfigurationTypeError(
-                    f"OpenAIAgentsRunner needs agents.Agent instances, got {type(agent).__name__}"
-                )
+                raise agent_type_error("OpenAIAgentsRunner", "agents.Agent instances", agent)
             known = by_name.get(agent.name)
             if known is agent:
                 continue

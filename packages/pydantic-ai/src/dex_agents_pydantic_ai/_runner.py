@@ -61,8 +61,9 @@ class PydanticAIRunner(AdapterRunner, Generic[AgentDepsT]):
         summary_max_output_tokens: ``max_tokens`` of a summary call, kept free of the prompt.
 
     Raises:
-        ConfigurationError: When ``agent`` is not a ``pydantic_ai.Agent``, it has no model and no
-            ``resolve_model`` is given, or a callable argument is not callable.
+        ConfigurationTypeError: When ``agent`` is not a ``pydantic_ai.Agent``.
+        ConfigurationError: When the agent has no model and no ``resolve_model`` is given, or a
+            callable argument is not callable.
 
     Example:
         >>> agent = Agent("openai:gpt-5-mini", instructions="You help with orders.", tools=[lookup])

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic
 
 from dex_agents import ConfigurationError, DeferredToolExecution
+from dex_agents.adapters import agent_type_error
 from pydantic_ai import Agent
 from pydantic_ai.models import Model
 from pydantic_ai.tools import AgentDepsT
@@ -57,9 +58,7 @@ class RunnerConfig(Generic[AgentDepsT]):
 
     def __post_init__(self) -> None:
         if not isinstance(self.agent, Agent):
-            raise ConfigurationError(
-                f"PydanticAIRunner needs a pydantic_ai.Agent, got {type(self.agent).__name__}"
-            )
+            raise agent_type_error("PydanticAIRunner", "a pydantic_ai.Agent", self.agent)
         if self.agent.model is None and self.resolve_model is None:
             raise ConfigurationError(
                 f"agent {self.agent.name or '(unnamed)'} has no model: give the Agent a model or "

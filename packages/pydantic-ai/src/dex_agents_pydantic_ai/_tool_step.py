@@ -18,13 +18,16 @@ from typing import Any, Final
 from dex_agents import (
     DeferredToolExecution,
     DeferredToolOutcome,
-    QuestionResolution,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskStarted,
 )
-from dex_agents.adapters import invalid_arguments_error, unknown_tool_error
+from dex_agents.adapters import (
+    invalid_arguments_error,
+    tool_question_answers,
+    unknown_tool_error,
+)
 from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolApproved, ToolDenied
 from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolReturnPart
 from pydantic_ai.run import AgentRun
@@ -103,10 +106,7 @@ def _answers(call: DeferredToolExecution) -> DeferredToolResults | None:
 
 
 def _answer_text(call: DeferredToolExecution) -> str:
-    answer = call.input_answers[-1]
-    if answer.resolution is QuestionResolution.ANSWERED and answer.answer is not None:
-        return answer.answer
-    return f"(no answer: {answer.resolution.value})"
+    return tool_question_answers(call)[-1]
 
 
 def _deferred_again(call: DeferredToolExecution, output: object) -> ToolInputRequested:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dex_agents import ConfigurationError, ConfigurationTypeError
+from dex_agents.adapters import agent_type_error
 from strands import Agent
 from strands.models import Model
 
@@ -25,9 +26,7 @@ class RunnerConfig:
 
     def __post_init__(self) -> None:
         if not isinstance(self.agent, Agent):
-            raise ConfigurationTypeError(
-                f"StrandsRunner needs a strands.Agent, got {type(self.agent).__name__}"
-            )
+            raise agent_type_error("StrandsRunner", "a strands.Agent", self.agent)
         if self.resolve_model is not None and not callable(self.resolve_model):
             raise ConfigurationError(
                 f"StrandsRunner resolve_model must be callable, got {self.resolve_model!r}"

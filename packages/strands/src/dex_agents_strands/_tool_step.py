@@ -27,13 +27,17 @@ from dex_agents import (
     ConfigurationTypeError,
     DeferredToolExecution,
     DeferredToolOutcome,
-    QuestionResolution,
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
     ToolTaskStarted,
 )
-from dex_agents.adapters import check_tool_arguments, tool_arguments_object, unknown_tool_error
+from dex_agents.adapters import (
+    check_tool_arguments,
+    tool_arguments_object,
+    tool_question_answers,
+    unknown_tool_error,
+)
 from dex_agents.exceptions import StoredStateError
 from strands import Agent
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent
@@ -153,12 +157,7 @@ def _step_agent(agent: Agent, asked: list[tuple[str, str]], call: DeferredToolEx
     """A shallow copy of the agent whose interrupt state is this call's alone, so concurrent
     Steps of other sessions on this Worker never see each other's answers."""
     state = _StepInterrupts()
-    for (interrupt_id, name), answer in zip(asked, call.input_answers, strict=False):
-        text = (
-            answer.answer
-            if answer.resolution is QuestionResolution.ANSWERED and answer.answer is not None
-            else f"(no answer: {answer.resolution.value})"
-        )
+    for (interrupt_id, name), text in zip(asked, tool_question_answers(call), strict=False):
         state.interrupts[interrupt_id] = Interrupt(interrupt_id, name, None, text)
     step_agent = copy.copy(agent)
     # Strands' interrupt() reads agent._interrupt_state.interrupts; nothing else here uses it.

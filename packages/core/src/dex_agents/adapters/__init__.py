@@ -9,7 +9,9 @@ framework-specific and every runner records the same outcome for the same situat
   ``check_tool_task_pollers`` for a runner that takes pollers by tool name;
 - the error policy: ``unknown_tool_error``, ``invalid_arguments_error``,
   ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``, and
-  ``recorded_tool_result``, what the model sees for a call from its record;
+  ``recorded_tool_result``, what the model sees for a call from its record,
+  ``tool_question_answers``, what a tool that asked the user gets back, and
+  ``agent_type_error``, the error for an agent of the wrong type;
 - ``ModelCallCountState``: the run state of a runner that stores every message as it appears and
   keeps only the turn's model call count between model calls;
 - ``ToolSourceRoutes``: the routes of a runner's ``ToolSource`` calls back to the source that
@@ -36,6 +38,7 @@ from dex_agents._tool_source_routes import (
     ToolSourceRoutes,
 )
 from dex_agents.adapters._adapter_runner import AdapterRunner, check_tool_task_pollers
+from dex_agents.adapters._agent_type import agent_type_error
 from dex_agents.adapters._kept_decodes import KeptDecodes
 from dex_agents.adapters._mcp_tools import (
     McpTool,
@@ -52,6 +55,7 @@ from dex_agents.adapters._tool_outcomes import (
     tool_arguments_object,
     unknown_tool_error,
 )
+from dex_agents.adapters._tool_questions import tool_question_answers
 from dex_agents.exceptions import ToolTaskPollerMissingError
 
 __all__ = [
@@ -68,10 +72,12 @@ __all__ = [
     "ToolSourceMissingError",
     "ToolSourceRoutes",
     "ToolTaskPollerMissingError",
+    "agent_type_error",
     "check_tool_arguments",
     "check_tool_task_pollers",
     "invalid_arguments_error",
     "recorded_tool_result",
     "tool_arguments_object",
+    "tool_question_answers",
     "unknown_tool_error",
 ]

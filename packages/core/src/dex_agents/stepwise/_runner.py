@@ -33,6 +33,7 @@ from dex_agents._values import (
     PlanStatus,
 )
 from dex_agents.adapters._adapter_runner import AdapterRunner
+from dex_agents.adapters._agent_type import agent_type_error
 from dex_agents.exceptions import (
     ConfigurationError,
     ConfigurationTypeError,
@@ -127,9 +128,7 @@ class StepwiseAgentRunner(AdapterRunner):
 
     def __init__(self, definition: AgentDefinition) -> None:
         if not isinstance(definition, AgentDefinition):
-            raise ConfigurationTypeError(
-                f"StepwiseAgentRunner needs an AgentDefinition, got {type(definition).__name__}"
-            )
+            raise agent_type_error("StepwiseAgentRunner", "an AgentDefinition", definition)
         self._definition = definition
         self._tools = dict(definition.tools_by_name)
         self._sources = ToolSourceRoutes(
