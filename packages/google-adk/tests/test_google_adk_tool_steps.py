@@ -12,7 +12,6 @@ from dex_agents import (
     DeferredToolExecution,
     QuestionAnswer,
     QuestionResolution,
-    RunnerContractError,
     ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
@@ -90,7 +89,6 @@ def _execution(
     requires_approval: bool = False,
     answers: tuple[QuestionAnswer, ...] = (),
     continuation: str | None = None,
-    supports_tool_tasks: bool = True,
 ) -> DeferredToolExecution:
     record = AgentToolCall(
         "call-1", name, arguments, ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval,
@@ -102,7 +100,7 @@ def _execution(
         attempt=1,
         events=AgentEventWriter.discarding(turn_id="turn-1"),
         input_answers=answers,
-        supports_tool_tasks=supports_tool_tasks,
+        supports_tool_tasks=True,
     )
 
 
@@ -165,10 +163,6 @@ async def test_a_task_tool_and_what_a_tool_step_cannot_do() -> None:
     runner = _runner()
     started = await runner.execute_deferred_tool_call(_execution("start_export", '{"table":"t"}'))
     assert started == ToolTaskStarted("export-t", poll_interval_seconds=5)
-    with pytest.raises(RunnerContractError, match="cannot poll"):
-        await runner.execute_deferred_tool_call(
-            _execution("start_export", '{"table":"t"}', supports_tool_tasks=False)
-        )
     with pytest.raises(ToolTaskPollerMissingError, match="no task poller"):
         record = _execution("start_export", "{}").tool_call
         await runner.poll_tool_task(

@@ -65,7 +65,7 @@ async def run_tool_step(
     event = await activation.run_tool_call(
         function_call, _answered_confirmation(call), approved=record.requires_approval
     )
-    return _tool_outcome(record, event, call.supports_tool_tasks)
+    return _tool_outcome(record, event)
 
 
 def _answered_confirmation(call: DeferredToolExecution) -> ToolConfirmation | None:
@@ -90,9 +90,7 @@ def _requested_confirmation(continuation: str | None) -> ToolConfirmation:
         return ToolConfirmation()
 
 
-def _tool_outcome(
-    record: AgentToolCall, event: Event | None, supports_tool_tasks: bool
-) -> DeferredToolOutcome:
+def _tool_outcome(record: AgentToolCall, event: Event | None) -> DeferredToolOutcome:
     name = record.tool_name
     if event is None:
         raise ToolExecutionError(
@@ -113,11 +111,10 @@ def _tool_outcome(
         )
     response = _function_response(event, record.tool_call_id)
     result = response.get("result")
-    if len(response) == 1 and isinstance(result, ToolTaskStarted):
-        if not supports_tool_tasks:
-            raise RunnerContractError(f"tool {name} started a task, but the session cannot poll it")
-        return result
-    if len(response) == 1 and isinstance(result, ToolInputRequested | ToolExecutionResult):
+    # Every AdapterRunner polls tasks; the session records a task no poller polls.
+    if len(response) == 1 and isinstance(
+        result, ToolTaskStarted | ToolInputRequested | ToolExecutionResult
+    ):
         return result
     error = response.get("error")
     if len(response) == 1 and isinstance(error, str):
