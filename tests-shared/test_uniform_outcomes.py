@@ -7,7 +7,9 @@ retried by ``RunModel`` and then fails the turn with its error. A model that can
 as a streamed one does. How each framework wraps an error result for its model differs (see
 "Writing an adapter"); the words inside are the same. A task with no poller on this Worker is
 ``packages/core/tests/test_agent_session_flow_tasks.py``'s (no scenario tool starts a task that
-its runner does not poll).
+its runner does not poll). A tool's question declined or past its deadline records the call
+``rejected`` before any effect, whatever interrupt the framework asked with. An agent of another
+type is a ``ConfigurationTypeError`` where the runner is built (``agent_type_error``).
 """
 
 from __future__ import annotations
