@@ -9,16 +9,26 @@ as a streamed one does. How each framework wraps an error result for its model d
 ``packages/core/tests/test_agent_session_flow_tasks.py``'s (no scenario tool starts a task that
 its runner does not poll). A tool's question declined or past its deadline records the call
 ``rejected`` before any effect, whatever interrupt the framework asked with. An agent of another
-type is a ``ConfigurationTypeError`` where the runner is built (``agent_type_error``).
+type is a ``ConfigurationTypeError`` where the runner is built (``agent_type_error``). Where a
+framework's tool result carries an error flag, only a failed call sets it (``tool_result_is_error``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from collections.abc import Callable
+from datetime import UTC, datetime
 
 import pytest
-from dex_agents import AgentToolCallStatus, ConfigurationTypeError
+from dex_agents import (
+    AgentToolCall,
+    AgentToolCallStatus,
+    CancellationReason,
+    ConfigurationTypeError,
+    ToolEffect,
+)
+from dex_agents.adapters import tool_result_is_error
 from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     BROKEN_TOOL_ERROR,
@@ -232,3 +242,105 @@ def test_an_agent_of_another_type_is_a_configuration_type_error(runner_name: str
     assert isinstance(raised.value, TypeError)
     assert str(raised.value).startswith(f"{class_name} needs ")
     assert str(raised.value).endswith(", got _NotAnAgent")
+
+
+def _claude_flag(record: AgentToolCall | None) -> bool:
+    from dex_agents_claude_agent_sdk._transcript import record_result
+
+    assert record is not None  # the runner renders only final records
+    return record_result(record).is_error
+
+
+def _langgraph_flag(record: AgentToolCall | None) -> bool:
+    from dex_agents_langgraph._transcript import PendingToolCall, recorded_tool_message
+
+    call = PendingToolCall("call-1", "refund", "{}", valid=True)
+    return recorded_tool_message(call, record, "turn-1").status == "error"
+
+
+def _strands_flag(record: AgentToolCall | None) -> bool:
+    from dex_agents_strands._transcript import _recorded_result
+
+    result = _recorded_result({"toolUseId": "call-1", "name": "refund", "input": {}}, record)
+    return result["status"] == "error"
+
+
+def _pydantic_ai_flag(record: AgentToolCall | None) -> bool:
+    from dex_agents_pydantic_ai._run_state import recorded_tool_return
+    from pydantic_ai.messages import ERROR_OUTCOMES, ToolCallPart
+
+    call = ToolCallPart(tool_name="refund", args={}, tool_call_id="call-1")
+    return recorded_tool_return(call, record).outcome in ERROR_OUTCOMES
+
+
+#: How each runner with an error flag on a tool result sets it for a record (its own function,
+#: read directly: the scenario models see the result's text, not the flag).
+_ERROR_FLAGS: dict[str, Callable[[AgentToolCall | None], bool]] = {
+    "claude-agent-sdk": _claude_flag,
+    "langgraph": _langgraph_flag,
+    "strands": _strands_flag,
+    "pydantic-ai": _pydantic_ai_flag,
+}
+#: Runners whose framework's tool result has no error flag ("Writing an adapter").
+_NO_ERROR_FLAG = {
+    "openai-agents": "a function_call_output item has no error flag",
+    "stepwise": "a function_call_output item has no error flag",
+    "google-adk": "a function response is a plain dict; every non-success reads {'result': text}",
+}
+
+_CALL = AgentToolCall(
+    "call-1",
+    "refund",
+    "{}",
+    ToolEffect.NON_IDEMPOTENT_WRITE,
+    True,
+    AgentToolCallStatus.APPROVED,
+    "turn-1",
+    0,
+    created_at=datetime(2026, 1, 1, tzinfo=UTC),
+)
+#: A final record of every kind, and whether the model sees it as an error: only a failed call.
+_FINAL_RECORDS: dict[str, tuple[AgentToolCall | None, bool]] = {
+    "succeeded": (
+        dataclasses.replace(_CALL, status=AgentToolCallStatus.SUCCEEDED, output="refunded"),
+        False,
+    ),
+    "failed": (
+        dataclasses.replace(_CALL, status=AgentToolCallStatus.FAILED, error="card declined"),
+        True,
+    ),
+    "rejected": (dataclasses.replace(_CALL, status=AgentToolCallStatus.REJECTED), False),
+    "declined_question": (
+        dataclasses.replace(
+            _CALL, status=AgentToolCallStatus.REJECTED, error="The user declined to answer."
+        ),
+        False,
+    ),
+    "steered": (
+        dataclasses.replace(
+            _CALL,
+            status=AgentToolCallStatus.REJECTED,
+            cancellation_reason=CancellationReason.STEERED,
+        ),
+        False,
+    ),
+    "outcome_unknown": (
+        dataclasses.replace(_CALL, status=AgentToolCallStatus.OUTCOME_UNKNOWN, error="lost"),
+        False,
+    ),
+    "no_record": (None, False),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(_FINAL_RECORDS))
+def test_only_a_failed_call_is_flagged_an_error_to_the_model(runner_name: str, kind: str) -> None:
+    if runner_name in _NO_ERROR_FLAG:
+        pytest.skip(_NO_ERROR_FLAG[runner_name])
+    if runner_name not in _ERROR_FLAGS:
+        pytest.skip(f"runner {runner_name} is not one of the workspace's adapters")
+    record, is_error = _FINAL_RECORDS[kind]
+    if record is None and runner_name == "claude-agent-sdk":
+        pytest.skip("the Claude runner renders only final records")
+
+    assert tool_result_is_error(record) is is_error
+    assert _ERROR_FLAGS[runner_name](record) is is_error

@@ -254,6 +254,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "recorded_tool_result",
             "tool_arguments_object",
             "tool_question_answers",
+            "tool_result_is_error",
             "unknown_tool_error",
         }
     ),

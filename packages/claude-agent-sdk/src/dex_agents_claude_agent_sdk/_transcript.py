@@ -22,12 +22,12 @@ from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentMessage,
     AgentToolCall,
-    AgentToolCallStatus,
     FrameworkMessage,
     MessageRole,
     describe_tool_call_outcome,
     dump_json_text,
 )
+from dex_agents.adapters import tool_result_is_error
 
 __all__ = [
     "ApiMessage",
@@ -125,8 +125,7 @@ def tool_result_message(block: Mapping[str, Any], tool_name: str | None) -> Fram
 def record_result(record: AgentToolCall) -> ToolResultContent:
     """What the model sees for a final tool call record."""
     text = describe_tool_call_outcome(record)
-    failed = record.status is not AgentToolCallStatus.SUCCEEDED
-    return ToolResultContent([{"type": "text", "text": text}], failed)
+    return ToolResultContent([{"type": "text", "text": text}], tool_result_is_error(record))
 
 
 def join_responses(messages: Iterable[AgentMessage]) -> list[ApiMessage]:

@@ -24,12 +24,11 @@ from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentMessage,
     AgentToolCall,
-    AgentToolCallStatus,
     FrameworkMessage,
     MessageRole,
     dump_json_text,
 )
-from dex_agents.adapters import KeptDecodes, recorded_tool_result
+from dex_agents.adapters import KeptDecodes, recorded_tool_result, tool_result_is_error
 from dex_agents.exceptions import StoredStateError
 from langchain_core.messages import (
     AIMessage,
@@ -265,7 +264,8 @@ def _orphan_result(call: PendingToolCall, position: int) -> ToolMessage:
         content=content,
         tool_call_id=call.tool_call_id,
         name=call.tool_name,
-        status="error",
+        # As tool_result_is_error: an unknown outcome is no error, arguments that broke are.
+        status="success" if call.valid else "error",
         id=f"dex-orphan-{position}-{call.tool_call_id}",
     )
 
@@ -279,12 +279,11 @@ def recorded_tool_message(
     replaces a message of the same ID.
     """
     content = recorded_tool_result(record)
-    failed = record is None or record.status is not AgentToolCallStatus.SUCCEEDED
     return ToolMessage(
         content=content,
         tool_call_id=call.tool_call_id,
         name=call.tool_name,
-        status="error" if failed else "success",
+        status="error" if tool_result_is_error(record) else "success",
         id=f"dex-result-{turn_id}-{call.tool_call_id}",
     )
 

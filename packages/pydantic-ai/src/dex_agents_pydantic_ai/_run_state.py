@@ -17,7 +17,7 @@ from dex_agents import (
     AgentToolCall,
     AgentToolCallStatus,
 )
-from dex_agents.adapters import recorded_tool_result
+from dex_agents.adapters import recorded_tool_result, tool_result_is_error
 from dex_agents.exceptions import StoredStateError
 from pydantic import TypeAdapter, ValidationError
 from pydantic_ai import DeferredToolRequests, DeferredToolResults, ToolDenied, ToolFailed
@@ -109,7 +109,7 @@ def _outcome(record: AgentToolCall | None) -> tuple[str, str]:
     text = recorded_tool_result(record)
     if record is None:
         return "returned", text
-    if record.status is AgentToolCallStatus.FAILED:
+    if tool_result_is_error(record):
         return "failed", record.error or "the tool call failed"
     if (
         record.status is AgentToolCallStatus.REJECTED

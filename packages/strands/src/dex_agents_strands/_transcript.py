@@ -17,13 +17,12 @@ from dex_agents import (
     CONTEXT_SUMMARY_NOTE_HEADER,
     AgentMessage,
     AgentToolCall,
-    AgentToolCallStatus,
     AgentTurnContext,
     FrameworkMessage,
     MessageRole,
     build_plan_note,
 )
-from dex_agents.adapters import recorded_tool_result
+from dex_agents.adapters import recorded_tool_result, tool_result_is_error
 from dex_agents.exceptions import StoredStateError
 from strands.types.content import ContentBlock, Message, Messages
 from strands.types.tools import ToolResult, ToolUse
@@ -166,10 +165,9 @@ def tool_result_text(result: ToolResult) -> str:
 
 
 def _recorded_result(call: ToolUse, record: AgentToolCall | None) -> ToolResult:
-    failed = record is not None and record.status is AgentToolCallStatus.FAILED
     return {
         "toolUseId": call["toolUseId"],
-        "status": "error" if failed else "success",
+        "status": "error" if tool_result_is_error(record) else "success",
         "content": [{"text": recorded_tool_result(record)}],
     }
 

@@ -9,7 +9,8 @@ framework-specific and every runner records the same outcome for the same situat
   ``check_tool_task_pollers`` for a runner that takes pollers by tool name;
 - the error policy: ``unknown_tool_error``, ``invalid_arguments_error``,
   ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``, and
-  ``recorded_tool_result``, what the model sees for a call from its record,
+  ``recorded_tool_result``, what the model sees for a call from its record, with
+  ``tool_result_is_error``, whether it is flagged as an error,
   ``tool_question_answers``, what a tool that asked the user gets back, and
   ``agent_type_error``, the error for an agent of the wrong type;
 - ``ModelCallCountState``: the run state of a runner that stores every message as it appears and
@@ -53,6 +54,7 @@ from dex_agents.adapters._tool_outcomes import (
     invalid_arguments_error,
     recorded_tool_result,
     tool_arguments_object,
+    tool_result_is_error,
     unknown_tool_error,
 )
 from dex_agents.adapters._tool_questions import tool_question_answers
@@ -79,5 +81,6 @@ __all__ = [
     "recorded_tool_result",
     "tool_arguments_object",
     "tool_question_answers",
+    "tool_result_is_error",
     "unknown_tool_error",
 ]

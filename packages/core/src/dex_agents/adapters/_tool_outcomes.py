@@ -18,7 +18,7 @@ from typing import Final
 
 from dex_agents._runner_contract import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
 from dex_agents._tool_policy import ResolvedToolPolicy, ToolEffect
-from dex_agents._values import AgentToolCall
+from dex_agents._values import AgentToolCall, AgentToolCallStatus
 from dex_agents.exceptions import ToolExecutionError
 from dex_agents.stepwise._json_schema import ArgumentValidationError
 from dex_agents.stepwise._json_schema_validation import validate_against_schema
@@ -29,6 +29,7 @@ __all__ = [
     "invalid_arguments_error",
     "recorded_tool_result",
     "tool_arguments_object",
+    "tool_result_is_error",
     "unknown_tool_error",
 ]
 
@@ -59,6 +60,29 @@ def recorded_tool_result(record: AgentToolCall | None) -> str:
     if record is None or not record.status.is_final:
         return OUTCOME_UNKNOWN_TOOL_RESULT
     return describe_tool_call_outcome(record)
+
+
+def tool_result_is_error(record: AgentToolCall | None) -> bool:
+    """Whether the model sees a call's result as an error, in a framework whose tool results
+    carry an error flag (Anthropic's ``is_error``, a LangChain ``ToolMessage``'s ``status``, a
+    Strands ``ToolResult``'s ``status``, Pydantic AI's ``failed`` outcome).
+
+    Only a call that ``failed`` is an error: its tool raised, or it could not run as asked. A call
+    that was rejected, steered or cancelled, whose outcome is unknown, or that has no final record
+    is an ordinary result whose text (:func:`recorded_tool_result`) says what happened, the line
+    Pydantic AI draws too (``denied`` and ``interrupted`` are not error outcomes there).
+    Raises nothing.
+
+    Example:
+        >>> import dataclasses
+        >>> failed = dataclasses.replace(record, status=AgentToolCallStatus.FAILED, error="down")
+        >>> tool_result_is_error(failed), tool_result_is_error(None)
+        (True, False)
+        >>> rejected = dataclasses.replace(record, status=AgentToolCallStatus.REJECTED)
+        >>> tool_result_is_error(rejected)
+        False
+    """
+    return record is not None and record.status is AgentToolCallStatus.FAILED
 
 
 def unknown_tool_error(tool_name: str) -> ToolExecutionError:
