@@ -17,6 +17,11 @@ def _row(stdout: str, name: str) -> list[str]:
     return re.split(r"\s{2,}", line.strip())
 
 
+def _check_overhead(overhead: str, median: str, reference: str) -> None:
+    """The overhead column is the row's median minus the reference row's, as printed (0.1 ms)."""
+    assert abs(float(overhead) - (float(median) - float(reference))) <= 0.11
+
+
 def test_peers_times_the_baseline_and_dex_agents_read_write_turn() -> None:
     # Every turn's answer is checked by the script; a durable turn that did not finish fails it.
     done = _run(
@@ -27,11 +32,13 @@ def test_peers_times_the_baseline_and_dex_agents_read_write_turn() -> None:
     baseline, ours = _row(done.stdout, "baseline"), _row(done.stdout, "dex-agents")
     # Columns: name, median ms, CPU ms per turn, overhead above the baseline, above its own
     # framework, ratio to ours, same-framework ratio. Three model sleeps of 5 ms each: > 15 ms.
-    assert float(ours[1]) > float(baseline[1]) > 15.0
+    # Which of two wall times is longer is left to the machine: only the arithmetic is checked.
+    assert float(ours[1]) > 15.0 and float(baseline[1]) > 15.0
     # The engine and the Worker child work for the durable turn too: it costs more CPU.
     # (The baseline's own CPU can round to 0.0 ms a turn at a 5 ms model: only ours must show.)
     assert float(ours[2]) > float(baseline[2]) >= 0
-    assert float(ours[3]) > 0 and ours[5] == "1.00"
+    _check_overhead(ours[3], ours[1], baseline[1])
+    assert ours[5] == ("1.00" if float(ours[3]) > 0 else "n/a")
     assert "stepwise: durable turn 2:" in done.stderr
 
 
@@ -48,10 +55,13 @@ def test_peers_runs_the_openai_agents_and_google_adk_read_write_turns_in_process
             _row(done.stdout, framework),
             _row(done.stdout, f"dex-agents-{framework}"),
         )
-        # Three model sleeps of 5 ms each, and the durable turn costs more than the in-process one.
-        assert float(ours[1]) > float(in_process[1]) > 15.0
-        # Its overhead above its own framework, and the same-framework ratio to itself.
-        assert float(ours[4]) > 0 and ours[6] == "1.00"
+        # Three model sleeps of 5 ms each; the engine and the Worker child cost CPU on top.
+        assert float(ours[1]) > 15.0 and float(in_process[1]) > 15.0
+        assert float(ours[2]) > float(in_process[2])
+        # Its overhead above its own framework, and the same-framework ratio to itself (a wall
+        # time the machine decides: on a busy machine the durable median can even be shorter).
+        _check_overhead(ours[4], ours[1], in_process[1])
+        assert ours[6] == ("1.00" if float(ours[4]) > 0 else "n/a")
         assert f"{framework}: durable turn 2:" in done.stderr
 
 
