@@ -7,11 +7,10 @@ call or response is split into one message per call or response, each an ``Event
 fields; reading merges consecutive messages of one ``id`` back into one event. A message in another
 format is read from its neutral fields, so a transcript never fails to load.
 
-Every ``RunModel`` reads the whole transcript again, and validating an ADK ``Event`` costs 80 to
-100 µs, so a long session spent much of its model Steps there. A stored item never changes, so
-each process validates it once (``KeptDecodes``) and hands out a copy of the event with its own
-``actions``: ADK's session service reassigns ``actions.state_delta`` of an event appended to it,
-and the ``Runner`` works on that service's deep copies of the session, never on these events.
+Every ``RunModel`` reads the whole transcript again and validates each stored ADK ``Event`` anew
+(80 to 100 µs an event). Handing out copies of events validated once per process
+(``KeptDecodes``) was tried and taken back: the model then saw another history (the benchmark's
+read-write turn called it twice instead of three times), even with deep copies.
 
 Function responses round-trip exactly: a tool's ``{"result": <text>}`` is stored as the text
 (unless the text itself reads as a JSON object), any other response as its JSON text, and
@@ -36,7 +35,7 @@ from dex_agents import (
     MessageRole,
     dump_json_text,
 )
-from dex_agents.adapters import KeptDecodes, recorded_tool_result
+from dex_agents.adapters import recorded_tool_result
 from google.adk.events import Event
 from google.genai import types
 
@@ -293,18 +292,8 @@ def _adk_event(framework_item: str) -> Event | None:
     return None
 
 
-def _fresh_event(event: Event | None) -> Event | None:
-    """A copy of a kept event that a session service may edit (see the module docstring)."""
-    if event is None:
-        return None
-    return event.model_copy(update={"actions": event.actions.model_copy()})
-
-
-_kept_events: Final = KeptDecodes(_adk_event, _fresh_event)
-
-
 def _decode(message: AgentMessage) -> Event:
-    event = _kept_events(message.framework_item)
+    event = _adk_event(message.framework_item)
     return event if event is not None else _neutral_event(message)
 
 
