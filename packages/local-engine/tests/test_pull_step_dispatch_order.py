@@ -219,10 +219,12 @@ async def test_a_run_resumed_by_an_answer_is_served_before_runs_that_started_lat
     assert await served.completed("resumed") == "resumed"
     for label in ("new-1", "new-2"):
         await board.wait_ran("AwaitAnswer.wait_for", label)
-    # The resumed run's work started first: its answered Step and the Step that follows it ran
-    # before the first Step of either run started later, though those waited longer.
-    assert board.index("Act", "resumed") < board.index("Begin", "new-1")
-    assert board.index("Act", "resumed") < board.index("Begin", "new-2")
+    # The resumed run's work started first: its answered Step ran before the first Step of
+    # either run started later, though those waited longer. (Not ``Act``, the Step after it: a
+    # freed slot goes to the oldest work waiting at that moment, and ``Act`` waits only once
+    # the engine has committed ``AwaitAnswer``'s result, which may be after the slot was given.)
+    assert board.index("AwaitAnswer", "resumed") < board.index("Begin", "new-1")
+    assert board.index("AwaitAnswer", "resumed") < board.index("Begin", "new-2")
     # Among the new runs, the older one first.
     assert board.index("Begin", "new-1") < board.index("Begin", "new-2")
     for label in ("blocker", "new-1", "new-2"):
