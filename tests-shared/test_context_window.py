@@ -1,7 +1,9 @@
 """One long session past a small context window, under every runner that compacts.
 
-The guard (retention limit 100) runs in the default suite: 300 turns, or the runner's
-``ScenarioRunner.context_window_guard_turns`` when its turns are slow. The 2,000-turn session with
+The guard runs in the default suite: ``ScenarioRunner.context_window_guard_turns`` turns (150, fewer
+when a runner's turns are slow) past a 2,000-token window, with small storage settings (a window
+of 16 stored messages in chunks of 8, retention limit 60) so compaction and retention repeat
+several times within those turns. The 2,000-turn session with
 the default retention limit runs for every runner, only with ``DEX_AGENTS_LONG_TESTS=1``.
 """
 
@@ -16,7 +18,10 @@ from dex_agents.testing.scenarios import load_scenario_runner
 from scenario_support.runners import RUNNER_NAMES
 
 LONG_TESTS = os.environ.get("DEX_AGENTS_LONG_TESTS") == "1"
-GUARD_RETAINED_MESSAGE_LIMIT = 100
+GUARD_CONTEXT_WINDOW_TOKENS = 2_000
+GUARD_RETAINED_MESSAGE_LIMIT = 60
+GUARD_MESSAGE_WINDOW_SIZE = 16
+GUARD_MESSAGE_CHUNK_SIZE = 8
 GUARD_SAMPLES = 10
 """The guard samples at least this many times, so a short guard still sees retention repeat."""
 
@@ -46,10 +51,13 @@ async def test_guard_session_stays_under_the_window_with_bounded_state(
         turns=turns,
         retained_message_limit=GUARD_RETAINED_MESSAGE_LIMIT,
         batch_turns=max(1, min(50, turns // GUARD_SAMPLES)),
+        context_window_tokens=GUARD_CONTEXT_WINDOW_TOKENS,
+        message_window_size=GUARD_MESSAGE_WINDOW_SIZE,
+        message_chunk_size=GUARD_MESSAGE_CHUNK_SIZE,
     )
     report = await scenario.run(factory, tmp_path, on_progress=_print_progress)
     report.check()
-    # Retention kept the newest 100 messages and at most one chunk and the window more.
+    # Retention kept the newest messages up to its limit and at most one chunk and the window more.
     limit = (
         GUARD_RETAINED_MESSAGE_LIMIT + scenario.message_chunk_size + scenario.message_window_size
     )

@@ -12,7 +12,7 @@ BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "engine_steps.p
 
 def test_engine_steps_benchmark_prints_both_measurements() -> None:
     done = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--steps", "5", "--flows", "2"],
+        [sys.executable, str(BENCHMARK), "--steps", "5", "--flows", "2", "--long-steps", "50"],
         capture_output=True,
         text=True,
         timeout=240,
@@ -23,3 +23,5 @@ def test_engine_steps_benchmark_prints_both_measurements() -> None:
         assert f"[{mode}]" in done.stdout
     assert len(re.findall(rf"sequential \(1 Flow\):\s+5 {figures[4:]}", done.stdout)) == 2
     assert len(re.findall(rf"aggregate \(2 Flows\): 10 {figures[4:]}", done.stdout)) == 2
+    assert "long-lived (1 Flow, 50 Steps, ~1 MB of Attributes):" in done.stdout
+    assert re.search(r"Steps +1- +50: mean round trip [\d.]+ ms, engine CPU", done.stdout)

@@ -55,7 +55,7 @@ SCENARIO_RUNNERS_EXTRA_ENV: Final = "DEX_AGENTS_EXTRA_SCENARIO_RUNNERS"
 commas (a runner written in a test, such as the smallest adapter of "Writing an adapter"); the
 module must be importable in every process of the run (``PYTHONPATH``)."""
 
-_DEFAULT_CONTEXT_WINDOW_GUARD_TURNS: Final = 300
+_DEFAULT_CONTEXT_WINDOW_GUARD_TURNS: Final = 150
 """Turns of the default suite's context-window guard unless a runner sets fewer."""
 
 
@@ -103,10 +103,10 @@ class ScenarioRunner:
             cannot defer them, such as the Claude Agent SDK): those reads run at least once, and
             the scenarios check that contract where they would check a ``CallTool`` per read.
         context_window_guard_turns: Turns of the default suite's ``ContextWindowSessionScenario``
-            guard (retention limit 100). 300 unless a runner's turns are slow (a CLI start per
-            ``RunModel``): then the smallest count at which the guard's report still checks what
-            it checks (several summaries, retention deleting at several points, bounded state),
-            which is about 100 turns. The 2,000-turn session behind ``DEX_AGENTS_LONG_TESTS=1``
+            guard (a 2,000-token window, retention limit 60). 150 unless a runner's turns are
+            slow (a CLI start per ``RunModel``): then the smallest count at which the guard's
+            report still checks what it checks (several summaries, retention deleting at several
+            points, bounded state), about 40 turns. The 2,000-turn session behind ``DEX_AGENTS_LONG_TESTS=1``
             runs for every runner.
 
     Example:
@@ -116,7 +116,7 @@ class ScenarioRunner:
         ...     "my-framework",
         ...     build_flow=build_my_framework_flow,
         ...     features=frozenset({ScenarioFeature.TOOL_QUESTIONS}),
-        ...     context_window_guard_turns=300,
+        ...     context_window_guard_turns=150,
         ... )
     """
 
