@@ -250,6 +250,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "agent_type_error",
             "check_tool_arguments",
             "check_tool_task_pollers",
+            "checked_tool_call",
             "invalid_arguments_error",
             "recorded_tool_result",
             "tool_arguments_object",

@@ -39,9 +39,7 @@ from dex_agents import (
     ToolEffect,
     ToolExecutionError,
     ToolExecutionResult,
-    ToolInputRequested,
     ToolSource,
-    ToolTaskStarted,
     build_context_summary_prompt,
     build_plan_note,
     dump_json_text,
@@ -223,7 +221,7 @@ class ClaudeAgentSdkRunner(AdapterRunner):
             raise unknown_tool_error(name)
         arguments = tool_arguments_object(name, call.tool_call.arguments)
         result = await run_function_tool(tool.function, arguments)
-        if isinstance(result, ToolExecutionResult | ToolInputRequested | ToolTaskStarted):
+        if isinstance(result, DeferredToolOutcome):
             return result
         content = handler_result_content(name, result)
         if content.is_error:

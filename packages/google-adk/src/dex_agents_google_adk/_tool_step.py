@@ -18,15 +18,10 @@ from dex_agents import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
-    ToolTaskStarted,
 )
-from dex_agents.adapters import (
-    check_tool_arguments,
-    tool_arguments_object,
-    tool_question_answers,
-    unknown_tool_error,
-)
+from dex_agents.adapters import checked_tool_call, tool_question_answers
 from google.adk.events import Event
+from google.adk.tools.base_tool import BaseTool
 from google.adk.tools.tool_confirmation import ToolConfirmation
 from google.genai import types
 
@@ -51,14 +46,10 @@ async def run_tool_step(
         Exception: Whatever else the tool raises, handled by the call's effect.
     """
     record = call.tool_call
-    tool = activation.tools.get(record.tool_name)
-    if tool is None:
-        raise unknown_tool_error(record.tool_name)
-    arguments = tool_arguments_object(record.tool_name, record.arguments)
     # ADK hands the arguments to the function unchecked; check them as every runner does.
-    declaration = tool._get_declaration()
-    if declaration is not None:
-        check_tool_arguments(record.tool_name, arguments, declaration.parameters_json_schema)
+    _, arguments = checked_tool_call(
+        activation.tools, record.tool_name, record.arguments, _declared_schema
+    )
     function_call = types.FunctionCall(
         id=record.tool_call_id, name=record.tool_name, args=arguments
     )
@@ -66,6 +57,11 @@ async def run_tool_step(
         function_call, _answered_confirmation(call), approved=record.requires_approval
     )
     return _tool_outcome(record, event)
+
+
+def _declared_schema(tool: BaseTool) -> dict[str, Any] | None:
+    declaration = tool._get_declaration()
+    return None if declaration is None else declaration.parameters_json_schema
 
 
 def _answered_confirmation(call: DeferredToolExecution) -> ToolConfirmation | None:
@@ -112,9 +108,7 @@ def _tool_outcome(record: AgentToolCall, event: Event | None) -> DeferredToolOut
     response = _function_response(event, record.tool_call_id)
     result = response.get("result")
     # Every AdapterRunner polls tasks; the session records a task no poller polls.
-    if len(response) == 1 and isinstance(
-        result, ToolTaskStarted | ToolInputRequested | ToolExecutionResult
-    ):
+    if len(response) == 1 and isinstance(result, DeferredToolOutcome):
         return result
     error = response.get("error")
     if len(response) == 1 and isinstance(error, str):

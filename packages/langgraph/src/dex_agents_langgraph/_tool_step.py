@@ -33,15 +33,10 @@ from dex_agents import (
     ToolTaskStarted,
     dump_json_text,
 )
-from dex_agents.adapters import (
-    check_tool_arguments,
-    tool_arguments_object,
-    tool_question_answers,
-    unknown_tool_error,
-)
+from dex_agents.adapters import checked_tool_call, tool_question_answers
 from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import ToolException
+from langchain_core.tools import BaseTool, ToolException
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
@@ -87,13 +82,11 @@ class ToolStepRunner:
             Exception: Whatever else the tool raises.
         """
         record = call.tool_call
-        node = self._tools.node_of_tool.get(record.tool_name)
-        if node is None:
-            raise unknown_tool_error(record.tool_name)
-        arguments = tool_arguments_object(record.tool_name, record.arguments)
         # The kit's words for arguments that break the schema, not ToolNode's own error text.
-        parameters = convert_to_openai_tool(self._tools.tools[record.tool_name])["function"]
-        check_tool_arguments(record.tool_name, arguments, parameters.get("parameters"))
+        _, arguments = checked_tool_call(
+            self._tools.tools, record.tool_name, record.arguments, _parameters_schema
+        )
+        node = self._tools.node_of_tool[record.tool_name]
         request = AIMessage(
             content="",
             tool_calls=[
@@ -150,6 +143,11 @@ class ToolStepRunner:
             # A task without a poller is recorded by the session's poll (AdapterRunner).
             return message.artifact
         return ToolExecutionResult(_content_text(message))
+
+
+def _parameters_schema(tool: BaseTool) -> dict[str, Any] | None:
+    parameters: dict[str, Any] | None = convert_to_openai_tool(tool)["function"].get("parameters")
+    return parameters
 
 
 def _one_node_graph(state: type, name: str, node: ToolNode) -> Pregel[Any, Any, Any, Any]:

@@ -21,7 +21,6 @@ from dex_agents import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
-    ToolTaskStarted,
 )
 from dex_agents.adapters import (
     invalid_arguments_error,
@@ -140,7 +139,7 @@ def _deferred_again(call: DeferredToolExecution, output: object) -> ToolInputReq
 def _outcome(returned: ToolReturnPart) -> DeferredToolOutcome:
     if returned.outcome == "success":
         content = returned.content
-        if isinstance(content, ToolExecutionResult | ToolInputRequested | ToolTaskStarted):
+        if isinstance(content, DeferredToolOutcome):
             return content
         return ToolExecutionResult(returned.model_response_str())
     # failed (ToolFailed), retried (ModelRetry, invalid arguments, unknown tool), denied; the

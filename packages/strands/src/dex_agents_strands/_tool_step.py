@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections import ChainMap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, cast
@@ -30,14 +31,8 @@ from dex_agents import (
     ToolExecutionError,
     ToolExecutionResult,
     ToolInputRequested,
-    ToolTaskStarted,
 )
-from dex_agents.adapters import (
-    check_tool_arguments,
-    tool_arguments_object,
-    tool_question_answers,
-    unknown_tool_error,
-)
+from dex_agents.adapters import checked_tool_call, tool_question_answers, unknown_tool_error
 from dex_agents.exceptions import StoredStateError
 from strands import Agent
 from strands.hooks import AfterToolCallEvent, BeforeToolCallEvent
@@ -57,9 +52,7 @@ _OUTCOME_KEY: Final = "dex_agents_outcome"
 _INTERRUPTS_CONTINUATION: Final = "strands:interrupts:"
 
 
-def dex_tool_result(
-    outcome: ToolTaskStarted | ToolInputRequested | ToolExecutionResult,
-) -> ToolResult:
+def dex_tool_result(outcome: DeferredToolOutcome) -> ToolResult:
     """The ``ToolResult`` a Strands tool returns to hand the session a runner outcome: most often
     ``ToolTaskStarted`` for remote work the runner's task poller polls.
 
@@ -71,7 +64,7 @@ def dex_tool_result(
         ... async def report(period: str) -> ToolResult:
         ...     return dex_tool_result(ToolTaskStarted(await start_job(period), 5))
     """
-    if not isinstance(outcome, ToolTaskStarted | ToolInputRequested | ToolExecutionResult):
+    if not isinstance(outcome, DeferredToolOutcome):
         raise ConfigurationTypeError(
             f"dex_tool_result takes ToolTaskStarted, ToolInputRequested or ToolExecutionResult, "
             f"got {type(outcome).__name__}"
@@ -95,11 +88,7 @@ async def run_tool_step(agent: Agent, call: DeferredToolExecution) -> DeferredTo
     """
     record = call.tool_call
     name = record.tool_name
-    tool = _lookup(agent, name)
-    if tool is None:
-        raise unknown_tool_error(name)
-    arguments = tool_arguments_object(name, record.arguments)
-    check_tool_arguments(name, arguments, tool.tool_spec.get("inputSchema", {}).get("json"))
+    tool, arguments = checked_tool_call(_tools(agent), name, record.arguments, _input_schema)
     asked = _asked_interrupts(call)
     step_agent = _step_agent(agent, asked, call)
     tool_use: ToolUse = {"toolUseId": record.tool_call_id, "name": name, "input": arguments}
@@ -140,9 +129,14 @@ async def run_tool_step(agent: Agent, call: DeferredToolExecution) -> DeferredTo
     return _outcome(after.result, after.exception)
 
 
-def _lookup(agent: Agent, name: str) -> AgentTool | None:
+def _tools(agent: Agent) -> Mapping[str, AgentTool]:
     registry = agent.tool_registry
-    return registry.dynamic_tools.get(name) or registry.registry.get(name)
+    return ChainMap(registry.dynamic_tools, registry.registry)
+
+
+def _input_schema(tool: AgentTool) -> dict[str, Any] | None:
+    schema: dict[str, Any] | None = tool.tool_spec.get("inputSchema", {}).get("json")
+    return schema
 
 
 @dataclass
@@ -201,7 +195,7 @@ def _question(tool: str, asked: list[tuple[str, str]], interrupt: Interrupt) -> 
 
 def _outcome(result: ToolResult, exception: Exception | None) -> DeferredToolOutcome:
     outcome = cast(Mapping[str, Any], result).get(_OUTCOME_KEY)
-    if isinstance(outcome, ToolTaskStarted | ToolInputRequested | ToolExecutionResult):
+    if isinstance(outcome, DeferredToolOutcome):
         return outcome
     if isinstance(exception, ToolExecutionError):
         raise exception

@@ -8,7 +8,8 @@ framework-specific and every runner records the same outcome for the same situat
   compaction defaults (``estimate_input_tokens``, ``select_compaction_cutoff``), and
   ``check_tool_task_pollers`` for a runner that takes pollers by tool name;
 - the error policy: ``unknown_tool_error``, ``invalid_arguments_error``,
-  ``tool_arguments_object``, ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``, and
+  ``tool_arguments_object``, ``check_tool_arguments``, ``checked_tool_call`` (all three in a tool
+  Step's order), ``UNKNOWN_TOOL_POLICY``, ``ToolTaskPollerMissingError``, and
   ``recorded_tool_result``, what the model sees for a call from its record, with
   ``tool_result_is_error``, whether it is flagged as an error,
   ``tool_question_answers``, what a tool that asked the user gets back, and
@@ -51,6 +52,7 @@ from dex_agents.adapters._mcp_tools import (
 from dex_agents.adapters._tool_outcomes import (
     UNKNOWN_TOOL_POLICY,
     check_tool_arguments,
+    checked_tool_call,
     invalid_arguments_error,
     recorded_tool_result,
     tool_arguments_object,
@@ -77,6 +79,7 @@ __all__ = [
     "agent_type_error",
     "check_tool_arguments",
     "check_tool_task_pollers",
+    "checked_tool_call",
     "invalid_arguments_error",
     "recorded_tool_result",
     "tool_arguments_object",

@@ -13,8 +13,8 @@ One outcome per situation, whichever framework the runner wraps (see "Writing an
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Final
+from collections.abc import Callable, Mapping
+from typing import Final, TypeVar
 
 from dex_agents._runner_contract import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
 from dex_agents._tool_policy import ResolvedToolPolicy, ToolEffect
@@ -26,12 +26,15 @@ from dex_agents.stepwise._json_schema_validation import validate_against_schema
 __all__ = [
     "UNKNOWN_TOOL_POLICY",
     "check_tool_arguments",
+    "checked_tool_call",
     "invalid_arguments_error",
     "recorded_tool_result",
     "tool_arguments_object",
     "tool_result_is_error",
     "unknown_tool_error",
 ]
+
+ToolT = TypeVar("ToolT")
 
 UNKNOWN_TOOL_POLICY: Final = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=False)
 """The policy of a call of a tool the agent does not have: it fails at once in its tool Step
@@ -154,3 +157,42 @@ def check_tool_arguments(
         validate_against_schema(dict(arguments), json_schema)
     except ArgumentValidationError as error:
         raise invalid_arguments_error(tool_name, str(error)) from None
+
+
+def checked_tool_call(
+    tools: Mapping[str, ToolT],
+    tool_name: str,
+    arguments: str | Mapping[str, object],
+    json_schema: Callable[[ToolT], Mapping[str, object] | None] | None = None,
+) -> tuple[ToolT, dict[str, object]]:
+    """The tool a call names and the call's arguments as a dict, checked in the order every
+    runner checks them before the tool runs: the tool name, the JSON object, the tool's schema.
+
+    Args:
+        tools: The agent's tools by name.
+        tool_name: The tool name the model called.
+        arguments: The arguments the model sent, JSON text or a mapping.
+        json_schema: The JSON Schema of a tool's arguments (``None``: unchecked), for a framework
+            that hands the arguments to the tool unchecked; omitted, nothing is checked.
+
+    Raises:
+        ToolExecutionError: ``unknown tool <name>`` (:func:`unknown_tool_error`), or
+            ``invalid arguments for <name>: ...`` (:func:`tool_arguments_object`,
+            :func:`check_tool_arguments`).
+
+    Example:
+        >>> schema = {"type": "object", "required": ["gate"]}
+        >>> checked_tool_call({"lookup": "the tool"}, "lookup", '{"gate": "a"}', lambda _: schema)
+        ('the tool', {'gate': 'a'})
+        >>> checked_tool_call({"lookup": "the tool"}, "refund", "{}")
+        Traceback (most recent call last):
+        ...
+        dex_agents.exceptions.ToolExecutionError: unknown tool refund
+    """
+    tool = tools.get(tool_name)
+    if tool is None:
+        raise unknown_tool_error(tool_name)
+    checked = tool_arguments_object(tool_name, arguments)
+    if json_schema is not None:
+        check_tool_arguments(tool_name, checked, json_schema(tool))
+    return tool, checked
