@@ -225,8 +225,10 @@ async def test_a_run_resumed_by_an_answer_is_served_before_runs_that_started_lat
     # the engine has committed ``AwaitAnswer``'s result, which may be after the slot was given.)
     assert board.index("AwaitAnswer", "resumed") < board.index("Begin", "new-1")
     assert board.index("AwaitAnswer", "resumed") < board.index("Begin", "new-2")
-    # Among the new runs, the older one first.
-    assert board.index("Begin", "new-1") < board.index("Begin", "new-2")
+    # Which of the two new runs starts first is not checked here: the engine offers them oldest
+    # first, but while it probes whether the Worker has a free slot again it may offer both at
+    # once, on two streams, and the Worker takes whichever it reads first. The registry cases
+    # below check the order of the offers exactly.
     for label in ("blocker", "new-1", "new-2"):
         assert await served.client.invoke_rpc(served.flow.answer, label, "yes")
         assert await served.completed(label) == label
