@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
 from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     BROKEN_TOOL_ERROR,
     MODEL_INVOCATION,
     ScenarioCall,
     ScenarioCommand,
+    model_input_user_texts,
 )
 from scenario_support.harness import Scenario
 from scenario_support.runners import reads_run_in_model_step
@@ -64,3 +66,30 @@ async def test_a_tool_execution_error_is_a_result_the_model_sees(scenario: Scena
     history = await scenario.executed("broken")
     read_steps = [entry.final_attempt for entry in history if entry.step_type == "CallTool"]
     assert read_steps == ([] if reads_run_in_model_step(scenario.runner) else [1])
+
+
+#: Runners whose scripted model gives a call the same ID in every turn ("call_1_0"), which the
+#: framework then does not tell apart: the second turn's resumed model call misses its own call.
+_CALL_IDS_REPEAT_ACROSS_TURNS = frozenset({"openai-agents"})
+
+
+async def test_a_message_sent_again_is_a_turn_of_its_own(
+    scenario: Scenario, request: pytest.FixtureRequest
+) -> None:
+    if scenario.runner in _CALL_IDS_REPEAT_ACROSS_TURNS:
+        reason = "the scripted model's call IDs repeat across turns; the second turn fails"
+        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+    message = ScenarioCommand(calls=(ScenarioCall("lookup"),)).to_message()
+    await scenario.start("again", message)
+    await scenario.wait_for_turn_end("again")
+    assert await scenario.sessions.send_user_message("again", message)
+
+    snapshot = await scenario.wait_for_turn_end("again", turns=2)
+
+    # Each turn calls the model twice (the call, the answer), and every call sees its own turn's
+    # message last: a runner never takes the second turn for a copy of the first (Google ADK's
+    # session service drops an event equal to one it holds).
+    assert scenario.log.keys(MODEL_INVOCATION) == ["call-1", "call-2"] * 2
+    assert model_input_user_texts(scenario.log) == [[message]] * 2 + [[message] * 2] * 2
+    assert assistant_texts(snapshot) == ["done: lookup ungated ok"] * 2
+    assert scenario.log.count("lookup") == 2
