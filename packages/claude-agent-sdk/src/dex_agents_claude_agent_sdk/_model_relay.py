@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -41,6 +40,7 @@ from dex_agents_claude_agent_sdk._loopback_http import (
     HttpResponder,
     LoopbackHttpServer,
 )
+from dex_agents_claude_agent_sdk._per_event_loop import PerEventLoop
 
 __all__ = ["ModelRelay", "RelayRun", "RelayedExchange", "model_relay"]
 
@@ -120,14 +120,10 @@ class ModelRelay:
         self._server = LoopbackHttpServer(self._handle)
         self._runs: dict[str, RelayRun] = {}
         self._client = httpx.AsyncClient(timeout=_UPSTREAM_TIMEOUT)
-        self._started = False
-        self._lock = asyncio.Lock()
 
-    async def ensure_started(self) -> None:
-        async with self._lock:
-            if not self._started:
-                await self._server.start()
-                self._started = True
+    async def start(self) -> None:
+        """Starts listening on a free loopback port."""
+        await self._server.start()
 
     def open_run(self, run: RelayRun) -> str:
         """Register ``run``; return the base URL the CLI uses for it."""
@@ -290,16 +286,9 @@ def _response_headers(response: httpx.Response) -> dict[str, str]:
     return {name: response.headers[name] for name in kept if name in response.headers}
 
 
-_RELAYS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ModelRelay] = (
-    weakref.WeakKeyDictionary()
-)
+_RELAYS: Final = PerEventLoop(ModelRelay, ModelRelay.start)
 
 
 async def model_relay() -> ModelRelay:
     """The started relay of the running event loop."""
-    loop = asyncio.get_running_loop()
-    relay = _RELAYS.get(loop)
-    if relay is None:
-        relay = _RELAYS[loop] = ModelRelay()
-    await relay.ensure_started()
-    return relay
+    return await _RELAYS.get()

@@ -69,14 +69,13 @@ from dex_agents_claude_agent_sdk._inline_reads import InlineReadCall, running_in
 from dex_agents_claude_agent_sdk._model_relay import RelayedExchange, RelayRun, model_relay
 from dex_agents_claude_agent_sdk._transcript import (
     ApiMessage,
+    JsonDict,
     ToolResultContent,
     tool_uses,
     transcript_entries,
 )
 
 __all__ = ["HarnessOutcome", "HarnessRequest", "HarnessSettings", "run_harness"]
-
-JsonDict = dict[str, Any]
 
 QUIET_CLI_ENVIRONMENT: Final[Mapping[str, str]] = {
     # No telemetry, update checks, error reports or side model calls: only the agent's own

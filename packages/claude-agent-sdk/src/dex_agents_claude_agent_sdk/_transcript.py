@@ -31,6 +31,7 @@ from dex_agents.adapters import tool_result_is_error
 
 __all__ = [
     "ApiMessage",
+    "JsonDict",
     "ToolResultContent",
     "api_messages",
     "assistant_messages",

@@ -52,27 +52,8 @@ def encode_message(message: Message) -> list[FrameworkMessage]:
     items: list[FrameworkMessage] = []
     plain: list[ContentBlock] = []
     for block in message["content"]:
-        if "toolUse" in block:
-            use = block["toolUse"]
-            items.append(
-                _item(
-                    MessageRole.ASSISTANT,
-                    {"role": role, "content": [block]},
-                    tool_call_id=use["toolUseId"],
-                    tool_name=use["name"],
-                    tool_arguments=json.dumps(use.get("input", {}), ensure_ascii=False),
-                )
-            )
-        elif "toolResult" in block:
-            result = block["toolResult"]
-            items.append(
-                _item(
-                    MessageRole.TOOL,
-                    {"role": role, "content": [block]},
-                    tool_call_id=result["toolUseId"],
-                    tool_output=tool_result_text(result),
-                )
-            )
+        if "toolUse" in block or "toolResult" in block:
+            items.append(_tool_block_item(role, block))
         else:
             plain.append(block)
     if plain:
@@ -80,6 +61,24 @@ def encode_message(message: Message) -> list[FrameworkMessage]:
         own = MessageRole.USER if role == "user" else MessageRole.ASSISTANT
         items.insert(0, _item(own, {"role": role, "content": plain}, text=text or None))
     return items
+
+
+def _tool_block_item(role: str, block: ContentBlock) -> FrameworkMessage:
+    """The stored item of one ``toolUse`` or ``toolResult`` block, with its tool projections."""
+    stored = {"role": role, "content": [block]}
+    if "toolUse" in block:
+        use = block["toolUse"]
+        arguments = json.dumps(use.get("input", {}), ensure_ascii=False)
+        return _item(
+            MessageRole.ASSISTANT,
+            stored,
+            tool_call_id=use["toolUseId"],
+            tool_name=use["name"],
+            tool_arguments=arguments,
+        )
+    result = block["toolResult"]
+    output = tool_result_text(result)
+    return _item(MessageRole.TOOL, stored, tool_call_id=result["toolUseId"], tool_output=output)
 
 
 def decode_messages(stored: Iterable[AgentMessage | FrameworkMessage]) -> Messages:

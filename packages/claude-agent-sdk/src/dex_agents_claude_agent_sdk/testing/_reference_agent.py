@@ -8,14 +8,13 @@ their agents here, on one fake server per event loop, instead of each wiring the
 
 from __future__ import annotations
 
-import asyncio
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 from claude_agent_sdk import SdkMcpTool
 from dex_agents import ConfigurationError, ToolSource
 
+from dex_agents_claude_agent_sdk._per_event_loop import PerEventLoop
 from dex_agents_claude_agent_sdk._runner import ClaudeAgentSdkRunner
 from dex_agents_claude_agent_sdk.testing._scripted_model import (
     FAKE_API_KEY_ENVIRONMENT,
@@ -25,19 +24,12 @@ from dex_agents_claude_agent_sdk.testing._scripted_model import (
 
 __all__ = ["reference_runner", "scripted_upstream", "shared_fake_server"]
 
-_SERVERS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, FakeAnthropicServer] = (
-    weakref.WeakKeyDictionary()
-)
+_SERVERS: Final = PerEventLoop(FakeAnthropicServer, FakeAnthropicServer.start)
 
 
 async def shared_fake_server() -> FakeAnthropicServer:
     """This event loop's ``FakeAnthropicServer``, started on first use."""
-    loop = asyncio.get_running_loop()
-    server = _SERVERS.get(loop)
-    if server is None:
-        server = _SERVERS[loop] = FakeAnthropicServer()
-        await server.start()
-    return server
+    return await _SERVERS.get()
 
 
 def scripted_upstream(route: str, respond: FakeModelResponder) -> Callable[[], Awaitable[str]]:
