@@ -44,6 +44,7 @@ from dex_agents.adapters import (
     McpTool,
     McpToolFactory,
     agent_type_error,
+    scenario_runner_getattr,
     tool_question_answers,
 )
 from dex_agents.testing import (
@@ -332,3 +333,12 @@ def test_agent_type_error_is_a_configuration_type_error_naming_both_types() -> N
 
     assert isinstance(error, ConfigurationTypeError) and isinstance(error, TypeError)
     assert str(error) == "MyRunner needs a my_framework.Agent, got int"
+
+
+def test_scenario_runner_getattr_imports_only_the_scenario_runner_s_names() -> None:
+    # A package whose _scenario_runner module exists, standing for an adapter's testing package.
+    module_getattr = scenario_runner_getattr("dex_agents.testing.scenarios", "ScenarioRunner")
+
+    assert module_getattr("ScenarioRunner") is ScenarioRunner
+    with pytest.raises(AttributeError, match="has no attribute 'ScenarioFeature'"):
+        module_getattr("ScenarioFeature")

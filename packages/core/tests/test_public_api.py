@@ -253,6 +253,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "checked_tool_call",
             "invalid_arguments_error",
             "recorded_tool_result",
+            "scenario_runner_getattr",
             "tool_arguments_object",
             "tool_question_answers",
             "tool_result_is_error",

@@ -19,7 +19,7 @@ Example:
     ...                               env=FAKE_API_KEY_ENVIRONMENT)
 """
 
-from typing import Any
+from dex_agents.adapters import scenario_runner_getattr
 
 from dex_agents_claude_agent_sdk.testing._reference_agent import (
     reference_runner,
@@ -50,10 +50,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The scenario runner imports dex_agents.testing; a user of the fake server never pays it.
-    if name in ("SCENARIO_RUNNER", "ClaudeAgentSdkScenarioRunner"):
-        from dex_agents_claude_agent_sdk.testing import _scenario_runner
-
-        return getattr(_scenario_runner, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# SCENARIO_RUNNER and the runner class on first use: the scenario runner imports dex_agents.testing.
+__getattr__ = scenario_runner_getattr(__name__, "ClaudeAgentSdkScenarioRunner")

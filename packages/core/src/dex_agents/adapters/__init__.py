@@ -22,7 +22,9 @@ framework-specific and every runner records the same outcome for the same situat
   tool type from an ``McpTool``, and the adapter's two public functions over it
   (``public_functions``);
 - ``KeptDecodes``: stored framework items decoded once per process and handed out as copies, for a
-  runner that rebuilds the framework's history from the stored messages in every model call.
+  runner that rebuilds the framework's history from the stored messages in every model call;
+- ``scenario_runner_getattr``: the ``__getattr__`` of an adapter's ``testing`` package that
+  imports its scenario runner (and so ``dex_agents.testing``) only when asked for.
 
 See "Writing an adapter" in the docs for the smallest runner that passes the shared suite.
 
@@ -49,6 +51,7 @@ from dex_agents.adapters._mcp_tools import (
     McpToolsFunction,
     McpToolSourceLike,
 )
+from dex_agents.adapters._scenario_runner_attribute import scenario_runner_getattr
 from dex_agents.adapters._tool_outcomes import (
     UNKNOWN_TOOL_POLICY,
     check_tool_arguments,
@@ -82,6 +85,7 @@ __all__ = [
     "checked_tool_call",
     "invalid_arguments_error",
     "recorded_tool_result",
+    "scenario_runner_getattr",
     "tool_arguments_object",
     "tool_question_answers",
     "tool_result_is_error",

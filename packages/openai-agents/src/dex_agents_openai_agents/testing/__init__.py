@@ -16,7 +16,7 @@ Example:
     >>> agent = Agent(name="echo", model=ReplyFunctionModel(reply))
 """
 
-from typing import Any
+from dex_agents.adapters import scenario_runner_getattr
 
 from dex_agents_openai_agents.testing._reference_agent import reference_agent
 from dex_agents_openai_agents.testing._scripted_model import (
@@ -39,10 +39,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The scenario runner imports dex_agents.testing; a user of the scripted model never pays it.
-    if name in ("SCENARIO_RUNNER", "OpenAIAgentsScenarioRunner"):
-        from dex_agents_openai_agents.testing import _scenario_runner
-
-        return getattr(_scenario_runner, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# SCENARIO_RUNNER and the runner class on first use: the scenario runner imports dex_agents.testing.
+__getattr__ = scenario_runner_getattr(__name__, "OpenAIAgentsScenarioRunner")

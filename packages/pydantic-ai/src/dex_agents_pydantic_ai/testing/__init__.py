@@ -15,7 +15,7 @@ Example:
     >>> agent = Agent(scripted_function_model(respond, model_name="echo"))
 """
 
-from typing import Any
+from dex_agents.adapters import scenario_runner_getattr
 
 from dex_agents_pydantic_ai.testing._reference_agent import reference_agent
 from dex_agents_pydantic_ai.testing._scripted_model import (
@@ -36,10 +36,5 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # The scenario runner imports dex_agents.testing; a user of the scripted model never pays it.
-    if name in ("SCENARIO_RUNNER", "PydanticAIScenarioRunner"):
-        from dex_agents_pydantic_ai.testing import _scenario_runner
-
-        return getattr(_scenario_runner, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# SCENARIO_RUNNER and the runner class on first use: the scenario runner imports dex_agents.testing.
+__getattr__ = scenario_runner_getattr(__name__, "PydanticAIScenarioRunner")
