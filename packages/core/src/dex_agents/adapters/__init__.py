@@ -51,7 +51,7 @@ from dex_agents.adapters._mcp_tools import (
     McpToolsFunction,
     McpToolSourceLike,
 )
-from dex_agents.adapters._scenario_runner_attribute import scenario_runner_getattr
+from dex_agents.adapters._scenario_runner_getattr import scenario_runner_getattr
 from dex_agents.adapters._tool_outcomes import (
     UNKNOWN_TOOL_POLICY,
     check_tool_arguments,

@@ -2,20 +2,17 @@
 
 ``ScriptedModel`` is a Strands ``Model`` whose replies come from a function, for tests and
 examples (no provider, no key); ``reference_agent`` builds a ``strands.Agent`` from plain tools and
-that model; ``SCENARIO_RUNNER`` runs the shared scenario suite on Strands.
-This module imports ``dex_agents.testing``; the runtime modules of the adapter never import it.
+that model; ``SCENARIO_RUNNER`` runs the shared scenario suite on Strands. Only the scenario runner
+imports ``dex_agents.testing``, when it is first asked for; the runtime modules of the adapter
+never import this package.
 
 Example:
     >>> agent = reference_agent(lambda call: text_reply(f"Echo: {call.last_user_text()}"))
 """
 
+from dex_agents.adapters import scenario_runner_getattr
+
 from dex_agents_strands.testing._reference_agent import reference_agent
-from dex_agents_strands.testing._scenario_runner import (
-    SCENARIO_RUNNER,
-    StrandsScenarioRunner,
-    build_strands_context_window_flow,
-    build_strands_flow,
-)
 from dex_agents_strands.testing._scripted_model import (
     ModelCall,
     ReplyFunction,
@@ -30,9 +27,10 @@ __all__ = [
     "ReplyFunction",
     "ScriptedModel",
     "StrandsScenarioRunner",
-    "build_strands_context_window_flow",
-    "build_strands_flow",
     "reference_agent",
     "text_reply",
     "tool_use_reply",
 ]
+
+# SCENARIO_RUNNER and the runner class on first use: the scenario runner imports dex_agents.testing.
+__getattr__ = scenario_runner_getattr(__name__, "StrandsScenarioRunner")

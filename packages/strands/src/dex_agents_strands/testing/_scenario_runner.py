@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
-from typing import Any, Final, cast
+from typing import Any, Final
 
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
@@ -56,12 +56,7 @@ from dex_agents_strands.testing._scripted_model import (
     tool_use_reply,
 )
 
-__all__ = [
-    "SCENARIO_RUNNER",
-    "StrandsScenarioRunner",
-    "build_strands_context_window_flow",
-    "build_strands_flow",
-]
+__all__ = ["SCENARIO_RUNNER", "StrandsScenarioRunner"]
 
 _SCENARIO_MODEL_ID: Final = "scenario-script"
 _RESULT_PREFIX: Final = "Result of "
@@ -138,12 +133,7 @@ class StrandsScenarioRunner(ScenarioRunnerBase[AgentTool]):
     def build_context_window_flow(
         self, model: ContextWindowModel, options: AgentSessionOptions
     ) -> AgentSessionFlow:
-        return build_strands_context_window_flow(model, options)
-
-
-def build_strands_flow(spec: ScenarioAgentSpec) -> AgentSessionFlow:
-    """The scenario agent as a Strands agent answered by a ``ScriptedModel``."""
-    return cast(AgentSessionFlow, StrandsScenarioRunner().build_flow(spec))
+        return _context_window_flow(model, options)
 
 
 def _scenario_reply(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> ReplyFunction:
@@ -173,7 +163,7 @@ def _scenario_reply(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
     return reply
 
 
-def build_strands_context_window_flow(
+def _context_window_flow(
     model: ContextWindowModel, options: AgentSessionOptions
 ) -> AgentSessionFlow:
     """The long-session scenario's agent on Strands, its ``ScriptedModel`` asking ``model``."""
