@@ -20,6 +20,7 @@ import signal
 import stat
 import sys
 import tempfile
+from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from typing import Final
@@ -34,9 +35,18 @@ __all__ = [
     "owned_temp_directory",
 ]
 
-PARENT_PID_ENV: Final = "DEX_AGENTS_CLI_PARENT_PID"
-CLI_PATH_ENV: Final = "DEX_AGENTS_CLI_PATH"
-PID_FILE_ENV: Final = "DEX_AGENTS_CLI_PID_FILE"
+
+class _LauncherEnvironment(StrEnum):
+    """What the launcher reads from its environment (``launcher_environment``)."""
+
+    PARENT_PID = "DEX_AGENTS_CLI_PARENT_PID"
+    """The Worker's PID: the launcher exits if its parent is another process by then."""
+    CLI_PATH = "DEX_AGENTS_CLI_PATH"
+    """The real CLI, which the launcher becomes (``execv``)."""
+    PID_FILE = "DEX_AGENTS_CLI_PID_FILE"
+    """Where the launcher writes its PID, the CLI's, for ``kill_cli``."""
+
+
 TURN_DIRECTORY_PREFIX: Final = "dex-agents-claude-"
 _LAUNCHER_DIRECTORY_PREFIX: Final = "dex-agents-cli-launcher-"
 _OWNED_DIRECTORY = re.compile(
@@ -47,11 +57,11 @@ _LAUNCHER_BODY: Final = f"""
 import ctypes, os, signal, sys
 if sys.platform.startswith("linux"):
     ctypes.CDLL(None).prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
-if os.getppid() != int(os.environ["{PARENT_PID_ENV}"]):
+if os.getppid() != int(os.environ["{_LauncherEnvironment.PARENT_PID}"]):
     sys.exit("dex-agents: the Worker exited before its Claude Code CLI started")
-with open(os.environ["{PID_FILE_ENV}"], "w") as pid_file:
+with open(os.environ["{_LauncherEnvironment.PID_FILE}"], "w") as pid_file:
     pid_file.write(str(os.getpid()))
-cli = os.environ["{CLI_PATH_ENV}"]
+cli = os.environ["{_LauncherEnvironment.CLI_PATH}"]
 os.execv(cli, [cli, *sys.argv[1:]])
 """
 
@@ -79,7 +89,11 @@ def launcher_path() -> str:
 
 def launcher_environment(cli_path: str, pid_file: Path) -> dict[str, str]:
     """What the launcher reads: this process's PID, the real CLI, and where to write its PID."""
-    return {PARENT_PID_ENV: str(os.getpid()), CLI_PATH_ENV: cli_path, PID_FILE_ENV: str(pid_file)}
+    return {
+        _LauncherEnvironment.PARENT_PID: str(os.getpid()),
+        _LauncherEnvironment.CLI_PATH: cli_path,
+        _LauncherEnvironment.PID_FILE: str(pid_file),
+    }
 
 
 def kill_cli(pid_file: Path) -> None:
