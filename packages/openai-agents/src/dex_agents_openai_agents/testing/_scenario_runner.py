@@ -102,7 +102,40 @@ class OpenAIAgentsScenarioRunner(ScenarioRunnerBase[FunctionTool]):
     def build_context_window_flow(
         self, model: ContextWindowModel, options: AgentSessionOptions
     ) -> AgentSessionFlow:
-        return _context_window_flow(model, options)
+        """The context window scenario's agent: ``model`` answers through the SDK ``Model``."""
+
+        async def reply(call: ModelCallInput) -> Sequence[TResponseOutputItem]:
+            if call.system_instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
+                return [assistant_message(model.summarize([]))]
+            results = call.tool_outputs_since_user()
+            answer = model.respond(call.last_user_text(), results, call.estimated_tokens())
+            if answer.tool_argument is not None:
+                return [
+                    function_call(
+                        ContextWindowModel.tool_name,
+                        {"topic": answer.tool_argument},
+                        call_id=f"call_{len(results) + 1}",
+                    )
+                ]
+            return [assistant_message(answer.text or "")]
+
+        async def lookup_note(topic: str) -> str:
+            return ContextWindowModel.run_tool(topic)
+
+        note_tool = function_tool(
+            lookup_note,
+            name_override=ContextWindowModel.tool_name,
+            description_override=ContextWindowModel.tool_description,
+        )
+        agent = reference_agent(
+            reply,
+            [note_tool],
+            name="context-window",
+            instructions=ContextWindowModel.instructions,
+            model_name="context-window-model",
+        )
+        runner = OpenAIAgentsRunner(agent, run_config=RunConfig(tracing_disabled=True))
+        return AgentSessionFlow(runner, flow_type=ContextWindowModel.flow_type, options=options)
 
 
 def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> ReplyFunctionModel:
@@ -126,45 +159,6 @@ def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
         return [assistant_message(answer.text or "")]
 
     return ReplyFunctionModel(reply, model="scenario-model")
-
-
-def _context_window_flow(
-    model: ContextWindowModel, options: AgentSessionOptions
-) -> AgentSessionFlow:
-    """The context window scenario's agent: ``model`` answers through the SDK ``Model``."""
-
-    async def reply(call: ModelCallInput) -> Sequence[TResponseOutputItem]:
-        if call.system_instructions == CONTEXT_SUMMARY_INSTRUCTIONS:
-            return [assistant_message(model.summarize([]))]
-        results = call.tool_outputs_since_user()
-        answer = model.respond(call.last_user_text(), results, call.estimated_tokens())
-        if answer.tool_argument is not None:
-            return [
-                function_call(
-                    ContextWindowModel.tool_name,
-                    {"topic": answer.tool_argument},
-                    call_id=f"call_{len(results) + 1}",
-                )
-            ]
-        return [assistant_message(answer.text or "")]
-
-    async def lookup_note(topic: str) -> str:
-        return ContextWindowModel.run_tool(topic)
-
-    note_tool = function_tool(
-        lookup_note,
-        name_override=ContextWindowModel.tool_name,
-        description_override=ContextWindowModel.tool_description,
-    )
-    agent = reference_agent(
-        reply,
-        [note_tool],
-        name="context-window",
-        instructions=ContextWindowModel.instructions,
-        model_name="context-window-model",
-    )
-    runner = OpenAIAgentsRunner(agent, run_config=RunConfig(tracing_disabled=True))
-    return AgentSessionFlow(runner, flow_type=ContextWindowModel.flow_type, options=options)
 
 
 SCENARIO_RUNNER = OpenAIAgentsScenarioRunner().scenario_runner()

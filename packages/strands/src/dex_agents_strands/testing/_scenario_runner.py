@@ -133,7 +133,48 @@ class StrandsScenarioRunner(ScenarioRunnerBase[AgentTool]):
     def build_context_window_flow(
         self, model: ContextWindowModel, options: AgentSessionOptions
     ) -> AgentSessionFlow:
-        return _context_window_flow(model, options)
+        """The long-session scenario's agent on Strands, its ``ScriptedModel`` asking ``model``."""
+
+        def reply(call: ModelCall) -> Message:
+            if call.system_prompt == CONTEXT_SUMMARY_INSTRUCTIONS:
+                return text_reply(model.summarize(_summarized_results(call)))
+            answer = model.respond(call.last_user_text(), call.tool_outputs(), call.input_tokens())
+            if answer.tool_argument is not None:
+                return tool_use_reply(
+                    f"note-{call.model_call_index()}",
+                    ContextWindowModel.tool_name,
+                    {"topic": answer.tool_argument},
+                )
+            return text_reply(answer.text or "")
+
+        def lookup_note(topic: str) -> str:
+            """Look up a note.
+
+            Args:
+                topic: The topic.
+            """
+            return ContextWindowModel.run_tool(topic)
+
+        agent = reference_agent(
+            reply,
+            [
+                tool(
+                    name=ContextWindowModel.tool_name,
+                    description=ContextWindowModel.tool_description,
+                )(lookup_note)
+            ],
+            system_prompt=ContextWindowModel.instructions,
+            model_id="context-window-script",
+        )
+        policies: dict[str, Any] = {
+            **options.tool_policies,
+            ContextWindowModel.tool_name: ToolPolicy(ToolEffect.READ),
+        }
+        return strands_session_flow(
+            agent,
+            ContextWindowModel.flow_type,
+            dataclasses.replace(options, tool_policies=policies),
+        )
 
 
 def _scenario_reply(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> ReplyFunction:
@@ -161,50 +202,6 @@ def _scenario_reply(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
         }
 
     return reply
-
-
-def _context_window_flow(
-    model: ContextWindowModel, options: AgentSessionOptions
-) -> AgentSessionFlow:
-    """The long-session scenario's agent on Strands, its ``ScriptedModel`` asking ``model``."""
-
-    def reply(call: ModelCall) -> Message:
-        if call.system_prompt == CONTEXT_SUMMARY_INSTRUCTIONS:
-            return text_reply(model.summarize(_summarized_results(call)))
-        answer = model.respond(call.last_user_text(), call.tool_outputs(), call.input_tokens())
-        if answer.tool_argument is not None:
-            return tool_use_reply(
-                f"note-{call.model_call_index()}",
-                ContextWindowModel.tool_name,
-                {"topic": answer.tool_argument},
-            )
-        return text_reply(answer.text or "")
-
-    def lookup_note(topic: str) -> str:
-        """Look up a note.
-
-        Args:
-            topic: The topic.
-        """
-        return ContextWindowModel.run_tool(topic)
-
-    agent = reference_agent(
-        reply,
-        [
-            tool(
-                name=ContextWindowModel.tool_name, description=ContextWindowModel.tool_description
-            )(lookup_note)
-        ],
-        system_prompt=ContextWindowModel.instructions,
-        model_id="context-window-script",
-    )
-    policies: dict[str, Any] = {
-        **options.tool_policies,
-        ContextWindowModel.tool_name: ToolPolicy(ToolEffect.READ),
-    }
-    return strands_session_flow(
-        agent, ContextWindowModel.flow_type, dataclasses.replace(options, tool_policies=policies)
-    )
 
 
 def _summarized_results(call: ModelCall) -> list[str]:
