@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
     AgentMessage,
@@ -182,3 +184,49 @@ async def test_a_session_service_editing_a_read_event_leaves_the_next_read_uncha
         **first.model_dump(),
         "actions": {**first.actions.model_dump(), "state_delta": {"temp:scratch": 1, "kept": 2}},
     }
+
+
+async def test_the_same_stored_message_read_twice_is_two_events_a_session_service_keeps() -> None:
+    # Two turns of the same text store the same item (no id, no timestamp). Every read gives it a
+    # new id and timestamp, as validating it anew does; ADK's session service drops an event
+    # equal to one it holds with the same id, which dropped the second turn's message.
+    text = user_message("Where is order 7?")
+    results = event_messages(
+        results_event("turn-1", [types.FunctionCall(id="c1")], [{}]), stable=True
+    )
+    stored = _stored([text, *results, text])
+    first = read_transcript(stored).events
+    before = time.time()
+    again = read_transcript(stored).events
+
+    assert len({event.id for event in [*first, *again]}) == 5  # the results keep their own id
+    assert first[1].id == again[1].id
+    assert min(event.timestamp for event in again) >= before
+    service = InMemorySessionService()
+    session = await service.create_session(app_name="app", user_id="u", session_id="s")
+    for event in first:
+        await service.append_event(session, event)
+    kept = await service.get_session(app_name="app", user_id="u", session_id="s")
+    assert kept is not None
+    assert [e.content.parts[0].text for e in kept.events if e.content and e.content.parts] == [
+        "Where is order 7?",
+        None,
+        "Where is order 7?",
+    ]
+
+
+async def test_adks_session_service_hands_the_runner_copies_of_the_events_read() -> None:
+    # Reads share each event's content with the event kept per process; that holds because the
+    # Runner works on the session service's deep copies, never on the appended events.
+    stored = _stored([user_message("Where is order 7?")])
+    event = read_transcript(stored).events[0]
+    service = InMemorySessionService()
+    session = await service.create_session(app_name="app", user_id="u", session_id="s")
+    await service.append_event(session, event)
+
+    copy = await service.get_session(app_name="app", user_id="u", session_id="s")
+
+    assert copy is not None
+    assert copy.events[0] == event
+    assert copy.events[0] is not event
+    assert copy.events[0].content is not event.content

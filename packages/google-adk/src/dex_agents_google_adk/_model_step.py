@@ -221,7 +221,9 @@ def _activation_input(turn: AgentTurnContext, transcript: Transcript) -> _Activa
         plan_at = transcript.turn_start
     else:
         turn_message = history.pop(transcript.turn_start) if history else user_event("")
-        new_message = turn_message.content
+        # ADK's Runner may edit the new message in place (it saves inline data as artifacts);
+        # the event's content is shared with the events the transcript keeps per process.
+        new_message = turn_message.content.model_copy(deep=True) if turn_message.content else None
         plan_at = len(history)
     plan_note = build_plan_note(turn.plan, turn.interaction_mode)
     if plan_note is not None:

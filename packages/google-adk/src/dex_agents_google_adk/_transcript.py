@@ -7,10 +7,17 @@ call or response is split into one message per call or response, each an ``Event
 fields; reading merges consecutive messages of one ``id`` back into one event. A message in another
 format is read from its neutral fields, so a transcript never fails to load.
 
-Every ``RunModel`` reads the whole transcript again and validates each stored ADK ``Event`` anew
-(80 to 100 µs an event). Handing out copies of events validated once per process
-(``KeptDecodes``) was tried and taken back: the model then saw another history (the benchmark's
-read-write turn called it twice instead of three times), even with deep copies.
+Every ``RunModel`` reads the whole transcript again, and validating an ADK ``Event`` costs tens
+of µs, so a long session spent much of its model Steps there. A stored item never changes, so each
+process validates it once (``KeptDecodes``) and every read gets a copy of the event with:
+
+- its own ``actions``: ADK's session service reassigns ``actions.state_delta`` of an event appended
+  to it (the ``Runner`` then works on that service's deep copies of the session);
+- a new ``id`` and ``timestamp`` where the item has none, as validating it anew gives: a user
+  message is stored without them, so two turns of the same text store the same item, and ADK's
+  ``InMemorySessionService.append_event`` drops an event equal to one it holds with that ``id``
+  (an idempotent re-delivery). Kept with the first read's ``id``, the second turn's message was
+  dropped from the history of its resumed model calls, and the model answered early.
 
 Function responses round-trip exactly: a tool's ``{"result": <text>}`` is stored as the text
 (unless the text itself reads as a JSON object), any other response as its JSON text, and
@@ -21,7 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -35,7 +42,7 @@ from dex_agents import (
     MessageRole,
     dump_json_text,
 )
-from dex_agents.adapters import recorded_tool_result
+from dex_agents.adapters import KeptDecodes, recorded_tool_result
 from google.adk.events import Event
 from google.genai import types
 
@@ -284,17 +291,45 @@ def _is_user_text(event: Event) -> bool:
     )
 
 
-def _adk_event(framework_item: str) -> Event | None:
+_READ_STAMPS: Final[Mapping[str, Callable[[], Any]]] = {
+    "id": Event.new_id,
+    "timestamp": lambda: Event.model_fields["timestamp"].get_default(call_default_factory=True),
+}
+"""Event fields that validation fills in afresh where the stored item leaves them out."""
+
+
+@dataclass(frozen=True)
+class _KeptEvent:
+    """An ADK event validated from a stored item, and the fields each read stamps anew."""
+
+    event: Event
+    stamped_on_read: tuple[str, ...]
+
+
+def _adk_event(framework_item: str) -> _KeptEvent | None:
     """The ADK event a stored item holds; ``None`` for an item in another format."""
     item = _json_object(framework_item)
     if item is not None and isinstance(item.get("author"), str) and item["author"]:
-        return Event.model_validate(item)
+        stamped = tuple(name for name in _READ_STAMPS if name not in item)
+        return _KeptEvent(Event.model_validate(item), stamped)
     return None
 
 
+def _fresh_event(kept: _KeptEvent | None) -> _KeptEvent | None:
+    """What validating the item again gives, without validating (see the module docstring)."""
+    if kept is None:
+        return None
+    update = {name: _READ_STAMPS[name]() for name in kept.stamped_on_read}
+    update["actions"] = kept.event.actions.model_copy()
+    return _KeptEvent(kept.event.model_copy(update=update), kept.stamped_on_read)
+
+
+_kept_events: Final = KeptDecodes(_adk_event, _fresh_event)
+
+
 def _decode(message: AgentMessage) -> Event:
-    event = _adk_event(message.framework_item)
-    return event if event is not None else _neutral_event(message)
+    kept = _kept_events(message.framework_item)
+    return kept.event if kept is not None else _neutral_event(message)
 
 
 def _neutral_event(message: AgentMessage) -> Event:
