@@ -24,32 +24,11 @@ from dex_agents.testing import (
     wait_for_agent_snapshot,
 )
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
-from dex_agents_langgraph import LangGraphRunner, ScriptedChatModel
+from dex_agents_langgraph import LangGraphRunner
 from dex_agents_langgraph.testing import turn_messages
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
-from langchain_core.outputs import ChatResult
-from pydantic import Field
 
 Respond = Callable[[list[BaseMessage]], AIMessage]
-
-
-class ScriptedToolChatModel(ScriptedChatModel):
-    """The adapter's ``ScriptedChatModel``, recording every call with the tools it was offered."""
-
-    calls: list[list[BaseMessage]] = Field(default_factory=list)
-    offered: list[list[str]] = Field(default_factory=list)
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.calls.append(list(messages))
-        self.offered.append([tool["function"]["name"] for tool in kwargs.get("tools", [])])
-        return await super()._agenerate(messages, stop, run_manager, **kwargs)
 
 
 def tool_results(messages: Sequence[BaseMessage]) -> list[str]:

@@ -18,7 +18,7 @@ from dex_agents import (
 )
 from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
-from dex_agents_langgraph import langgraph_session_flow, model_tools
+from dex_agents_langgraph import ScriptedChatModel, langgraph_session_flow, model_tools
 from dex_agents_langgraph.testing import turn_messages
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, ToolCall, messages_from_dict
@@ -27,7 +27,6 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
 from langgraph_test_support import (
-    ScriptedToolChatModel,
     call_tools_then_answer,
     local_sessions,
     texts_of,
@@ -53,7 +52,7 @@ TWO_LOOKUPS = call_tools_then_answer(
 )
 
 
-def _react_agent(model: ScriptedToolChatModel) -> object:
+def _react_agent(model: ScriptedChatModel) -> object:
     with warnings.catch_warnings():
         # Deprecated in LangGraph 1.x in favour of create_agent, and still widely used.
         warnings.simplefilter("ignore")
@@ -92,7 +91,7 @@ async def _run_two_lookups(dex_in_process_worker: InProcessWorkerFactory, graph:
 async def test_create_react_agent_runs_each_tool_call_in_its_own_step(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    model = ScriptedToolChatModel(respond=TWO_LOOKUPS)
+    model = ScriptedChatModel(respond=TWO_LOOKUPS)
     await _run_two_lookups(dex_in_process_worker, _react_agent(model))
     # The prompt reached the model on both calls; it is the graph's, so it is never stored.
     assert [call[0].text for call in model.calls] == ["You help with orders."] * 4
@@ -101,7 +100,7 @@ async def test_create_react_agent_runs_each_tool_call_in_its_own_step(
 async def test_langchain_create_agent_runs_each_tool_call_in_its_own_step(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    model = ScriptedToolChatModel(respond=TWO_LOOKUPS)
+    model = ScriptedChatModel(respond=TWO_LOOKUPS)
     await _run_two_lookups(dex_in_process_worker, create_agent(model, [lookup_order]))
     assert len(model.calls) == 4
 
@@ -111,7 +110,7 @@ class CountingState(TypedDict):
     model_calls: Annotated[int, operator.add]
 
 
-def _counting_graph(model: ScriptedToolChatModel) -> object:
+def _counting_graph(model: ScriptedChatModel) -> object:
     """A hand-built agent with a state channel of its own beside the messages."""
 
     async def call_model(state: CountingState) -> dict[str, object]:
@@ -138,7 +137,7 @@ async def test_a_state_graph_keeps_its_own_channels_across_the_tool_steps(
             return AIMessage(content="", tool_calls=[call])
         return AIMessage(content="; ".join(done))
 
-    model = ScriptedToolChatModel(respond=respond)
+    model = ScriptedChatModel(respond=respond)
     flow = langgraph_session_flow(
         _counting_graph(model),
         flow_type="Counting",
@@ -167,7 +166,7 @@ async def test_model_tools_offers_the_enabled_built_ins_and_plan_mode_only_write
             )
         return AIMessage(content="answered: " + "; ".join(tool_results(messages)))
 
-    model = ScriptedToolChatModel(respond=respond)
+    model = ScriptedChatModel(respond=respond)
     options = AgentSessionOptions(
         tool_policies=READ_POLICIES,
         built_in_tools=frozenset({BuiltInTool.ASK_USER, BuiltInTool.WRITE_TODOS}),
@@ -186,5 +185,5 @@ async def test_model_tools_offers_the_enabled_built_ins_and_plan_mode_only_write
     assert texts_of(snapshot, MessageRole.ASSISTANT) == [
         'answered: {"status":"answered","answer":"eu"}'
     ]
-    assert model.offered[0] == ["lookup_order", "ask_user", "write_todos"]
-    assert model.offered[-1] == ["write_todos"]  # the planning turn
+    assert model.offered_tools[0] == ["lookup_order", "ask_user", "write_todos"]
+    assert model.offered_tools[-1] == ["write_todos"]  # the planning turn

@@ -20,6 +20,7 @@ from dex_agents.testing import wait_for_turn_end
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_langgraph import (
     LangGraphRunner,
+    ScriptedChatModel,
     get_tool_call_idempotency_key,
     langgraph_session_flow,
 )
@@ -30,7 +31,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph_test_support import (
-    ScriptedToolChatModel,
     first_turn,
     local_sessions,
     texts_of,
@@ -48,7 +48,7 @@ def add(a: int, b: int) -> str:
 
 
 def _compiled(
-    model: ScriptedToolChatModel, *, second_model_node: bool = False, checkpointer: object = None
+    model: ScriptedChatModel, *, second_model_node: bool = False, checkpointer: object = None
 ) -> object:
     async def call_model(state: MessagesState) -> dict[str, list[BaseMessage]]:
         return {"messages": [await model.bind_tools([add]).ainvoke(state["messages"])]}
@@ -68,13 +68,13 @@ def _compiled(
     return builder.compile(checkpointer=checkpointer)  # type: ignore[arg-type]
 
 
-def _first_then_echo(first: AIMessage) -> ScriptedToolChatModel:
+def _first_then_echo(first: AIMessage) -> ScriptedChatModel:
     def respond(messages: list[BaseMessage]) -> AIMessage:
         if not any(isinstance(m, AIMessage) for m in turn_messages(messages)):
             return first
         return AIMessage(content="seen: " + " | ".join(tool_results(messages)))
 
-    return ScriptedToolChatModel(respond=respond)
+    return ScriptedChatModel(respond=respond)
 
 
 OPTIONS = AgentSessionOptions(tool_policies={"add": ToolPolicy(ToolEffect.READ)})
@@ -118,7 +118,7 @@ async def test_arguments_that_are_not_json_are_a_failed_result(
 async def test_a_second_model_call_in_one_run_model_fails_the_turn_clearly(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    model = ScriptedToolChatModel(respond=lambda messages: AIMessage(content="hello"))
+    model = ScriptedChatModel(respond=lambda messages: AIMessage(content="hello"))
     flow = langgraph_session_flow(
         _compiled(model, second_model_node=True), flow_type="Bad", options=OPTIONS
     )
@@ -134,7 +134,7 @@ async def test_a_second_model_call_in_one_run_model_fails_the_turn_clearly(
 
 
 def test_the_runner_refuses_what_it_cannot_run() -> None:
-    model = ScriptedToolChatModel(respond=lambda messages: AIMessage(content="hi"))
+    model = ScriptedChatModel(respond=lambda messages: AIMessage(content="hi"))
     with pytest.raises(ConfigurationTypeError, match="needs a compiled graph"):
         LangGraphRunner(StateGraph(MessagesState))
     builder = StateGraph(MessagesState)
@@ -161,7 +161,7 @@ def test_the_runner_refuses_what_it_cannot_run() -> None:
 
 
 async def test_a_checkpointer_is_ignored_with_a_warning(caplog: pytest.LogCaptureFixture) -> None:
-    model = ScriptedToolChatModel(respond=lambda messages: AIMessage(content="hi"))
+    model = ScriptedChatModel(respond=lambda messages: AIMessage(content="hi"))
     saver = InMemorySaver()
     with caplog.at_level("WARNING", logger="dex_agents_langgraph"):
         runner = LangGraphRunner(_compiled(model, checkpointer=saver))

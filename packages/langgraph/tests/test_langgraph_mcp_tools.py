@@ -19,10 +19,15 @@ from dex_agents.testing.scenarios import (
     mcp_wrapper_error_without_mcp,
     scenario_mcp_tool_source,
 )
-from dex_agents_langgraph import langgraph_session_flow, mcp_structured_tool, mcp_structured_tools
+from dex_agents_langgraph import (
+    ScriptedChatModel,
+    langgraph_session_flow,
+    mcp_structured_tool,
+    mcp_structured_tools,
+)
 from langchain_core.messages import ToolCall
 from langgraph.prebuilt import create_react_agent
-from langgraph_test_support import ScriptedToolChatModel, call_tools_then_answer, texts_of
+from langgraph_test_support import call_tools_then_answer, texts_of
 
 
 async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
@@ -32,7 +37,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
     calls = [
         ToolCall(name=c.tool, args=c.arguments, id=call_id) for call_id, c in turn.calls.items()
     ]
-    model = ScriptedToolChatModel(respond=call_tools_then_answer(*calls))
+    model = ScriptedChatModel(respond=call_tools_then_answer(*calls))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # create_react_agent's deprecation notice
         graph = create_react_agent(model, await mcp_structured_tools(turn.source))
@@ -40,7 +45,7 @@ async def test_mcp_tools_run_in_their_own_tool_steps_with_the_sessions_key(
     async with dex_in_process_worker([flow]) as dex:
         snapshot = await turn.run(dex.sessions(flow), "mcp-1")
 
-    assert set(model.offered[0]) == {SCENARIO_MCP_READ_TOOL, SCENARIO_MCP_WRITE_TOOL}
+    assert set(model.offered_tools[0]) == {SCENARIO_MCP_READ_TOOL, SCENARIO_MCP_WRITE_TOOL}
     turn.check_keys(dex.scoped("mcp-1"))
     read, write, bad = texts_of(snapshot, MessageRole.TOOL)
     assert (read, write) == (turn.read_output, turn.write_output)

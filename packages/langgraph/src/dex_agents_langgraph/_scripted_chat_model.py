@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import ConfigDict
+from pydantic import ConfigDict, Field
 
 __all__ = ["ScriptedChatModel", "ScriptedResponse"]
 
@@ -27,6 +27,8 @@ class ScriptedChatModel(BaseChatModel):
     Use it where a graph needs a model but no provider should answer: a local demo, a tutorial, a
     test. ``bind_tools`` keeps the tools (as OpenAI-format schemas, passed to nothing), so prebuilt
     agents accept it. Keep ``respond`` deterministic in its input: a crashed ``RunModel`` reruns it.
+    Every call is recorded, for a test that checks what the model saw: its input messages in
+    ``calls`` and the names of the tools it was offered in ``offered_tools``, oldest first.
 
     Example:
         >>> def respond(messages: list[BaseMessage]) -> AIMessage:
@@ -38,6 +40,8 @@ class ScriptedChatModel(BaseChatModel):
 
     respond: ScriptedResponse
     model_name: str = "scripted"
+    calls: list[list[BaseMessage]] = Field(default_factory=list)
+    offered_tools: list[list[str]] = Field(default_factory=list)
 
     @property
     def _llm_type(self) -> str:
@@ -60,7 +64,7 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply = self.respond(list(messages))
+        reply = self._respond(messages, kwargs)
         if inspect.isawaitable(reply):
             close = getattr(reply, "close", None)
             if callable(close):
@@ -77,10 +81,17 @@ class ScriptedChatModel(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply = self.respond(list(messages))
+        reply = self._respond(messages, kwargs)
         if inspect.isawaitable(reply):
             reply = await reply
         return _result(reply)
+
+    def _respond(
+        self, messages: list[BaseMessage], options: dict[str, Any]
+    ) -> AIMessage | Awaitable[AIMessage]:
+        self.calls.append(list(messages))
+        self.offered_tools.append([tool["function"]["name"] for tool in options.get("tools", [])])
+        return self.respond(list(messages))
 
 
 def _result(reply: object) -> ChatResult:
