@@ -8,7 +8,6 @@ from typing import TypeAlias
 from dex_agents import (
     BUILT_IN_TOOL_DEFINITIONS,
     CONTEXT_SUMMARY_INSTRUCTIONS,
-    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     ConfigurationError,
@@ -111,7 +110,7 @@ class LangGraphRunner(AdapterRunner):
             raise ConfigurationError(f"recursion_limit must be at least 1, got {recursion_limit}")
         self._graph = graph
         self._tools = tools
-        self._pollers = pollers
+        self.tool_task_pollers = pollers
         self._summary_model = summary_model
         self._model_step = GraphModelStep(
             tools=tools,
@@ -161,12 +160,6 @@ class LangGraphRunner(AdapterRunner):
             Exception: Whatever else the tool raises, handled by the call's effect.
         """
         return await self._tool_step.execute(call)
-
-    async def find_tool_task_poller(
-        self, flow_id: str, tool_call: AgentToolCall
-    ) -> ToolTaskPoller | None:
-        """The poller given for the call's tool in ``tool_task_pollers``."""
-        return self._pollers.get(tool_call.tool_name)
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """``ToolMessage`` results of the stored calls that have none yet, from the final records."""

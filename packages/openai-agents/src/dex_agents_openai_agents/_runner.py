@@ -18,7 +18,6 @@ from agents import (
 from agents.run import DEFAULT_MAX_TURNS
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
-    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -136,7 +135,7 @@ class OpenAIAgentsRunner(AdapterRunner):
         self._run_config = run_config
         self._context_factory = context_factory
         self._hooks = hooks
-        self._pollers = pollers
+        self.tool_task_pollers = pollers
         self._max_turns = max_turns
 
     @property
@@ -245,12 +244,6 @@ class OpenAIAgentsRunner(AdapterRunner):
             context=context,
             run_config=self._turn_run_config(call.flow_id, {}, resuming=True),
         )
-
-    async def find_tool_task_poller(
-        self, flow_id: str, tool_call: AgentToolCall
-    ) -> ToolTaskPoller | None:
-        """The poller given for the call's tool in ``tool_task_pollers``."""
-        return self._pollers.get(tool_call.tool_name)
 
     def fixed_input_tokens(self, turn: AgentTurnContext) -> int:
         """The active agent's text instructions, tool and handoff definitions, the notes, and the

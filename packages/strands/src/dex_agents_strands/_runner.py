@@ -7,7 +7,6 @@ from collections.abc import Mapping, Sequence
 
 from dex_agents import (
     CONTEXT_SUMMARY_INSTRUCTIONS,
-    AgentToolCall,
     AgentTurnContext,
     AgentTurnOutcome,
     AgentUsage,
@@ -75,7 +74,7 @@ class StrandsRunner(AdapterRunner):
         tool_task_pollers: Mapping[str, ToolTaskPoller] | None = None,
     ) -> None:
         self._config = RunnerConfig(agent, resolve_model)
-        self._pollers = check_tool_task_pollers(
+        self.tool_task_pollers = check_tool_task_pollers(
             tool_task_pollers, agent.tool_registry.registry.keys()
         )
 
@@ -105,12 +104,6 @@ class StrandsRunner(AdapterRunner):
             Exception: Whatever else the tool raises.
         """
         return await run_tool_step(self._config.agent, call)
-
-    async def find_tool_task_poller(
-        self, flow_id: str, tool_call: AgentToolCall
-    ) -> ToolTaskPoller | None:
-        """The poller given for the call's tool."""
-        return self._pollers.get(tool_call.tool_name)
 
     def build_unfinished_turn_messages(self, turn: AgentTurnContext) -> Sequence[FrameworkMessage]:
         """The results of the turn's stored tool calls that have none stored yet, from records."""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from types import MappingProxyType
 
 from dex_agents._compaction import estimate_stored_input_tokens, select_turn_boundary_cutoff
 from dex_agents._runner_contract import (
@@ -60,13 +61,13 @@ class AdapterRunner:
     """Base class of a framework runner: one tool-task router and the compaction defaults.
 
     A subclass implements the runner contract's ``build_user_message``, ``run_model_step`` and
-    ``execute_deferred_tool_call`` for its framework, and says where a call's task poller is
-    (``find_tool_task_poller``). It inherits:
+    ``execute_deferred_tool_call`` for its framework, and says where a call's task poller is:
+    ``tool_task_pollers`` by tool name, ``tool_source_routes`` for the calls of its
+    ``ToolSource``s, or its own ``find_tool_task_poller``. It inherits:
 
     - ``poll_tool_task`` / ``cancel_tool_task``: route to that poller; a call without one raises
       ``ToolTaskPollerMissingError``, which the session records at once by the tool's effect, so
-      every runner records the same outcome; a runner that offers ``ToolSource``s sets
-      ``tool_source_routes``, and their calls' tasks are polled through their sources;
+      every runner records the same outcome;
     - ``estimate_input_tokens``: the stored messages plus ``fixed_input_tokens(turn)`` (what the
       runner adds itself: instructions, tool definitions), for a runner that cannot measure its
       model input;
@@ -78,11 +79,14 @@ class AdapterRunner:
     Example:
         >>> class MyRunner(AdapterRunner):
         ...     def __init__(self, pollers):
-        ...         self._pollers = pollers
-        ...     async def find_tool_task_poller(self, flow_id, tool_call):
-        ...         return self._pollers.get(tool_call.tool_name)
+        ...         self.tool_task_pollers = check_tool_task_pollers(pollers)
         ...     # build_user_message, run_model_step, execute_deferred_tool_call ...
     """
+
+    tool_task_pollers: Mapping[str, ToolTaskPoller] = MappingProxyType({})
+    """The runner's pollers by tool name (checked with ``check_tool_task_pollers``), for a runner
+    that takes them so; ``find_tool_task_poller`` finds a call's poller here when no tool source
+    built the call."""
 
     tool_source_routes: ToolSourceRoutes | None = None
     """The routes of the runner's ``ToolSource`` calls back to their sources, for a runner that
@@ -93,13 +97,14 @@ class AdapterRunner:
     ) -> ToolTaskPoller | None:
         """The poller of the task that ``tool_call`` of session ``flow_id`` started; ``None``:
         this runner has none on this Worker. Here: the tool source that built the call, through
-        ``tool_source_routes``.
+        ``tool_source_routes``, else the poller of the call's tool in ``tool_task_pollers``.
 
         Raises:
             ToolSourceMissingError: When the call names a tool source the runner does not have.
         """
         routes = self.tool_source_routes
-        return None if routes is None else routes.poller(tool_call)
+        poller = None if routes is None else routes.poller(tool_call)
+        return poller if poller is not None else self.tool_task_pollers.get(tool_call.tool_name)
 
     async def poll_tool_task(self, poll: ToolTaskPoll) -> ToolTaskPollOutcome:
         """Polls the call's task once through its poller.
