@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from importlib.metadata import EntryPoint
 from pathlib import Path
@@ -41,9 +42,11 @@ from dex_agents import (
     require_deferred_tool_execution,
 )
 from dex_agents.adapters import (
+    AdapterRunner,
     McpTool,
     McpToolFactory,
     agent_type_error,
+    check_tool_task_pollers,
     scenario_runner_getattr,
     tool_question_answers,
 )
@@ -342,3 +345,24 @@ def test_scenario_runner_getattr_imports_only_the_scenario_runner_s_names() -> N
     assert module_getattr("ScenarioRunner") is ScenarioRunner
     with pytest.raises(AttributeError, match="has no attribute 'ScenarioFeature'"):
         module_getattr("ScenarioFeature")
+
+
+class _ByNamePoller:
+    async def poll_tool_task(self, poll: object) -> object:
+        raise AssertionError("not polled here")
+
+
+class _ByNameRunner(AdapterRunner):
+    def __init__(self, pollers: Mapping[str, object]) -> None:
+        self.tool_task_pollers = check_tool_task_pollers(pollers)
+
+
+async def test_adapter_runner_finds_a_call_s_poller_by_its_tool_name() -> None:
+    poller = _ByNamePoller()
+    runner = _ByNameRunner({"ship": poller})
+    shipped = _asked_call().tool_call
+    other = dataclasses.replace(shipped, tool_name="lookup")
+
+    assert await runner.find_tool_task_poller("session-1", shipped) is poller
+    assert await runner.find_tool_task_poller("session-1", other) is None
+    assert await AdapterRunner().find_tool_task_poller("session-1", shipped) is None
