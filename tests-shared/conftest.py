@@ -25,7 +25,7 @@ from dex_agents.testing.scenarios import (
 )
 from scenario_support.harness import Scenario
 from scenario_support.runners import RUNNER_NAMES, build_scenario_flows
-from scenario_support.worker import MCP_AGENT_ENV, RUNNER_ENV, STATE_DIR_ENV
+from scenario_support.worker import MCP_AGENT_ENV, PRELOAD_ENV_NAMES, RUNNER_ENV, STATE_DIR_ENV
 
 TESTS_SHARED_DIR = Path(__file__).resolve().parent
 
@@ -82,17 +82,21 @@ async def scenario(
     state_root = (tmp_path if own_stack else scenario_state_root) / "state" / runner_name
     flows = _flows(runner_name, state_root, mcp_agent=mcp_agent, shared=not own_stack)
     by_type = {flow.get_flow_type(): flow for flow in flows}
+    worker_env = {
+        RUNNER_ENV: runner_name,
+        STATE_DIR_ENV: str(state_root),
+        MCP_AGENT_ENV: "1" if mcp_agent else "0",
+    }
     async with dex_agent_stack(
         flows,
         "scenario_support.worker",
         worker_cwd=TESTS_SHARED_DIR,
         # Every runner serves the same Flow types, so each runner has an engine of its own.
         engine=f"scenario-{runner_name}",
-        worker_env={
-            RUNNER_ENV: runner_name,
-            STATE_DIR_ENV: str(state_root),
-            MCP_AGENT_ENV: "1" if mcp_agent else "0",
-        },
+        worker_env=worker_env,
+        # A test that kills its Worker forks it, and its restart, from a parent that has already
+        # imported the runner's framework (dex_agents.testing's fork server).
+        worker_preload_env={name: worker_env[name] for name in PRELOAD_ENV_NAMES},
     ) as stack:
         worker = await (stack.start_worker() if own_stack else stack.shared_worker())
 

@@ -1,8 +1,11 @@
 """The Worker child of the shared scenarios: the same Flows as the test, from the same registry."""
 
 import os
+import tempfile
 from pathlib import Path
+from typing import Any
 
+from dex import Flow
 from dex_agents.testing import run_agent_worker
 
 from scenario_support.runners import build_scenario_flows
@@ -12,13 +15,25 @@ RUNNER_ENV = "SCENARIO_RUNNER"
 STATE_DIR_ENV = "SCENARIO_STATE_DIR"
 #: Set to "1" when the test builds the MCP agent too (a test marked ``mcp_agent``).
 MCP_AGENT_ENV = "SCENARIO_MCP_AGENT"
+#: The variables that decide what this module imports (``AgentTestStack``'s worker_preload_env).
+PRELOAD_ENV_NAMES = (RUNNER_ENV, MCP_AGENT_ENV)
+
+
+def _build_flows(state_root: Path) -> list[Flow[Any]]:
+    return build_scenario_flows(
+        os.environ[RUNNER_ENV],
+        state_root,
+        mcp_agent=os.environ.get(MCP_AGENT_ENV) == "1",
+        per_session_state=True,
+    )
+
+
+def preload_worker() -> None:
+    """Import everything this runner's Worker imports, in the warm parent its children fork
+    from: build the Flows once, in a throwaway state directory."""
+    with tempfile.TemporaryDirectory() as state_root:
+        _build_flows(Path(state_root))
+
 
 if __name__ == "__main__":
-    run_agent_worker(
-        build_scenario_flows(
-            os.environ[RUNNER_ENV],
-            Path(os.environ[STATE_DIR_ENV]),
-            mcp_agent=os.environ.get(MCP_AGENT_ENV) == "1",
-            per_session_state=True,
-        )
-    )
+    run_agent_worker(_build_flows(Path(os.environ[STATE_DIR_ENV])))

@@ -6,19 +6,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from core_testing_support.processes import process_exists
 from dex_agents.testing import SERVER_ADDRESS_ENV, WorkerProcess, WorkerStartError, wait_until
 
 TESTS_DIR = Path(__file__).resolve().parent
-
-
-def _process_exists(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A killed grandchild is re-parented and may linger as a zombie until reaped.
-    status = Path(f"/proc/{pid}/stat")
-    return not (status.exists() and status.read_text().split()[2] == "Z")
 
 
 async def _start_fake_worker(tmp_path: Path, **env: str) -> WorkerProcess:
@@ -34,14 +25,14 @@ async def _start_fake_worker(tmp_path: Path, **env: str) -> WorkerProcess:
 async def test_kill_sigkills_the_whole_process_group(tmp_path: Path) -> None:
     worker = await _start_fake_worker(tmp_path)
     grandchild = int((tmp_path / "grandchild.pid").read_text())
-    assert worker.is_running and _process_exists(grandchild)
+    assert worker.is_running and process_exists(grandchild)
 
     worker.kill()
 
     assert not worker.is_running
     assert worker.process.returncode == -9
 
-    await wait_until("the grandchild to die", lambda: not _process_exists(grandchild))
+    await wait_until("the grandchild to die", lambda: not process_exists(grandchild))
 
 
 async def test_a_worker_that_exits_before_it_is_ready_reports_its_stderr(tmp_path: Path) -> None:

@@ -59,6 +59,10 @@ class AgentTestStack:
     leaving then closes only the Client. ``shared_worker()`` takes the Worker child of this
     module, directory and environment from ``worker_pool`` (started once, kept for the next
     test), so only ``start_worker()`` pays a framework's import cost per test.
+    ``worker_preload_env`` (the variables of ``worker_env`` that decide what the module imports)
+    makes ``start_worker()`` fork its children from a warm parent that has imported the module and
+    run its ``preload_worker()`` once (see ``WorkerProcess.start``), so a test that kills and
+    restarts its Worker does not import the framework again.
 
     Example:
         >>> async with AgentTestStack(tmp_path, [flow], "tests.my_worker") as stack:  # doctest: +SKIP
@@ -79,6 +83,7 @@ class AgentTestStack:
         stream_store_disabled: bool = False,
         engine_address: str | None = None,
         worker_pool: WorkerPool | None = None,
+        worker_preload_env: Mapping[str, str] | None = None,
     ) -> None:
         if not flows:
             raise ConfigurationError("AgentTestStack needs at least one Flow")
@@ -100,6 +105,9 @@ class AgentTestStack:
         self.worker_module = worker_module
         self.worker_cwd = worker_cwd
         self.worker_env = dict(worker_env or {})
+        self.worker_preload_env = (
+            dict(worker_preload_env) if worker_preload_env is not None else None
+        )
         self.server_zd_config = server_zd_config
         self.workers: list[WorkerProcess] = []
         self._engine: EngineProcess | None = None
@@ -176,6 +184,7 @@ class AgentTestStack:
             state_dir=self.tmp_path / "workers" / f"worker-{len(self.workers) + 1}",
             cwd=self.worker_cwd,
             env=self.worker_env,
+            preload_env=self.worker_preload_env,
         )
         self.workers.append(worker)
         return worker

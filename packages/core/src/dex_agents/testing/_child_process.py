@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 # Runs before the real command and execs it: on Linux the child asks for SIGKILL when
 # the process that started it dies, so a killed test or demo leaves no engine or
@@ -25,6 +26,31 @@ os.execvp(sys.argv[2], sys.argv[2:])
 """
 
 
+class ChildProcess(Protocol):
+    """What the test side uses of a child: a ``subprocess.Popen``, or a child forked by a fork
+    server (``dex_agents.testing._fork_server.ForkedProcess``)."""
+
+    @property
+    def pid(self) -> int:
+        """The process ID."""
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit status once known (``-N`` for signal ``N``), else ``None``."""
+
+    def poll(self) -> int | None:
+        """The exit status, or ``None`` while it runs."""
+
+    def wait(self, timeout: float | None = None) -> int:
+        """Wait for it to exit; raises ``subprocess.TimeoutExpired`` after ``timeout`` s."""
+
+    def send_signal(self, sig: int) -> None:
+        """Send ``sig`` unless it has exited."""
+
+    def kill(self) -> None:
+        """SIGKILL it unless it has exited."""
+
+
 def orphan_guarded(command: Sequence[str]) -> list[str]:
     """Wrap ``command`` so it is killed when this process dies."""
     return [sys.executable, "-c", _ORPHAN_GUARD, str(os.getpid()), *command]
@@ -39,6 +65,7 @@ def start_child(
     env: Mapping[str, str] | None = None,
     own_process_group: bool = False,
     stdin: int | None = subprocess.DEVNULL,
+    pass_fds: Sequence[int] = (),
 ) -> subprocess.Popen[bytes]:
     """Start ``command`` with its output in files, guarded against orphaning.
 
@@ -55,10 +82,11 @@ def start_child(
             cwd=cwd,
             env=dict(env) if env is not None else None,
             start_new_session=own_process_group,
+            pass_fds=pass_fds,
         )
 
 
-def kill_process_group(process: subprocess.Popen[bytes]) -> None:
+def kill_process_group(process: ChildProcess) -> None:
     """SIGKILL ``process`` and its whole process group, and reap it."""
     if process.poll() is None:
         with contextlib.suppress(ProcessLookupError):
@@ -66,7 +94,7 @@ def kill_process_group(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
-def terminate(process: subprocess.Popen[bytes], timeout: float) -> int:
+def terminate(process: ChildProcess, timeout: float) -> int:
     """SIGTERM ``process``; SIGKILL it when it has not exited after ``timeout`` s.
 
     Returns:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,7 +23,14 @@ from dex import (
 from dex_agents._codec_registry import agent_codec_registry
 from dex_agents._worker_gc import freeze_worker_startup_objects
 from dex_agents.exceptions import DexAgentsError
-from dex_agents.testing._child_process import kill_process_group, start_child, tail, terminate
+from dex_agents.testing._child_process import (
+    ChildProcess,
+    kill_process_group,
+    start_child,
+    tail,
+    terminate,
+)
+from dex_agents.testing._fork_server import fork_child
 from dex_agents.testing._pull_worker import BLOB_CACHE_BYTES, new_pull_worker
 
 SERVER_ADDRESS_ENV = "DEX_AGENTS_TEST_SERVER_ADDRESS"
@@ -63,7 +69,7 @@ class WorkerProcess:
         ...     worker = await stack.start_worker()
     """
 
-    def __init__(self, process: subprocess.Popen[bytes], stderr_path: Path) -> None:
+    def __init__(self, process: ChildProcess, stderr_path: Path) -> None:
         self.process = process
         self.stderr_path = stderr_path
 
@@ -87,10 +93,15 @@ class WorkerProcess:
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
         timeout: float = DEFAULT_WORKER_STARTUP_TIMEOUT_SECONDS,
+        preload_env: Mapping[str, str] | None = None,
     ) -> WorkerProcess:
         """Run ``python -m worker_module`` and wait until its Worker is registered.
 
-        ``state_dir`` gets the child's logs, ready file and blob cache.
+        ``state_dir`` gets the child's logs, ready file and blob cache. With ``preload_env`` (the
+        variables of ``env`` that decide what the module imports), the child is forked instead
+        from a warm parent that imported the module and ran its ``preload_worker()`` with them
+        set, shared by every child of the same module, directory and ``preload_env``; it falls
+        back to ``python -m`` when that parent cannot be used (``dex_agents.testing._fork_server``).
 
         Raises:
             WorkerStartError: The child exited first, or did not become ready in
@@ -106,14 +117,7 @@ class WorkerProcess:
             READY_FILE_ENV: str(ready_file),
             BLOB_CACHE_DIR_ENV: str(state_dir / "blob-cache"),
         }
-        process = start_child(
-            [sys.executable, "-m", worker_module],
-            stdout_path=state_dir / "stdout.log",
-            stderr_path=stderr_path,
-            cwd=cwd,
-            env=child_env,
-            own_process_group=True,
-        )
+        process = _start_process(worker_module, state_dir, cwd, child_env, preload_env)
         worker = cls(process, stderr_path)
         deadline = time.monotonic() + timeout
         while not ready_file.exists():
@@ -146,6 +150,35 @@ class WorkerProcess:
     def stderr_tail(self) -> str:
         """The end of the child's stderr, for error messages."""
         return tail(self.stderr_path) or "(empty)"
+
+
+def _start_process(
+    worker_module: str,
+    state_dir: Path,
+    cwd: Path | None,
+    env: Mapping[str, str],
+    preload_env: Mapping[str, str] | None,
+) -> ChildProcess:
+    stdout_path, stderr_path = state_dir / "stdout.log", state_dir / "stderr.log"
+    if preload_env is not None:
+        forked = fork_child(
+            worker_module,
+            preload_env=preload_env,
+            cwd=cwd,
+            env=env,
+            stdout_path=stdout_path,
+            stderr_path=stderr_path,
+        )
+        if forked is not None:
+            return forked
+    return start_child(
+        [sys.executable, "-m", worker_module],
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+        cwd=cwd,
+        env=env,
+        own_process_group=True,
+    )
 
 
 def run_agent_worker(

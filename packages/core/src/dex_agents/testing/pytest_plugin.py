@@ -199,11 +199,14 @@ class AgentStackFactory(_TestStacks):
         *,
         worker_cwd: Path | None = None,
         worker_env: Mapping[str, str] | None = None,
+        worker_preload_env: Mapping[str, str] | None = None,
         engine: str = DEFAULT_ENGINE,
         name: str = "stack",
     ) -> AsyncIterator[AgentTestStack]:
         """An entered ``AgentTestStack`` of ``flows`` on the shared engine named ``engine``
-        (see ``SharedEngines``), or on a private one for a test marked ``dex_own_stack``.
+        (see ``SharedEngines``), or on a private one for a test marked ``dex_own_stack``;
+        ``worker_preload_env`` forks its started Workers from a warm parent (see
+        ``AgentTestStack``).
 
         Raises:
             ConfigurationError: ``flows`` is empty.
@@ -219,6 +222,7 @@ class AgentStackFactory(_TestStacks):
             worker_module,
             worker_cwd=worker_cwd,
             worker_env=worker_env,
+            worker_preload_env=worker_preload_env,
             **shared,
         )
         async with stack:
