@@ -94,8 +94,8 @@ async def scenario(
         # Every runner serves the same Flow types, so each runner has an engine of its own.
         engine=f"scenario-{runner_name}",
         worker_env=worker_env,
-        # A test that kills its Worker forks it, and its restart, from a parent that has already
-        # imported the runner's framework (dex_agents.testing's fork server).
+        # Workers fork from a parent that has already imported the runner's framework (a fork
+        # server of dex_agents.testing): a test that kills its Worker restarts it cheaply.
         worker_preload_env={name: worker_env[name] for name in PRELOAD_ENV_NAMES},
     ) as stack:
         worker = await (stack.start_worker() if own_stack else stack.shared_worker())

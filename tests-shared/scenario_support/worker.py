@@ -16,24 +16,26 @@ STATE_DIR_ENV = "SCENARIO_STATE_DIR"
 #: Set to "1" when the test builds the MCP agent too (a test marked ``mcp_agent``).
 MCP_AGENT_ENV = "SCENARIO_MCP_AGENT"
 #: The variables that decide what this module imports (``AgentTestStack``'s worker_preload_env).
-PRELOAD_ENV_NAMES = (RUNNER_ENV, MCP_AGENT_ENV)
+PRELOAD_ENV_NAMES = (RUNNER_ENV,)
 
 
-def _build_flows(state_root: Path) -> list[Flow[Any]]:
+def _build_flows(state_root: Path, *, mcp_agent: bool) -> list[Flow[Any]]:
     return build_scenario_flows(
-        os.environ[RUNNER_ENV],
-        state_root,
-        mcp_agent=os.environ.get(MCP_AGENT_ENV) == "1",
-        per_session_state=True,
+        os.environ[RUNNER_ENV], state_root, mcp_agent=mcp_agent, per_session_state=True
     )
 
 
 def preload_worker() -> None:
-    """Import everything this runner's Worker imports, in the warm parent its children fork
-    from: build the Flows once, in a throwaway state directory."""
+    """Import everything this runner's Workers import, in the warm parent they fork from: build
+    the Flows once in a throwaway state directory, with the MCP agent, so one parent serves the
+    Workers with and without it."""
     with tempfile.TemporaryDirectory() as state_root:
-        _build_flows(Path(state_root))
+        _build_flows(Path(state_root), mcp_agent=True)
 
 
 if __name__ == "__main__":
-    run_agent_worker(_build_flows(Path(os.environ[STATE_DIR_ENV])))
+    run_agent_worker(
+        _build_flows(
+            Path(os.environ[STATE_DIR_ENV]), mcp_agent=os.environ.get(MCP_AGENT_ENV) == "1"
+        )
+    )

@@ -60,9 +60,9 @@ class AgentTestStack:
     module, directory and environment from ``worker_pool`` (started once, kept for the next
     test), so only ``start_worker()`` pays a framework's import cost per test.
     ``worker_preload_env`` (the variables of ``worker_env`` that decide what the module imports)
-    makes ``start_worker()`` fork its children from a warm parent that has imported the module and
-    run its ``preload_worker()`` once (see ``WorkerProcess.start``), so a test that kills and
-    restarts its Worker does not import the framework again.
+    makes ``start_worker()`` and ``shared_worker()`` fork their children from a warm parent that
+    has imported the module and run its ``preload_worker()`` once (see ``WorkerProcess.start``),
+    so a test that kills and restarts its Worker does not import the framework again.
 
     Example:
         >>> async with AgentTestStack(tmp_path, [flow], "tests.my_worker") as stack:  # doctest: +SKIP
@@ -202,7 +202,10 @@ class AgentTestStack:
         if self.worker_pool is None:
             return await self.start_worker()
         return await self.worker_pool.worker(
-            self.worker_module, cwd=self.worker_cwd, env=self.worker_env
+            self.worker_module,
+            cwd=self.worker_cwd,
+            env=self.worker_env,
+            preload_env=self.worker_preload_env,
         )
 
     async def read_step_history(self, flow_id: str) -> list[StepHistoryEntry]:

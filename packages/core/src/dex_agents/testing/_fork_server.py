@@ -177,7 +177,6 @@ class _ForkServer:
         self._buffer = b""
         self._replies: list[dict[str, Any]] = []
         self._exits: dict[int, int] = {}
-        self._children: set[int] = set()
         self._closed = False
 
     @property
@@ -234,9 +233,7 @@ class _ForkServer:
                     "stderr": str(stderr_path),
                 }
             )
-        pid = int(self._reply(_REPLY_TIMEOUT_SECONDS)["started"])
-        self._children.add(pid)
-        return ForkedProcess(self, pid)
+        return ForkedProcess(self, int(self._reply(_REPLY_TIMEOUT_SECONDS)["started"]))
 
     def exit_status(self, pid: int, *, timeout: float) -> int | None:
         """The exit status of child ``pid``, waiting up to ``timeout`` s; ``None``: running."""

@@ -41,8 +41,10 @@ class WorkerPool:
         *,
         cwd: Path | None = None,
         env: Mapping[str, str] | None = None,
+        preload_env: Mapping[str, str] | None = None,
     ) -> WorkerProcess:
-        """The running Worker child of ``worker_module`` in ``cwd`` with ``env``.
+        """The running Worker child of ``worker_module`` in ``cwd`` with ``env``; with
+        ``preload_env``, forked from a warm parent (see ``WorkerProcess.start``).
 
         Raises:
             WorkerStartError: The child exited or did not register in time.
@@ -58,6 +60,7 @@ class WorkerPool:
             state_dir=self.directory / f"worker-{len(self._workers) + 1}-{_short(key)}",
             cwd=cwd,
             env=env,
+            preload_env=preload_env,
         )
         self._workers[key] = worker
         return worker
