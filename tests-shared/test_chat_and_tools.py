@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     BROKEN_TOOL_ERROR,
@@ -68,17 +67,7 @@ async def test_a_tool_execution_error_is_a_result_the_model_sees(scenario: Scena
     assert read_steps == ([] if reads_run_in_model_step(scenario.runner) else [1])
 
 
-#: Runners whose scripted model gives a call the same ID in every turn ("call_1_0"), which the
-#: framework then does not tell apart: the second turn's resumed model call misses its own call.
-_CALL_IDS_REPEAT_ACROSS_TURNS = frozenset({"openai-agents"})
-
-
-async def test_a_message_sent_again_is_a_turn_of_its_own(
-    scenario: Scenario, request: pytest.FixtureRequest
-) -> None:
-    if scenario.runner in _CALL_IDS_REPEAT_ACROSS_TURNS:
-        reason = "the scripted model's call IDs repeat across turns; the second turn fails"
-        request.applymarker(pytest.mark.xfail(reason=reason, strict=True))
+async def test_a_message_sent_again_is_a_turn_of_its_own(scenario: Scenario) -> None:
     message = ScenarioCommand(calls=(ScenarioCall("lookup"),)).to_message()
     await scenario.start("again", message)
     await scenario.wait_for_turn_end("again")

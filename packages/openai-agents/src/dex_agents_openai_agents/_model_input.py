@@ -2,7 +2,8 @@
 
 The input is the summary note (once the session compacted), every stored item, the plan note
 before this turn's items, and one ``function_call_output`` per call of the previous response,
-rendered from the call's final record.
+rendered from the call's final record. A call ID the model gave again (such as ``call_0`` of a
+server that numbers calls per response) is told apart in the input, not in the stored items.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from dex_agents import (
 from dex_agents.adapters import recorded_tool_result
 
 from dex_agents_openai_agents._agent_graph import agent_handoffs
+from dex_agents_openai_agents._repeated_call_ids import distinct_call_ids
 from dex_agents_openai_agents._transcript import (
     StoredCall,
     Transcript,
@@ -67,7 +69,8 @@ def pending_results(turn: AgentTurnContext, transcript: Transcript) -> list[Pend
 def model_input(
     turn: AgentTurnContext, transcript: Transcript, pending: list[PendingResult]
 ) -> list[JsonObject]:
-    """The items of the model call: notes, stored items, then the pending results."""
+    """The items of the model call: notes, stored items, then the pending results; an earlier
+    use of a call ID the model gave again gets an ID of its own (``distinct_call_ids``)."""
     items = list(transcript.items)
     note = build_plan_note(turn.plan, turn.interaction_mode)
     if note is not None:
@@ -76,7 +79,7 @@ def model_input(
         summary = f"{CONTEXT_SUMMARY_NOTE_HEADER}\n{turn.context_summary.text}"
         items.insert(0, user_message_item(summary))
     items.extend(result.item for result in pending)
-    return items
+    return distinct_call_ids(items)
 
 
 def fixed_input_tokens(
