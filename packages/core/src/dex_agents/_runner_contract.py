@@ -883,8 +883,11 @@ def validate_tool_calls_requested(outcome: ToolCallsRequested, turn: AgentTurnCo
         if call_id in seen:
             raise RunnerContractError(f"tool call ID {call_id!r} repeats within one model response")
         if call_id in turn.tool_calls:
+            # Named for the user: a model server that numbers calls per response repeats them.
             raise RunnerContractError(
-                f"tool call ID {call_id!r} already has a record in {turn.turn_id}"
+                f"tool call ID {call_id!r} already has a record in {turn.turn_id}; a model server "
+                "that numbers tool calls per response (such as 'call_0') repeats IDs within a "
+                "turn, and each tool call of a turn needs an ID of its own"
             )
         if not isinstance(call.tool_name, str) or not call.tool_name:
             raise RunnerContractError(f"tool call {call_id!r} needs a non-empty tool name")
