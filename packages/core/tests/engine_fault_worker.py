@@ -2,6 +2,7 @@
 start claims logged (``claims.log`` in the state directory, see ``ClaimObservingClient``)."""
 
 import os
+import tempfile
 from pathlib import Path
 from typing import Any, cast
 
@@ -30,6 +31,13 @@ def _observe_claims(flow: Flow[Any], state_dir: Path) -> Flow[Any]:
 
     flow.use_worker_client = use_worker_client  # type: ignore[method-assign]
     return flow
+
+
+def preload_worker() -> None:
+    """Import what the Worker imports, in the warm parent the test's Workers fork from (the
+    ``dex_agents.testing`` fork server): build the Flow once, in a throwaway directory."""
+    with tempfile.TemporaryDirectory() as state_dir:
+        build_fault_flow(Path(state_dir))
 
 
 if __name__ == "__main__":

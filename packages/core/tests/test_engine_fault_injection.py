@@ -226,6 +226,7 @@ class _Cluster:
             state_dir=self.tmp_path / "workers" / f"worker-{self.generation}",
             cwd=TESTS_DIR,
             env={STATE_DIR_ENV: str(self.state_dir)},
+            preload_env={},  # a restart forks from a warm parent instead of importing again
         )
 
     async def inject(self, fault: Fault) -> None:
