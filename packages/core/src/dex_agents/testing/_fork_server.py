@@ -39,6 +39,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._child_process import kill_process_group, start_child, tail
 
 __all__ = ["FORK_SERVER_ENV", "PRELOAD_HOOK", "ForkServerError", "ForkedProcess", "fork_child"]
@@ -62,7 +63,7 @@ _LOCK_HOLD_SECONDS = 0.05
 _logger = logging.getLogger(__name__)
 
 
-class ForkServerError(RuntimeError):
+class ForkServerError(DexAgentsError, RuntimeError):
     """A fork server did not start, or could not fork a child."""
 
 
