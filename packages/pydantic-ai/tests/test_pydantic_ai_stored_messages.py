@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import uuid
+
 import pytest
 from dex_agents import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents_pydantic_ai import _transcript
 from dex_agents_pydantic_ai._transcript import decode_history, encode_messages, user_message
 from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
     ModelRequest,
     ModelResponse,
     TextPart,
@@ -118,3 +124,63 @@ def test_each_load_is_a_copy_that_pydantic_ai_may_edit_in_place() -> None:
     assert again_response.parts == [ToolCallPart("lookup", {"order_id": "7"}, tool_call_id="c1")]
     assert again_response.usage.input_tokens == 3
     assert again_response.metadata == {"mine": {"n": 1}}
+
+
+def _without(item: str, field: str) -> str:
+    """``item`` with ``field`` left out of its one message's one part."""
+    (message,) = json.loads(item)
+    message["parts"][0].pop(field)
+    return json.dumps([message])
+
+
+def test_equal_stored_items_load_as_distinct_messages_with_their_own_made_fields() -> None:
+    # A process validates each stored item once and copies it for every load; a field the item
+    # leaves out (a user message's timestamp, a call without an ID) is made anew for each copy,
+    # as a validation would, so two equal items never become one object or one ID.
+    text = f"Where is order {uuid.uuid4()}?"
+    (call,) = encode_messages([ModelResponse(parts=[ToolCallPart("lookup", {"order_id": "7"})])])
+    no_id = FrameworkMessage(
+        role=MessageRole.ASSISTANT, framework_item=_without(call.framework_item, "tool_call_id")
+    )
+    stored = _stored([user_message(text), user_message(text), no_id, no_id])
+
+    first_user, second_user, first_call, second_call = decode_history(stored)
+    assert isinstance(first_user, ModelRequest) and isinstance(second_user, ModelRequest)
+    assert [part.content for part in first_user.parts] == [text]  # type: ignore[union-attr]
+    assert first_user is not second_user
+    assert first_user.parts[0] is not second_user.parts[0]
+    assert isinstance(first_call, ModelResponse) and isinstance(second_call, ModelResponse)
+    first_id = first_call.parts[0]
+    second_id = second_call.parts[0]
+    assert isinstance(first_id, ToolCallPart) and isinstance(second_id, ToolCallPart)
+    assert first_id.tool_call_id != second_id.tool_call_id
+    (again,) = decode_history(stored[2:3])
+    assert isinstance(again, ModelResponse) and isinstance(again.parts[0], ToolCallPart)
+    assert again.parts[0].tool_call_id not in (first_id.tool_call_id, second_id.tool_call_id)
+
+
+def test_each_stored_item_is_validated_once_per_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    validated: list[str] = []
+    adapter = ModelMessagesTypeAdapter
+
+    class _Counting:
+        def validate_json(self, item: str) -> list[ModelMessage]:
+            validated.append(item)
+            return adapter.validate_json(item)
+
+        def dump_json(self, messages: list[ModelMessage]) -> bytes:
+            return adapter.dump_json(messages)
+
+    monkeypatch.setattr(_transcript, "ModelMessagesTypeAdapter", _Counting())
+    stored = _stored(
+        [
+            user_message(f"Order {uuid.uuid4()}"),
+            *encode_messages([ModelResponse(parts=[TextPart(f"Shipped {uuid.uuid4()}")])]),
+        ]
+    )
+
+    loads = [decode_history(stored) for _ in range(3)]
+
+    assert len(validated) == 2
+    assert loads[0][1] == loads[2][1] and loads[0][1] is not loads[2][1]
+    assert loads[0][0].parts[0] is not loads[2][0].parts[0]

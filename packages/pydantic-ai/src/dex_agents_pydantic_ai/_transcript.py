@@ -7,16 +7,28 @@ carries at most one tool call or tool result and its projections (``text``, ``to
 are exact. Such fragments carry ``{"dex_agents_fragment": {"index": i, "count": n}}`` in the
 message's ``metadata`` (never sent to a model); :func:`decode_history` joins consecutive fragments
 back into the message Pydantic AI produced.
+
+Every ``RunModel`` rebuilds the history from all stored messages, so a process validates each
+stored item once (``KeptDecodes``, keyed by the item's text, which never changes once stored) and
+every load gets its own copy: Pydantic AI edits the history it is given in place. A copy is what
+validating the item again gives: the fields an item leaves out whose defaults are made anew (the
+timestamp of a stored user message, a missing tool call ID) are made anew for each copy, so two
+equal stored items never become one object or one ID.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import datetime
+import functools
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
-from typing import Final
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final
 
 from dex_agents import AgentMessage, FrameworkMessage, MessageRole
+from dex_agents.adapters import KeptDecodes
 from dex_agents.exceptions import StoredStateError
 from pydantic_ai.messages import (
     ModelMessage,
@@ -116,12 +128,109 @@ def decode_history(messages: Sequence[AgentMessage]) -> list[ModelMessage]:
 
 def _load(stored: AgentMessage) -> list[ModelMessage]:
     try:
-        return ModelMessagesTypeAdapter.validate_json(stored.framework_item)
+        return _kept_items(stored.framework_item).messages
     except ValueError as error:
         raise StoredStateError(
             f"stored message {stored.sequence} is not Pydantic AI message JSON "
             f"(ModelMessagesTypeAdapter); was the session started by another runner? {error}"
         ) from error
+
+
+@dataclass(frozen=True)
+class _Stamp:
+    """A field a stored item leaves out whose default is made anew by each validation."""
+
+    message: int
+    part: int | None
+    name: str
+    make: Callable[[], object]
+
+
+@dataclass(frozen=True)
+class _KeptItem:
+    messages: list[ModelMessage]
+    stamps: tuple[_Stamp, ...]
+
+
+def _validated_item(item: str) -> _KeptItem:
+    messages = ModelMessagesTypeAdapter.validate_json(item)
+    return _KeptItem(messages, _stamps(json.loads(item), messages))
+
+
+def _stamps(raw: object, messages: Sequence[ModelMessage]) -> tuple[_Stamp, ...]:
+    # The item validated as a list of messages, so ``raw`` is that list.
+    raw_messages = raw if isinstance(raw, list) and len(raw) == len(messages) else []
+    stamps: list[_Stamp] = []
+    for index, (message, fields) in enumerate(zip(messages, raw_messages, strict=False)):
+        stamps.extend(_absent_made_fields(message, fields, index, None))
+        raw_parts = fields.get("parts") if isinstance(fields, dict) else None
+        if isinstance(raw_parts, list) and len(raw_parts) == len(message.parts):
+            for part_index, (part, part_fields) in enumerate(
+                zip(message.parts, raw_parts, strict=True)
+            ):
+                stamps.extend(_absent_made_fields(part, part_fields, index, part_index))
+    return tuple(stamps)
+
+
+def _absent_made_fields(
+    value: object, fields: object, message: int, part: int | None
+) -> list[_Stamp]:
+    present = fields if isinstance(fields, dict) else {}
+    return [
+        _Stamp(message, part, field.name, field.default_factory)
+        for field in dataclasses.fields(value)  # type: ignore[arg-type]
+        if field.default_factory is not dataclasses.MISSING and field.name not in present
+    ]
+
+
+def _fresh_item(kept: _KeptItem) -> _KeptItem:
+    """What validating the item again gives, without validating."""
+    messages: list[ModelMessage] = _fresh(kept.messages)
+    for stamp in kept.stamps:
+        target: object = messages[stamp.message]
+        if stamp.part is not None:
+            target = messages[stamp.message].parts[stamp.part]
+        setattr(target, stamp.name, stamp.make())
+    return _KeptItem(messages, kept.stamps)
+
+
+_SHARED_TYPES: Final = frozenset({str, bytes, int, float, bool, type(None), datetime.datetime})
+
+
+def _fresh(value: Any) -> Any:
+    """``value`` with its own copy of every dataclass, list and dict in it (the objects
+    Pydantic AI may edit); immutable values are shared."""
+    kind: type = type(value)
+    if kind in _SHARED_TYPES:
+        return value
+    # Leaves are tested inline: most of a message's fields are None or text, and a call each
+    # would cost as much as the copy.
+    shared = _SHARED_TYPES
+    if kind is list:
+        return [item if type(item) in shared else _fresh(item) for item in value]
+    if kind is dict:
+        return {key: item if type(item) in shared else _fresh(item) for key, item in value.items()}
+    if _is_plain_dataclass(kind):
+        fresh: Any = object.__new__(kind)
+        fresh.__dict__.update(
+            {
+                name: item if type(item) in shared else _fresh(item)
+                for name, item in value.__dict__.items()
+            }
+        )
+        return fresh
+    return copy.deepcopy(value)
+
+
+@functools.cache
+def _is_plain_dataclass(kind: type) -> bool:
+    """Whether ``kind`` is a dataclass whose instances keep all their state in ``__dict__``."""
+    slots = [base.__dict__["__slots__"] for base in kind.__mro__ if "__slots__" in base.__dict__]
+    return dataclasses.is_dataclass(kind) and kind.__dictoffset__ != 0 and not any(slots)
+
+
+_kept_items: Final = KeptDecodes(_validated_item, _fresh_item)
+"""The messages of a stored ``framework_item``, validated once per process, a copy per load."""
 
 
 def _fragments(message: ModelMessage) -> list[ModelMessage]:
