@@ -52,6 +52,7 @@ ERROR_BASES: dict[str, type[BaseException]] = {
     "dex_agents._built_in_tools.BuiltInToolArgumentsError": ValueError,
     "dex_agents.stepwise._json_schema.ArgumentValidationError": ValueError,
     "dex_agents.testing._engine_process.EngineStartError": RuntimeError,
+    "dex_agents.testing._fork_server.ForkServerError": RuntimeError,
     "dex_agents.testing._worker_process.WorkerStartError": RuntimeError,
     "dex_agents.testing._step_history.StepHistoryError": RuntimeError,
     "dex_agents.testing._waiting.WaitTimeoutError": TimeoutError,
