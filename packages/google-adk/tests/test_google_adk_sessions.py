@@ -15,7 +15,7 @@ from dex_agents import (
     ToolPolicy,
     require_deferred_tool_execution,
 )
-from dex_agents.testing import wait_for_agent_snapshot
+from dex_agents.testing import pending_interrupt, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_google_adk import GoogleAdkRunner, idempotency_key_for_tool_call
 from google.adk.agents.llm_agent import LlmAgent
@@ -191,7 +191,7 @@ async def test_adk_confirmation_waits_for_the_sessions_approval(
             interrupt = await wait_for_agent_snapshot(
                 sessions,
                 session_id,
-                lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+                pending_interrupt,
                 description="the refund's approval",
             )
             assert interrupt.tool_name == "refund_order"
@@ -233,7 +233,7 @@ async def test_a_tool_asks_the_user_with_tool_input_requested(
         question = await wait_for_agent_snapshot(
             sessions,
             "book-1",
-            lambda snapshot: next(iter(snapshot.pending_interrupts), None),
+            pending_interrupt,
             description="the tool's question",
         )
         assert (question.question, question.choices) == ("Which slot on Monday?", ("9:00", "14:00"))

@@ -15,7 +15,12 @@ from dex_agents import (
     MessageRole,
     ToolEffect,
 )
-from dex_agents.testing import InProcessWorker, wait_for_agent_snapshot, wait_for_turn_end
+from dex_agents.testing import (
+    InProcessWorker,
+    pending_interrupt,
+    wait_for_agent_snapshot,
+    wait_for_turn_end,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_pydantic_ai import (
     APPROVE_CHOICE,
@@ -68,6 +73,11 @@ class Script:
         return (
             answer if isinstance(answer, ModelResponse) else ModelResponse(parts=[TextPart(answer)])
         )
+
+
+def _call_then_relay(call: ToolCallPart) -> Script:
+    """A script that makes ``call``, then answers with the tool's result."""
+    return Script([call], lambda results, info: results[0].model_response_str())
 
 
 async def _first_turn(
@@ -148,10 +158,7 @@ async def test_output_that_fails_validation_fails_the_attempt_not_a_second_reque
 async def test_a_pydantic_ai_approval_is_a_session_approval(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    script = Script(
-        [ToolCallPart("refund", {"order_id": "7"}, tool_call_id="r1")],
-        lambda results, info: results[0].model_response_str(),
-    )
+    script = _call_then_relay(ToolCallPart("refund", {"order_id": "7"}, tool_call_id="r1"))
     agent: Agent[None, str] = Agent(FunctionModel(script))
     approvals: list[bool] = []
 
@@ -164,9 +171,7 @@ async def test_a_pydantic_ai_approval_is_a_session_approval(
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "refund order 7")
-        interrupt = await wait_for_agent_snapshot(
-            sessions, "s1", lambda s: next(iter(s.pending_interrupts), None), "the approval"
-        )
+        interrupt = await wait_for_agent_snapshot(sessions, "s1", pending_interrupt, "the approval")
         assert interrupt.tool_name == "refund" and approvals == []
         assert await sessions.resolve_interrupt("s1", interrupt.interrupt_id, approved=True)
         snapshot = await wait_for_turn_end(sessions, "s1")
@@ -178,10 +183,7 @@ async def test_a_pydantic_ai_approval_is_a_session_approval(
 async def test_approval_required_inside_a_tool_becomes_a_question(
     dex_in_process_worker: InProcessWorkerFactory,
 ) -> None:
-    script = Script(
-        [ToolCallPart("delete", {"path": ".env"}, tool_call_id="d1")],
-        lambda results, info: results[0].model_response_str(),
-    )
+    script = _call_then_relay(ToolCallPart("delete", {"path": ".env"}, tool_call_id="d1"))
     agent: Agent[None, str] = Agent(FunctionModel(script))
     deleted: list[str] = []
 
@@ -196,9 +198,7 @@ async def test_approval_required_inside_a_tool_becomes_a_question(
     async with dex_in_process_worker([flow]) as worker:
         sessions = worker.sessions(flow)
         await sessions.start_session("s1", "delete .env")
-        question = await wait_for_agent_snapshot(
-            sessions, "s1", lambda s: next(iter(s.pending_interrupts), None), "the question"
-        )
+        question = await wait_for_agent_snapshot(sessions, "s1", pending_interrupt, "the question")
         assert deleted == [] and APPROVE_CHOICE in question.choices
         assert await sessions.answer_question("s1", question.interrupt_id, APPROVE_CHOICE)
         snapshot = await wait_for_turn_end(sessions, "s1")

@@ -21,10 +21,11 @@ def claude_agent_sdk_session_flow(
     keyword arguments are the runner's) with ``options``.
 
     Raises:
-        ConfigurationError: From :class:`ClaudeAgentSdkRunner` (two tools share a name).
+        ConfigurationError: From :class:`ClaudeAgentSdkRunner` (two tools share a name), or from
+            ``AgentSessionFlow`` for a blank ``flow_type``.
         ConfigurationTypeError: From :class:`ClaudeAgentSdkRunner` (a tool that is not a
-            ``claude_agent_sdk.SdkMcpTool``).
-        ValueError: From ``AgentSessionFlow`` for an invalid ``flow_type`` or options.
+            ``claude_agent_sdk.SdkMcpTool``), or from ``AgentSessionFlow`` when ``options`` need
+            a capability the runner lacks (compaction, plan mode).
 
     Example:
         >>> flow = claude_agent_sdk_session_flow(

@@ -28,9 +28,11 @@ def google_adk_session_flow(
     ``AgentSessionOptions.tool_policies`` (an unclassified tool runs once, after approval).
 
     Raises:
-        ConfigurationError: From :class:`GoogleAdkRunner` for an agent it cannot run.
+        ConfigurationError: From :class:`GoogleAdkRunner` for an agent it cannot run, or from
+            ``AgentSessionFlow`` for a blank ``flow_type``.
+        ConfigurationTypeError: From ``AgentSessionFlow`` when ``options`` need a capability the
+            runner lacks (compaction, plan mode).
         TypeError: For a keyword argument :class:`GoogleAdkRunner` does not take.
-        ValueError: From ``AgentSessionFlow`` for an invalid ``flow_type`` or options.
 
     Example:
         >>> flow = google_adk_session_flow(

@@ -25,8 +25,10 @@ def openai_agents_session_flow(
     its ``ToolPolicy`` there (an unclassified tool runs once and needs approval).
 
     Raises:
-        ConfigurationError: From ``OpenAIAgentsRunner`` for an agent it cannot run durably.
-        ValueError: From ``AgentSessionFlow`` for a blank ``flow_type`` or invalid options.
+        ConfigurationError: From ``OpenAIAgentsRunner`` for an agent it cannot run durably, or
+            from ``AgentSessionFlow`` for a blank ``flow_type``.
+        ConfigurationTypeError: From ``AgentSessionFlow`` when ``options`` need a capability the
+            runner lacks (compaction, plan mode).
 
     Example:
         >>> flow = openai_agents_session_flow(

@@ -21,15 +21,14 @@ def pydantic_ai_session_flow(
     """The session Flow of ``agent``: a :class:`PydanticAIRunner` with ``runner_options``.
 
     Raises:
-        ConfigurationError: From :class:`PydanticAIRunner`.
-        ValueError: From ``AgentSessionFlow`` for an invalid ``flow_type`` or options.
+        ConfigurationError: From :class:`PydanticAIRunner`, or from ``AgentSessionFlow`` for a
+            blank ``flow_type``.
+        ConfigurationTypeError: From ``AgentSessionFlow`` when ``options`` need a capability the
+            runner lacks (compaction, plan mode).
 
     Example:
         >>> flow = pydantic_ai_session_flow(agent, "OrdersAgent",
         ...     AgentSessionOptions(built_in_tools=frozenset({BuiltInTool.ASK_USER})))
     """
-    return AgentSessionFlow(
-        PydanticAIRunner(agent, **runner_options),
-        flow_type=flow_type,
-        options=options if options is not None else AgentSessionOptions(),
-    )
+    runner = PydanticAIRunner(agent, **runner_options)
+    return AgentSessionFlow(runner, flow_type=flow_type, options=options)

@@ -21,15 +21,14 @@ def strands_session_flow(
     """The session Flow of ``agent``: a :class:`StrandsRunner` with ``runner_options``.
 
     Raises:
-        ConfigurationError: From :class:`StrandsRunner`.
-        ValueError: From ``AgentSessionFlow`` for an invalid ``flow_type`` or options.
+        ConfigurationError: From :class:`StrandsRunner`, or from ``AgentSessionFlow`` for a blank
+            ``flow_type``.
+        ConfigurationTypeError: From ``AgentSessionFlow`` when ``options`` need a capability the
+            runner lacks (compaction, plan mode).
 
     Example:
         >>> flow = strands_session_flow(agent, "OrdersAgent",
         ...     AgentSessionOptions(tool_policies={"refund": ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE)}))
     """
-    return AgentSessionFlow(
-        StrandsRunner(agent, **runner_options),
-        flow_type=flow_type,
-        options=options if options is not None else AgentSessionOptions(),
-    )
+    runner = StrandsRunner(agent, **runner_options)
+    return AgentSessionFlow(runner, flow_type=flow_type, options=options)

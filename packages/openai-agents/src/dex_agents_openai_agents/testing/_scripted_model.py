@@ -10,21 +10,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from agents import (
-    AgentOutputSchemaBase,
-    Handoff,
-    Model,
-    ModelResponse,
-    ModelSettings,
-    ModelTracing,
-    Tool,
-    TResponseInputItem,
-    Usage,
-)
+from agents import Model, ModelResponse, Usage
 from agents.items import TResponseOutputItem, TResponseStreamEvent
-from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from dex_agents import JsonObject, dump_json_text, estimate_text_tokens
-from openai.types.responses.response_prompt_param import ResponsePromptParam
 
 __all__ = [
     "ModelCallInput",
@@ -110,81 +99,36 @@ class ReplyFunctionModel(Model):
         self._reply = reply
         self.model = model
 
-    async def get_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
-    ) -> ModelResponse:
+    # The SDK's ``Model`` methods take many arguments; each call passes them all on unchanged to a
+    # one-step ``ScriptedModel`` whose step asks ``reply`` (``ModelStep.respond``).
+    async def get_response(self, *args: Any, **kwargs: Any) -> ModelResponse:
         """Answers through ``ScriptedModel.get_response``."""
-        step = await self._step(system_instructions, input, tools, handoffs)
-        return await ScriptedModel([step]).get_response(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            tracing,
-            previous_response_id=previous_response_id,
-            conversation_id=conversation_id,
-            prompt=prompt,
-        )
+        return await self._scripted().get_response(*args, **kwargs)
 
     async def stream_response(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        model_settings: ModelSettings,
-        tools: list[Tool],
-        output_schema: AgentOutputSchemaBase | None,
-        handoffs: list[Handoff],
-        tracing: ModelTracing,
-        *,
-        previous_response_id: str | None,
-        conversation_id: str | None,
-        prompt: ResponsePromptParam | None,
+        self, *args: Any, **kwargs: Any
     ) -> AsyncIterator[TResponseStreamEvent]:
         """Streams through ``ScriptedModel.stream_response``."""
-        step = await self._step(system_instructions, input, tools, handoffs)
-        async for event in ScriptedModel([step]).stream_response(
-            system_instructions,
-            input,
-            model_settings,
-            tools,
-            output_schema,
-            handoffs,
-            tracing,
-            previous_response_id=previous_response_id,
-            conversation_id=conversation_id,
-            prompt=prompt,
-        ):
+        async for event in self._scripted().stream_response(*args, **kwargs):
             yield event
 
-    async def _step(
-        self,
-        system_instructions: str | None,
-        input: str | list[TResponseInputItem],
-        tools: list[Tool],
-        handoffs: list[Handoff[Any, Any]],
-    ) -> ModelStep:
+    def _scripted(self) -> ScriptedModel:
+        return ScriptedModel([ModelStep.respond(self._step)])
+
+    async def _step(self, model_call: ModelCall) -> ModelStep:
+        input = model_call.input
         items: tuple[JsonObject, ...] = (
             ({"role": "user", "content": input},)
             if isinstance(input, str)
             else tuple(cast(JsonObject, item) for item in input)
         )
         call = ModelCallInput(
-            system_instructions,
+            model_call.system_instructions,
             items,
-            (*(tool.name for tool in tools), *(handoff.tool_name for handoff in handoffs)),
+            (
+                *(tool.name for tool in model_call.tools),
+                *(handoff.tool_name for handoff in model_call.handoffs),
+            ),
         )
         output = list(await self._reply(call))
         output_tokens = estimate_text_tokens(
