@@ -189,10 +189,7 @@ async def test_adk_confirmation_waits_for_the_sessions_approval(
         for session_id, approved in (("approve-1", True), ("reject-1", False)):
             await sessions.start_session(session_id, "refund order 7")
             interrupt = await wait_for_agent_snapshot(
-                sessions,
-                session_id,
-                pending_interrupt,
-                description="the refund's approval",
+                sessions, session_id, pending_interrupt, description="the refund's approval"
             )
             assert interrupt.tool_name == "refund_order"
             assert await sessions.resolve_interrupt(
@@ -231,10 +228,7 @@ async def test_a_tool_asks_the_user_with_tool_input_requested(
         sessions = stack.sessions(flow)
         await sessions.start_session("book-1", "Book me on Monday")
         question = await wait_for_agent_snapshot(
-            sessions,
-            "book-1",
-            pending_interrupt,
-            description="the tool's question",
+            sessions, "book-1", pending_interrupt, description="the tool's question"
         )
         assert (question.question, question.choices) == ("Which slot on Monday?", ("9:00", "14:00"))
         assert await sessions.answer_question("book-1", question.interrupt_id, "14:00")

@@ -5,10 +5,14 @@ tools, invalid arguments and a model that fails mid-turn are the shared suite's,
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from dex_agents import (
+    AgentInterrupt,
+    AgentSessionClient,
     AgentSessionFlow,
     AgentSessionOptions,
     AgentSnapshot,
@@ -95,6 +99,18 @@ async def _first_turn(
         return await wait_for_turn_end(sessions, session_id), worker
 
 
+@asynccontextmanager
+async def _first_interrupt(
+    dex_in_process_worker: InProcessWorkerFactory, flow: AgentSessionFlow, text: str
+) -> AsyncIterator[tuple[AgentSessionClient, AgentInterrupt]]:
+    """Start session ``s1`` with ``text``; its client and its first pending interrupt, with the
+    Worker still serving the flow."""
+    async with dex_in_process_worker([flow]) as worker:
+        sessions = worker.sessions(flow)
+        await sessions.start_session("s1", text)
+        yield sessions, await wait_for_agent_snapshot(sessions, "s1", pending_interrupt)
+
+
 def _flow(agent: Agent[Any, Any], flow_type: str, **runner: Any) -> AgentSessionFlow:
     runner.setdefault("stream", False)
     return AgentSessionFlow(PydanticAIRunner(agent, **runner), flow_type=flow_type)
@@ -168,10 +184,10 @@ async def test_a_pydantic_ai_approval_is_a_session_approval(
         return f"refunded {order_id}"
 
     flow = _flow(agent, "ApprovalAgent")
-    async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("s1", "refund order 7")
-        interrupt = await wait_for_agent_snapshot(sessions, "s1", pending_interrupt, "the approval")
+    async with _first_interrupt(dex_in_process_worker, flow, "refund order 7") as (
+        sessions,
+        interrupt,
+    ):
         assert interrupt.tool_name == "refund" and approvals == []
         assert await sessions.resolve_interrupt("s1", interrupt.interrupt_id, approved=True)
         snapshot = await wait_for_turn_end(sessions, "s1")
@@ -195,10 +211,7 @@ async def test_approval_required_inside_a_tool_becomes_a_question(
         return f"deleted {path}"
 
     flow = _flow(agent, "QuestionAgent")
-    async with dex_in_process_worker([flow]) as worker:
-        sessions = worker.sessions(flow)
-        await sessions.start_session("s1", "delete .env")
-        question = await wait_for_agent_snapshot(sessions, "s1", pending_interrupt, "the question")
+    async with _first_interrupt(dex_in_process_worker, flow, "delete .env") as (sessions, question):
         assert deleted == [] and APPROVE_CHOICE in question.choices
         assert await sessions.answer_question("s1", question.interrupt_id, APPROVE_CHOICE)
         snapshot = await wait_for_turn_end(sessions, "s1")
