@@ -23,7 +23,6 @@ from dex_agents._runner_contract import (
     ModelCallMetadata,
     ToolExecutionError,
     ToolTaskStarted,
-    describe_tool_call_outcome,
 )
 from dex_agents._tool_policy import ResolvedToolPolicy, ToolEffect
 from dex_agents._tool_source_routes import ToolSourceRoutes
@@ -34,6 +33,7 @@ from dex_agents._values import (
 )
 from dex_agents.adapters._adapter_runner import AdapterRunner
 from dex_agents.adapters._agent_type import agent_type_error
+from dex_agents.adapters._tool_outcomes import recorded_tool_result
 from dex_agents.exceptions import (
     ConfigurationError,
     ConfigurationTypeError,
@@ -444,11 +444,7 @@ class StepwiseAgentRunner(AdapterRunner):
 
     @staticmethod
     def _recorded_result(turn: AgentTurnContext, call: ModelToolCall) -> ModelToolResult:
-        record = turn.recorded_tool_call(call.tool_call_id)
-        if record is None or not record.status.is_final:
-            output = OUTCOME_UNKNOWN_TOOL_RESULT
-        else:
-            output = describe_tool_call_outcome(record)
+        output = recorded_tool_result(turn.recorded_tool_call(call.tool_call_id))
         return ModelToolResult(call.tool_call_id, call.tool_name, output)
 
 
