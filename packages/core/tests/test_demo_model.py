@@ -17,7 +17,14 @@ import pytest
 
 pytest.importorskip("litellm", reason="the litellm extra (dex-agents[litellm]) is not installed")
 
-from dex_agents._demo import TURN_FAILED_EXIT_STATUS
+import litellm
+from dex_agents._demo import (
+    _PROVIDER_API_KEYS,
+    TURN_FAILED_EXIT_STATUS,
+    DemoError,
+    _missing_provider_key,
+    build_demo_flow,
+)
 from litellm_test_support.fake_providers import (
     CHAT,
     RESPONSES,
@@ -124,6 +131,31 @@ def test_without_a_key_the_demo_says_which_one_it_needs(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "needs ANTHROPIC_API_KEY in the environment" in result.stderr
     assert not (tmp_path / "engine.db").exists()  # nothing started
+
+
+def test_a_missing_key_is_told_before_litellm_is_imported(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    # Importing dex_agents.litellm (LiteLLM, seconds) now fails: the key check must come first.
+    monkeypatch.setitem(sys.modules, "dex_agents.litellm", None)
+    with pytest.raises(DemoError, match="needs ANTHROPIC_API_KEY in the environment"):
+        build_demo_flow("anthropic/claude-sonnet-4-5")
+
+
+@pytest.mark.parametrize("provider", sorted(_PROVIDER_API_KEYS))
+def test_the_keys_checked_before_litellm_is_imported_are_the_ones_litellm_asks_for(
+    provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key = _PROVIDER_API_KEYS[provider]
+    model = f"{provider}/some-model"
+    monkeypatch.delenv(key, raising=False)
+    assert _missing_provider_key(model) == key
+    assert litellm.validate_environment(model=model)["missing_keys"] == [key]
+    for value in ("", "dummy-key"):  # LiteLLM takes an empty key as set
+        monkeypatch.setenv(key, value)
+        assert _missing_provider_key(model) is None
+        assert not litellm.validate_environment(model=model)["missing_keys"]
 
 
 class _ChatOnlyServer:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
 import re
@@ -274,7 +275,36 @@ def build_demo_flow(
     return stepwise_agent_session_flow(agent, flow_type=DEMO_FLOW_TYPE)
 
 
+_PROVIDER_API_KEYS: Final = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "deepseek": "DEEPSEEK_API_KEY",
+    "groq": "GROQ_API_KEY",
+    "mistral": "MISTRAL_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "xai": "XAI_API_KEY",
+}
+"""The one API key LiteLLM needs for a model of these providers (``provider/model``), checked
+before LiteLLM's import, which takes seconds: a missing key is told at once."""
+
+
+def _missing_provider_key(model: str) -> str | None:
+    """The key of ``_PROVIDER_API_KEYS`` that ``model`` needs and the environment lacks."""
+    key = _PROVIDER_API_KEYS.get(model.partition("/")[0])
+    return key if key is not None and key not in os.environ else None
+
+
+def _missing_key_error(model: str, missing: list[str]) -> DemoError:
+    return DemoError(
+        f"model {model} needs {', '.join(missing)} in the environment; set it, or run the "
+        "demo without --model to use the scripted model"
+    )
+
+
 def _litellm_client(model: str, api_base: str | None, api: DemoModelApi | None) -> ModelClient:
+    missing_key = _missing_provider_key(model)
+    if missing_key is not None and importlib.util.find_spec("litellm") is not None:
+        raise _missing_key_error(model, [missing_key])
     try:
         # dex_agents.litellm first: it keeps LiteLLM on its bundled cost map before the import.
         from dex_agents.litellm import (
@@ -301,10 +331,7 @@ def _litellm_client(model: str, api_base: str | None, api: DemoModelApi | None) 
         raise DemoError(str(error)) from error
     missing = litellm.validate_environment(model=model, api_base=api_base).get("missing_keys")
     if missing:
-        raise DemoError(
-            f"model {model} needs {', '.join(missing)} in the environment; set it, or run the "
-            "demo without --model to use the scripted model"
-        )
+        raise _missing_key_error(model, missing)
     return client
 
 
