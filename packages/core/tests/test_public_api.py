@@ -435,6 +435,8 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "ScenarioMcpServer",
             "ScenarioMcpTools",
             "ScenarioMcpTurn",
+            "ScenarioModelCall",
+            "ScenarioModelInput",
             "ScenarioQuestion",
             "ScenarioReply",
             "ScenarioReportSource",

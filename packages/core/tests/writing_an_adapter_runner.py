@@ -23,6 +23,7 @@ from dex_agents import AgentFrameworkRunner, require_deferred_tool_execution
 from dex_agents.testing.scenarios import (
     ScenarioAgentSpec,
     ScenarioFeature,
+    ScenarioModelInput,
     ScenarioRunnerBase,
     ScenarioTool,
     confirm_tool_outcome,
@@ -80,14 +81,8 @@ class TinyScenarioRunner(ScenarioRunnerBase[Any]):
         names = [tool.name for tool in spec.tools] + ["confirm"]
 
         async def model(request: Any) -> Any:
-            reply = await scripted_reply(
-                spec,
-                request.user_texts[-1] if request.user_texts else "",
-                model_call_index=request.model_call,
-                tool_outputs=request.results,
-                session_settings=request.settings,
-                user_texts=request.user_texts,
-            )
+            call = ScenarioModelInput(request.user_texts, request.model_call, request.results)
+            reply = await scripted_reply(spec, call, request.settings)
             if not reply.tool_calls:
                 return reply.text or ""
             return [(call.tool, dict(call.arguments)) for call in reply.tool_calls]

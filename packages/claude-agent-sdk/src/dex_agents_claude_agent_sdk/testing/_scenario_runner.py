@@ -148,14 +148,7 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
     ) -> AgentFrameworkRunner[Any]:
         async def respond(request: FakeModelRequest) -> FakeModelReply:
             settings = {} if request.model == SCENARIO_MODEL else {"model": request.model}
-            reply = await scripted_reply(
-                spec,
-                request.last_user_text,
-                model_call_index=request.model_call_index,
-                tool_outputs=request.tool_outputs,
-                session_settings=settings,
-                user_texts=request.user_texts,
-            )
+            reply = await scripted_reply(spec, request, settings)
             calls = [FakeToolCall(call.tool, call.arguments) for call in reply.tool_calls]
             return FakeModelReply(text=reply.text, tool_calls=calls)
 

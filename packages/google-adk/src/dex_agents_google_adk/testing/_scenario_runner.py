@@ -32,6 +32,7 @@ from dex_agents.testing.scenarios import (
     SCENARIO_MCP_TOOL_POLICIES,
     ReportTaskPoller,
     ScenarioAgentSpec,
+    ScenarioModelInput,
     ScenarioQuestion,
     ScenarioReply,
     ScenarioRunnerBase,
@@ -148,18 +149,12 @@ class ScenarioLlm(BaseLlm):
         self, llm_request: LlmRequest, stream: bool = False
     ) -> AsyncGenerator[LlmResponse, None]:
         turn = _turn_contents(llm_request.contents)
-        reply = await scripted_reply(
-            self.spec,
-            _last_user_text(llm_request.contents),
+        call = ScenarioModelInput(
+            [_text(content) for content in llm_request.contents if _is_user_text(content)],
             model_call_index=1 + sum(content.role == "model" for content in turn),
             tool_outputs=_function_response_texts(turn),
-            session_settings=self.settings,
-            user_texts=[
-                "".join(part.text or "" for part in content.parts or ())
-                for content in llm_request.contents
-                if _is_user_text(content)
-            ],
         )
+        reply = await scripted_reply(self.spec, call, self.settings)
         # Under NO_STREAMING_SETTINGS a model that cannot stream: one whole response, always.
         async for response in _reply_responses(reply, stream and model_streams(self.settings)):
             yield response
@@ -294,10 +289,11 @@ def _turn_contents(contents: Sequence[types.Content]) -> list[types.Content]:
 
 
 def _last_user_text(contents: Sequence[types.Content]) -> str:
-    for content in reversed(contents):
-        if _is_user_text(content):
-            return "".join(part.text or "" for part in content.parts or ())
-    return ""
+    return next((_text(content) for content in reversed(contents) if _is_user_text(content)), "")
+
+
+def _text(content: types.Content) -> str:
+    return "".join(part.text or "" for part in content.parts or ())
 
 
 def _function_response_texts(contents: Sequence[types.Content]) -> list[str]:

@@ -34,6 +34,7 @@ from dex_agents.testing.scenarios import (
     REPORT_TOOL,
     ScenarioAgentSpec,
     ScenarioMcpTools,
+    ScenarioModelInput,
     ScenarioRunnerBase,
     ScenarioTool,
     confirm_by_asking,
@@ -89,16 +90,14 @@ def scenario_chat_model(
     """
 
     async def respond(messages: list[BaseMessage]) -> AIMessage:
-        user_text, turn = _turn_of(messages)
+        turn = turn_messages(messages)
         call_index = 1 + sum(isinstance(m, AIMessage) for m in turn)
-        reply = await scripted_reply(
-            spec,
-            user_text,
+        model_input = ScenarioModelInput(
+            [m.text for m in messages if isinstance(m, HumanMessage)],
             model_call_index=call_index,
             tool_outputs=[m.text for m in turn if isinstance(m, ToolMessage)],
-            session_settings=session_settings,
-            user_texts=[m.text for m in messages if isinstance(m, HumanMessage)],
         )
+        reply = await scripted_reply(spec, model_input, session_settings)
         calls = [
             ToolCall(name=call.tool, args=dict(call.arguments), id=f"call-{call_index}-{n}")
             for n, call in enumerate(reply.tool_calls)

@@ -30,6 +30,7 @@ from dex_agents.testing.scenarios import (
     REPORT_TOOL,
     ScenarioAgentSpec,
     ScenarioMcpTools,
+    ScenarioModelInput,
     ScenarioRunnerBase,
     ScenarioTool,
     confirm_tool_outcome,
@@ -141,14 +142,8 @@ class OpenAIAgentsScenarioRunner(ScenarioRunnerBase[FunctionTool]):
 def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> ReplyFunctionModel:
     async def reply(call: ModelCallInput) -> Sequence[TResponseOutputItem]:
         index = 1 + call.responses_since_user()
-        answer = await scripted_reply(
-            spec,
-            call.last_user_text(),
-            model_call_index=index,
-            tool_outputs=call.tool_outputs_since_user(),
-            session_settings=settings,
-            user_texts=call.user_texts(),
-        )
+        turn = ScenarioModelInput(call.user_texts(), index, call.tool_outputs_since_user())
+        answer = await scripted_reply(spec, turn, settings)
         if answer.tool_calls:
             return [
                 function_call(

@@ -42,11 +42,9 @@ from dex_agents.testing.scenarios import (
 from pydantic_ai import RunContext, Tool, ToolFailed
 from pydantic_ai.messages import (
     ModelMessage,
-    ModelRequest,
     ModelResponse,
     TextPart,
     ToolCallPart,
-    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -142,20 +140,7 @@ def _scenario_model(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> 
 def _scenario_script(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> Script:
     async def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         view = turn_view(messages)
-        reply = await scripted_reply(
-            spec,
-            view.user_text,
-            model_call_index=view.model_call_index,
-            tool_outputs=view.tool_outputs,
-            session_settings=settings,
-            user_texts=[
-                part.content
-                for message in messages
-                if isinstance(message, ModelRequest)
-                for part in message.parts
-                if isinstance(part, UserPromptPart) and isinstance(part.content, str)
-            ],
-        )
+        reply = await scripted_reply(spec, view, settings)
         if not reply.tool_calls:
             return ModelResponse(parts=[TextPart(reply.text or "")])
         return ModelResponse(

@@ -58,11 +58,13 @@ def scripted_function_model(
 @dataclass(frozen=True)
 class TurnView:
     """What a script reads from a request: the turn's user text, the index of this model call in
-    the turn (from 1), and the tool results the turn got so far, in order."""
+    the turn (from 1), the tool results the turn got so far, in order, and every user text of the
+    request, oldest first (a ``ScenarioModelCall`` of ``dex_agents.testing.scenarios``)."""
 
     user_text: str
     model_call_index: int
     tool_returns: tuple[ToolReturnPart, ...]
+    user_texts: tuple[str, ...]
 
     @property
     def tool_outputs(self) -> tuple[str, ...]:
@@ -96,6 +98,13 @@ def turn_view(messages: Sequence[ModelMessage]) -> TurnView:
             if isinstance(message, ModelRequest)
             for part in message.parts
             if isinstance(part, ToolReturnPart)
+        ),
+        user_texts=tuple(
+            part.content
+            for message in messages
+            if isinstance(message, ModelRequest)
+            for part in message.parts
+            if isinstance(part, UserPromptPart) and isinstance(part.content, str)
         ),
     )
 

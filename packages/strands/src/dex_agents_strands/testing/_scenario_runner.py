@@ -31,6 +31,7 @@ from dex_agents.testing.scenarios import (
     REPORT_TOOL,
     ScenarioAgentSpec,
     ScenarioMcpTools,
+    ScenarioModelInput,
     ScenarioQuestion,
     ScenarioRunnerBase,
     ScenarioTool,
@@ -180,14 +181,8 @@ class StrandsScenarioRunner(ScenarioRunnerBase[AgentTool]):
 def _scenario_reply(spec: ScenarioAgentSpec, settings: Mapping[str, object]) -> ReplyFunction:
     async def reply(call: ModelCall) -> Message:
         index = call.model_call_index()
-        answer = await scripted_reply(
-            spec,
-            call.last_user_text(),
-            model_call_index=index,
-            tool_outputs=call.tool_outputs(),
-            session_settings=settings,
-            user_texts=call.user_texts(),
-        )
+        turn = ScenarioModelInput(call.user_texts(), index, call.tool_outputs())
+        answer = await scripted_reply(spec, turn, settings)
         if not answer.tool_calls:
             return text_reply(answer.text or "")
         return {

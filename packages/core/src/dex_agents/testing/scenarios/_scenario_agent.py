@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import Enum
 from pathlib import Path
+from typing import Protocol
 
 from dex_agents import (
     DexAgentsError,
@@ -351,29 +352,75 @@ class ScenarioReply:
     tool_calls: tuple[ScenarioToolCall, ...] = field(default_factory=tuple)
 
 
+class ScenarioModelCall(Protocol):
+    """What the scripted model reads from one model call's input, as the framework passed it.
+
+    A runner's own reading of a model call is one when it has these three (read-only)
+    attributes, such as the Claude Agent SDK's ``FakeModelRequest``; otherwise
+    :class:`ScenarioModelInput` holds them.
+    """
+
+    @property
+    def user_texts(self) -> Sequence[str]:
+        """Every user text of the input, oldest first; the last is the turn's message."""
+        ...
+
+    @property
+    def model_call_index(self) -> int:
+        """This call's index in the turn, from 1: one more than the model responses since the
+        turn's user message."""
+        ...
+
+    @property
+    def tool_outputs(self) -> Sequence[str]:
+        """The outputs of the turn's tool calls so far, in order, as the model reads them."""
+        ...
+
+
+@dataclass(frozen=True)
+class ScenarioModelInput:
+    """A :class:`ScenarioModelCall` from its three readings.
+
+    Example:
+        >>> call = ScenarioModelInput(["hello"], model_call_index=1, tool_outputs=[])
+        >>> call.user_texts[-1], call.model_call_index
+        ('hello', 1)
+    """
+
+    user_texts: Sequence[str]
+    model_call_index: int
+    tool_outputs: Sequence[str]
+
+
 async def scripted_reply(
     spec: ScenarioAgentSpec,
-    last_user_text: str,
-    model_call_index: int,
-    tool_outputs: Sequence[str],
+    call: ScenarioModelCall,
     session_settings: Mapping[str, object] | None = None,
-    *,
-    user_texts: Sequence[str] | None = None,
 ) -> ScenarioReply:
-    """The scenario model: deterministic in its input, as a rerun RunModel needs.
+    """The scenario model's answer to ``call``: deterministic in its input, as a rerun RunModel
+    needs.
 
-    ``model_call_index`` counts the model calls of the current turn from 1. A text reply ends
-    with `` [model=<m>]`` when the turn's ``session_settings`` name a model, so a scenario sees
-    which settings each turn ran with. ``user_texts``, every user text of the model's input in
-    order as the framework passed it, is logged under ``MODEL_INPUT_INVOCATION``, so a scenario
-    checks what the model saw (such as the note a cancelled turn left).
+    The turn's message (the last of ``call.user_texts``) is a ``ScenarioCommand``, or text the
+    model echoes. A text reply ends with `` [model=<m>]`` when the turn's ``session_settings``
+    name a model, so a scenario sees which settings each turn ran with. Every user text of the
+    input is logged under ``MODEL_INPUT_INVOCATION``, so a scenario checks what the model saw
+    (such as the note a cancelled turn left).
 
     Raises:
         RuntimeError: The command asks to fail after the tools ran.
+
+    Example:
+        >>> import asyncio, tempfile
+        >>> spec = ScenarioAgentSpec("MainAgent", Path(tempfile.mkdtemp()))
+        >>> call = ScenarioModelInput(["hello"], model_call_index=1, tool_outputs=[])
+        >>> asyncio.run(scripted_reply(spec, call)).text
+        'Echo: hello'
     """
+    model_call_index, tool_outputs = call.model_call_index, call.tool_outputs
+    user_texts = list(call.user_texts)
+    last_user_text = user_texts[-1] if user_texts else ""
     spec.invocation_log.record(MODEL_INVOCATION, key=f"call-{model_call_index}")
-    if user_texts is not None:
-        spec.invocation_log.record(MODEL_INPUT_INVOCATION, key=json.dumps(list(user_texts)))
+    spec.invocation_log.record(MODEL_INPUT_INVOCATION, key=json.dumps(user_texts))
     command = ScenarioCommand.from_message(last_user_text)
     suffix = _settings_suffix(session_settings)
     if command is None:

@@ -44,6 +44,7 @@ from dex_agents.stepwise import (
 from dex_agents.testing._context_window_scenario import build_stepwise_context_window_flow
 from dex_agents.testing.scenarios._scenario_agent import (
     ScenarioAgentSpec,
+    ScenarioModelInput,
     ScenarioTool,
     ScenarioToolError,
     run_scenario_tool,
@@ -75,16 +76,14 @@ def build_stepwise_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
     def model_for(settings: Mapping[str, object]) -> ScriptedModelClient:
         async def respond(request: ModelRequest) -> ScriptedModelReply:
             turn_items = _items_after_last_user_text(request.input, ModelUserText)
-            reply = await scripted_reply(
-                spec,
-                ScriptedModelClient.user_texts(request)[-1],
+            call = ScenarioModelInput(
+                ScriptedModelClient.user_texts(request),
                 model_call_index=1 + _count_runs(turn_items, ModelOutputItem),
                 tool_outputs=[
                     result.output for result in ScriptedModelClient.tool_results(request)
                 ],
-                session_settings=settings,
-                user_texts=ScriptedModelClient.user_texts(request),
             )
+            reply = await scripted_reply(spec, call, settings)
             return ScriptedModelReply(
                 text=reply.text,
                 tool_calls=[
