@@ -133,8 +133,15 @@ class ScenarioMcpTools:
 
 
 def list_scenario_mcp_tools(spec: ScenarioAgentSpec) -> ScenarioMcpTools:
-    """Start the scenario MCP server of ``spec`` and list its tools now, from synchronous code
-    such as a ``build_flow`` (in a thread of its own when an event loop runs here).
+    """The scenario MCP server of ``spec`` and its tools, listed, from synchronous code such as a
+    ``build_flow``.
+
+    The server's tools are the same whatever its state directory, so a process lists them once
+    (the first call starts the server and lists it now, in a thread of its own when an event
+    loop runs here) and later calls reuse that listing: a Worker forked from a warm parent that
+    built its Flows, and each test process, start the server only for real calls. A source
+    returned with an earlier listing has not listed itself: its first ``call_tool`` lists on the
+    connection that call opens.
 
     Raises:
         ImportError: Without the mcp extra.
@@ -142,7 +149,29 @@ def list_scenario_mcp_tools(spec: ScenarioAgentSpec) -> ScenarioMcpTools:
             source logged why).
     """
     source = scenario_mcp_tool_source(spec)
+    tools = _LISTINGS.get(_listing_key(spec))
+    if tools is None:
+        tools = _list_now(spec, source)
+        _LISTINGS[_listing_key(spec)] = tools
+    # What ``source.tool_policies()`` gives after a listing, from the listing this process made.
+    listed_policies = {
+        tool.name: ToolPolicy(tool.framework_effect)
+        for tool in tools
+        if tool.framework_effect is not None
+    }
+    return ScenarioMcpTools(source, tools, {**listed_policies, **SCENARIO_MCP_TOOL_POLICIES})
 
+
+# The scenario server's listing in this process, by the server's command (its tools do not
+# depend on its state directory).
+_LISTINGS: dict[str, tuple[ListedTool, ...]] = {}
+
+
+def _listing_key(spec: ScenarioAgentSpec) -> str:
+    return scenario_mcp_server(spec).command
+
+
+def _list_now(spec: ScenarioAgentSpec, source: McpToolSource) -> tuple[ListedTool, ...]:
     def list_now() -> list[ListedTool]:
         return asyncio.run(source.list_tools())
 
@@ -162,6 +191,4 @@ def list_scenario_mcp_tools(spec: ScenarioAgentSpec) -> ScenarioMcpTools:
             f"the scenario MCP server ({server.command} {' '.join(server.args)}) did not list "
             f"{', '.join(missing)}; the McpToolSource warning in the log says why"
         )
-    return ScenarioMcpTools(
-        source, tuple(tools), {**source.tool_policies(), **SCENARIO_MCP_TOOL_POLICIES}
-    )
+    return tuple(tools)
