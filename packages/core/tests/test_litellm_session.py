@@ -31,8 +31,11 @@ from litellm_test_support.fake_providers import (
     FakeStall,
     FakeToolCall,
 )
+from warm_workers import forked_from_a_warm_parent
 
 TESTS_DIR = Path(__file__).resolve().parent
+# One xdist worker runs them all, so one warm parent forks every Worker (worker_preload_env).
+pytestmark = pytest.mark.xdist_group("litellm-session-worker")
 CALL = FakeToolCall("call_7", "lookup_order", {"order_id": "7"})
 
 
@@ -93,8 +96,11 @@ async def litellm_stack(tmp_path: Path) -> AsyncIterator[_Stack]:
                 BASE_URL_ENV: provider.base_url,
                 **litellm_test_support.OFFLINE_ENVIRONMENT,
             },
+            # Each Worker forks from one warm parent per test process instead of importing again.
+            worker_preload_env={},
         ) as stack:
             worker = await stack.start_worker()
+            assert forked_from_a_warm_parent(worker)  # its module's preload_worker() works
             sessions = {flow.get_flow_type(): stack.sessions(flow) for flow in flows}
             try:
                 yield _Stack(stack, sessions, worker, provider, script)

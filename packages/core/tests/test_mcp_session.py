@@ -30,8 +30,11 @@ from dex_agents.testing import (
 )
 from mcp_test_support.agent import HTTP_URL_ENV, STATE_DIR_ENV, build_mcp_flow, command
 from mcp_test_support.servers import HttpMcpServer
+from warm_workers import forked_from_a_warm_parent
 
 TESTS_DIR = Path(__file__).resolve().parent
+# One xdist worker runs them all, so one warm parent forks every Worker (worker_preload_env).
+pytestmark = pytest.mark.xdist_group("mcp-session-worker")
 
 
 @dataclass
@@ -71,8 +74,11 @@ async def mcp_stack(tmp_path: Path) -> AsyncIterator[_Stack]:
             "mcp_test_support.worker",
             worker_cwd=TESTS_DIR,
             worker_env={STATE_DIR_ENV: str(state_dir), HTTP_URL_ENV: http.url},
+            # Each Worker forks from one warm parent per test process instead of importing again.
+            worker_preload_env={},
         ) as stack:
             worker = await stack.start_worker()
+            assert forked_from_a_warm_parent(worker)  # its module's preload_worker() works
             yield _Stack(stack, stack.sessions(flow), worker, state_dir, http)
 
 
