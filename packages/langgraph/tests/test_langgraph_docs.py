@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from dex_agents.testing import readme_example_lines, run_example_script
+from dex_agents.testing import printed_section, readme_example_lines, run_example_script
 
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 REPOSITORY_DIR = PACKAGE_DIR.parents[1]
@@ -26,12 +25,11 @@ def test_the_readme_example_runs_as_written(tmp_path: Path) -> None:
 def test_the_example_prints_the_turns_events_and_stored_messages() -> None:
     output = run_example_script(REPOSITORY_DIR / "examples" / "langgraph" / "order_agent.py").stdout
 
-    events = re.findall(r"^  (\w+) \{", output, flags=re.MULTILINE)
+    events = [line.split()[0] for line in printed_section(output, "AgentEvents:")]
     assert events[0] == "turn_started" and events[-1] == "turn_completed"
     assert events.index("tool_call_deferred") < events.index("tool_call_started")
     assert events.index("tool_call_finished") < events.index("text_delta")
-    stored = output.split("Stored messages:\n", 1)[1].splitlines()
-    assert stored == [
+    assert printed_section(output, "Stored messages:") == [
         "  1 user: Where is order 7?",
         "  2 assistant: calls lookup_order",
         "  3 tool: Order 7: 2 items, shipped yesterday.",

@@ -11,6 +11,7 @@ from dex_agents.testing import (
     EXECUTE_COMPLETED_EVENT,
     EngineLogs,
     EngineProcess,
+    printed_section,
     read_step_history,
     readme_example_lines,
     run_example_script,
@@ -66,8 +67,7 @@ async def test_the_example_script_prints_the_turns_events_and_messages(tmp_path:
         < kinds.index("text_delta")
     )
     assert '"status":"succeeded"' in events[kinds.index("tool_call_finished")]
-    stored = output.split("stored messages:\n", 1)[1].splitlines()
-    assert stored == [
+    assert printed_section(output, "stored messages:") == [
         "  1 user: Where is order 7?",
         '  2 assistant: lookup_order({"order_id":"7"})',
         "  3 tool: order 7: one teapot, shipped yesterday",

@@ -4,7 +4,9 @@ An adapter's tests start a private engine and Worker child processes with
 ``AgentTestStack``, stop a tool at an exact point with ``FileGate``, count real
 calls with ``InvocationLog``, and read which Steps ran with
 ``read_step_history``. ``run_readme_example`` runs a README's example as written
-(``readme_example_lines``: its one tested block, run twice, each run's printed lines).
+(``readme_example_lines``: its one tested block, run twice, each run's printed lines;
+``check_readme_example_output``: each run printed the output the README shows), and
+``printed_section`` reads what a script printed under a heading.
 ``in_process_worker`` serves Flows in the test process itself; ``TurnContextBuilder`` calls a
 runner's methods directly, with the contexts a session would pass; ``ChatCompletionsServer``
 serves OpenAI Chat Completions on loopback for a framework's own OpenAI model class.
@@ -41,8 +43,11 @@ from dex_agents.testing._message_pages import read_agent_message_pages, read_age
 from dex_agents.testing._readme_examples import (
     ExampleRun,
     ExampleScriptError,
+    check_readme_example_output,
+    printed_section,
     readme_example_lines,
     readme_python_blocks,
+    readme_shown_output,
     run_example_script,
     run_readme_example,
 )
@@ -117,15 +122,18 @@ __all__ = [
     "WorkerStartError",
     "assistant_texts",
     "build_stepwise_context_window_flow",
+    "check_readme_example_output",
     "has_pending_interrupts",
     "in_process_worker",
     "pending_interrupt",
+    "printed_section",
     "read_agent_message_pages",
     "read_agent_messages",
     "read_flow_attributes",
     "read_step_history",
     "readme_example_lines",
     "readme_python_blocks",
+    "readme_shown_output",
     "run_agent_worker",
     "run_example_script",
     "run_readme_example",

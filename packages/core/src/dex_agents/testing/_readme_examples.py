@@ -187,6 +187,100 @@ def readme_example_lines(
     return [run.stdout.splitlines() for run in done]
 
 
+def readme_shown_output(readme: Path, heading: str | None = None) -> list[list[str]]:
+    """The output a README shows for its example: the lines of each ```` ```text ```` block of
+    the file (of its ``## heading`` section with ``heading``), one block for each run it shows.
+
+    Raises:
+        ExampleScriptError: The file has no ``## heading`` line, or it shows no output.
+
+    Example:
+        >>> import tempfile
+        >>> readme = Path(tempfile.mkdtemp()) / "README.md"
+        >>> _ = readme.write_text("```python\\nprint(1)\\n```\\nIt prints:\\n```text\\n1\\n```\\n")
+        >>> readme_shown_output(readme)
+        [['1']]
+    """
+    text = readme.read_text()
+    if heading is not None:
+        text = _section(text, heading, readme)
+    shown = [
+        body.splitlines() for language, _, body in _FENCED_BLOCK.findall(text) if language == "text"
+    ]
+    if not shown:
+        where = f"'## {heading}' of {readme.name}" if heading else readme.name
+        raise ExampleScriptError(f"{where} shows no output (a ```text block)")
+    return shown
+
+
+def check_readme_example_output(
+    readme: Path,
+    directory: Path,
+    heading: str | None = None,
+    *,
+    file_name: str = "readme_example.py",
+    env: Mapping[str, str] | None = None,
+) -> list[list[str]]:
+    """Run a README's one tested example once for each output block it shows
+    (:func:`readme_shown_output`), in ``directory``, and check that each run printed its block.
+
+    The runs share ``directory``, so a README that shows two blocks shows what a second run, which
+    meets the first run's database, prints. As with :func:`readme_example_lines`, a run that
+    writes to stderr fails. Returns the lines each run printed.
+
+    Raises:
+        ExampleScriptError: The README shows no output, has no tested example or more than one,
+            a run failed or wrote to stderr, or a run printed other lines than its block (the
+            message shows both).
+
+    Example:
+        >>> import tempfile
+        >>> directory = Path(tempfile.mkdtemp())
+        >>> readme = directory / "README.md"
+        >>> _ = readme.write_text("```python\\nprint('hi')\\n```\\n```text\\nhi\\n```\\n")
+        >>> check_readme_example_output(readme, directory)
+        [['hi']]
+    """
+    shown = readme_shown_output(readme, heading)
+    printed = readme_example_lines(
+        readme, directory, heading, runs=len(shown), file_name=file_name, env=env
+    )
+    for number, (expected, lines) in enumerate(zip(shown, printed, strict=True), start=1):
+        if lines != expected:
+            raise ExampleScriptError(
+                f"run {number} of the example in {readme.name} printed other lines than the "
+                f"README shows:\nshown:\n" + "\n".join(expected) + "\nprinted:\n" + "\n".join(lines)
+            )
+    return printed
+
+
+def printed_section(output: str, heading: str) -> list[str]:
+    """The lines a script printed under ``heading``, a line of its own such as
+    ``Stored messages:``: the indented (or blank) lines after it, up to the next line that is not
+    indented, without trailing blank lines.
+
+    Raises:
+        ExampleScriptError: ``output`` has no line ``heading``.
+
+    Example:
+        >>> printed_section("Events:\\n  turn_started\\n  turn_completed\\nDone.\\n", "Events:")
+        ['  turn_started', '  turn_completed']
+    """
+    lines = output.splitlines()
+    if heading not in lines:
+        raise ExampleScriptError(
+            f"the output has no line {heading!r}:\n{output[-_STDERR_TAIL_CHARS:]}"
+        )
+    section: list[str] = []
+    for line in lines[lines.index(heading) + 1 :]:
+        if line and not line[0].isspace():
+            break
+        section.append(line)
+    while section and not section[-1].strip():
+        section.pop()
+    return section
+
+
 def _section(text: str, heading: str, readme: Path) -> str:
     match = re.search(rf"^## {re.escape(heading)}[ \t]*$", text, re.MULTILINE)
     if match is None:
