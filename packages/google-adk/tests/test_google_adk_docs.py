@@ -30,14 +30,11 @@ def test_the_example_script_prints_the_turns_events_and_messages() -> None:
     assert result.stderr == ""  # no stray warnings
     out = result.stdout
     events = [line.split()[0] for line in printed_section(out, "AgentEvents of the turn:")]
-    for event_type in (
-        "turn_started",
-        "tool_call_deferred",
-        "tool_call_finished",
-        "turn_completed",
-    ):
-        assert event_type in events
-    assert events.count("text_delta") > 1  # the answer streamed
+    assert events[0] == "turn_started" and events[-1] == "turn_completed"
+    assert events.index("tool_call_deferred") < events.index("tool_call_finished")
+    # The answer streamed, after the tool's result.
+    assert events.index("tool_call_finished") < events.index("text_delta")
+    assert events.count("text_delta") > 1
     assert "1. user      Hi! Where is my order 7?" in out
     assert '3. tool      {"item":"a ceramic teapot","status":"delivered"}' in out
     assert "4. assistant Order 7 (a ceramic teapot) was delivered." in out
