@@ -111,11 +111,11 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
     reads_run_in_model_step = True
     report_classifies_itself = True  # its tool source does
     # Every RunModel starts the CLI (over a second on a loaded machine), so the default suite's
-    # guard runs 40 turns, not 150: past its 2,000-token window the session makes a summary about
-    # every 4 turns, and retention (limit 60) starts near turn 25 and deletes a chunk of 8 about
-    # every 3 turns, so 40 turns still show 3+ deletions and state bounded across them. The
-    # 2,000-turn session (DEX_AGENTS_LONG_TESTS=1) runs in full.
-    context_window_guard_turns = 40
+    # guard runs 24 turns, not 150: past its 2,000-token window the session makes a summary about
+    # every 3 turns (6 in all), and retention (limit 20 for a short guard) starts near turn 11 and
+    # deletes a chunk of 8 about every 4 turns, so 24 turns still show 4 deletions and state
+    # bounded across them. The 2,000-turn session (DEX_AGENTS_LONG_TESTS=1) runs in full.
+    context_window_guard_turns = 24
 
     def scenario_tool(self, spec: ScenarioAgentSpec, tool_spec: ScenarioTool) -> SdkMcpTool[Any]:
         async def run(arguments: dict[str, Any]) -> dict[str, Any]:
