@@ -79,12 +79,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from adapter_agents import TurnShape
 from adapter_turns import MeasuredTurns, Options, load_agent, measure_durable, time_turns
-from langgraph.graph import MessagesState
-from pydantic_ai.messages import ModelMessage
+
+if TYPE_CHECKING:  # only annotations: an unknown or skipped contestant is told without them
+    from langgraph.graph import MessagesState
+    from pydantic_ai.messages import ModelMessage
 
 RunTurn = Callable[[str], Awaitable[str]]
 _SHAPE: Final = TurnShape.READ_WRITE
@@ -278,6 +280,7 @@ async def _time_dbos_turns(
 
 async def _measure_dbos(options: PeerOptions, state_dir: Path) -> MeasuredTurns:
     """The Pydantic AI agent with ``DBOSDurability``: one DBOS workflow per turn, on SQLite."""
+    _import_peer("dbos")  # first: without the peers group, skipped before Pydantic AI's import
     durability = _import_peer("pydantic_ai.durable_exec.dbos")
     from adapter_agents.pydantic_ai import build_agent
 
