@@ -26,11 +26,11 @@ _ORDER_SCHEMA = {"type": "object", "properties": {"order_id": {"type": "string"}
 
 async def _model(request: Any) -> Any:
     text = request.user_texts[-1]
-    if text.startswith("call ") and not request.results:
+    if text.startswith("call ") and not request.tool_outputs:
         name, _, order_id = text.removeprefix("call ").partition(" ")
         return [(name, {"order_id": order_id})]
-    if request.results:
-        return "; ".join(request.results)
+    if request.tool_outputs:
+        return "; ".join(request.tool_outputs)
     return f"Echo: {text}"
 
 

@@ -23,7 +23,6 @@ from dex_agents import AgentFrameworkRunner, require_deferred_tool_execution
 from dex_agents.testing.scenarios import (
     ScenarioAgentSpec,
     ScenarioFeature,
-    ScenarioModelInput,
     ScenarioRunnerBase,
     ScenarioTool,
     confirm_tool_outcome,
@@ -81,8 +80,8 @@ class TinyScenarioRunner(ScenarioRunnerBase[Any]):
         names = [tool.name for tool in spec.tools] + ["confirm"]
 
         async def model(request: Any) -> Any:
-            call = ScenarioModelInput(request.user_texts, request.model_call, request.results)
-            reply = await scripted_reply(spec, call, request.settings)
+            # A TinyRequest is a ScenarioModelCall: its user texts, call index and tool outputs.
+            reply = await scripted_reply(spec, request, request.settings)
             if not reply.tool_calls:
                 return reply.text or ""
             return [(call.tool, dict(call.arguments)) for call in reply.tool_calls]
