@@ -252,6 +252,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "check_tool_task_pollers",
             "checked_tool_call",
             "invalid_arguments_error",
+            "owned_temp_directory",
             "recorded_tool_result",
             "scenario_runner_getattr",
             "tool_arguments_object",

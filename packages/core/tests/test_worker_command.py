@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -87,8 +88,13 @@ async def test_the_worker_serves_and_stops_on_sigterm(tmp_path: Path) -> None:
             frozen = await sessions.run_turn("s2", "how many frozen objects?", timeout=60)
             assert frozen.text is not None and frozen.text.startswith("Frozen objects: ")
             assert int(frozen.text.removeprefix("Frozen objects: ")) > 10_000
+            # Its blob cache is a temporary directory named for it (a later Worker removes it if
+            # this one is killed), and it removes it when it stops.
+            caches = list(Path(tempfile.gettempdir()).glob(f"dex-agents-worker-{worker.pid}-*"))
+            assert len(caches) == 1
             worker.send_signal(signal.SIGTERM)
             assert await _exit_status(worker) == 0
+            assert not caches[0].exists()
 
 
 async def test_sigterm_mid_step_lets_the_step_finish_within_the_drain_time(

@@ -6,33 +6,30 @@ so a Worker killed mid-turn leaves no CLI behind, and writes the CLI's PID to a 
 harness can end the CLI at once instead of waiting for it to wind down.
 
 A Worker SIGKILLed mid-turn never runs its cleanup, so the temporary directories of a turn and of
-the launcher carry their process's PID in their name, and each process removes, once, those whose
-process is gone.
+the launcher are the kit's ``owned_temp_directory``: named for their process, and removed by a
+later process once theirs is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import re
-import shutil
 import signal
 import stat
 import sys
-import tempfile
 from enum import StrEnum
 from functools import cache
 from pathlib import Path
 from typing import Final
 
 import claude_agent_sdk
+from dex_agents.adapters import owned_temp_directory
 
 __all__ = [
     "bundled_cli_path",
     "kill_cli",
     "launcher_environment",
     "launcher_path",
-    "owned_temp_directory",
 ]
 
 
@@ -49,9 +46,6 @@ class _LauncherEnvironment(StrEnum):
 
 TURN_DIRECTORY_PREFIX: Final = "dex-agents-claude-"
 _LAUNCHER_DIRECTORY_PREFIX: Final = "dex-agents-cli-launcher-"
-_OWNED_DIRECTORY = re.compile(
-    rf"^(?:{re.escape(TURN_DIRECTORY_PREFIX)}|{re.escape(_LAUNCHER_DIRECTORY_PREFIX)})(\d+)-"
-)
 
 _LAUNCHER_BODY: Final = f"""
 import ctypes, os, signal, sys
@@ -104,27 +98,3 @@ def kill_cli(pid_file: Path) -> None:
         return
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.kill(pid, signal.SIGKILL)
-
-
-def owned_temp_directory(prefix: str) -> Path:
-    """A new temporary directory named for this process, after removing dead processes' ones."""
-    _remove_orphaned_directories()
-    return Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
-
-
-@cache
-def _remove_orphaned_directories() -> None:
-    for entry in Path(tempfile.gettempdir()).iterdir():
-        match = _OWNED_DIRECTORY.match(entry.name)
-        if match is not None and not _process_alive(int(match.group(1))):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True  # another user's process: alive, and not ours to clean up after
-    return True

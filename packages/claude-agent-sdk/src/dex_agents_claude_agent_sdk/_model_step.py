@@ -46,6 +46,7 @@ from dex_agents import (
     ToolExecutionError,
     tool_call_idempotency_key,
 )
+from dex_agents.adapters import owned_temp_directory
 from dex_agents.exceptions import AgentFrameworkError
 
 from dex_agents_claude_agent_sdk._agent_tools import (
@@ -63,7 +64,6 @@ from dex_agents_claude_agent_sdk._cli_process import (
     kill_cli,
     launcher_environment,
     launcher_path,
-    owned_temp_directory,
 )
 from dex_agents_claude_agent_sdk._inline_reads import InlineReadCall, running_inline_read
 from dex_agents_claude_agent_sdk._model_relay import RelayedExchange, RelayRun, model_relay

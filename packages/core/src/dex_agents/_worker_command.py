@@ -15,9 +15,9 @@ import contextlib
 import importlib
 import logging
 import os
+import shutil
 import signal
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -28,6 +28,7 @@ from typing import Any, Final, TextIO
 from dex import BlobCacheConfig, Flow, Registry, open_blob_cache
 
 from dex_agents._codec_registry import agent_codec_registry
+from dex_agents._owned_directories import owned_temp_directory
 from dex_agents._worker_gc import freeze_worker_startup_objects
 from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._pull_worker import new_pull_worker
@@ -51,6 +52,9 @@ SERVER_ADDRESS_ENV: Final = "DEX_SERVER_ADDRESS"
 
 READY_LINE_PREFIX: Final = "dex-agents worker ready"
 """How the one line the Worker prints once it is registered starts."""
+
+_BLOB_CACHE_PREFIX: Final = "dex-agents-worker-"
+"""The temporary blob cache directory's name starts with this, then the Worker's PID."""
 
 _log = logging.getLogger("dex_agents.worker")
 
@@ -191,9 +195,11 @@ async def run_worker(options: WorkerOptions, output: TextIO = sys.stdout) -> Wor
     flows = load_flows(options.import_paths)
     registry = Registry(flows, agent_codec_registry(), allow_async_handlers=True)
     with contextlib.ExitStack() as resources:
-        directory = options.blob_cache or Path(
-            resources.enter_context(tempfile.TemporaryDirectory(prefix="dex-agents-worker-"))
-        )
+        directory = options.blob_cache
+        if directory is None:
+            # Named for this process: a Worker that is SIGKILLed leaves it to the next one.
+            directory = owned_temp_directory(_BLOB_CACHE_PREFIX)
+            resources.callback(shutil.rmtree, directory, ignore_errors=True)
         cache = open_blob_cache(BlobCacheConfig(str(directory), options.blob_cache_bytes))
         resources.callback(cache.close)
         worker = new_pull_worker(

@@ -24,7 +24,9 @@ framework-specific and every runner records the same outcome for the same situat
 - ``KeptDecodes``: stored framework items decoded once per process and handed out as copies, for a
   runner that rebuilds the framework's history from the stored messages in every model call;
 - ``scenario_runner_getattr``: the ``__getattr__`` of an adapter's ``testing`` package that
-  imports its scenario runner (and so ``dex_agents.testing``) only when asked for.
+  imports its scenario runner (and so ``dex_agents.testing``) only when asked for;
+- ``owned_temp_directory``: a temporary directory for a runner's helper process (a framework's
+  CLI), named for this process and removed by a later one if this process is killed first.
 
 See "Writing an adapter" in the docs for the smallest runner that passes the shared suite.
 
@@ -36,6 +38,7 @@ Example:
 """
 
 from dex_agents._model_call_count import ModelCallCountState
+from dex_agents._owned_directories import owned_temp_directory
 from dex_agents._tool_source_routes import (
     SourceTaskPoller,
     ToolSourceMissingError,
@@ -84,6 +87,7 @@ __all__ = [
     "check_tool_task_pollers",
     "checked_tool_call",
     "invalid_arguments_error",
+    "owned_temp_directory",
     "recorded_tool_result",
     "scenario_runner_getattr",
     "tool_arguments_object",

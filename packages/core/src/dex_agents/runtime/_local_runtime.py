@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from dex import AsyncClient, CodecRegistry, Flow
 
+from dex_agents._owned_directories import process_alive
 from dex_agents._session.client import AgentSessionClient
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents._worker_gc import freeze_worker_startup_objects
@@ -255,19 +256,9 @@ def _reusable_engine_address(directory: Path) -> str | None:
         address, pid = str(recorded["address"]), int(recorded["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    if not _process_alive(pid) or not _database_locked(directory / _DATABASE_NAME):
+    if not process_alive(pid) or not _database_locked(directory / _DATABASE_NAME):
         return None
     return address
-
-
-def _process_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _database_locked(database: Path) -> bool:
