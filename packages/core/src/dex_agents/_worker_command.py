@@ -53,9 +53,6 @@ SERVER_ADDRESS_ENV: Final = "DEX_SERVER_ADDRESS"
 READY_LINE_PREFIX: Final = "dex-agents worker ready"
 """How the one line the Worker prints once it is registered starts."""
 
-_BLOB_CACHE_PREFIX: Final = "dex-agents-worker-"
-"""The temporary blob cache directory's name starts with this, then the Worker's PID."""
-
 _log = logging.getLogger("dex_agents.worker")
 
 
@@ -198,7 +195,7 @@ async def run_worker(options: WorkerOptions, output: TextIO = sys.stdout) -> Wor
         directory = options.blob_cache
         if directory is None:
             # Named for this process: a Worker that is SIGKILLed leaves it to the next one.
-            directory = owned_temp_directory(_BLOB_CACHE_PREFIX)
+            directory = owned_temp_directory("dex-agents-worker-")
             resources.callback(shutil.rmtree, directory, ignore_errors=True)
         cache = open_blob_cache(BlobCacheConfig(str(directory), options.blob_cache_bytes))
         resources.callback(cache.close)
