@@ -7,6 +7,7 @@ from typing import Any
 
 from dex import Flow
 from dex_agents.testing import run_agent_worker
+from dex_agents.testing.scenarios import preload_scenario_mcp_server, start_scenario_mcp_zygote
 
 from scenario_support.runners import build_scenario_flows
 
@@ -31,11 +32,13 @@ def preload_worker() -> None:
     Workers with and without it."""
     with tempfile.TemporaryDirectory() as state_root:
         _build_flows(Path(state_root), mcp_agent=True)
+    preload_scenario_mcp_server()
 
 
 if __name__ == "__main__":
-    run_agent_worker(
-        _build_flows(
-            Path(os.environ[STATE_DIR_ENV]), mcp_agent=os.environ.get(MCP_AGENT_ENV) == "1"
-        )
-    )
+    mcp_agent = os.environ.get(MCP_AGENT_ENV) == "1"
+    flows = _build_flows(Path(os.environ[STATE_DIR_ENV]), mcp_agent=mcp_agent)
+    if mcp_agent:
+        # Before the Worker's threads start: its MCP servers fork from a warm parent.
+        start_scenario_mcp_zygote()
+    run_agent_worker(flows)

@@ -72,6 +72,8 @@ SKIPPED_EXAMPLES: frozenset[str] = frozenset(
         "dex_agents.testing.pytest_plugin",
         "dex_agents.testing.pytest_plugin.SharedEngines",
         "dex_agents.testing._worker_pool.WorkerPool",
+        # It forks a zygote of the process, which a scenario Worker (tests-shared) does.
+        "dex_agents.testing.scenarios._scenario_mcp_zygote.start_scenario_mcp_zygote",
         # 800 turns take minutes; tests-shared/test_context_window.py runs this session.
         "dex_agents.testing._context_window_scenario",
     }

@@ -28,6 +28,10 @@ SRC_DIR = PACKAGE_DIR.parent
 ALLOWED_FUNCTION_IMPORTS: dict[str, frozenset[str]] = {
     "dex_agents._demo": frozenset({"dex_agents.litellm"}),
     "dex_agents.testing.scenarios._scenario_mcp_server": frozenset({"dex_agents.mcp"}),
+    # A forked scenario MCP server runs the server module (the MCP SDK's server, the mcp extra).
+    "dex_agents.testing.scenarios._scenario_mcp_zygote": frozenset(
+        {"dex_agents.testing.scenarios._scenario_mcp_server_main"}
+    ),
     # The MCP-tool factory checks a source only when an adapter wraps one (the source needs the
     # mcp extra), so an adapter imports without the MCP SDK.
     "dex_agents.adapters._mcp_tools": frozenset({"dex_agents.mcp"}),

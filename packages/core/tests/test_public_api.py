@@ -469,6 +469,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "model_gate_name",
             "poll_report",
             "poll_report_task",
+            "preload_scenario_mcp_server",
             "refuse_model_calls",
             "report_deliveries",
             "report_job_ids",
@@ -487,6 +488,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "scripted_reply",
             "start_report",
             "start_report_task",
+            "start_scenario_mcp_zygote",
             "stop_at_report_gate",
         }
     ),

@@ -74,6 +74,10 @@ from dex_agents.testing.scenarios._scenario_mcp_server import (
     scenario_mcp_server_config,
     scenario_mcp_tool_source,
 )
+from dex_agents.testing.scenarios._scenario_mcp_zygote import (
+    preload_scenario_mcp_server,
+    start_scenario_mcp_zygote,
+)
 from dex_agents.testing.scenarios._scenario_outcome_checks import (
     CHECK_RAISES_GATE_PREFIX,
     CHECK_UNKNOWN_GATE_PREFIX,
@@ -210,6 +214,7 @@ __all__ = [
     "outcome_check_invocation",
     "poll_report",
     "poll_report_task",
+    "preload_scenario_mcp_server",
     "refuse_model_calls",
     "report_deliveries",
     "report_job_ids",
@@ -232,5 +237,6 @@ __all__ = [
     "session_state_dir",
     "start_report",
     "start_report_task",
+    "start_scenario_mcp_zygote",
     "stop_at_report_gate",
 ]

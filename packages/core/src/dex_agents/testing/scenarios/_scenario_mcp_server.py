@@ -14,20 +14,24 @@ the server in its ``build_flow`` with :func:`list_scenario_mcp_tools`, which als
 policies to pass; only the MCP scenarios build that agent.
 
 The server runs as ``python -m dex_agents.testing.scenarios._scenario_mcp_server_main --state-dir
-DIR``; it needs the mcp extra (``dex-agents[mcp]``).
+DIR``, or forked from its Worker's warm zygote (``_scenario_mcp_zygote``); it needs the mcp extra
+(``dex-agents[mcp]``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
-import sys
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from dex_agents import DexAgentsError, ListedTool, ToolEffect, ToolPolicy
+from dex_agents.testing.scenarios._scenario_mcp_zygote import (
+    SERVER_MODULE,
+    scenario_mcp_server_command,
+)
 
 if TYPE_CHECKING:
     from dex_agents.mcp import McpStdioServerConfig, McpToolSource
@@ -60,7 +64,6 @@ SCENARIO_MCP_TOOL_POLICIES: Final[Mapping[str, ToolPolicy]] = {
     SCENARIO_MCP_WRITE_TOOL: ToolPolicy(ToolEffect.NON_IDEMPOTENT_WRITE, requires_approval=False)
 }
 """What the runner adds to the agent's tool policies: the write runs once, without approval."""
-_SERVER_MODULE: Final = "dex_agents.testing.scenarios._scenario_mcp_server_main"
 
 
 @dataclass(frozen=True)
@@ -83,13 +86,15 @@ def mcp_extra_installed() -> bool:
 def scenario_mcp_server(spec: ScenarioAgentSpec) -> ScenarioMcpServer:
     """The scenario MCP server of ``spec``, logging to its state directory (with
     ``per_session_state``, to the directory of each call's session, read from its idempotency
-    key)."""
+    key). Its command forks it from the Worker's warm zygote when there is one
+    (``start_scenario_mcp_zygote``), else runs it as ``python -m``."""
+    command, args = scenario_mcp_server_command(_server_arguments(spec))
+    return ScenarioMcpServer(SCENARIO_MCP_SERVER_NAME, command, args)
+
+
+def _server_arguments(spec: ScenarioAgentSpec) -> tuple[str, ...]:
     per_session = ("--per-session-state",) if spec.per_session_state else ()
-    return ScenarioMcpServer(
-        SCENARIO_MCP_SERVER_NAME,
-        sys.executable,
-        ("-m", _SERVER_MODULE, "--state-dir", str(spec.state_root), *per_session),
-    )
+    return ("--state-dir", str(spec.state_root), *per_session)
 
 
 def scenario_mcp_server_config(spec: ScenarioAgentSpec) -> McpStdioServerConfig:
@@ -186,9 +191,9 @@ def _list_now(spec: ScenarioAgentSpec, source: McpToolSource) -> tuple[ListedToo
         {SCENARIO_MCP_READ_TOOL, SCENARIO_MCP_WRITE_TOOL} - {tool.name for tool in tools}
     )
     if missing:
-        server = scenario_mcp_server(spec)
         raise DexAgentsError(
-            f"the scenario MCP server ({server.command} {' '.join(server.args)}) did not list "
+            f"the scenario MCP server ({SERVER_MODULE} {' '.join(_server_arguments(spec))}) "
+            "did not list "
             f"{', '.join(missing)}; the McpToolSource warning in the log says why"
         )
     return tuple(tools)

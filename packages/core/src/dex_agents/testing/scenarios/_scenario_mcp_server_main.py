@@ -6,7 +6,7 @@ Kept apart, without postponed annotations, because the MCP SDK reads each tool's
 import argparse
 import asyncio
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -21,7 +21,11 @@ _PER_SESSION_STATE: bool = False
 
 
 async def _record_and_gate(
-    state_dir: Path, parent_pid: int, tool: str, gate: str, meta: Mapping[str, Any] | None
+    state_dir: Path,
+    worker_gone: Callable[[], bool],
+    tool: str,
+    gate: str,
+    meta: Mapping[str, Any] | None,
 ) -> str:
     key = str((meta or {}).get(_IDEMPOTENCY_KEY_META_KEY, ""))
     if _PER_SESSION_STATE:  # state_dir is a root; the key is <session>/<turn>/<call>
@@ -31,35 +35,44 @@ async def _record_and_gate(
         file_gate = FileGate(state_dir, gate)
         file_gate.mark_reached()
         while not file_gate.is_released:
-            if os.getppid() != parent_pid:
+            if worker_gone():
                 os._exit(4)  # the Worker died mid-call: never finish the call behind its back
             await asyncio.sleep(0.01)
     return f"{tool} {gate or 'ungated'} ok"
 
 
-def _serve(state_dir: Path) -> None:
-    parent_pid = os.getppid()
+def _serve(state_dir: Path, worker_gone: Callable[[], bool]) -> None:
     server = MCPServer("scenario")
 
     @server.tool(annotations=ToolAnnotations(read_only_hint=True))
     async def lookup_stock(ctx: Context, gate: str = "") -> str:
         """Read something."""
         meta = ctx.request_context.meta
-        return await _record_and_gate(state_dir, parent_pid, "lookup_stock", gate, meta)
+        return await _record_and_gate(state_dir, worker_gone, "lookup_stock", gate, meta)
 
     @server.tool(annotations=ToolAnnotations(destructive_hint=True))
     async def send_note(ctx: Context, gate: str = "") -> str:
         """A write that must never repeat."""
         meta = ctx.request_context.meta
-        return await _record_and_gate(state_dir, parent_pid, "send_note", gate, meta)
+        return await _record_and_gate(state_dir, worker_gone, "send_note", gate, meta)
 
     server.run()
 
 
-if __name__ == "__main__":
+def main(arguments: Sequence[str], *, worker_gone: Callable[[], bool]) -> None:
+    """Serve MCP on stdio until stdin ends; ``worker_gone`` says when the Worker that started
+    the server has died (a gated call then exits at once)."""
+    global _PER_SESSION_STATE
     parser = argparse.ArgumentParser(description="The scenario agent's stdio MCP server.")
     parser.add_argument("--state-dir", required=True)
     parser.add_argument("--per-session-state", action="store_true")
-    arguments = parser.parse_args()
-    _PER_SESSION_STATE = arguments.per_session_state
-    _serve(Path(arguments.state_dir))
+    parsed = parser.parse_args(arguments)
+    _PER_SESSION_STATE = parsed.per_session_state
+    _serve(Path(parsed.state_dir), worker_gone)
+
+
+if __name__ == "__main__":
+    import sys
+
+    _parent_pid = os.getppid()
+    main(sys.argv[1:], worker_gone=lambda: os.getppid() != _parent_pid)
