@@ -25,6 +25,7 @@ from dex_agents import (
 from dex_agents.testing import (
     InProcessWorker,
     read_step_history,
+    tool_messages,
     wait_for_turn_end,
 )
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
@@ -149,7 +150,5 @@ async def test_parallel_reads_reach_the_model_in_call_order(harness: Harness) ->
     # transcript rebuilt from the stored messages is the request the model saw.
     in_call_order = ["note first is empty", "note second is empty"]
     assert seen == [in_call_order]
-    assert [m.tool_output for m in snapshot.messages if m.role is MessageRole.TOOL] == (
-        in_call_order
-    )
+    assert [m.tool_output for m in tool_messages(snapshot)] == in_call_order
     assert harness.keys == [None, None]

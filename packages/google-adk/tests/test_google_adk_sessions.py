@@ -15,7 +15,7 @@ from dex_agents import (
     ToolPolicy,
     require_deferred_tool_execution,
 )
-from dex_agents.testing import pending_interrupt, wait_for_agent_snapshot
+from dex_agents.testing import pending_interrupt, tool_messages, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_google_adk import GoogleAdkRunner, idempotency_key_for_tool_call
 from google.adk.agents.llm_agent import LlmAgent
@@ -149,7 +149,7 @@ async def test_a_non_idempotent_write_that_raised_has_an_unknown_outcome(
 
     # It may have taken effect: outcome unknown, never retried.
     assert len(SHIPMENTS) == 1
-    (tool_message,) = [m for m in shipped.messages if m.role is MessageRole.TOOL]
+    (tool_message,) = tool_messages(shipped)
     assert tool_message.tool_output == OUTCOME_UNKNOWN_TOOL_RESULT
 
 
