@@ -25,6 +25,7 @@ from dex_agents import AgentSessionClient, AgentSessionFlow, AgentSnapshot
 from dex_agents.testing import AgentTestStack, FileGate, WorkerProcess, wait_for_agent_snapshot
 from dex_agents_web_chat import TokenAuthorization, build_web_chat_flow, create_web_chat_app
 from starlette.requests import Request
+from warm_workers import forked_from_a_warm_parent
 from web_chat_test_worker import GATE_DIR_ENV
 
 TESTS_DIR: Final = Path(__file__).resolve().parent
@@ -113,9 +114,12 @@ async def chat_stack(
         worker_cwd=TESTS_DIR,
         worker_env={GATE_DIR_ENV: str(tmp_path / "gates")},
         stream_store_disabled=stream_store_disabled,
+        # Every Worker, first and restarted, forks from one warm parent per test process.
+        worker_preload_env={},
     )
     async with stack:
-        await stack.start_worker()
+        worker = await stack.start_worker()
+        assert forked_from_a_warm_parent(worker)  # web_chat_test_worker's preload_worker() works
         yield ChatStack(stack, flow, tmp_path)
 
 

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 import os
 import re
+from datetime import timedelta
 from pathlib import Path
+from typing import Final
 
 from dex_agents.stepwise import ModelRequest, ScriptedModelClient
 from dex_agents.testing import FileGate, run_agent_worker
 from dex_agents_web_chat import build_web_chat_flow
 
 GATE_DIR_ENV = "WEB_CHAT_TEST_GATE_DIR"
+WORD_DELAY: Final = timedelta(milliseconds=1)
+"""The pause between streamed words: a test holds a call at a gate to watch it mid-stream, so the
+chat's own 30 ms a word would only make every turn slower."""
 HOLD = re.compile(r"\bslow:(\w+)")
 
 
@@ -43,11 +48,18 @@ async def hold_refund(order_id: str) -> None:
     await gate.wait_for_release()
 
 
+def preload_worker() -> None:
+    """Import what the Worker child imports, in the warm parent it forks from (``AgentTestStack``'s
+    ``worker_preload_env``): a Worker restarted after a kill starts without importing again."""
+    build_web_chat_flow(pause=hold_at_gate, word_delay=WORD_DELAY, refund_pause=hold_refund)
+
+
 if __name__ == "__main__":
     run_agent_worker(
         [
             build_web_chat_flow(
                 pause=hold_at_gate,
+                word_delay=WORD_DELAY,
                 refund_ledger=Path(os.environ[GATE_DIR_ENV]) / "refunds.json",
                 refund_pause=hold_refund,
             )
