@@ -18,6 +18,7 @@ import pytest
 pytest.importorskip("litellm", reason="the litellm extra (dex-agents[litellm]) is not installed")
 
 import litellm
+from demo_cli_child import run_demo_cli
 from dex_agents._demo import (
     _PROVIDER_API_KEYS,
     TURN_FAILED_EXIT_STATUS,
@@ -25,6 +26,7 @@ from dex_agents._demo import (
     _missing_provider_key,
     build_demo_flow,
 )
+from dex_agents.testing._fork_server import FORK_SERVER_ENV
 from litellm_test_support.fake_providers import (
     CHAT,
     RESPONSES,
@@ -35,6 +37,8 @@ from litellm_test_support.fake_providers import (
 )
 
 _OFFLINE = litellm_test_support.OFFLINE_ENVIRONMENT
+# One xdist worker runs them all, so the demo runs fork from one warm parent (demo_cli_child).
+pytestmark = pytest.mark.xdist_group("demo-cli")
 
 
 def _script(api: str, body: dict[str, Any]) -> FakeReply:
@@ -78,13 +82,16 @@ def _serving(server: FakeProviderServer) -> Iterator[FakeProviderServer]:
 def _demo(
     directory: Path, *arguments: str, env: dict[str, str]
 ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "dex_agents.cli", "demo", "--directory", str(directory), *arguments],
-        capture_output=True,
-        text=True,
-        timeout=240,
+    """``dex-agents demo`` in a child forked from a parent that has imported LiteLLM already."""
+    run = len(list(directory.glob("cli-run-*")))
+    result, forked = run_demo_cli(
+        ["demo", "--directory", str(directory), *arguments],
         env={**os.environ, **_OFFLINE, **env},
+        output_dir=directory / f"cli-run-{run}",
+        timeout=240,
     )
+    assert forked or os.environ.get(FORK_SERVER_ENV) == "0", "demo_cli_child's preload failed"
+    return result
 
 
 def test_the_demo_runs_on_a_litellm_model(tmp_path: Path, provider: FakeProviderServer) -> None:

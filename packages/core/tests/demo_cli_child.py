@@ -1,0 +1,76 @@
+"""``dex-agents`` run in a child forked from a warm parent that has imported LiteLLM.
+
+``python -m dex_agents.cli demo --model ...`` spends seconds importing LiteLLM before it does
+anything; a test that runs the demo several times pays that once per test process with
+``run_demo_cli``. The child is a real process that runs the CLI's ``main`` as
+``python -m dex_agents.cli`` would: its own process group, environment and exit status, its
+output in files. Without fork servers (``DEX_AGENTS_TEST_FORK_SERVER=0``) it is
+``python -m dex_agents.cli`` itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import litellm_test_support  # noqa: F401  (LiteLLM offline before anything imports it)
+from dex_agents import cli
+from dex_agents.testing._fork_server import ForkedProcess, fork_child
+
+ARGUMENTS_ENV = "DEMO_CLI_ARGUMENTS"
+"""The CLI's arguments, as a JSON list: a forked child has no command line of its own."""
+_TESTS_DIR = Path(__file__).resolve().parent
+
+
+def preload_worker() -> None:
+    """Import what ``dex-agents demo --model`` imports, once, in the parent the runs fork from."""
+    import dex_agents._demo
+    import dex_agents.litellm
+
+    dex_agents._demo.build_demo_flow()
+
+
+def run_demo_cli(
+    arguments: Sequence[str], *, env: Mapping[str, str], output_dir: Path, timeout: float
+) -> tuple[subprocess.CompletedProcess[str], bool]:
+    """Run ``dex-agents <arguments>`` with ``env`` until it exits; its output, and whether it was
+    forked (``False``: fork servers are off or failed, and it ran as ``python -m``).
+
+    Raises:
+        subprocess.TimeoutExpired: It still ran after ``timeout`` seconds (it is killed).
+    """
+    output_dir.mkdir(parents=True, exist_ok=True)
+    stdout_path, stderr_path = output_dir / "stdout.log", output_dir / "stderr.log"
+    command = [sys.executable, "-m", "dex_agents.cli", *arguments]
+    forked = fork_child(
+        "demo_cli_child",
+        preload_env={},
+        cwd=_TESTS_DIR,
+        env={**env, ARGUMENTS_ENV: json.dumps(list(arguments))},
+        stdout_path=stdout_path,
+        stderr_path=stderr_path,
+    )
+    if forked is None:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+        return result, False
+    returncode = _wait(forked, timeout)
+    stdout = stdout_path.read_text(encoding="utf-8")
+    stderr = stderr_path.read_text(encoding="utf-8")
+    return subprocess.CompletedProcess(command, returncode, stdout, stderr), True
+
+
+def _wait(process: ForkedProcess, timeout: float) -> int:
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(30)
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(cli.main(json.loads(os.environ.pop(ARGUMENTS_ENV))))
