@@ -11,6 +11,8 @@ hide a dependency; only the optional extras in :data:`ALLOWED_FUNCTION_IMPORTS` 
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
@@ -193,3 +195,14 @@ def test_every_allowed_function_import_still_exists() -> None:
     for module, allowed in ALLOWED_FUNCTION_IMPORTS.items():
         for imported in allowed:
             assert (module, imported) in found, f"{module} no longer imports {imported} late"
+
+
+def test_the_adapter_kit_imports_first_in_a_fresh_interpreter() -> None:
+    # The graph above has module-to-module edges only. The kit's error policy checks arguments
+    # with the Stepwise JSON Schema validator (so importing it runs dex_agents.stepwise's
+    # __init__) and the Stepwise runner uses the kit: a cycle that shows only when the kit is
+    # imported before Stepwise, as every adapter package does.
+    finished = subprocess.run(
+        [sys.executable, "-c", "import dex_agents.adapters"], capture_output=True, text=True
+    )
+    assert finished.returncode == 0, finished.stderr

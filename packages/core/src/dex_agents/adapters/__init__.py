@@ -54,15 +54,14 @@ from dex_agents.adapters._mcp_tools import (
     McpToolsFunction,
     McpToolSourceLike,
 )
+from dex_agents.adapters._recorded_results import recorded_tool_result, tool_result_is_error
 from dex_agents.adapters._scenario_runner_getattr import scenario_runner_getattr
 from dex_agents.adapters._tool_outcomes import (
     UNKNOWN_TOOL_POLICY,
     check_tool_arguments,
     checked_tool_call,
     invalid_arguments_error,
-    recorded_tool_result,
     tool_arguments_object,
-    tool_result_is_error,
     unknown_tool_error,
 )
 from dex_agents.adapters._tool_questions import tool_question_answers

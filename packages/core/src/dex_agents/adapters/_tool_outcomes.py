@@ -16,9 +16,7 @@ import json
 from collections.abc import Callable, Mapping
 from typing import Final, TypeVar
 
-from dex_agents._runner_contract import OUTCOME_UNKNOWN_TOOL_RESULT, describe_tool_call_outcome
 from dex_agents._tool_policy import ResolvedToolPolicy, ToolEffect
-from dex_agents._values import AgentToolCall, AgentToolCallStatus
 from dex_agents.exceptions import ToolExecutionError
 from dex_agents.stepwise._json_schema import ArgumentValidationError
 from dex_agents.stepwise._json_schema_validation import validate_against_schema
@@ -28,9 +26,7 @@ __all__ = [
     "check_tool_arguments",
     "checked_tool_call",
     "invalid_arguments_error",
-    "recorded_tool_result",
     "tool_arguments_object",
-    "tool_result_is_error",
     "unknown_tool_error",
 ]
 
@@ -39,53 +35,6 @@ ToolT = TypeVar("ToolT")
 UNKNOWN_TOOL_POLICY: Final = ResolvedToolPolicy(ToolEffect.UNCLASSIFIED, requires_approval=False)
 """The policy of a call of a tool the agent does not have: it fails at once in its tool Step
 without reaching any tool, so there is nothing to approve."""
-
-
-def recorded_tool_result(record: AgentToolCall | None) -> str:
-    """The result text the model sees for a tool call of the turn, from its record.
-
-    A final record reads as ``describe_tool_call_outcome(record)``; a call without a record, or
-    whose record is not final (its tool Step never recorded an end), reads as
-    ``OUTCOME_UNKNOWN_TOOL_RESULT``, so the model does not take it for a call that never ran.
-    Raises nothing.
-
-    Example:
-        >>> import dataclasses
-        >>> from dex_agents import AgentToolCallStatus
-        >>> record.status, recorded_tool_result(record) == OUTCOME_UNKNOWN_TOOL_RESULT
-        (<AgentToolCallStatus.APPROVED: 'approved'>, True)
-        >>> failed = dataclasses.replace(
-        ...     record, status=AgentToolCallStatus.FAILED, error="index offline"
-        ... )
-        >>> recorded_tool_result(failed)
-        'Error: index offline'
-    """
-    if record is None or not record.status.is_final:
-        return OUTCOME_UNKNOWN_TOOL_RESULT
-    return describe_tool_call_outcome(record)
-
-
-def tool_result_is_error(record: AgentToolCall | None) -> bool:
-    """Whether the model sees a call's result as an error, in a framework whose tool results
-    carry an error flag (Anthropic's ``is_error``, a LangChain ``ToolMessage``'s ``status``, a
-    Strands ``ToolResult``'s ``status``, Pydantic AI's ``failed`` outcome).
-
-    Only a call that ``failed`` is an error: its tool raised, or it could not run as asked. A call
-    that was rejected, steered or cancelled, whose outcome is unknown, or that has no final record
-    is an ordinary result whose text (:func:`recorded_tool_result`) says what happened, the line
-    Pydantic AI draws too (``denied`` and ``interrupted`` are not error outcomes there).
-    Raises nothing.
-
-    Example:
-        >>> import dataclasses
-        >>> failed = dataclasses.replace(record, status=AgentToolCallStatus.FAILED, error="down")
-        >>> tool_result_is_error(failed), tool_result_is_error(None)
-        (True, False)
-        >>> rejected = dataclasses.replace(record, status=AgentToolCallStatus.REJECTED)
-        >>> tool_result_is_error(rejected)
-        False
-    """
-    return record is not None and record.status is AgentToolCallStatus.FAILED
 
 
 def unknown_tool_error(tool_name: str) -> ToolExecutionError:

@@ -33,7 +33,7 @@ from dex_agents._values import (
 )
 from dex_agents.adapters._adapter_runner import AdapterRunner
 from dex_agents.adapters._agent_type import agent_type_error
-from dex_agents.adapters._tool_outcomes import recorded_tool_result
+from dex_agents.adapters._recorded_results import recorded_tool_result
 from dex_agents.exceptions import (
     ConfigurationError,
     ConfigurationTypeError,
