@@ -7,7 +7,7 @@ from typing import Any
 
 from dex import Flow
 from dex_agents.testing import run_agent_worker
-from dex_agents.testing.scenarios import preload_scenario_mcp_server, start_scenario_mcp_zygote
+from dex_agents.testing.scenarios import scenario_mcp_zygote, start_scenario_mcp_zygote
 
 from scenario_support.runners import build_scenario_flows
 
@@ -29,10 +29,10 @@ def _build_flows(state_root: Path, *, mcp_agent: bool) -> list[Flow[Any]]:
 def preload_worker() -> None:
     """Import everything this runner's Workers import, in the warm parent they fork from: build
     the Flows once in a throwaway state directory, with the MCP agent, so one parent serves the
-    Workers with and without it."""
-    with tempfile.TemporaryDirectory() as state_root:
+    Workers with and without it (and its listing of the scenario MCP server, which a zygote
+    serves for the while, is theirs)."""
+    with scenario_mcp_zygote(), tempfile.TemporaryDirectory() as state_root:
         _build_flows(Path(state_root), mcp_agent=True)
-    preload_scenario_mcp_server()
 
 
 if __name__ == "__main__":

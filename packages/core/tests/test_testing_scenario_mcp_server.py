@@ -49,8 +49,8 @@ _ZYGOTE_CHILD = """
 import asyncio, json, os, sys
 from pathlib import Path
 from dex_agents.testing.scenarios import (
-    MCP_FLOW_TYPE, SCENARIO_MCP_READ_TOOL, ScenarioAgentSpec, preload_scenario_mcp_server,
-    scenario_mcp_tool_source, start_scenario_mcp_zygote,
+    MCP_FLOW_TYPE, SCENARIO_MCP_READ_TOOL, ScenarioAgentSpec, scenario_mcp_tool_source,
+    start_scenario_mcp_zygote,
 )
 
 def children_of(parent):
@@ -64,7 +64,6 @@ def children_of(parent):
             found.append(int(entry))
     return found
 
-preload_scenario_mcp_server()
 zygote = start_scenario_mcp_zygote()
 spec = ScenarioAgentSpec(MCP_FLOW_TYPE, Path(sys.argv[1]), mcp_tools=True)
 source = scenario_mcp_tool_source(spec)

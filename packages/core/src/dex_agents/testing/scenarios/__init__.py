@@ -75,7 +75,7 @@ from dex_agents.testing.scenarios._scenario_mcp_server import (
     scenario_mcp_tool_source,
 )
 from dex_agents.testing.scenarios._scenario_mcp_zygote import (
-    preload_scenario_mcp_server,
+    scenario_mcp_zygote,
     start_scenario_mcp_zygote,
 )
 from dex_agents.testing.scenarios._scenario_outcome_checks import (
@@ -214,7 +214,6 @@ __all__ = [
     "outcome_check_invocation",
     "poll_report",
     "poll_report_task",
-    "preload_scenario_mcp_server",
     "refuse_model_calls",
     "report_deliveries",
     "report_job_ids",
@@ -226,6 +225,7 @@ __all__ = [
     "scenario_mcp_server",
     "scenario_mcp_server_config",
     "scenario_mcp_tool_source",
+    "scenario_mcp_zygote",
     "scenario_outcome_check",
     "scenario_runner_names",
     "scenario_session",

@@ -28,13 +28,14 @@ import signal
 import socket
 import sys
 import threading
+from collections.abc import Iterator
 from typing import Final
 
 from dex_agents.testing._fork_server import FORK_SERVER_ENV
 
 __all__ = [
-    "preload_scenario_mcp_server",
     "scenario_mcp_server_command",
+    "scenario_mcp_zygote",
     "start_scenario_mcp_zygote",
 ]
 
@@ -67,15 +68,25 @@ def scenario_mcp_server_command(arguments: tuple[str, ...]) -> tuple[str, tuple[
     return sys.executable, ("-I", "-S", "-c", _LAUNCHER, *arguments)
 
 
-def preload_scenario_mcp_server() -> None:
-    """Import the scenario MCP server now (when the mcp extra is installed), in a warm parent
-    that Workers fork from, so their zygotes start warm without importing it each.
+@contextlib.contextmanager
+def scenario_mcp_zygote() -> Iterator[int | None]:
+    """A zygote of this process for the block only (``start_scenario_mcp_zygote``), killed and
+    reaped when it ends: for a warm parent that Workers fork from, whose preload lists the
+    scenario MCP server (a fork instead of a fresh server), and whose children must not inherit
+    a zygote. It also leaves the server imported here, so the Workers' zygotes start warm.
 
     Example:
-        >>> preload_scenario_mcp_server()  # in a Worker module's preload_worker()
+        >>> with scenario_mcp_zygote() as zygote_pid:  # None here: pytest has threads
+        ...     pass
     """
-    with contextlib.suppress(ImportError):
-        __import__(SERVER_MODULE)
+    pid = start_scenario_mcp_zygote()
+    try:
+        yield pid
+    finally:
+        if pid is not None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
 
 
 def start_scenario_mcp_zygote() -> int | None:
