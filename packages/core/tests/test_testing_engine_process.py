@@ -16,6 +16,7 @@ from dex_agents.testing import (
     read_step_history,
     wait_until,
 )
+from dex_agents.testing._fork_server import FORK_SERVER_ENV
 
 
 async def test_the_local_engine_starts_on_a_free_port_and_stops(tmp_path: Path) -> None:
@@ -34,6 +35,31 @@ async def test_the_local_engine_starts_on_a_free_port_and_stops(tmp_path: Path) 
     assert engine.process.returncode is not None
     with pytest.raises(EngineStartError, match="exited with status"):
         engine.check_running()
+
+
+def _parent_pid(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.skipif(os.environ.get(FORK_SERVER_ENV) == "0", reason="fork servers are off")
+async def test_local_engines_fork_from_one_warm_parent(tmp_path: Path) -> None:
+    engines = [
+        await EngineProcess.start_local(
+            tmp_path / name / "engine.db", EngineLogs.in_directory(tmp_path / name)
+        )
+        for name in ("first", "second")
+    ]
+    try:
+        parents = {_parent_pid(engine.process.pid) for engine in engines}
+        # Not children of this process: both forked by the one fork server of the engine.
+        assert len(parents) == 1 and os.getpid() not in parents
+        for name, engine in zip(("first", "second"), engines, strict=True):
+            engine.check_running()
+            assert (tmp_path / name / "engine.db").exists()  # each got its own arguments
+    finally:
+        for engine in engines:
+            await engine.stop()
 
 
 async def test_an_unusable_database_fails_with_the_engines_error(tmp_path: Path) -> None:

@@ -14,7 +14,9 @@ cannot be forked safely, and its Workers start as ``python -m`` children instead
 dies with the test process (the orphan guard of ``start_child``) and each child with the server,
 so no child outlives the test process. The server keeps a dead child as a zombie until the test
 side has read its exit status, so the child's process ID is never reused while the test may
-still signal it. ``DEX_AGENTS_TEST_FORK_SERVER=0`` turns fork servers off.
+still signal it. The local engine of ``EngineProcess.start_local`` starts the same way: its module
+``dex_local_engine.cli`` forked with the command's arguments (``argv``) from a server of its own.
+``DEX_AGENTS_TEST_FORK_SERVER=0`` turns fork servers off.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -120,8 +122,10 @@ def fork_child(
     env: Mapping[str, str],
     stdout_path: Path,
     stderr_path: Path,
+    argv: Sequence[str] = (),
 ) -> ForkedProcess | None:
-    """Fork a child that runs ``worker_module`` as ``__main__`` with ``env`` in ``cwd``.
+    """Fork a child that runs ``worker_module`` as ``__main__`` with ``env`` in ``cwd`` and the
+    arguments ``argv`` (``sys.argv[1:]``).
 
     The fork server of ``worker_module``, ``cwd``, ``preload_env`` and this process's
     environment is started on first use with ``preload_env`` added to this process's
@@ -151,7 +155,9 @@ def fork_child(
                 state_dir=stdout_path.parent.parent / f"fork-server-{key[:12]}",
             )
             _SERVERS[key] = server
-        return server.fork(env, cwd=cwd, stdout_path=stdout_path, stderr_path=stderr_path)
+        return server.fork(
+            env, cwd=cwd, stdout_path=stdout_path, stderr_path=stderr_path, argv=argv
+        )
     except ForkServerError as error:
         _logger.warning(
             "Worker children of %s start as `python -m` instead of by fork: %s",
@@ -217,9 +223,16 @@ class _ForkServer:
         return server
 
     def fork(
-        self, env: Mapping[str, str], *, cwd: Path | None, stdout_path: Path, stderr_path: Path
+        self,
+        env: Mapping[str, str],
+        *,
+        cwd: Path | None,
+        stdout_path: Path,
+        stderr_path: Path,
+        argv: Sequence[str] = (),
     ) -> ForkedProcess:
-        """Ask the server for a child with ``env``, its output appended to the two files.
+        """Ask the server for a child with ``env`` and ``argv``, its output appended to the two
+        files.
 
         Raises:
             ForkServerError: The server died or could not fork.
@@ -232,6 +245,7 @@ class _ForkServer:
                     "cwd": str(cwd or Path.cwd()),
                     "stdout": str(stdout_path),
                     "stderr": str(stderr_path),
+                    "argv": list(argv),
                 }
             )
         return ForkedProcess(self, int(self._reply(_REPLY_TIMEOUT_SECONDS)["started"]))
@@ -435,6 +449,7 @@ def _run_child(request: Mapping[str, Any], *, server_pid: int) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    sys.argv[1:] = request.get("argv", [])
     # Run the module's code afresh as __main__, as `python -m` would (its imports stay warm).
     sys.modules.pop(sys.argv[0], None)
     runpy.run_module(sys.argv[0], run_name="__main__", alter_sys=True)
