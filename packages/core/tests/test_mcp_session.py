@@ -30,7 +30,7 @@ from dex_agents.testing import (
 )
 from mcp_test_support.agent import HTTP_URL_ENV, STATE_DIR_ENV, build_mcp_flow, command
 from mcp_test_support.servers import HttpMcpServer
-from warm_workers import forked_from_a_warm_parent
+from warm_workers import fork_servers_off, forked_from_a_warm_parent
 
 TESTS_DIR = Path(__file__).resolve().parent
 # One xdist worker runs them all, so one warm parent forks every Worker (worker_preload_env).
@@ -67,6 +67,7 @@ class _Stack:
 async def mcp_stack(tmp_path: Path) -> AsyncIterator[_Stack]:
     state_dir = tmp_path / "stdio"
     async with HttpMcpServer(tmp_path / "http") as http:
+        assert http.forked or fork_servers_off()  # mcp_test_support.server's preload works
         flow = build_mcp_flow(state_dir, http.url)
         async with AgentTestStack(
             tmp_path / "stack",

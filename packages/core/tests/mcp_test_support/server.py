@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import socket
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -27,6 +28,8 @@ from pydantic import Field
 
 from mcp_test_support.tasks_extension import ServerTask, TasksServerExtension
 
+ARGUMENTS_ENV = "MCP_TEST_SERVER_ARGUMENTS"
+"""The server's arguments as a JSON list, for a server forked from a warm parent."""
 EXIT_GATE = "!exit"
 EXIT_ONCE_PREFIX = "!exit-once-"
 IDEMPOTENCY_KEY = "io.superdurable.dex/idempotencyKey"
@@ -226,12 +229,13 @@ async def _serve_http(server: MCPServer) -> None:
     await uvicorn.Server(config).serve(sockets=[listener])
 
 
-def main() -> None:
+def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=("stdio", "http"))
     parser.add_argument("--state-dir", required=True)
-    options = parser.parse_args()
+    options = parser.parse_args(argv)
     _State.directory = Path(options.state_dir)
+    _State.parent_pid = os.getppid()  # a forked server's parent is not its importer's
     server = build_server(options.transport == "http")
     if options.transport == "http":
         asyncio.run(_serve_http(server))
@@ -239,5 +243,14 @@ def main() -> None:
         server.run()
 
 
+def preload_worker() -> None:
+    """Import what the HTTP server imports as it starts, once, in the warm parent that
+    ``HttpMcpServer`` forks its servers from (``dex_agents.testing``'s fork servers)."""
+    import uvicorn  # noqa: F401
+
+    build_server(True)
+
+
 if __name__ == "__main__":
-    main()
+    arguments = os.environ.pop(ARGUMENTS_ENV, None)  # a forked server has no command line
+    main(None if arguments is None else json.loads(arguments))
