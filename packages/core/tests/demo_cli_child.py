@@ -10,8 +10,6 @@ output in files. Without fork servers (``DEX_AGENTS_TEST_FORK_SERVER=0``) it is
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -21,8 +19,6 @@ import litellm_test_support  # noqa: F401  (LiteLLM offline before anything impo
 from dex_agents import cli
 from dex_agents.testing._fork_server import ForkedProcess, fork_child
 
-ARGUMENTS_ENV = "DEMO_CLI_ARGUMENTS"
-"""The CLI's arguments, as a JSON list: a forked child has no command line of its own."""
 _TESTS_DIR = Path(__file__).resolve().parent
 
 
@@ -50,9 +46,10 @@ def run_demo_cli(
         "demo_cli_child",
         preload_env={},
         cwd=_TESTS_DIR,
-        env={**env, ARGUMENTS_ENV: json.dumps(list(arguments))},
+        env=env,
         stdout_path=stdout_path,
         stderr_path=stderr_path,
+        argv=arguments,
     )
     if forked is None:
         result = subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
@@ -73,4 +70,4 @@ def _wait(process: ForkedProcess, timeout: float) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(cli.main(json.loads(os.environ.pop(ARGUMENTS_ENV))))
+    sys.exit(cli.main())

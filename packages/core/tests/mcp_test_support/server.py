@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import socket
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -28,8 +27,6 @@ from pydantic import Field
 
 from mcp_test_support.tasks_extension import ServerTask, TasksServerExtension
 
-ARGUMENTS_ENV = "MCP_TEST_SERVER_ARGUMENTS"
-"""The server's arguments as a JSON list, for a server forked from a warm parent."""
 EXIT_GATE = "!exit"
 EXIT_ONCE_PREFIX = "!exit-once-"
 IDEMPOTENCY_KEY = "io.superdurable.dex/idempotencyKey"
@@ -229,11 +226,11 @@ async def _serve_http(server: MCPServer) -> None:
     await uvicorn.Server(config).serve(sockets=[listener])
 
 
-def main(argv: Sequence[str] | None = None) -> None:
+def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("transport", choices=("stdio", "http"))
     parser.add_argument("--state-dir", required=True)
-    options = parser.parse_args(argv)
+    options = parser.parse_args()
     _State.directory = Path(options.state_dir)
     _State.parent_pid = os.getppid()  # a forked server's parent is not its importer's
     server = build_server(options.transport == "http")
@@ -252,5 +249,4 @@ def preload_worker() -> None:
 
 
 if __name__ == "__main__":
-    arguments = os.environ.pop(ARGUMENTS_ENV, None)  # a forked server has no command line
-    main(None if arguments is None else json.loads(arguments))
+    main()

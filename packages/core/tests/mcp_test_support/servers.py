@@ -4,7 +4,6 @@ on loopback in a child process, which a test can kill mid-call."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import sys
 from pathlib import Path
@@ -14,8 +13,6 @@ from typing import Any
 from dex_agents.mcp import McpStdioServerConfig, McpStreamableHttpServerConfig
 from dex_agents.testing._child_process import ChildProcess, kill_process_group, start_child, tail
 from dex_agents.testing._fork_server import ForkedProcess, fork_child
-
-from mcp_test_support.server import ARGUMENTS_ENV
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "server.py"
 _TESTS_DIR = SERVER_SCRIPT.parents[1]
@@ -62,9 +59,10 @@ class HttpMcpServer:
             "mcp_test_support.server",
             preload_env={},
             cwd=_TESTS_DIR,
-            env={**os.environ, ARGUMENTS_ENV: json.dumps(arguments)},
+            env=dict(os.environ),
             stdout_path=stdout_path,
             stderr_path=stderr_path,
+            argv=arguments,
         ) or start_child(
             [sys.executable, str(SERVER_SCRIPT), *arguments],
             stdout_path=stdout_path,
