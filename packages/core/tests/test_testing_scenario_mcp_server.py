@@ -50,7 +50,7 @@ import asyncio, json, os, sys
 from pathlib import Path
 from dex_agents.testing.scenarios import (
     MCP_FLOW_TYPE, SCENARIO_MCP_READ_TOOL, ScenarioAgentSpec, scenario_mcp_tool_source,
-    start_scenario_mcp_zygote,
+    scenario_mcp_zygote, start_scenario_mcp_zygote,
 )
 
 def children_of(parent):
@@ -64,6 +64,9 @@ def children_of(parent):
             found.append(int(entry))
     return found
 
+with scenario_mcp_zygote() as for_a_block:  # a warm parent's own, for its preload
+    pass
+block_zygote_gone = for_a_block is not None and not Path(f"/proc/{for_a_block}").exists()
 zygote = start_scenario_mcp_zygote()
 spec = ScenarioAgentSpec(MCP_FLOW_TYPE, Path(sys.argv[1]), mcp_tools=True)
 source = scenario_mcp_tool_source(spec)
@@ -71,7 +74,9 @@ source = scenario_mcp_tool_source(spec)
 async def main():
     output = await source.call_tool(SCENARIO_MCP_READ_TOOL, {"gate": ""}, idempotency_key="key-1")
     # The connection stays open in this event loop: its server still runs.
-    print(json.dumps({"zygote": zygote, "forked": len(children_of(zygote)), "output": output}))
+    forked = len(children_of(zygote))
+    print(json.dumps({"zygote": zygote, "forked": forked, "output": output,
+                      "block_zygote_gone": block_zygote_gone}))
 
 asyncio.run(main())
 """
@@ -92,6 +97,7 @@ def test_a_worker_with_a_zygote_forks_its_scenario_mcp_servers_warm(tmp_path: Pa
 
     report = json.loads(child.stdout.strip().splitlines()[-1])
     assert isinstance(report["zygote"], int)
+    assert report["block_zygote_gone"]  # killed and reaped when its block ended
     assert report["forked"] == 1  # the server the call connected to, forked by the zygote
     assert report["output"] == "lookup_stock ungated ok"
     assert InvocationLog(tmp_path / "invocations.jsonl").keys("lookup_stock") == ["key-1"]
