@@ -137,6 +137,8 @@ def test_reattaching_to_an_unknown_session_says_what_to_do(tmp_path: Path) -> No
     assert re.search(
         r"no session no-such-session .*Start a new one with: dex-agents demo", demo.output
     )
+    # Its engine started and stopped, and left nothing beside the demo's directory.
+    assert [path.name for path in tmp_path.iterdir()] == [".dex-agents"]
 
 
 def test_a_session_continues_with_the_next_message(tmp_path: Path) -> None:

@@ -90,6 +90,8 @@ async def test_a_runtime_with_an_address_starts_no_engine(tmp_path: Path) -> Non
             assert not guest.started_engine
             assert (await guest.sessions().run_turn("s1", "hi", timeout=60)).completed
         assert not (tmp_path / "guest" / ENGINE_ADDRESS_FILE).exists()
+    # The owner's engine left nothing beside the runtimes' directories.
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["guest", "owner"]
 
 
 async def test_a_stale_address_file_is_ignored(tmp_path: Path) -> None:

@@ -112,12 +112,17 @@ class EngineProcess:
         address: str = "127.0.0.1:0",
         timeout: float = DEFAULT_ENGINE_STARTUP_TIMEOUT_SECONDS,
         stream_store_disabled: bool = False,
+        warm_start: bool = True,
     ) -> EngineProcess:
         """Start ``dex-local-engine serve`` and wait for its ready line.
 
         ``stream_store_disabled`` runs it with ``--stream-store disabled``, like a Dex Server
         whose ``streamStore.backend`` is ``disabled``: Step Stream writes (a session's
         ``AgentEvents``) are dropped, and Client Stream reads answer ``FAILED_PRECONDITION``.
+        ``warm_start`` forks it from a warm parent that this process keeps for its later engines
+        (tests start many); ``False`` runs the console script, for a process that starts one
+        engine (the demo, ``LocalRuntime``) and must leave no fork server's files beside its
+        directory.
 
         Raises:
             EngineStartError: The engine exited or printed no ready line within
@@ -136,7 +141,7 @@ class EngineProcess:
         if stream_store_disabled:
             arguments += ["--stream-store", "disabled"]
         logs.stdout.unlink(missing_ok=True)
-        process = _start_local_engine(arguments, logs)
+        process = _start_local_engine(arguments, logs, warm_start=warm_start)
         deadline = time.monotonic() + timeout
         while True:
             ready = _READY_LINE.search(_read(logs.stdout))
@@ -242,24 +247,27 @@ def _start(
         raise EngineStartError(f"cannot start {command[0]}: {failure}") from failure
 
 
-def _start_local_engine(arguments: list[str], logs: EngineLogs) -> ChildProcess:
-    # Forked from a warm parent that has imported the engine (a fork server of
+def _start_local_engine(
+    arguments: list[str], logs: EngineLogs, *, warm_start: bool
+) -> ChildProcess:
+    # With warm_start, forked from a warm parent that has imported the engine (a fork server of
     # dex_agents.testing, shared by every engine this process starts), which skips a fresh
     # interpreter's imports (about half a second on a loaded machine); else the console script.
     # Either way in its own process group: Ctrl+C in a terminal reaches this process only, which
     # stops its Workers first and the engine last, instead of an engine gone under running
     # Workers.
-    forked = fork_child(
-        _LOCAL_ENGINE_MODULE,
-        preload_env={},
-        cwd=None,
-        env=dict(os.environ),
-        stdout_path=logs.stdout,
-        stderr_path=logs.stderr,
-        argv=arguments,
-    )
-    if forked is not None:
-        return forked
+    if warm_start:
+        forked = fork_child(
+            _LOCAL_ENGINE_MODULE,
+            preload_env={},
+            cwd=None,
+            env=dict(os.environ),
+            stdout_path=logs.stdout,
+            stderr_path=logs.stderr,
+            argv=arguments,
+        )
+        if forked is not None:
+            return forked
     return _start([*local_engine_command(), *arguments], logs, own_process_group=True)
 
 
