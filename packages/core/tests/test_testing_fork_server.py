@@ -45,6 +45,8 @@ async def test_forked_workers_are_killed_as_a_group_and_die_with_their_warm_pare
     assert report["preloaded_in"] == server
     assert report["cwd"] == str(TESTS_DIR)
     assert report["argv0"].endswith("forked_worker.py")
+    # The warm parent froze what its preload left alive, so no child collects it again.
+    assert report["frozen_objects"] > 10_000
     first.kill()
     assert not first.is_running and first.process.returncode == -signal.SIGKILL
     await wait_until("the grandchild to die", lambda: not process_exists(report["grandchild"]))
@@ -94,4 +96,5 @@ async def test_the_fork_server_can_be_turned_off(
     worker, report = await _start(tmp_path, "spawned", {"FORKED_WORKER_CASE": tmp_path.name})
 
     assert report["parent"] == os.getpid() and report["preloaded_in"] is None
+    assert report["frozen_objects"] == 0
     worker.kill()

@@ -5,6 +5,7 @@
 ``FORKED_WORKER_REPORT``, starts a grandchild in its process group and says it is ready.
 """
 
+import gc
 import json
 import os
 import subprocess
@@ -34,6 +35,7 @@ if __name__ == "__main__":
         "grandchild": grandchild.pid,
         "cwd": os.getcwd(),
         "argv0": sys.argv[0],
+        "frozen_objects": gc.get_freeze_count(),
     }
     Path(os.environ["FORKED_WORKER_REPORT"]).write_text(json.dumps(report))
     if os.environ.get("FORKED_WORKER_FAIL"):

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import gc
 import hashlib
 import importlib
 import json
@@ -41,6 +42,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from dex_agents._worker_gc import worker_gc_freeze_enabled
 from dex_agents.exceptions import DexAgentsError
 from dex_agents.testing._child_process import kill_process_group, start_child, tail
 
@@ -373,6 +375,13 @@ def _server_main() -> None:
             },
         )
         return
+    if worker_gc_freeze_enabled():
+        # Frozen once here, what the preload left alive stays out of every child's collections:
+        # a child's Worker skips its own start-up collection of them (freeze_worker_startup_objects
+        # does nothing once objects are frozen), and no child's collector writes to (so copies)
+        # the pages it shares with this process.
+        gc.collect()
+        gc.freeze()
     server_pid = os.getpid()
     _reply(connection, {"ready": server_pid})
     request = _serve(connection)
