@@ -1,4 +1,5 @@
-"""``dex-agents demo`` driven as a real subprocess: approve, SIGKILL, reattach, finish."""
+"""``dex-agents demo`` driven as a real process (forked from a warm parent unless it reads the
+keyboard): approve, SIGKILL, reattach, finish."""
 
 from __future__ import annotations
 
@@ -12,17 +13,46 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+from demo_cli_child import fork_demo_cli
 from dex_agents._demo import APPROVAL_PENDING_EXIT_STATUS, DemoRefunds
+from dex_agents.testing._fork_server import ForkedProcess
 from foreground_job import default_interrupt_signal
+from warm_workers import fork_servers_off
 
 _TIMEOUT_SECONDS = 60.0
+# One xdist worker runs them all, so their demo runs fork from one warm parent (demo_cli_child).
+pytestmark = pytest.mark.xdist_group("demo-cli-scripted")
 
 
 class _Demo:
-    """One ``dex-agents demo`` process with its output read line by line."""
+    """One ``dex-agents demo`` process with its output (stdout and stderr) read line by line.
 
-    def __init__(self, directory: Path, *arguments: str, own_group: bool = False) -> None:
-        self.process = subprocess.Popen(
+    ``keyboard`` gives it a stdin to answer at (``answer``), open until ``wait``; without it,
+    stdin is at its end and the process forks from a warm parent (``demo_cli_child``).
+    ``own_group`` runs it in a process group of its own, as a terminal's foreground job.
+    """
+
+    def __init__(
+        self, directory: Path, *arguments: str, keyboard: bool = False, own_group: bool = False
+    ) -> None:
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str | None] = queue.Queue()
+        forked = None
+        # Beside the demo's directory, so it holds only what the demo wrote.
+        outputs = directory.parent / f"{directory.name}-cli"
+        output_path = outputs / f"run-{len(list(outputs.glob('run-*')))}.log"
+        if not keyboard and not own_group:
+            forked = fork_demo_cli(
+                ["demo", *arguments], env=os.environ, cwd=directory, output_path=output_path
+            )
+            assert forked is not None or fork_servers_off(), "demo_cli_child's preload failed"
+        if forked is not None:
+            self.process: ForkedProcess | subprocess.Popen[str] = forked
+            self._stdin = None
+            threading.Thread(target=self._tail, args=(output_path,), daemon=True).start()
+            return
+        popen = subprocess.Popen(
             [sys.executable, "-m", "dex_agents.cli", "demo", *arguments],
             cwd=directory,
             stdin=subprocess.PIPE,
@@ -34,14 +64,33 @@ class _Demo:
             start_new_session=own_group,
             preexec_fn=default_interrupt_signal,
         )
-        self.lines: list[str] = []
-        self._queue: queue.Queue[str | None] = queue.Queue()
+        self.process, self._stdin = popen, popen.stdin
         threading.Thread(target=self._read, daemon=True).start()
 
     def _read(self) -> None:
-        assert self.process.stdout is not None
+        assert isinstance(self.process, subprocess.Popen) and self.process.stdout is not None
         for line in self.process.stdout:
             self._queue.put(line.rstrip("\n"))
+        self._queue.put(None)
+
+    def _tail(self, path: Path) -> None:
+        """Lines of the forked child's output file as it writes them, then ``None`` at its exit."""
+        pending = ""
+        while not path.exists() and self.process.poll() is None:
+            time.sleep(0.01)
+        with path.open(encoding="utf-8", errors="replace") as output:
+            while True:
+                exited = self.process.poll() is not None
+                chunk = output.read()
+                *lines, pending = (pending + chunk).split("\n")
+                for line in lines:
+                    self._queue.put(line)
+                if exited and not chunk:
+                    break
+                if not chunk:
+                    time.sleep(0.01)
+        if pending:
+            self._queue.put(pending)
         self._queue.put(None)
 
     def expect(self, pattern: str) -> re.Match[str]:
@@ -65,13 +114,13 @@ class _Demo:
                 return match
 
     def answer(self, text: str) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(text + "\n")
-        self.process.stdin.flush()
+        assert self._stdin is not None, "started without keyboard=True"
+        self._stdin.write(text + "\n")
+        self._stdin.flush()
 
     def wait(self) -> int:
-        if self.process.stdin is not None:
-            self.process.stdin.close()
+        if self._stdin is not None:
+            self._stdin.close()
         status = self.process.wait(timeout=_TIMEOUT_SECONDS)
         while (line := self._queue.get(timeout=_TIMEOUT_SECONDS)) is not None:
             self.lines.append(line)
@@ -86,7 +135,7 @@ class _Demo:
 def test_the_demo_survives_a_kill_while_an_approval_waits_and_finishes_on_reattach(
     tmp_path: Path,
 ) -> None:
-    first = _Demo(tmp_path)
+    first = _Demo(tmp_path, keyboard=True)
     session_id = first.expect(r"Session ID: (\S+)").group(1)
     first.expect(r"dex-agents demo --session " + re.escape(session_id))
     first.expect(r"running lookup_order")
@@ -98,7 +147,7 @@ def test_the_demo_survives_a_kill_while_an_approval_waits_and_finishes_on_reatta
     first.process.send_signal(signal.SIGKILL)  # mid-session, with the approval pending
     first.process.wait(timeout=_TIMEOUT_SECONDS)
 
-    second = _Demo(tmp_path, "--session", session_id)
+    second = _Demo(tmp_path, "--session", session_id, keyboard=True)
     second.expect(r"Conversation so far:")
     second.expect(r"tool lookup_order: .*ceramic teapot")
     second.expect(r"Approve refund_order\(.*\)\? Answer y or n:")  # still pending, shown again
