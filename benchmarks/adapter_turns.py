@@ -254,7 +254,12 @@ async def measure_durable(
     if options.cprofile_worker:
         worker_env[_CPROFILE_FILE_ENV] = str(cprofile_file)
     async with AgentTestStack(
-        state_dir, [agent.flow], "adapter_turns", worker_cwd=_BENCHMARK_DIR, worker_env=worker_env
+        state_dir,
+        [agent.flow],
+        "adapter_turns",
+        worker_cwd=_BENCHMARK_DIR,
+        worker_env=worker_env,
+        warm_engine=False,  # the engine as `dex-local-engine serve` runs it
     ) as stack:
         worker = await stack.start_worker()
         worker_pid = worker.process.pid

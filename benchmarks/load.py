@@ -70,7 +70,6 @@ from typing import Final
 from dex import AsyncClient, BlobCacheConfig, ClientOptions, Registry, WorkerTarget, open_blob_cache
 from dex_agents import AgentSessionClient, TurnResult, TurnStatus, agent_codec_registry
 from dex_agents.testing import EngineDurability, EngineLogs, EngineProcess
-from dex_agents.testing._fork_server import FORK_SERVER_ENV
 from engine_message_counts import COUNTS_FILE_ENV, install_hook, read_counts
 from load_agent import FINAL_TEXT, MARKS_FILE_ENV, MODEL_LATENCY_ENV, build_flow
 
@@ -238,14 +237,9 @@ def _engine_counting(state_dir: Path | None) -> Iterator[None]:
         yield
         return
     hook = install_hook(state_dir / "engine-count-hook")
-    saved = {
-        name: os.environ.get(name) for name in ("PYTHONPATH", COUNTS_FILE_ENV, FORK_SERVER_ENV)
-    }
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", COUNTS_FILE_ENV)}
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hook), saved["PYTHONPATH"]]))
     os.environ[COUNTS_FILE_ENV] = str(state_dir / "engine-counts.json")
-    # A sitecustomize runs as an interpreter starts: the engine must be a `dex-local-engine
-    # serve` of its own, not forked from a warm parent (EngineProcess.start_local's default).
-    os.environ[FORK_SERVER_ENV] = "0"
     try:
         yield
     finally:

@@ -113,7 +113,6 @@ from dex_agents.testing import (
     AgentTestStack,
     run_agent_worker,
 )
-from dex_agents.testing._fork_server import FORK_SERVER_ENV
 from engine_message_counts import COUNTS_FILE_ENV, install_hook, read_counts
 from turn_shape_floor import FloorTimings, measure_floor_turns
 from turn_shape_floor import build_flow as build_floor_flow
@@ -627,6 +626,7 @@ async def measure_durable(options: BenchmarkOptions, state_dir: Path) -> Durable
         _WORKER_MODULE,
         worker_cwd=_BENCHMARK_DIR,
         worker_env=worker_env,
+        warm_engine=False,  # the engine as `dex-local-engine serve` runs it
     )
     counts_file = state_dir / "engine-message-counts.json"
     if options.cprofile_engine:
@@ -722,14 +722,11 @@ async def _enter_with_engine_hook(
     stack: AgentTestStack, hook_dir: Path, env_name: str, output_file: Path
 ) -> None:
     """Enter ``stack`` with ``hook_dir``'s ``sitecustomize`` in its engine, writing to a file."""
-    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", env_name, FORK_SERVER_ENV)}
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", env_name)}
     os.environ["PYTHONPATH"] = os.pathsep.join(
         part for part in (str(hook_dir), saved["PYTHONPATH"]) if part
     )
     os.environ[env_name] = str(output_file)
-    # A sitecustomize runs as an interpreter starts: the engine must be a `dex-local-engine
-    # serve` of its own, not forked from a warm parent (EngineProcess.start_local's default).
-    os.environ[FORK_SERVER_ENV] = "0"
     try:
         await stack.__aenter__()
     finally:

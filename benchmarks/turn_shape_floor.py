@@ -253,6 +253,7 @@ async def _measure(turns: int, warmup: int, model_latency_ms: float) -> None:
             WORKER_MODULE,
             worker_cwd=_BENCHMARK_DIR,
             worker_env={MODEL_LATENCY_ENV: repr(model_latency_ms)},
+            warm_engine=False,  # the engine as `dex-local-engine serve` runs it
         ) as stack:
             await stack.start_worker()
             timings = await measure_floor_turns(stack.client, flow, turns, warmup)

@@ -46,7 +46,9 @@ def _parent_pid(pid: int) -> int:
 async def test_local_engines_fork_from_one_warm_parent(tmp_path: Path) -> None:
     engines = [
         await EngineProcess.start_local(
-            tmp_path / name / "engine.db", EngineLogs.in_directory(tmp_path / name)
+            tmp_path / name / "engine.db",
+            EngineLogs.in_directory(tmp_path / name),
+            warm_start=True,
         )
         for name in ("first", "second")
     ]

@@ -400,7 +400,7 @@ def _exclusive_directory(directory: Path) -> Iterator[None]:
 async def _start_engine(directory: Path) -> EngineProcess:
     logs = EngineLogs.in_directory(directory, "engine")
     try:
-        return await EngineProcess.start_local(directory / "engine.db", logs, warm_start=False)
+        return await EngineProcess.start_local(directory / "engine.db", logs)
     except EngineStartError as failure:
         raise DemoError(
             f"could not start the local engine: {failure}\nThe engine log is {logs.stderr}."

@@ -280,7 +280,7 @@ def _database_locked(database: Path) -> bool:
 async def _start_engine(directory: Path) -> EngineProcess:
     logs = EngineLogs.in_directory(directory, "engine")
     try:
-        return await EngineProcess.start_local(directory / _DATABASE_NAME, logs, warm_start=False)
+        return await EngineProcess.start_local(directory / _DATABASE_NAME, logs)
     except EngineStartError as failure:
         hint = (
             " Another engine serves this database without an address this runtime can reuse: "

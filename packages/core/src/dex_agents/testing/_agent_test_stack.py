@@ -62,7 +62,10 @@ class AgentTestStack:
     ``worker_preload_env`` (the variables of ``worker_env`` that decide what the module imports)
     makes ``start_worker()`` and ``shared_worker()`` fork their children from a warm parent that
     has imported the module and run its ``preload_worker()`` once (see ``WorkerProcess.start``),
-    so a test that kills and restarts its Worker does not import the framework again.
+    so a test that kills and restarts its Worker does not import the framework again. The local
+    engine forks from a warm parent too (``EngineProcess.start_local(warm_start=True)``);
+    ``warm_engine=False`` starts it as ``dex-local-engine serve``, for a benchmark that measures
+    the engine as users run it.
 
     Example:
         >>> async with AgentTestStack(tmp_path, [flow], "tests.my_worker") as stack:  # doctest: +SKIP
@@ -84,6 +87,7 @@ class AgentTestStack:
         engine_address: str | None = None,
         worker_pool: WorkerPool | None = None,
         worker_preload_env: Mapping[str, str] | None = None,
+        warm_engine: bool = True,
     ) -> None:
         if not flows:
             raise ConfigurationError("AgentTestStack needs at least one Flow")
@@ -109,6 +113,7 @@ class AgentTestStack:
             dict(worker_preload_env) if worker_preload_env is not None else None
         )
         self.server_zd_config = server_zd_config
+        self.warm_engine = warm_engine
         self.workers: list[WorkerProcess] = []
         self._engine: EngineProcess | None = None
         self._client: AsyncClient | None = None
@@ -231,6 +236,7 @@ class AgentTestStack:
             self.tmp_path,
             server_zd_config=self.server_zd_config,
             stream_store_disabled=self.stream_store_disabled,
+            warm=self.warm_engine,
         )
 
     async def _wait_for_engine(self) -> bool:
@@ -261,6 +267,7 @@ async def start_test_engine(
     *,
     server_zd_config: Path | None = None,
     stream_store_disabled: bool = False,
+    warm: bool = True,
 ) -> EngineProcess:
     """Start the engine an integration test runs against, its files under ``directory``.
 
@@ -287,4 +294,5 @@ async def start_test_engine(
         logs,
         durability=EngineDurability.PROCESS_CRASH_SAFE,
         stream_store_disabled=stream_store_disabled,
+        warm_start=warm,  # a test run starts many engines
     )

@@ -325,7 +325,7 @@ class ContextWindowSessionScenario:
         flow = factory(model, self.session_options(model.policy))
         report = ContextWindowReport(self.turns, self.context_window_tokens, model)
         engine = await EngineProcess.start_local(
-            directory / "engine.db", EngineLogs.in_directory(directory)
+            directory / "engine.db", EngineLogs.in_directory(directory), warm_start=True
         )
         try:
             await self._drive(engine.server_address, directory, flow, model, report, on_progress)

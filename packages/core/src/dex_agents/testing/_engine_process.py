@@ -112,17 +112,17 @@ class EngineProcess:
         address: str = "127.0.0.1:0",
         timeout: float = DEFAULT_ENGINE_STARTUP_TIMEOUT_SECONDS,
         stream_store_disabled: bool = False,
-        warm_start: bool = True,
+        warm_start: bool = False,
     ) -> EngineProcess:
         """Start ``dex-local-engine serve`` and wait for its ready line.
 
         ``stream_store_disabled`` runs it with ``--stream-store disabled``, like a Dex Server
         whose ``streamStore.backend`` is ``disabled``: Step Stream writes (a session's
         ``AgentEvents``) are dropped, and Client Stream reads answer ``FAILED_PRECONDITION``.
-        ``warm_start`` forks it from a warm parent that this process keeps for its later engines
-        (tests start many); ``False`` runs the console script, for a process that starts one
-        engine (the demo, ``LocalRuntime``) and must leave no fork server's files beside its
-        directory.
+        ``warm_start=True`` forks it from a warm parent that this process keeps for its later
+        engines (a test harness starts many; the parent's log directory, ``fork-server-<hash>``,
+        is left beside ``logs``' directory); the default runs the console script, as a product
+        (the demo, ``LocalRuntime``, a benchmark measuring the engine) must.
 
         Raises:
             EngineStartError: The engine exited or printed no ready line within
