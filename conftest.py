@@ -7,13 +7,14 @@ import os
 import pytest
 
 # Most of the suite's wall time is tests waiting on engines, Worker children and model sleeps,
-# not CPU, so one xdist worker more than there are cores keeps the cores busy (measured on 2 cores:
-# `-n 3` 551 s against `-n 2` 632-643 s). Four at most: every xdist worker holds an engine and
-# a Worker child per runner.
+# not CPU, so two xdist workers more than there are cores keep the cores busy (measured on 2
+# cores: `-n 3` 551 s against `-n 2` 632-643 s; since the warm fork servers cut the CPU of each
+# Worker start, `-n 4` 530 s against `-n 3` 613 s, fresh clones, one run each). Four at most:
+# every xdist worker holds an engine and a warm fork server per runner.
 _MAX_XDIST_WORKERS = 4
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """How many xdist workers ``-n auto`` starts: the usable cores plus one, at most four."""
+    """How many xdist workers ``-n auto`` starts: the usable cores plus two, at most four."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return min((cores or 1) + 1, _MAX_XDIST_WORKERS)
+    return min((cores or 1) + 2, _MAX_XDIST_WORKERS)

@@ -192,12 +192,12 @@ async def test_reload_after_the_turn_ended_shows_the_same_conversation(
 async def test_the_page_reconnects_with_last_event_id_after_the_server_drops_the_stream(
     browser: Any, stack: ChatStack
 ) -> None:
-    async with serving_chat(stack, max_event_stream_duration=timedelta(seconds=1)) as chat:
+    async with serving_chat(stack, max_event_stream_duration=timedelta(seconds=2)) as chat:
         page = await ChatPage.open(browser, chat)
         await page.send("slow:drop where is order 7?")
         await stack.gate("drop").wait_until_reached()
         await expect(page.live_text()).to_have_text(["Let "])
-        # The server ends each event response after 1 s; the EventSource comes back by itself.
+        # The server ends each event response after 2 s; the EventSource comes back by itself.
         await expect(page.page.locator("body")).to_have_attribute("data-reconnects", _AT_LEAST_2)
         # No event came twice: the held call's text is still its one word.
         await expect(page.live_text()).to_have_text(["Let "])
