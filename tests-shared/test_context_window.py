@@ -2,9 +2,10 @@
 
 The guard runs in the default suite: ``ScenarioRunner.context_window_guard_turns`` turns (150, fewer
 when a runner's turns are slow) past a 2,000-token window, with small storage settings (a window
-of 16 stored messages in chunks of 8, retention limit 60, or 20 for a short guard) so compaction
-and retention repeat several times within those turns. The 2,000-turn session with
-the default retention limit runs for every runner, only with ``DEX_AGENTS_LONG_TESTS=1``.
+of 16 stored messages in chunks of 8 and retention limit 60, or chunks of 4 and limit 20 for a
+short guard of at most ``SHORT_GUARD_TURNS`` turns) so compaction and retention repeat several
+times within those turns. The 2,000-turn session with the default retention limit runs for every
+runner, only with ``DEX_AGENTS_LONG_TESTS=1``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ guard ends. Not for the long guards: at 20, a tool turn's burst makes their stat
 than the bounded-state check allows."""
 GUARD_MESSAGE_WINDOW_SIZE = 16
 GUARD_MESSAGE_CHUNK_SIZE = 8
+SHORT_GUARD_MESSAGE_CHUNK_SIZE = 4
+"""The chunk size of a short guard: retention deletes a chunk of 4 (about every 2 turns) instead of 8
+(about every 4), so the few turns still show several deletions."""
 GUARD_SAMPLES = 10
 """The guard samples at least this many times, so a short guard still sees retention repeat."""
 
@@ -53,23 +57,21 @@ async def test_guard_session_stays_under_the_window_with_bounded_state(
 ) -> None:
     factory = _factory(runner)
     turns = load_scenario_runner(runner).context_window_guard_turns
-    retained_limit = (
-        SHORT_GUARD_RETAINED_MESSAGE_LIMIT
-        if turns <= SHORT_GUARD_TURNS
-        else GUARD_RETAINED_MESSAGE_LIMIT
-    )
+    short = turns <= SHORT_GUARD_TURNS
+    retained_limit = SHORT_GUARD_RETAINED_MESSAGE_LIMIT if short else GUARD_RETAINED_MESSAGE_LIMIT
+    chunk_size = SHORT_GUARD_MESSAGE_CHUNK_SIZE if short else GUARD_MESSAGE_CHUNK_SIZE
     scenario = ContextWindowSessionScenario(
         turns=turns,
         retained_message_limit=retained_limit,
         batch_turns=max(1, min(50, turns // GUARD_SAMPLES)),
         context_window_tokens=GUARD_CONTEXT_WINDOW_TOKENS,
         message_window_size=GUARD_MESSAGE_WINDOW_SIZE,
-        message_chunk_size=GUARD_MESSAGE_CHUNK_SIZE,
+        message_chunk_size=chunk_size,
     )
     report = await scenario.run(factory, tmp_path, on_progress=_print_progress)
     report.check()
     # Retention kept the newest messages up to its limit and at most one chunk and the window more.
-    limit = retained_limit + scenario.message_chunk_size + scenario.message_window_size
+    limit = retained_limit + chunk_size + scenario.message_window_size
     assert all(p.kept_messages <= limit for p in report.progress)
 
 

@@ -111,11 +111,12 @@ class ClaudeAgentSdkScenarioRunner(ScenarioRunnerBase[SdkMcpTool[Any]]):
     reads_run_in_model_step = True
     report_classifies_itself = True  # its tool source does
     # Every RunModel starts the CLI (over a second on a loaded machine), so the default suite's
-    # guard runs 24 turns, not 150: past its 2,000-token window the session makes a summary about
-    # every 3 turns (6 in all), and retention (limit 20 for a short guard) starts near turn 11 and
-    # deletes a chunk of 8 about every 4 turns, so 24 turns still show 4 deletions and state
-    # bounded across them. The 2,000-turn session (DEX_AGENTS_LONG_TESTS=1) runs in full.
-    context_window_guard_turns = 24
+    # guard runs 18 turns, not 150: past its 2,000-token window the session makes a summary about
+    # every 3 turns from turn 8 (4 in all, 3 needed), and retention (a short guard's limit 20 and
+    # chunks of 4) starts at turn 12 and deletes a chunk about every 2 turns, so 18 turns show 4
+    # deletions (3 needed) and state bounded across them. The 2,000-turn session
+    # (DEX_AGENTS_LONG_TESTS=1) runs in full.
+    context_window_guard_turns = 18
 
     def scenario_tool(self, spec: ScenarioAgentSpec, tool_spec: ScenarioTool) -> SdkMcpTool[Any]:
         async def run(arguments: dict[str, Any]) -> dict[str, Any]:

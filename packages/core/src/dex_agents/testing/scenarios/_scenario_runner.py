@@ -106,9 +106,9 @@ class ScenarioRunner:
             guard (a 2,000-token window, retention limit 60). 150 unless a runner's turns are
             slow (a CLI start per ``RunModel``): then the smallest count at which the guard's
             report still checks what it checks (several summaries, retention deleting at several
-            points, bounded state), about 24 turns (a guard of 50 turns or fewer keeps 20
-            messages, so its retention starts early). The 2,000-turn session behind ``DEX_AGENTS_LONG_TESTS=1``
-            runs for every runner.
+            points, bounded state), about 18 turns (a guard of 50 turns or fewer keeps 20
+            messages in chunks of 4, so its retention starts early and deletes often). The
+            2,000-turn session behind ``DEX_AGENTS_LONG_TESTS=1`` runs for every runner.
 
     Example:
         >>> def build_my_framework_flow(spec: ScenarioAgentSpec) -> Flow[Any]:
