@@ -53,6 +53,8 @@ from dex_agents.stepwise import (
 from dex_agents.testing import InProcessWorker
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
+# Set anew by the ``stack`` fixture: an Event binds to the first loop that waits on it, and each
+# test has its own loop, so a shared one made every later slow_lookup attempt fail and retry.
 _GATE = asyncio.Event()
 _SLOW_STARTED = asyncio.Event()
 
@@ -120,8 +122,8 @@ class _Stack:
 
 @pytest.fixture
 async def stack(dex_in_process_worker: InProcessWorkerFactory) -> AsyncIterator[_Stack]:
-    _GATE.clear()
-    _SLOW_STARTED.clear()
+    global _GATE, _SLOW_STARTED
+    _GATE, _SLOW_STARTED = asyncio.Event(), asyncio.Event()
     flow = _flow()
     async with dex_in_process_worker([flow]) as dex:
         calls: dict[str, int] = {}
