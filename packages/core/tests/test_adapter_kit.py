@@ -202,7 +202,7 @@ def test_a_scenario_runner_checks_its_fields() -> None:
             context_window_guard_turns=1.5,  # type: ignore[arg-type]
         )
     default = ScenarioRunner("x", build_flow=lambda spec: None)  # type: ignore[arg-type,return-value]
-    assert default.context_window_guard_turns == 150
+    assert default.context_window_guard_turns == 60
 
 
 class _RecordingToolSource:

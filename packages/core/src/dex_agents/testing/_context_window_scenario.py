@@ -281,6 +281,8 @@ class ContextWindowSessionScenario:
         message_window_size: The window of stored messages (the default 64).
         message_chunk_size: Messages per chunk (the default 32).
         turn_timeout_seconds: How long one batch may take per turn before the run fails.
+        tool_turn_every: Every n-th turn calls the tool (``ContextWindowModel.tool_turn_every``);
+            a short session calls it more often, so it still sees as many tool turns.
 
     Example:
         See the module documentation.
@@ -293,6 +295,7 @@ class ContextWindowSessionScenario:
     message_window_size: int = 64
     message_chunk_size: int = 32
     turn_timeout_seconds: float = 2.0
+    tool_turn_every: int = 10
 
     def session_options(self, policy: CompactionPolicy) -> AgentSessionOptions:
         """The options the runner factory receives."""
@@ -320,7 +323,8 @@ class ContextWindowSessionScenario:
             EngineStartError: When the engine does not start.
         """
         model = ContextWindowModel(
-            CompactionPolicy(context_window_tokens=self.context_window_tokens)
+            CompactionPolicy(context_window_tokens=self.context_window_tokens),
+            tool_turn_every=self.tool_turn_every,
         )
         flow = factory(model, self.session_options(model.policy))
         report = ContextWindowReport(self.turns, self.context_window_tokens, model)

@@ -55,7 +55,7 @@ SCENARIO_RUNNERS_EXTRA_ENV: Final = "DEX_AGENTS_EXTRA_SCENARIO_RUNNERS"
 commas (a runner written in a test, such as the smallest adapter of "Writing an adapter"); the
 module must be importable in every process of the run (``PYTHONPATH``)."""
 
-_DEFAULT_CONTEXT_WINDOW_GUARD_TURNS: Final = 150
+_DEFAULT_CONTEXT_WINDOW_GUARD_TURNS: Final = 60
 """Turns of the default suite's context-window guard unless a runner sets fewer."""
 
 
@@ -103,11 +103,12 @@ class ScenarioRunner:
             cannot defer them, such as the Claude Agent SDK): those reads run at least once, and
             the scenarios check that contract where they would check a ``CallTool`` per read.
         context_window_guard_turns: Turns of the default suite's ``ContextWindowSessionScenario``
-            guard (a 2,000-token window, retention limit 60). 150 unless a runner's turns are
-            slow (a CLI start per ``RunModel``): then the smallest count at which the guard's
-            report still checks what it checks (several summaries, retention deleting at several
-            points, bounded state), about 18 turns (a guard of 50 turns or fewer keeps 20
-            messages in chunks of 4, so its retention starts early and deletes often). The
+            guard (a 1,400-token window, a tool turn every fourth turn, retention limit 60). 60
+            unless a runner's turns are slow (a CLI start per ``RunModel``): then the smallest
+            count at which the guard's report still checks what it checks (several summaries,
+            retention deleting at several points, bounded state), about 18 turns (a guard of 50
+            turns or fewer keeps 20 messages in chunks of 4, so its retention starts early and
+            deletes often, with the 2,000-token window and a tool turn every tenth turn). The
             2,000-turn session behind ``DEX_AGENTS_LONG_TESTS=1`` runs for every runner.
 
     Example:
@@ -117,7 +118,7 @@ class ScenarioRunner:
         ...     "my-framework",
         ...     build_flow=build_my_framework_flow,
         ...     features=frozenset({ScenarioFeature.TOOL_QUESTIONS}),
-        ...     context_window_guard_turns=150,
+        ...     context_window_guard_turns=60,
         ... )
     """
 
