@@ -65,6 +65,9 @@ async def test_a_killed_worker_leaves_no_cli_and_the_turn_resumes(tmp_path: Path
         "claude_agent_sdk_test_worker",
         worker_cwd=TESTS_DIR,
         worker_env={"SCENARIO_STATE_DIR": str(state_dir)},
+        # Both Workers fork from a parent that has imported the SDKs: the restart after the
+        # SIGKILL does not import them again.
+        worker_preload_env={},
     ) as stack:
         worker = await stack.start_worker()
         sessions = stack.sessions(flow)
