@@ -17,8 +17,9 @@ It prints:
    event until ``turn_completed``, then ``get_agent_snapshot`` until it shows the turn ended;
 3. the durable overhead per turn and the ratio durable / in process;
 4. CPU per turn of each side: user + system CPU of this process and every process under it (the
-   engine and the Worker child on the durable side), which other load on the machine hardly
-   changes, and of the Worker child alone.
+   engine and the Worker child on the durable side), children that ended and were reaped
+   included (the Claude Code CLI that each Claude Agent SDK turn starts and kills), which other
+   load on the machine hardly changes, and of the Worker child alone (with its reaped children).
 
 ``--cprofile-worker`` runs the Worker child under cProfile over all its turns and prints its
 top functions.
@@ -145,7 +146,9 @@ class MeasuredTurns:
 def process_tree_cpu_seconds(pid: int | None = None) -> float:
     """User + system CPU seconds so far of ``pid`` (default: this process) and its descendants.
 
-    Reads ``/proc``; a process that ended meanwhile counts as 0 (its CPU is gone with it).
+    Reads ``/proc``. A descendant that ended counts once its parent has reaped it (the parent's
+    ``cutime`` and ``cstime``), as the Claude Code CLI of a turn does, started and SIGKILLed
+    within the turn; one not reaped by then counts as 0.
     """
     pid = os.getpid() if pid is None else pid
     proc = Path("/proc") / str(pid)
@@ -158,8 +161,9 @@ def process_tree_cpu_seconds(pid: int | None = None) -> float:
         ]
     except OSError:
         return 0.0
-    # utime and stime are fields 14 and 15 of stat(5); the split starts at field 3.
-    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    # utime, stime, cutime and cstime (reaped children) are fields 14 to 17 of stat(5); the split
+    # starts at field 3.
+    own = sum(int(field) for field in fields[11:15]) / os.sysconf("SC_CLK_TCK")
     return own + sum(process_tree_cpu_seconds(child) for child in children)
 
 
