@@ -253,9 +253,10 @@ def _options(
     resume = _write_transcript(request.history, cwd, config_dir) if request.history else None
     server = build_mcp_server(request.tools, gate.call_tool)
     # Not the CLI's --bare (CLAUDE_CODE_SIMPLE=1): besides user hooks it turns off the hook
-    # callbacks of the SDK, so the PreToolUse hook that defers a response's calls would never run
-    # and a write would reach the MCP server inside the CLI. It would save little anyway: most of a
-    # CLI start's CPU (about 1 s) is loading the CLI itself; bare saved a few percent, within noise.
+    # callbacks of the SDK, so the PreToolUse hook that defers a response's calls never runs: a
+    # write's call goes to the in-process MCP server, which refuses it, instead of its tool Step.
+    # It would save little anyway: most of a CLI start's CPU (about 1 s) is loading the CLI
+    # itself; bare saved a few percent, within noise.
     env = {
         **QUIET_CLI_ENVIRONMENT,
         **settings.env,
