@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import json
-import subprocess
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+import grpc
+from dex.dexpb import dex_pb2 as pb
+from dex.dexpb import dex_pb2_grpc as pb_grpc
+
 from dex_agents.exceptions import DexAgentsError
-from dex_agents.testing._engine_process import local_engine_command
 
 EXECUTE_COMPLETED_EVENT = "step_execute_completed"
 """``event_type`` of a Step whose Execute completed."""
@@ -22,7 +23,16 @@ WAIT_FOR_COMPLETED_EVENT = "step_wait_for_completed"
 WAIT_FOR_FAILED_EVENT = "step_wait_for_failed"
 """``event_type`` of a Step whose WaitFor failed."""
 
+_STEP_METHOD_EVENT_TYPES = (
+    EXECUTE_COMPLETED_EVENT,
+    EXECUTE_FAILED_EVENT,
+    WAIT_FOR_COMPLETED_EVENT,
+    WAIT_FOR_FAILED_EVENT,
+)
 _HISTORY_TIMEOUT_SECONDS = 60.0
+_PAGE_SIZE = 100
+_MAX_RECEIVE_BYTES = 64 * 1024 * 1024
+"""A single history event may exceed gRPC's 4 MiB default."""
 
 
 class StepHistoryError(DexAgentsError, RuntimeError):
@@ -50,13 +60,14 @@ class StepHistoryEntry:
 async def read_step_history(server_address: str, flow_id: str) -> list[StepHistoryEntry]:
     """Read the Step method events of ``flow_id``, oldest first.
 
-    Uses ``dex-local-engine history --steps-only``, which reads the history through the
-    FlowService ``GetHistoryEvents`` RPC, so it works against any Dex server,
-    the embedded engine or ``dexcli dev``.
+    Reads the history page by page through the FlowService ``GetHistoryEvents`` RPC with the
+    SDK's protobuf stubs (the RPC ``dex-local-engine history --steps-only`` prints), in this
+    process, so it works against any Dex server, the embedded engine or ``dexcli dev``, and
+    costs no interpreter start.
 
     Raises:
-        StepHistoryError: The command failed or printed something that is not
-            a history line; the message carries its output.
+        StepHistoryError: The server refused the call (an unknown Flow, say) or could not be
+            reached; the message carries its status and details.
 
     Example:
         >>> import asyncio
@@ -73,40 +84,41 @@ async def read_step_history(server_address: str, flow_id: str) -> list[StepHisto
         >>> asyncio.run(completed_steps())
         ['StartAgentSession', 'RunModel']
     """
-    command = [
-        *local_engine_command(),
-        "history",
-        "--address",
-        server_address,
-        "--steps-only",
-        flow_id,
-    ]
+    options = [("grpc.max_receive_message_length", _MAX_RECEIVE_BYTES)]
+    entries: list[StepHistoryEntry] = []
+    token = b""
     try:
-        result = await asyncio.to_thread(
-            subprocess.run, command, capture_output=True, timeout=_HISTORY_TIMEOUT_SECONDS
-        )
-    except (OSError, subprocess.TimeoutExpired) as failure:
-        raise StepHistoryError(f"cannot read the history of {flow_id}: {failure}") from failure
-    stdout = result.stdout.decode(errors="replace")
-    if result.returncode != 0:
-        stderr = result.stderr.decode(errors="replace").strip()
+        async with grpc.aio.insecure_channel(server_address, options=options) as channel:
+            stub = pb_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
+            while True:
+                request = pb.GetHistoryEventsRequest(
+                    flow_id=flow_id, estimate_page_size=_PAGE_SIZE, next_page_token=token
+                )
+                response = await stub.GetHistoryEvents(request, timeout=_HISTORY_TIMEOUT_SECONDS)
+                entries.extend(_step_entries(response.events))
+                token = response.next_page_token
+                if not token:
+                    return entries
+    except grpc.aio.AioRpcError as failure:
         raise StepHistoryError(
-            f"dex-local-engine history exited with status {result.returncode} for "
-            f"{flow_id}: {stderr or stdout or '(no output)'}"
-        )
-    return [_parse_line(line, flow_id) for line in stdout.splitlines() if line.strip()]
-
-
-def _parse_line(line: str, flow_id: str) -> StepHistoryEntry:
-    try:
-        event = json.loads(line)
-        return StepHistoryEntry(
-            event_type=str(event["event_type"]),
-            step_type=str(event["step_type"]),
-            step_execution_id=str(event["step_execution_id"]),
-            final_attempt=int(event["attempt"]),
-        )
-    except (ValueError, KeyError, TypeError) as failure:
-        raise StepHistoryError(
-            f"unexpected history line for {flow_id}: {line!r} ({failure})"
+            f"cannot read the history of {flow_id} from {server_address}: "
+            f"{failure.code().name} {failure.details()}"
         ) from failure
+
+
+def _step_entries(events: Sequence[pb.FlowHistoryEvent]) -> list[StepHistoryEntry]:
+    entries = []
+    for event in events:
+        event_type = event.WhichOneof("payload")
+        if event_type not in _STEP_METHOD_EVENT_TYPES:
+            continue
+        context = getattr(event, event_type).context
+        entries.append(
+            StepHistoryEntry(
+                event_type=event_type,
+                step_type=context.step_type,
+                step_execution_id=context.step_execution_id,
+                final_attempt=context.final_attempt,
+            )
+        )
+    return entries
