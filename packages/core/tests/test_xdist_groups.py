@@ -1,0 +1,17 @@
+"""``--dist loadgroup`` really groups core's tests: a test of an ``xdist_group`` carries the
+group in its nodeid, the mark by which the scheduler sends the whole group to one xdist worker
+(the root conftest adds it where pytest-xdist's own suffix does not take, pytest-xdist#1386)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.xdist_group("xdist-group-check")
+
+
+def test_a_grouped_test_carries_its_group_in_its_nodeid(request: pytest.FixtureRequest) -> None:
+    if not getattr(request.config.option, "loadgroup", False):
+        pytest.skip("not an xdist worker of --dist loadgroup (e.g. -n 0)")
+    assert request.node.nodeid.endswith(
+        "::test_a_grouped_test_carries_its_group_in_its_nodeid@xdist-group-check"
+    )
