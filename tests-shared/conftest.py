@@ -29,8 +29,11 @@ from scenario_support.worker import MCP_AGENT_ENV, PRELOAD_ENV_NAMES, RUNNER_ENV
 
 TESTS_SHARED_DIR = Path(__file__).resolve().parent
 
-# The test process's Flows of a shared Worker, built once per runner and MCP agent choice.
-_SHARED_FLOWS: dict[tuple[str, bool], list[Flow[Any]]] = {}
+# The test process's Flows, built once per runner and MCP agent choice. They only give its Client
+# the Flow types and RPCs: every Step runs in a Worker child, which builds its own Flows on the
+# test's state directory (STATE_DIR_ENV), so one set serves every test, own stack or not, and a
+# test of its own stack does not build them again (for an MCP agent: start and list its server).
+_FLOWS: dict[tuple[str, bool], list[Flow[Any]]] = {}
 
 
 @pytest.fixture(params=RUNNER_NAMES)
@@ -80,7 +83,7 @@ async def scenario(
     # One root per runner: the Worker with the MCP agent serves the other agents too, and the
     # engine may hand it any session of theirs, so both Workers must keep state alike.
     state_root = (tmp_path if own_stack else scenario_state_root) / "state" / runner_name
-    flows = _flows(runner_name, state_root, mcp_agent=mcp_agent, shared=not own_stack)
+    flows = _flows(runner_name, scenario_state_root, mcp_agent=mcp_agent)
     by_type = {flow.get_flow_type(): flow for flow in flows}
     worker_env = {
         RUNNER_ENV: runner_name,
@@ -121,12 +124,10 @@ async def scenario(
             FileGate(state_dir, reached.name.removesuffix(".reached")).release()
 
 
-def _flows(runner: str, state_root: Path, *, mcp_agent: bool, shared: bool) -> list[Flow[Any]]:
-    if not shared:
-        return build_scenario_flows(runner, state_root, mcp_agent=mcp_agent, per_session_state=True)
+def _flows(runner: str, state_root: Path, *, mcp_agent: bool) -> list[Flow[Any]]:
     key = (runner, mcp_agent)
-    if key not in _SHARED_FLOWS:
-        _SHARED_FLOWS[key] = build_scenario_flows(
-            runner, state_root, mcp_agent=mcp_agent, per_session_state=True
+    if key not in _FLOWS:
+        _FLOWS[key] = build_scenario_flows(
+            runner, state_root / "state" / runner, mcp_agent=mcp_agent, per_session_state=True
         )
-    return _SHARED_FLOWS[key]
+    return _FLOWS[key]
