@@ -64,6 +64,25 @@ async def test_forked_workers_are_killed_as_a_group_and_die_with_their_warm_pare
     assert report["parent"] not in (server, os.getpid())
 
 
+async def test_a_change_of_the_environment_starts_another_warm_parent_unless_litellm_made_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    preload_env = {"FORKED_WORKER_CASE": tmp_path.name}
+    first, report = await _start(tmp_path, "first", preload_env)
+    server = report["parent"]
+    first.kill()
+    # LiteLLM's import sets it in this process: the warm parent stays the same.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "tokenizers"))
+    second, report = await _start(tmp_path, "second", preload_env)
+    assert report["parent"] == server
+    second.kill()
+    # Any other change: the module may import differently under it, so another warm parent.
+    monkeypatch.setenv("FORKED_WORKER_OTHER_SETTING", "1")
+    third, report = await _start(tmp_path, "third", preload_env)
+    assert report["parent"] not in (server, os.getpid())
+    third.kill()
+
+
 async def test_a_forked_worker_that_exits_before_it_is_ready_reports_its_stderr(
     tmp_path: Path,
 ) -> None:

@@ -54,8 +54,11 @@ FORK_SERVER_ENV = "DEX_AGENTS_TEST_FORK_SERVER"
 PRELOAD_HOOK = "preload_worker"
 """The optional function of a Worker module that the fork server calls once before forking."""
 
-# pytest sets it for every test phase; it must not make each test a fork server of its own.
-_VOLATILE_ENV = frozenset({"PYTEST_CURRENT_TEST"})
+# Not part of a server's key. pytest sets PYTEST_CURRENT_TEST for every test phase; it must not
+# make each test a fork server of its own. LiteLLM's import sets TIKTOKEN_CACHE_DIR to its own
+# tokenizer directory whatever it was, so a server that imports LiteLLM gets the same value
+# either way: once a test imported LiteLLM, every server would otherwise start (and preload) anew.
+_VOLATILE_ENV = frozenset({"PYTEST_CURRENT_TEST", "TIKTOKEN_CACHE_DIR"})
 _SERVER_START_TIMEOUT_SECONDS = 120.0
 _REPLY_TIMEOUT_SECONDS = 30.0
 _SERVER_MAIN = "from dex_agents.testing._fork_server import _server_main; _server_main()"
