@@ -20,34 +20,43 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min((cores or 1) + 2, _MAX_XDIST_WORKERS)
 
 
-# ``--dist loadgroup`` sends the tests of one ``xdist_group`` to one xdist worker, so the group's
-# warm parent (LiteLLM, the MCP servers, the demo CLI) is imported once, not once per worker.
-# pytest-xdist 3.8 marks a group by appending ``@<group>`` to the nodeid through the ``_nodeid``
-# field, which pytest 9.2 no longer reads (its nodeid is the structured ``_id``): the groups were
-# silently dealt out like ``--dist load`` (pytest-dev/pytest-xdist#1386). This hook adds the
-# suffix where xdist's did not take. Only core's groups: tests-shared's runner groups would put
-# each runner's whole share on one worker, a change of the suite's schedule still to be measured.
-_GROUPED_TESTS = ("packages/core/tests/",)
-
-
-def _xdist_group(item: pytest.Item) -> str:
-    """The item's group name as pytest-xdist forms it: its groups sorted and joined, or ''."""
-    names = {
-        str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
-        for mark in item.iter_markers("xdist_group")
-    }
-    return "_".join(sorted(names))
+# The files whose single tests take longest (the context-window guards, the Worker kills, the
+# browser pages): xdist starts them right after the runner groups, not last, so no long test is
+# the suite's tail while the other xdist workers have finished (largest first).
+_LONGEST_FIRST = (
+    "tests-shared/test_context_window.py",
+    "tests-shared/test_worker_crashes.py",
+    "examples/web-chat/tests/test_web_chat_browser.py",
+)
 
 
 @pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not getattr(config.option, "loadgroup", False):  # set on xdist workers of loadgroup only
-        return
-    for item in items:
-        group = _xdist_group(item)
-        nodeid = item.nodeid
-        if not group or not nodeid.startswith(_GROUPED_TESTS) or nodeid.endswith(f"@{group}"):
-            continue
-        parse = getattr(type(getattr(item, "_id", None)), "parse", None)  # pytest 9.2's NodeId
-        if parse is not None:
-            item._id = parse(f"{nodeid}@{group}")
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Move the tests of ``_LONGEST_FIRST`` to the front, keeping every file's own order."""
+    items.sort(key=lambda item: not item.nodeid.startswith(_LONGEST_FIRST))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Stop the run when pytest-xdist ignored the ``xdist_group`` marks, as it does with pytest
+    9.2: each group would then start its engine and Workers on every xdist worker, unnoticed.
+
+    Raises:
+        pytest.UsageError: A grouped test's node ID has no group suffix under ``--dist loadgroup``.
+    """
+    if not getattr(session.config.option, "loadgroup", False):
+        return  # not an xdist worker of --dist loadgroup
+    ungrouped = [
+        item.nodeid
+        for item in session.items
+        if item.get_closest_marker("xdist_group") is not None and not _has_group_suffix(item.nodeid)
+    ]
+    if ungrouped:
+        raise pytest.UsageError(
+            f"pytest-xdist ignored the xdist_group mark of {len(ungrouped)} tests "
+            f"(first: {ungrouped[0]}); use a pytest version it supports (pyproject.toml's dev group)"
+        )
+
+
+def _has_group_suffix(nodeid: str) -> bool:
+    # pytest-xdist's own rule (LoadGroupScheduling._split_scope): an "@" after any "]".
+    return nodeid.rfind("@") > nodeid.rfind("]")

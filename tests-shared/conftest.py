@@ -54,6 +54,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # One xdist worker runs all of a runner's shared-stack tests, so one Worker child serves them.
     # Its tests with stacks of their own (and the context-window guard, "runner") run together

@@ -25,7 +25,8 @@ from playwright.async_api import expect
 from web_chat_page import SHORT_VIEWPORT, ChatPage
 from web_chat_test_support import ChatStack, RunningChat, chat_stack, serving_chat
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# One xdist worker runs the module, so one Chromium, engine and Worker child serve every page.
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.xdist_group("web-chat-browser")]
 
 SCREENSHOT_ENV = "DEX_WEB_CHAT_SCREENSHOT"
 """Where the approval test saves its screenshot of the page (the README's image)."""

@@ -1,6 +1,7 @@
-"""``--dist loadgroup`` really groups core's tests: a test of an ``xdist_group`` carries the
-group in its nodeid, the mark by which the scheduler sends the whole group to one xdist worker
-(the root conftest adds it where pytest-xdist's own suffix does not take, pytest-xdist#1386)."""
+"""``--dist loadgroup`` really groups tests: a test of an ``xdist_group`` carries the group in
+its nodeid, the mark by which the scheduler sends the whole group to one xdist worker (pytest 9.2
+drops pytest-xdist 3.8's suffix, pytest-xdist#1386: the workspace keeps pytest below 9.2, and the
+root conftest stops a run whose grouped tests lost their group)."""
 
 from __future__ import annotations
 
