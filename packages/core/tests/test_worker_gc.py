@@ -48,5 +48,7 @@ def test_a_process_that_froze_already_is_left_alone(monkeypatch: pytest.MonkeyPa
     before = gc.get_freeze_count()
     later = [[] for _ in range(1000)]
     freeze_worker_startup_objects()
-    assert gc.get_freeze_count() == before
+    # Not frozen again: the new lists are still tracked, and no more objects are frozen (fewer
+    # may be, when another thread of this test process frees frozen ones meanwhile).
+    assert gc.get_freeze_count() <= before
     assert any(later is tracked for tracked in gc.get_objects())

@@ -221,12 +221,14 @@ async def _serve(
             max_concurrent_tasks=max_concurrent_tasks,
             stop_drain_timeout=timedelta(seconds=_STOP_DRAIN_SECONDS),
         )
+        # Frozen before the Worker pulls: a replacement Worker is handed a pending task the moment
+        # it registers, and that task's Step must already run on a frozen start-up.
+        freeze_worker_startup_objects()
         serving = asyncio.create_task(worker.start())
         await worker.wait_pull_registered()
         loop = asyncio.get_running_loop()
         for stop_signal in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(stop_signal, lambda: asyncio.ensure_future(worker.stop()))
-        freeze_worker_startup_objects()
         _mark_ready()
         await serving
     finally:
