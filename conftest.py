@@ -20,22 +20,6 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return min((cores or 1) + 2, _MAX_XDIST_WORKERS)
 
 
-# The files whose single tests take longest (the context-window guards, the Worker kills, the
-# browser pages): xdist starts them right after the runner groups, not last, so no long test is
-# the suite's tail while the other xdist workers have finished (largest first).
-_LONGEST_FIRST = (
-    "tests-shared/test_context_window.py",
-    "tests-shared/test_worker_crashes.py",
-    "examples/web-chat/tests/test_web_chat_browser.py",
-)
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Move the tests of ``_LONGEST_FIRST`` to the front, keeping every file's own order."""
-    items.sort(key=lambda item: not item.nodeid.startswith(_LONGEST_FIRST))
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Stop the run when pytest-xdist ignored the ``xdist_group`` marks, as it does with pytest
     9.2: each group would then start its engine and Workers on every xdist worker, unnoticed.
