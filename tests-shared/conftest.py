@@ -57,20 +57,11 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist's own hook reads the xdist_group marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # One xdist worker runs all of a runner's shared-stack tests, so one Worker child serves them.
-    # Its tests with stacks of their own (and the context-window guard, "runner") run together
-    # on one xdist worker too, a group of their own so the two groups can run side by side: the
-    # runner's framework is then imported by at most two test processes and their Workers' fork
-    # servers, not by every xdist worker that happens to get one of these tests.
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec is None:
-            continue
-        runner = callspec.params.get("runner_name", callspec.params.get("runner"))
-        if runner is None:
-            continue
-        shared = "runner_name" in callspec.params and not item.get_closest_marker("dex_own_stack")
-        group = f"scenario-{runner}" if shared else f"scenario-{runner}-own"
-        item.add_marker(pytest.mark.xdist_group(group))
+        runner = callspec.params.get("runner_name") if callspec is not None else None
+        if runner is not None and item.get_closest_marker("dex_own_stack") is None:
+            item.add_marker(pytest.mark.xdist_group(f"scenario-{runner}"))
 
 
 @pytest.fixture(scope="session")
