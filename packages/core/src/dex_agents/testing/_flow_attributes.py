@@ -12,11 +12,11 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import grpc
 from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
 from dex_agents.exceptions import ConfigurationError
+from dex_agents.testing._engine_channel import engine_channel
 
 __all__ = ["FlowAttributes", "read_flow_attributes"]
 
@@ -69,9 +69,6 @@ class FlowAttributes:
         raise ConfigurationError(f"Attribute {key} holds a {kind}, not JSON")
 
 
-_MAX_RESPONSE_BYTES = 256 * 1024 * 1024
-
-
 async def read_flow_attributes(
     server_address: str, flow_id: str, keys: Sequence[str] | None = None
 ) -> FlowAttributes:
@@ -96,9 +93,7 @@ async def read_flow_attributes(
         >>> asyncio.run(stored_messages())
         ['000000000001', '000000000002']
     """
-    # A whole session's Attributes can pass gRPC's 4 MiB default receive limit.
-    options = [("grpc.max_receive_message_length", _MAX_RESPONSE_BYTES)]
-    async with grpc.aio.insecure_channel(server_address, options=options) as channel:
+    async with engine_channel(server_address) as channel:
         stub = pb_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
         request = (
             pb.GetAttributesRequest(flow_id=flow_id, all_keys=True)

@@ -10,6 +10,7 @@ from dex.dexpb import dex_pb2 as pb
 from dex.dexpb import dex_pb2_grpc as pb_grpc
 
 from dex_agents.exceptions import DexAgentsError
+from dex_agents.testing._engine_channel import engine_channel
 
 EXECUTE_COMPLETED_EVENT = "step_execute_completed"
 """``event_type`` of a Step whose Execute completed."""
@@ -31,8 +32,6 @@ _STEP_METHOD_EVENT_TYPES = (
 )
 _HISTORY_TIMEOUT_SECONDS = 60.0
 _PAGE_SIZE = 100
-_MAX_RECEIVE_BYTES = 64 * 1024 * 1024
-"""A single history event may exceed gRPC's 4 MiB default."""
 
 
 class StepHistoryError(DexAgentsError, RuntimeError):
@@ -84,11 +83,10 @@ async def read_step_history(server_address: str, flow_id: str) -> list[StepHisto
         >>> asyncio.run(completed_steps())
         ['StartAgentSession', 'RunModel']
     """
-    options = [("grpc.max_receive_message_length", _MAX_RECEIVE_BYTES)]
     entries: list[StepHistoryEntry] = []
     token = b""
     try:
-        async with grpc.aio.insecure_channel(server_address, options=options) as channel:
+        async with engine_channel(server_address) as channel:
             stub = pb_grpc.FlowServiceStub(channel)  # type: ignore[no-untyped-call]
             while True:
                 request = pb.GetHistoryEventsRequest(
