@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -38,39 +39,47 @@ from dex_agents.stepwise import (
 from dex_agents.testing import InProcessWorker
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 
-_GATE = asyncio.Event()
-_MODEL_WAITING = asyncio.Event()
+
+@dataclass(frozen=True)
+class _Gate:
+    """One test's hold on its model, which sets ``model_waiting`` on a "wait" message, then waits
+    for ``release`` (the in-process Worker runs the model in the test's event loop)."""
+
+    model_waiting: asyncio.Event = field(default_factory=asyncio.Event)
+    release: asyncio.Event = field(default_factory=asyncio.Event)
 
 
-async def _reply(request: ModelRequest) -> ScriptedModelReply:
-    text = ScriptedModelClient.user_texts(request)[-1]
-    if "wait" in text:
-        _MODEL_WAITING.set()
-        await _GATE.wait()
-    return ScriptedModelReply(text=f"You said: {text}")
+def _flow(gate: _Gate) -> AgentSessionFlow:
+    async def reply(request: ModelRequest) -> ScriptedModelReply:
+        text = ScriptedModelClient.user_texts(request)[-1]
+        if "wait" in text:
+            gate.model_waiting.set()
+            await gate.release.wait()
+        return ScriptedModelReply(text=f"You said: {text}")
 
-
-def _flow() -> AgentSessionFlow:
     agent = AgentDefinition(
-        name="echo", instructions="Echo the user.", model=ScriptedModelClient(_reply)
+        name="echo", instructions="Echo the user.", model=ScriptedModelClient(reply)
     )
     return stepwise_agent_session_flow(agent, flow_type="AgentStateReadAgent")
 
 
 @pytest.fixture
+def gate() -> _Gate:
+    return _Gate()
+
+
+@pytest.fixture
 async def sessions(
-    dex_in_process_worker: InProcessWorkerFactory,
+    dex_in_process_worker: InProcessWorkerFactory, gate: _Gate
 ) -> AsyncIterator[tuple[AgentSessionClient, InProcessWorker]]:
-    _GATE.clear()
-    _MODEL_WAITING.clear()
-    flow = _flow()
+    flow = _flow(gate)
     async with dex_in_process_worker([flow]) as dex:
         yield dex.sessions(flow), dex
-        _GATE.set()
+        gate.release.set()
 
 
 async def test_agent_state_follows_the_turn_and_matches_the_snapshot(
-    sessions: tuple[AgentSessionClient, InProcessWorker],
+    sessions: tuple[AgentSessionClient, InProcessWorker], gate: _Gate
 ) -> None:
     client, _ = sessions
     first = await client.run_turn("s1", "hello", timeout=60)
@@ -86,7 +95,7 @@ async def test_agent_state_follows_the_turn_and_matches_the_snapshot(
 
     token = await client.latest_event_token("s1")
     assert await client.send_user_message("s1", "please wait")
-    await asyncio.wait_for(_MODEL_WAITING.wait(), 60)
+    await asyncio.wait_for(gate.model_waiting.wait(), 60)
     running = await client.get_agent_state("s1")
     assert (running.status, running.active_turn_id, running.turn_count) == (
         AgentStatus.RUNNING_MODEL,
@@ -94,7 +103,7 @@ async def test_agent_state_follows_the_turn_and_matches_the_snapshot(
         2,
     )
     assert running.last_message_sequence > state.last_message_sequence
-    _GATE.set()
+    gate.release.set()
     finished = await client.wait_for_turn("s1", token, turn_id="turn-2", timeout=60)
     assert finished.completed
     after = await client.get_agent_state("s1")
@@ -115,7 +124,7 @@ async def test_the_sync_client_reads_the_same_state(
 ) -> None:
     client, dex = sessions
     assert (await client.run_turn("s1", "hello", timeout=60)).completed
-    flow = _flow()
+    flow = _flow(_Gate())
     registry = Registry([flow], agent_codec_registry(), allow_async_handlers=True)
     cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "sync-cache"), 16 * 1024 * 1024))
     options = ClientOptions(

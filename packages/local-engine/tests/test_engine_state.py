@@ -53,10 +53,6 @@ STEP_WAIT = dex.WaitForStepCompletionOptions()
 
 BALANCE = Attribute("balance", int)
 
-# Set by tests to hold the Hold Step inside its execute (the Worker runs in the test's loop).
-HOLD_RELEASE = asyncio.Event()
-HOLD_ENTERED = asyncio.Event()
-
 
 class Route(Step[str]):
     async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
@@ -88,8 +84,8 @@ class Hold(Step[str]):
         return StepOptions(execute_lock_attributes=(self.flow.balance.lock(),))
 
     async def execute(self, context: dex.AsyncContext, input: str) -> StepDecision:
-        HOLD_ENTERED.set()
-        await HOLD_RELEASE.wait()
+        self.flow.hold_entered.set()
+        await self.flow.hold_release.wait()
         self.flow.balance.set(context, self.flow.balance.get(context) + 10)
         return graceful_complete(f"held:{self.flow.balance.get(context)}")
 
@@ -151,6 +147,10 @@ class StateFlow(Flow[str]):
         self.votes = ChannelMap("votes", str)
         self.balance = BALANCE
         self.notes = AttributeMap("notes", str)
+        # The Hold Step sets hold_entered, then waits in its execute for hold_release. They
+        # belong to this Flow object, so each test has its own; the Worker runs in its loop.
+        self.hold_entered = asyncio.Event()
+        self.hold_release = asyncio.Event()
 
     def get_flow_type(self) -> str:
         return "StateFlow"
@@ -292,14 +292,12 @@ async def test_search_finds_flows_by_active_step_type() -> None:
 
 async def test_rpc_lock_conflict_while_a_step_holds_the_lock() -> None:
     flow = StateFlow()
-    HOLD_RELEASE.clear()
-    HOLD_ENTERED.clear()
     async with serving_client([flow]) as client:
         await client.start_flow(flow, "s-lock", "hold")
-        await asyncio.wait_for(HOLD_ENTERED.wait(), 30)
+        await asyncio.wait_for(flow.hold_entered.wait(), 30)
         with pytest.raises(dex.RpcLockConflictError):
             await client.invoke_rpc(flow.locked_add, "s-lock", 1)
-        HOLD_RELEASE.set()
+        flow.hold_release.set()
         result = await client.wait_for_flow("s-lock", timeout=WAIT)
         assert result.completions[0].decode(str) == "held:10"
 
