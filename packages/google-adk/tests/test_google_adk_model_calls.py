@@ -20,7 +20,10 @@ from dex_agents import (
 from dex_agents.testing import assistant_texts, wait_for_agent_snapshot
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_google_adk import GoogleAdkRunner
+from dex_agents_google_adk._transcript import read_transcript
+from google.adk.agents.callback_context import CallbackContext
 from google.adk.agents.llm_agent import LlmAgent
+from google.adk.events import Event
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.genai import types
@@ -133,3 +136,60 @@ async def test_each_turn_of_the_same_text_calls_the_model_three_times_with_its_o
     one_turn = ["RunModel", "CallTool", "ResumeTurn", "RunModel", "CallSingleAttemptTool"]
     one_turn += ["ResumeTurn", "RunModel"]
     assert steps == ["StartAgentSession", *one_turn, "AwaitUserMessage", *one_turn]
+
+
+def _both_orders_then_answer(request: LlmRequest) -> LlmResponse:
+    """Two reads in one response, then an answer naming the results this turn saw."""
+    contents = request.contents
+    start = max((i for i, c in enumerate(contents) if _user_text(c)), default=0)
+    results = [
+        json.dumps(part.function_response.response, sort_keys=True)
+        for content in contents[start:]
+        for part in content.parts or ()
+        if part.function_response is not None
+    ]
+    if not results:
+        return call_reply(("lookup_order", {"order_id": "7"}), ("lookup_order", {"order_id": "8"}))(
+            request
+        )  # type: ignore[return-value]
+    return text_reply(f"{_user_text(contents[start])} -> {len(results)} results")(request)  # type: ignore[return-value]
+
+
+def _shout(callback_context: CallbackContext, llm_request: LlmRequest) -> None:
+    """A callback editing the request's texts, as ADK allows: top-level fields of its parts."""
+    for content in llm_request.contents:
+        for part in content.parts or ():
+            if part.text:
+                part.text = part.text.upper()
+
+
+async def test_model_calls_leave_the_events_the_worker_keeps_as_they_were_stored(
+    dex_in_process_worker: InProcessWorkerFactory,
+) -> None:
+    # The model call's session service lends ADK the events the Worker keeps per stored message
+    # (no deep copy per model call); ADK and the callback must edit only copies of them.
+    model = ScriptedLlm(model="m", script=[_both_orders_then_answer])
+    agent = LlmAgent(name="orders", model=model, tools=[lookup_order], before_model_callback=_shout)
+    flow = AgentSessionFlow(
+        GoogleAdkRunner(agent),
+        flow_type="OrdersAgent",
+        options=AgentSessionOptions(tool_policies={"lookup_order": ToolPolicy(ToolEffect.READ)}),
+    )
+    async with running_session(dex_in_process_worker, [flow]) as stack:
+        sessions = stack.sessions(flow)
+        await stack.run_turn(flow, "orders-1", "Where are my orders?")
+        assert await sessions.send_user_message("orders-1", "And now?")
+        snapshot = await wait_for_agent_snapshot(
+            sessions, "orders-1", turn_ended(2), description="the second turn to end"
+        )
+
+    assert assistant_texts(snapshot) == [
+        "WHERE ARE MY ORDERS? -> 2 results",
+        "AND NOW? -> 2 results",
+    ]
+    assert len(model.requests) == 4
+    stored = [message for message in snapshot.messages if message.framework_item]
+    assert len(stored) == 12  # a turn: the text, two calls, two results, the answer
+    for message in stored:
+        kept = read_transcript([message]).events[0]  # this process's kept decode of the item
+        assert kept.content == Event.model_validate_json(message.framework_item).content

@@ -213,20 +213,3 @@ async def test_the_same_stored_message_read_twice_is_two_events_a_session_servic
         None,
         "Where is order 7?",
     ]
-
-
-async def test_adks_session_service_hands_the_runner_copies_of_the_events_read() -> None:
-    # Reads share each event's content with the event kept per process; that holds because the
-    # Runner works on the session service's deep copies, never on the appended events.
-    stored = _stored([user_message("Where is order 7?")])
-    event = read_transcript(stored).events[0]
-    service = InMemorySessionService()
-    session = await service.create_session(app_name="app", user_id="u", session_id="s")
-    await service.append_event(session, event)
-
-    copy = await service.get_session(app_name="app", user_id="u", session_id="s")
-
-    assert copy is not None
-    assert copy.events[0] == event
-    assert copy.events[0] is not event
-    assert copy.events[0].content is not event.content

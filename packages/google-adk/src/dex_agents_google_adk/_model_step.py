@@ -1,7 +1,7 @@
 """What runs inside ``RunModel``: exactly one model call of an ADK agent, through ADK's ``Runner``.
 
-Each ``RunModel`` runs the agent with ADK's real ``Runner`` on a fresh ``InMemorySessionService``
-session rebuilt from the stored messages (ADK ``Event`` JSON), so ADK's request processors,
+Each ``RunModel`` runs the agent with ADK's real ``Runner`` on a fresh session rebuilt from the
+stored messages (ADK ``Event`` JSON, in a ``StepSessionService``), so ADK's request processors,
 instructions, callbacks, plugins and model classes all run as they would without Dex. The
 :class:`~dex_agents_google_adk._model_call_plugin.ModelCallPlugin` ends the invocation after the one
 model response and holds every tool call back; each then runs in its own tool Step
@@ -44,7 +44,6 @@ from google.adk.models.base_llm import BaseLlm
 from google.adk.models.llm_request import LlmRequest
 from google.adk.models.llm_response import LlmResponse
 from google.adk.runners import Runner
-from google.adk.sessions import InMemorySessionService
 from google.adk.tools.base_tool import BaseTool
 from google.genai import types
 
@@ -55,6 +54,7 @@ from dex_agents_google_adk._model_call_plugin import (
     ModelCallPlugin,
 )
 from dex_agents_google_adk._model_call_report import model_call_metadata, model_call_usage
+from dex_agents_google_adk._step_session_service import StepSessionService
 from dex_agents_google_adk._tool_activation import plugin_errors_unwrapped
 from dex_agents_google_adk._transcript import (
     USER_AUTHOR,
@@ -135,12 +135,9 @@ class AdkModelStep:
         plugin: ModelCallPlugin,
         activation: _ActivationInput,
     ) -> list[Event]:
-        session_service = InMemorySessionService()
-        session = await session_service.create_session(
-            app_name=self.app.name, user_id=self.user_id, session_id=turn.flow_id
+        session_service = StepSessionService(
+            self.app.name, self.user_id, turn.flow_id, activation.history
         )
-        for event in activation.history:
-            await session_service.append_event(session, event)
         app = self.app.model_copy(
             update={"root_agent": agent, "plugins": [plugin, *self.app.plugins]}
         )

@@ -11,13 +11,16 @@ Every ``RunModel`` reads the whole transcript again, and validating an ADK ``Eve
 of µs, so a long session spent much of its model Steps there. A stored item never changes, so each
 process validates it once (``KeptDecodes``) and every read gets a copy of the event with:
 
-- its own ``actions``: ADK's session service reassigns ``actions.state_delta`` of an event appended
-  to it (the ``Runner`` then works on that service's deep copies of the session);
+- its own ``actions``: a session service reassigns ``actions.state_delta`` of an event appended
+  to it;
 - a new ``id`` and ``timestamp`` where the item has none, as validating it anew gives: a user
-  message is stored without them, so two turns of the same text store the same item, and ADK's
-  ``InMemorySessionService.append_event`` drops an event equal to one it holds with that ``id``
-  (an idempotent re-delivery). Kept with the first read's ``id``, the second turn's message was
-  dropped from the history of its resumed model calls, and the model answered early.
+  message is stored without them, so two turns of the same text store the same item, and ADK
+  takes an event with a known ``id`` for a re-delivery (its ``InMemorySessionService`` drops it).
+  Kept with the first read's ``id``, the second turn's message was dropped from the history of its
+  resumed model calls, and the model answered early.
+
+The ``content`` is shared: ``StepSessionService`` lends the events to ADK's ``Runner`` without
+copying them, and ADK copies a content before it edits one for a model request.
 
 Function responses round-trip exactly: a tool's ``{"result": <text>}`` is stored as the text
 (unless the text itself reads as a JSON object), any other response as its JSON text, and
