@@ -3,7 +3,9 @@
 The child calls ``start_cprofile(path)`` before it serves; the parent, once the turns it wants
 profiled are done, calls ``collect_cprofile(pid, path)``: SIGUSR1 makes the child write its
 statistics to ``path`` and the parent prints the top functions. ``session_turns.py`` and
-``adapter_turns.py`` use it for ``--cprofile-worker``.
+``adapter_turns.py`` use it for ``--cprofile-worker``. With ``DEX_BENCH_CPROFILE_COPY=PATH`` in the
+environment the parent also keeps the statistics at ``PATH``, for what the top list does not show
+(``pstats.Stats(PATH).print_callers("deepcopy")``).
 """
 
 from __future__ import annotations
@@ -40,6 +42,9 @@ async def collect_cprofile(pid: int, path: Path) -> str:
         if time.monotonic() > deadline:
             raise TimeoutError(f"process {pid} wrote no cProfile statistics to {path}")
         await asyncio.sleep(0.05)
+    keep = os.environ.get("DEX_BENCH_CPROFILE_COPY")
+    if keep:
+        Path(keep).write_bytes(path.read_bytes())
     text = io.StringIO()
     stats = pstats.Stats(str(path), stream=text)
     stats.sort_stats(pstats.SortKey.CUMULATIVE).print_stats(45)
