@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncGenerator, Callable
-from typing import Any
+from typing import Any, Final
 
 from dex_agents_google_adk import google_adk_session_flow
 from dex_agents_google_adk.testing import reference_agent
@@ -44,6 +44,10 @@ async def add_order_note(order_id: str, note: str) -> dict[str, str]:
     return add_order_note_result(order_id, note)
 
 
+_TOKENS_PER_CONTENT: Final = 20
+"""The usage the benchmark model reports: this many tokens per request content, and its answer."""
+
+
 class BenchmarkLlm(BaseLlm):
     """Sleeps like a remote model, then asks for the next tool of its shape or answers."""
 
@@ -71,7 +75,13 @@ class BenchmarkLlm(BaseLlm):
         else:
             call = types.FunctionCall(name=action.name, args=dict(action.arguments))
             part = types.Part(function_call=call)
-        yield LlmResponse(content=types.Content(role="model", parts=[part]))
+        # A real model reports usage; without it ADK's telemetry logs a warning per model call.
+        usage = types.GenerateContentResponseUsageMetadata(
+            prompt_token_count=_TOKENS_PER_CONTENT * len(contents),
+            candidates_token_count=_TOKENS_PER_CONTENT,
+            total_token_count=_TOKENS_PER_CONTENT * (len(contents) + 1),
+        )
+        yield LlmResponse(content=types.Content(role="model", parts=[part]), usage_metadata=usage)
 
 
 def _has_text(content: types.Content) -> bool:
