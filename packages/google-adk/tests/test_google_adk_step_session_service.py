@@ -124,6 +124,11 @@ async def test_an_unknown_session_is_none_and_a_created_one_is_empty() -> None:
     await service.delete_session(**_KEY)
 
     assert created.events == []
+    unnamed = await service.create_session(app_name="app", user_id="u")
+    assert unnamed.id not in {"s", "other"}
+    assert (
+        await service.get_session(app_name="app", user_id="u", session_id=unnamed.id)
+    ) is not None
     assert sorted(session.id for session in listed.sessions) == ["other", "s"]
     assert all(session.events == [] for session in listed.sessions)
     assert await service.get_session(**_KEY) is None

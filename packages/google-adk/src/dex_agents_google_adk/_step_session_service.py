@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import time
+import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -73,7 +74,7 @@ class StepSessionService(BaseSessionService):
     ) -> Session:
         """A new empty session (ADK's ``Runner`` asks only when the session is missing)."""
         session = Session(
-            id=session_id or f"{app_name}-{len(self._sessions)}",
+            id=session_id or str(uuid.uuid4()),  # as InMemorySessionService names one
             app_name=app_name,
             user_id=user_id,
             state=dict(state or {}),
