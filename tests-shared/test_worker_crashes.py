@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT
+from dex_agents import OUTCOME_UNKNOWN_TOOL_RESULT, AgentEventType
 from dex_agents.testing import assistant_texts, tool_messages
 from dex_agents.testing.scenarios import (
     KILL_WORKER_GATE,
@@ -19,9 +19,17 @@ from scenario_support.runners import reads_run_in_model_step
 pytestmark = pytest.mark.dex_own_stack
 
 
-async def _kill_at_gate_and_replace(scenario: Scenario, gate_name: str) -> None:
+async def _kill_at_gate_and_replace(
+    scenario: Scenario, gate_name: str, *, tool_step_of: str | None = None
+) -> None:
     gate = scenario.gate(gate_name)
     await gate.wait_until_reached()
+    if tool_step_of is not None:
+        # The tool Step's first output (its tool_call_started event) is written before the tool
+        # runs, but a SIGKILL can still catch it in the Worker's send buffer; the engine then
+        # takes the attempt for never started and hands it out again under the same number. Once
+        # the event is readable, the engine holds that output and the kill fails attempt 1.
+        await scenario.first_event(tool_step_of, AgentEventType.TOOL_CALL_STARTED)
     await scenario.replace_worker()
 
 
@@ -56,7 +64,10 @@ async def test_a_kill_during_a_model_call_repeats_only_that_call(scenario: Scena
 
 async def test_a_kill_during_a_read_runs_the_read_again(scenario: Scenario) -> None:
     await scenario.start("read-crash", ScenarioCommand(calls=(ScenarioCall("lookup", "read"),)))
-    await _kill_at_gate_and_replace(scenario, "read")
+    in_tool_step = not reads_run_in_model_step(scenario.runner)
+    await _kill_at_gate_and_replace(
+        scenario, "read", tool_step_of="read-crash" if in_tool_step else None
+    )
 
     await scenario.gate("read").wait_until_reached(count=2)
     scenario.gate("read").release()
@@ -78,7 +89,7 @@ async def test_a_kill_during_an_idempotent_write_repeats_it_with_the_same_key(
     scenario: Scenario,
 ) -> None:
     await scenario.start("upsert-crash", ScenarioCommand(calls=(ScenarioCall("upsert", "up"),)))
-    await _kill_at_gate_and_replace(scenario, "up")
+    await _kill_at_gate_and_replace(scenario, "up", tool_step_of="upsert-crash")
 
     await scenario.gate("up").wait_until_reached(count=2)
     scenario.gate("up").release()

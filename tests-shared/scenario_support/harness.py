@@ -123,10 +123,18 @@ class Scenario:
         """The payload of the session's first ``interrupt_raised`` event. Unlike the snapshot's
         pending interrupts it stays readable after the interrupt expired, so a test of a short
         deadline cannot miss it on a loaded machine."""
+        return await self.first_event(
+            session_id, AgentEventType.INTERRUPT_RAISED, deadline_agent=deadline_agent
+        )
+
+    async def first_event(
+        self, session_id: str, event_type: AgentEventType, *, deadline_agent: bool = False
+    ) -> dict[str, Any]:
+        """The payload of the session's first event of ``event_type``, once the engine holds it."""
         sessions = self.deadline_sessions if deadline_agent else self.sessions
         async with asyncio.timeout(DEFAULT_WAIT_TIMEOUT_SECONDS):
             async for message in sessions.stream_events(session_id):
-                if message.value.type == AgentEventType.INTERRUPT_RAISED:
+                if message.value.type == event_type:
                     return message.value.payload_json()
         raise AssertionError("the event stream ended")  # stream_events never ends
 
