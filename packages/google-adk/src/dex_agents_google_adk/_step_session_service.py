@@ -17,8 +17,8 @@ session object of its own whose ``events`` list and (deep-copied) ``state`` the 
 The events themselves are shared, not copied: each comes from the transcript's per-read copy
 (its own ``actions``, which ADK reassigns on append) with the ``content`` the process keeps per
 stored item. ADK copies an event before it edits one of the session's (its contents builder and
-function-response rearranger copy on write), and ``test_google_adk_sessions.py`` checks that a
-model call leaves every kept event as it was.
+function-response rearranger copy on write), and ``test_google_adk_model_calls.py`` checks that
+model calls leave every kept event as it was.
 """
 
 from __future__ import annotations
@@ -50,12 +50,12 @@ class StepSessionService(BaseSessionService):
             id=session_id, app_name=app_name, user_id=user_id, last_update_time=time.time()
         )
         for event in history:
-            self._load(session, event)
+            self._commit(session, event)
         self._sessions: dict[tuple[str, str, str], Session] = {
             (app_name, user_id, session_id): session
         }
 
-    def _load(self, session: Session, event: Event) -> None:
+    def _commit(self, session: Session, event: Event) -> None:
         # As InMemorySessionService.append_event, without its duplicate check: the history holds
         # each stored event once. Temporary state lives only for the invocation that wrote it.
         if event.partial:
@@ -81,7 +81,7 @@ class StepSessionService(BaseSessionService):
             last_update_time=time.time(),
         )
         self._sessions[(app_name, user_id, session.id)] = session
-        return session.model_copy(update={"events": [], "state": dict(session.state)})
+        return _lent(session, [])
 
     async def get_session(
         self,
@@ -95,9 +95,7 @@ class StepSessionService(BaseSessionService):
         session = self._sessions.get((app_name, user_id, session_id))
         if session is None:
             return None
-        events = _selected(session.events, config)
-        # State is small, and a callback may change a value in place: copied as ADK copies it.
-        return session.model_copy(update={"events": events, "state": copy.deepcopy(session.state)})
+        return _lent(session, _selected(session.events, config))
 
     async def list_sessions(
         self, *, app_name: str, user_id: str | None = None
@@ -105,7 +103,7 @@ class StepSessionService(BaseSessionService):
         """The held sessions of ``app_name`` (and ``user_id``), without their events."""
         return ListSessionsResponse(
             sessions=[
-                session.model_copy(update={"events": [], "state": dict(session.state)})
+                _lent(session, [])
                 for (app, user, _), session in self._sessions.items()
                 if app == app_name and user_id in (None, user)
             ]
@@ -123,10 +121,14 @@ class StepSessionService(BaseSessionService):
         session.last_update_time = event.timestamp
         held = self._sessions.get((session.app_name, session.user_id, session.id))
         if held is not None and held is not session:
-            self._update_session_state(held, event)
-            held.events.append(event)
-            held.last_update_time = event.timestamp
+            self._commit(held, event)
         return event
+
+
+def _lent(session: Session, events: list[Event]) -> Session:
+    """``session`` with ``events`` and a copy of its state, as the caller's own object."""
+    # State is small, and a callback may change a value in place: copied as ADK copies it.
+    return session.model_copy(update={"events": events, "state": copy.deepcopy(session.state)})
 
 
 def _selected(events: list[Event], config: GetSessionConfig | None) -> list[Event]:
