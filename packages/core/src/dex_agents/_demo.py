@@ -490,6 +490,9 @@ class _DemoSession:
         # The turn that was running when --message was sent: its end is not the one followed.
         self._earlier_turn: str | None = None
         self._failed = False
+        # The turn_failed event's error: the snapshot read right after it may predate the commit
+        # of the Step that wrote it, so its state may not hold the error yet.
+        self._event_error: str | None = None
 
     async def run(self) -> int:
         session_id = self._options.session_id or f"demo-{secrets.token_hex(4)}"
@@ -669,6 +672,9 @@ class _DemoSession:
                 return APPROVAL_PENDING_EXIT_STATUS
             if event.type in _FINISHED_EVENTS and event.turn_id != self._earlier_turn:
                 self._failed = event.type == AgentEventType.TURN_FAILED
+                if self._failed:
+                    error = event.payload_json().get("error")
+                    self._event_error = error if isinstance(error, str) and error else None
                 return self._finish(session_id, await self._snapshot(session_id))
 
     def _finish(self, session_id: str, snapshot: AgentSnapshot) -> int:
@@ -681,7 +687,7 @@ class _DemoSession:
                 self._terminal.line(_render_message(message, {call_id: check} if check else {}))
         state = snapshot.state
         if self._failed:
-            error = state.last_turn_error if state is not None else None
+            error = (state.last_turn_error if state is not None else None) or self._event_error
             self._terminal.line(
                 f"The turn failed: {error or 'no error was recorded'}. {self._failure_hint(error)}"
             )
