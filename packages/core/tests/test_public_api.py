@@ -251,6 +251,7 @@ SUBPACKAGE_API: dict[str, frozenset[str]] = {
             "check_tool_arguments",
             "check_tool_task_pollers",
             "checked_tool_call",
+            "fresh_copier",
             "invalid_arguments_error",
             "owned_temp_directory",
             "recorded_tool_result",

@@ -14,7 +14,6 @@ changes the kept one.
 
 from __future__ import annotations
 
-import copy
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -142,29 +141,9 @@ def _built(item: str) -> BaseMessage:
     return restored
 
 
-def _fresh(kept: BaseMessage) -> BaseMessage:
-    """A copy of a kept message whose lists and dicts (content blocks, tool calls, metadata) are
-    copied too, since one graph could edit them in place."""
-    return kept.model_copy(
-        update={
-            name: _copied(value)
-            for name, value in vars(kept).items()
-            if isinstance(value, (list, dict))
-        }
-    )
-
-
-_restored: Final = KeptDecodes(_built, _fresh)
-"""A fresh LangChain message for a stored ``framework_item`` (built once per process)."""
-
-
-def _copied(value: object) -> object:
-    """``value`` with every list and dict in it copied (what ``json.loads`` built: fast)."""
-    if isinstance(value, dict):
-        return {key: _copied(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copied(item) for item in value]
-    return copy.copy(value) if not isinstance(value, (str, int, float, bool, type(None))) else value
+_restored: Final = KeptDecodes(_built)
+"""A fresh LangChain message for a stored ``framework_item`` (built once per process), with its own
+copies of the lists and dicts (content blocks, tool calls, metadata) one graph could edit in place."""
 
 
 def langchain_message(message: AgentMessage) -> BaseMessage:

@@ -18,17 +18,14 @@ equal stored items never become one object or one ID.
 
 from __future__ import annotations
 
-import copy
 import dataclasses
-import datetime
-import functools
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Final
+from typing import Final
 
 from dex_agents import AgentMessage, FrameworkMessage, MessageRole
-from dex_agents.adapters import KeptDecodes
+from dex_agents.adapters import KeptDecodes, fresh_copier
 from dex_agents.exceptions import StoredStateError
 from pydantic_ai.messages import (
     ModelMessage,
@@ -150,11 +147,13 @@ class _Stamp:
 class _KeptItem:
     messages: list[ModelMessage]
     stamps: tuple[_Stamp, ...]
+    copy: Callable[[], list[ModelMessage]]
+    """Makes what validating the item again gives, stamps aside."""
 
 
 def _validated_item(item: str) -> _KeptItem:
     messages = ModelMessagesTypeAdapter.validate_json(item)
-    return _KeptItem(messages, _stamps(json.loads(item), messages))
+    return _KeptItem(messages, _stamps(json.loads(item), messages), fresh_copier(messages))
 
 
 def _stamps(raw: object, messages: Sequence[ModelMessage]) -> tuple[_Stamp, ...]:
@@ -185,48 +184,13 @@ def _absent_made_fields(
 
 def _fresh_item(kept: _KeptItem) -> _KeptItem:
     """What validating the item again gives, without validating."""
-    messages: list[ModelMessage] = _fresh(kept.messages)
+    messages = kept.copy()
     for stamp in kept.stamps:
         target: object = messages[stamp.message]
         if stamp.part is not None:
             target = messages[stamp.message].parts[stamp.part]
         setattr(target, stamp.name, stamp.make())
-    return _KeptItem(messages, kept.stamps)
-
-
-_SHARED_TYPES: Final = frozenset({str, bytes, int, float, bool, type(None), datetime.datetime})
-
-
-def _fresh(value: Any) -> Any:
-    """``value`` with its own copy of every dataclass, list and dict in it (the objects
-    Pydantic AI may edit); immutable values are shared."""
-    kind: type = type(value)
-    if kind in _SHARED_TYPES:
-        return value
-    # Leaves are tested inline: most of a message's fields are None or text, and a call each
-    # would cost as much as the copy.
-    shared = _SHARED_TYPES
-    if kind is list:
-        return [item if type(item) in shared else _fresh(item) for item in value]
-    if kind is dict:
-        return {key: item if type(item) in shared else _fresh(item) for key, item in value.items()}
-    if _is_plain_dataclass(kind):
-        fresh: Any = object.__new__(kind)
-        fresh.__dict__.update(
-            {
-                name: item if type(item) in shared else _fresh(item)
-                for name, item in value.__dict__.items()
-            }
-        )
-        return fresh
-    return copy.deepcopy(value)
-
-
-@functools.cache
-def _is_plain_dataclass(kind: type) -> bool:
-    """Whether ``kind`` is a dataclass whose instances keep all their state in ``__dict__``."""
-    slots = [base.__dict__["__slots__"] for base in kind.__mro__ if "__slots__" in base.__dict__]
-    return dataclasses.is_dataclass(kind) and kind.__dictoffset__ != 0 and not any(slots)
+    return _KeptItem(messages, kept.stamps, kept.copy)
 
 
 _kept_items: Final = KeptDecodes(_validated_item, _fresh_item)

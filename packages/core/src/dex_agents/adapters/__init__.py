@@ -22,7 +22,8 @@ framework-specific and every runner records the same outcome for the same situat
   tool type from an ``McpTool``, and the adapter's two public functions over it
   (``public_functions``);
 - ``KeptDecodes``: stored framework items decoded once per process and handed out as copies, for a
-  runner that rebuilds the framework's history from the stored messages in every model call;
+  runner that rebuilds the framework's history from the stored messages in every model call, and
+  ``fresh_copier``, the copy it makes by default, planned once per kept item;
 - ``scenario_runner_getattr``: the ``__getattr__`` of an adapter's ``testing`` package that
   imports its scenario runner (and so ``dex_agents.testing``) only when asked for;
 - ``owned_temp_directory``: a temporary directory for a runner's helper process (a framework's
@@ -46,6 +47,7 @@ from dex_agents._tool_source_routes import (
 )
 from dex_agents.adapters._adapter_runner import AdapterRunner, check_tool_task_pollers
 from dex_agents.adapters._agent_type import agent_type_error
+from dex_agents.adapters._fresh_copies import fresh_copier
 from dex_agents.adapters._kept_decodes import KeptDecodes
 from dex_agents.adapters._mcp_tools import (
     McpTool,
@@ -85,6 +87,7 @@ __all__ = [
     "check_tool_arguments",
     "check_tool_task_pollers",
     "checked_tool_call",
+    "fresh_copier",
     "invalid_arguments_error",
     "owned_temp_directory",
     "recorded_tool_result",

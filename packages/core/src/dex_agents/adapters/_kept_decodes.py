@@ -4,7 +4,8 @@ Every ``RunModel`` of a runner that stores the framework's own items rebuilds th
 history from all the session's stored messages, so a session at turn 100 decodes hundreds of items
 per model call, each a pydantic validation of 10 to 100 µs. A stored ``framework_item`` never
 changes, so a process can decode each one once; a framework may edit the objects it is given, so
-each caller gets a copy (the runner says how deep: usually far cheaper than decoding again).
+each caller gets a copy: by default one that ``fresh_copier`` planned when the item was decoded
+(copies of every list, dict, dataclass and pydantic model in it), or the runner's own.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import Final, Generic, TypeVar
+
+from dex_agents.adapters._fresh_copies import fresh_copier
 
 __all__ = ["KeptDecodes"]
 
@@ -28,7 +31,8 @@ class KeptDecodes(Generic[_DecodedT]):
         decode: Builds the framework's object from one stored item; what it raises propagates
             (and nothing is kept for that item).
         copy: Makes the copy a caller gets of a kept object: deep enough that whatever the
-            framework edits in place is the caller's own.
+            framework edits in place is the caller's own. Without it, each kept object is copied
+            by the plan ``fresh_copier`` made when it was decoded.
         max_items: Items kept, the least recently used dropped first.
         max_item_chars: Longer items are decoded every time, so the kept ones take at most about
             ``max_items * max_item_chars`` characters.
@@ -40,20 +44,27 @@ class KeptDecodes(Generic[_DecodedT]):
         >>> first["role"] = "edited"
         >>> kept('{"role": "user"}')
         {'role': 'user'}
+        >>> KeptDecodes(json.loads)('{"parts": [{"text": "hi"}]}')
+        {'parts': [{'text': 'hi'}]}
     """
 
     def __init__(
         self,
         decode: Callable[[str], _DecodedT],
-        copy: Callable[[_DecodedT], _DecodedT],
+        copy: Callable[[_DecodedT], _DecodedT] | None = None,
         *,
         max_items: int = _DEFAULT_MAX_ITEMS,
         max_item_chars: int = _DEFAULT_MAX_ITEM_CHARS,
     ) -> None:
         self._decode = decode
-        self._copy = copy
         self._max_item_chars = max_item_chars
-        self._kept = functools.lru_cache(maxsize=max_items)(decode)
+
+        def maker(item: str) -> Callable[[], _DecodedT]:
+            decoded = decode(item)
+            return fresh_copier(decoded) if copy is None else functools.partial(copy, decoded)
+
+        # A kept item is held as what makes its copies.
+        self._makers = functools.lru_cache(maxsize=max_items)(maker)
 
     def __call__(self, item: str) -> _DecodedT:
         """A fresh object for ``item``, decoded at most once while it is kept.
@@ -63,8 +74,8 @@ class KeptDecodes(Generic[_DecodedT]):
         """
         if len(item) > self._max_item_chars:
             return self._decode(item)
-        return self._copy(self._kept(item))
+        return self._makers(item)()
 
     def clear(self) -> None:
         """Forgets every kept object."""
-        self._kept.cache_clear()
+        self._makers.cache_clear()

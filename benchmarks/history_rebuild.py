@@ -1,0 +1,113 @@
+"""Benchmark: what one model call of the Pydantic AI and LangGraph runners pays to rebuild the
+framework's history from the stored messages of a long session, in one process.
+
+Every ``RunModel`` of these runners rebuilds the whole history from the stored items; each item is
+validated once per process (``KeptDecodes``) and every call gets its own copy. This times that
+rebuild (Pydantic AI's ``decode_history``, the LangGraph runner's ``langchain_message`` for every
+stored message) for a session of ``--turns`` read turns (user message, tool call, tool result,
+answer: four stored messages a turn), after one warm-up rebuild that validates every item.
+
+Compare revisions by running it with each revision's packages first on the path::
+
+    PYTHONPATH=$(ls -d BEFORE_WORKTREE/packages/*/src | paste -sd:) \\
+        uv run python benchmarks/history_rebuild.py --turns 100
+    uv run python benchmarks/history_rebuild.py --turns 100
+"""
+
+from __future__ import annotations
+
+import argparse
+import timeit
+from collections.abc import Callable
+
+from dex_agents import AgentMessage, FrameworkMessage
+from dex_agents_langgraph import _transcript as langgraph_transcript
+from dex_agents_pydantic_ai import _transcript as pydantic_ai_transcript
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.usage import RequestUsage
+
+
+def _pydantic_ai_session(turns: int) -> list[FrameworkMessage]:
+    stored: list[FrameworkMessage] = []
+    for n in range(turns):
+        stored.append(pydantic_ai_transcript.user_message(f"What is the status of order {n}?"))
+        call = ToolCallPart("lookup_order", {"order_id": str(n)}, tool_call_id=f"call_{n}")
+        stored.extend(
+            pydantic_ai_transcript.encode_messages(
+                [
+                    ModelResponse(parts=[call], usage=RequestUsage(input_tokens=100 + n)),
+                    ModelRequest(
+                        parts=[
+                            ToolReturnPart(
+                                "lookup_order", f"order {n}", tool_call_id=call.tool_call_id
+                            )
+                        ]
+                    ),
+                    ModelResponse(
+                        parts=[TextPart(f"Order {n} shipped.")],
+                        usage=RequestUsage(input_tokens=150 + n),
+                    ),
+                ]
+            )
+        )
+    return stored
+
+
+def _langgraph_session(turns: int) -> list[FrameworkMessage]:
+    messages: list[BaseMessage] = []
+    for n in range(turns):
+        call = {"name": "lookup_order", "args": {"order_id": str(n)}, "id": f"call_{n}"}
+        messages += [
+            HumanMessage(f"What is the status of order {n}?"),
+            AIMessage(
+                "",
+                tool_calls=[call],
+                usage_metadata={"input_tokens": 10, "output_tokens": 3, "total_tokens": 13},
+            ),
+            ToolMessage(f"order {n}", tool_call_id=call["id"]),
+            AIMessage(f"Order {n} shipped."),
+        ]
+    return [langgraph_transcript.framework_message(message) for message in messages]
+
+
+def _stored(messages: list[FrameworkMessage]) -> list[AgentMessage]:
+    return [
+        AgentMessage.from_framework_message(
+            message, sequence=index + 1, turn_id=f"turn-{index // 4}", created_at=None
+        )
+        for index, message in enumerate(messages)
+    ]
+
+
+def _best_ms(rebuild: Callable[[], object], rounds: int) -> float:
+    rebuild()  # validates every item once, as the first RunModel of a Worker does
+    return min(timeit.repeat(rebuild, number=rounds, repeat=7)) / rounds * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--turns", type=int, default=100, help="read turns in the session (default 100)"
+    )
+    parser.add_argument("--rounds", type=int, default=20, help="rebuilds per timing (default 20)")
+    args = parser.parse_args()
+    pydantic_ai = _stored(_pydantic_ai_session(args.turns))
+    langgraph = _stored(_langgraph_session(args.turns))
+    pydantic_ai_ms = _best_ms(
+        lambda: pydantic_ai_transcript.decode_history(pydantic_ai), args.rounds
+    )
+    langgraph_ms = _best_ms(
+        lambda: [langgraph_transcript.langchain_message(m) for m in langgraph], args.rounds
+    )
+    print(f"history_rebuild: {args.turns} turns, best of 7 x {args.rounds} rebuilds")
+    print(
+        f"pydantic-ai decode_history, {len(pydantic_ai)} stored messages    {pydantic_ai_ms:6.2f} ms a model call"
+    )
+    print(
+        f"langgraph langchain_message, {len(langgraph)} stored messages   {langgraph_ms:6.2f} ms a model call"
+    )
+
+
+if __name__ == "__main__":
+    main()
