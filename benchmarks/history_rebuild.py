@@ -1,11 +1,12 @@
-"""Benchmark: what one model call of the Pydantic AI and LangGraph runners pays to rebuild the
-framework's history from the stored messages of a long session, in one process.
+"""Benchmark: what one model call of the Pydantic AI, LangGraph and OpenAI Agents runners pays to
+rebuild the framework's history from the stored messages of a long session, in one process.
 
 Every ``RunModel`` of these runners rebuilds the whole history from the stored items; each item is
-validated once per process (``KeptDecodes``) and every call gets its own copy. This times that
+decoded once per process (``KeptDecodes``) and every call gets its own copy. This times that
 rebuild (Pydantic AI's ``decode_history``, the LangGraph runner's ``langchain_message`` for every
-stored message) for a session of ``--turns`` read turns (user message, tool call, tool result,
-answer: four stored messages a turn), after one warm-up rebuild that validates every item.
+stored message, the OpenAI Agents runner's ``read_transcript``) for a session of ``--turns`` read
+turns (user message, tool call, tool result, answer: four stored messages a turn), after one
+warm-up rebuild that decodes every item.
 
 Compare revisions by running it with each revision's packages first on the path::
 
@@ -17,11 +18,13 @@ Compare revisions by running it with each revision's packages first on the path:
 from __future__ import annotations
 
 import argparse
+import functools
 import timeit
 from collections.abc import Callable
 
 from dex_agents import AgentMessage, FrameworkMessage
 from dex_agents_langgraph import _transcript as langgraph_transcript
+from dex_agents_openai_agents import _transcript as openai_agents_transcript
 from dex_agents_pydantic_ai import _transcript as pydantic_ai_transcript
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -71,6 +74,42 @@ def _langgraph_session(turns: int) -> list[FrameworkMessage]:
     return [langgraph_transcript.framework_message(message) for message in messages]
 
 
+def _openai_agents_session(turns: int) -> list[FrameworkMessage]:
+    stored: list[FrameworkMessage] = []
+    agent = "Orders"
+    for n in range(turns):
+        call_id = f"call_{n}"
+        call = {
+            "type": "function_call",
+            "call_id": call_id,
+            "name": "lookup_order",
+            "arguments": f'{{"order_id": "{n}"}}',
+            "id": f"fc_{n}",
+            "status": "completed",
+        }
+        answer = {
+            "type": "message",
+            "role": "assistant",
+            "id": f"msg_{n}",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": f"Order {n} shipped.", "annotations": []}],
+        }
+        stored += [
+            openai_agents_transcript.stored_message(
+                openai_agents_transcript.user_message_item(f"What is the status of order {n}?"),
+                None,
+            ),
+            openai_agents_transcript.stored_message(call, agent),
+            openai_agents_transcript.stored_message(
+                openai_agents_transcript.function_call_output_item(call_id, f"order {n}"),
+                agent,
+                tool_name="lookup_order",
+            ),
+            openai_agents_transcript.stored_message(answer, agent),
+        ]
+    return stored
+
+
 def _stored(messages: list[FrameworkMessage]) -> list[AgentMessage]:
     return [
         AgentMessage.from_framework_message(
@@ -92,21 +131,27 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=20, help="rebuilds per timing (default 20)")
     args = parser.parse_args()
-    pydantic_ai = _stored(_pydantic_ai_session(args.turns))
-    langgraph = _stored(_langgraph_session(args.turns))
-    pydantic_ai_ms = _best_ms(
-        lambda: pydantic_ai_transcript.decode_history(pydantic_ai), args.rounds
-    )
-    langgraph_ms = _best_ms(
-        lambda: [langgraph_transcript.langchain_message(m) for m in langgraph], args.rounds
-    )
+    rebuilds: list[tuple[str, list[AgentMessage], Callable[[list[AgentMessage]], object]]] = [
+        (
+            "pydantic-ai decode_history",
+            _stored(_pydantic_ai_session(args.turns)),
+            pydantic_ai_transcript.decode_history,
+        ),
+        (
+            "langgraph langchain_message",
+            _stored(_langgraph_session(args.turns)),
+            lambda stored: [langgraph_transcript.langchain_message(m) for m in stored],
+        ),
+        (
+            "openai-agents read_transcript",
+            _stored(_openai_agents_session(args.turns)),
+            lambda stored: openai_agents_transcript.read_transcript(stored, stored[-1].turn_id),
+        ),
+    ]
     print(f"history_rebuild: {args.turns} turns, best of 7 x {args.rounds} rebuilds")
-    print(
-        f"pydantic-ai decode_history, {len(pydantic_ai)} stored messages    {pydantic_ai_ms:6.2f} ms a model call"
-    )
-    print(
-        f"langgraph langchain_message, {len(langgraph)} stored messages   {langgraph_ms:6.2f} ms a model call"
-    )
+    for name, stored, rebuild in rebuilds:
+        milliseconds = _best_ms(functools.partial(rebuild, stored), args.rounds)
+        print(f"{name:30} {len(stored):4} stored messages {milliseconds:6.2f} ms a model call")
 
 
 if __name__ == "__main__":

@@ -23,6 +23,7 @@ from dex_agents import (
     MessageRole,
     dump_json_text,
 )
+from dex_agents.adapters import KeptDecodes
 from dex_agents.exceptions import StoredStateError
 
 __all__ = [
@@ -209,11 +210,17 @@ def read_transcript(messages: Sequence[AgentMessage], turn_id: str | None) -> Tr
 
 
 def decode_framework_item(framework_item: str) -> tuple[str | None, JsonObject]:
-    """The agent name and the Responses item of one stored ``framework_item``.
+    """The agent name and the Responses item of one stored ``framework_item`` (the item the
+    caller's own: a copy of the one this process decoded first).
 
     Raises:
         ValueError: When the text is not ``{"agent"?: str, "item": {...}}``.
     """
+    envelope = _kept_envelopes(framework_item)
+    return cast("str | None", envelope.get("agent")), cast(JsonObject, envelope["item"])
+
+
+def _envelope(framework_item: str) -> dict[str, object]:
     try:
         envelope = json.loads(framework_item)
     except ValueError as error:
@@ -229,7 +236,12 @@ def decode_framework_item(framework_item: str) -> tuple[str | None, JsonObject]:
             '({"agent": ..., "item": {...}}); this session was not written by '
             "dex-agents-openai-agents"
         )
-    return agent, cast(JsonObject, item)
+    return {"agent": agent, "item": item}
+
+
+_kept_envelopes: Final = KeptDecodes(_envelope)
+"""Every model call reads the whole transcript: each stored item is parsed once per process, and
+each read gets its own copy of the item (the runner and the SDK may edit the input they get)."""
 
 
 def _is_model_output(item: JsonObject) -> bool:
