@@ -1,12 +1,13 @@
-"""Benchmark: what one model call of the Pydantic AI, LangGraph and OpenAI Agents runners pays to
-rebuild the framework's history from the stored messages of a long session, in one process.
+"""Benchmark: what one model call of the Pydantic AI, LangGraph, OpenAI Agents and Strands
+runners pays to rebuild the framework's history from the stored messages of a long session, in
+one process.
 
 Every ``RunModel`` of these runners rebuilds the whole history from the stored items; each item is
 decoded once per process (``KeptDecodes``) and every call gets its own copy. This times that
 rebuild (Pydantic AI's ``decode_history``, the LangGraph runner's ``langchain_message`` for every
-stored message, the OpenAI Agents runner's ``read_transcript``) for a session of ``--turns`` read
-turns (user message, tool call, tool result, answer: four stored messages a turn), after one
-warm-up rebuild that decodes every item.
+stored message, the OpenAI Agents runner's ``read_transcript``, the Strands runner's
+``decode_messages``) for a session of ``--turns`` read turns (user message, tool call, tool
+result, answer: four stored messages a turn), after one warm-up rebuild that decodes every item.
 
 Compare revisions by running it with each revision's packages first on the path::
 
@@ -26,6 +27,7 @@ from dex_agents import AgentMessage, FrameworkMessage
 from dex_agents_langgraph import _transcript as langgraph_transcript
 from dex_agents_openai_agents import _transcript as openai_agents_transcript
 from dex_agents_pydantic_ai import _transcript as pydantic_ai_transcript
+from dex_agents_strands import _transcript as strands_transcript
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic_ai.messages import ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.usage import RequestUsage
@@ -110,6 +112,30 @@ def _openai_agents_session(turns: int) -> list[FrameworkMessage]:
     return stored
 
 
+def _strands_session(turns: int) -> list[FrameworkMessage]:
+    stored: list[FrameworkMessage] = []
+    for n in range(turns):
+        use = {"toolUseId": f"call_{n}", "name": "lookup_order", "input": {"order_id": str(n)}}
+        result = {
+            "toolUseId": f"call_{n}",
+            "status": "success",
+            "content": [{"text": f"order {n}"}],
+        }
+        stored += [
+            strands_transcript.user_message(f"What is the status of order {n}?"),
+            *strands_transcript.encode_message(
+                {"role": "assistant", "content": [{"toolUse": use}]}
+            ),
+            *strands_transcript.encode_message(
+                {"role": "user", "content": [{"toolResult": result}]}
+            ),
+            *strands_transcript.encode_message(
+                {"role": "assistant", "content": [{"text": f"Order {n} shipped."}]}
+            ),
+        ]
+    return stored
+
+
 def _stored(messages: list[FrameworkMessage]) -> list[AgentMessage]:
     return [
         AgentMessage.from_framework_message(
@@ -146,6 +172,11 @@ def main() -> None:
             "openai-agents read_transcript",
             _stored(_openai_agents_session(args.turns)),
             lambda stored: openai_agents_transcript.read_transcript(stored, stored[-1].turn_id),
+        ),
+        (
+            "strands decode_messages",
+            _stored(_strands_session(args.turns)),
+            strands_transcript.decode_messages,
         ),
     ]
     print(f"history_rebuild: {args.turns} turns, best of 7 x {args.rounds} rebuilds")

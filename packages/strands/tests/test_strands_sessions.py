@@ -172,3 +172,34 @@ def test_bad_input_is_refused_with_a_clear_error() -> None:
         StrandsRunner(object())  # type: ignore[arg-type]
     with pytest.raises(StoredStateError, match="not a Strands message"):
         decode_messages([encode_message(text_reply("ok"))[0].__class__("user", "[1]")])
+
+
+def test_each_read_of_the_history_gets_its_own_messages_to_edit() -> None:
+    # Each stored item is parsed once per process; a conversation manager may edit the messages
+    # it is given in place (truncating a tool result), so every read hands out its own copies.
+    stored = [
+        *encode_message(tool_use_reply("c1", "lookup_order", {"order_id": "7"})),
+        *encode_message(
+            {
+                "role": "user",
+                "content": [
+                    {
+                        "toolResult": {
+                            "toolUseId": "c1",
+                            "status": "success",
+                            "content": [{"text": "ok"}],
+                        }
+                    }
+                ],
+            }
+        ),
+    ]
+    first = decode_messages(stored)
+    first[0]["content"][0]["toolUse"]["input"]["order_id"] = "8"
+    first[1]["content"][0]["toolResult"]["content"][0]["text"] = "truncated"
+    first[1]["content"].append({"text": "added"})
+    second = decode_messages(stored)
+    assert second[0]["content"][0]["toolUse"]["input"] == {"order_id": "7"}
+    assert second[1]["content"] == [
+        {"toolResult": {"toolUseId": "c1", "status": "success", "content": [{"text": "ok"}]}}
+    ]

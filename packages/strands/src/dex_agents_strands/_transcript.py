@@ -22,7 +22,7 @@ from dex_agents import (
     MessageRole,
     build_plan_note,
 )
-from dex_agents.adapters import recorded_tool_result, tool_result_is_error
+from dex_agents.adapters import KeptDecodes, recorded_tool_result, tool_result_is_error
 from dex_agents.exceptions import StoredStateError
 from strands.types.content import ContentBlock, Message, Messages
 from strands.types.tools import ToolResult, ToolUse
@@ -89,7 +89,7 @@ def decode_messages(stored: Iterable[AgentMessage | FrameworkMessage]) -> Messag
     """
     messages: Messages = []
     for item in stored:
-        message = _decode(item.framework_item)
+        message = _kept_messages(item.framework_item)
         if messages and messages[-1]["role"] == message["role"]:
             messages[-1] = {
                 "role": message["role"],
@@ -191,3 +191,9 @@ def _decode(text: str) -> Message:
     ):
         raise StoredStateError(f"stored item {text[:80]!r} is not a Strands message")
     return cast(Message, value)
+
+
+_kept_messages: Final = KeptDecodes(_decode)
+"""Every model call reads the whole history: each stored item is parsed once per process, and each
+read gets its own copy of the message (Strands and its conversation managers may edit the
+messages they are given in place)."""
