@@ -198,36 +198,41 @@ class BlobStore:
             self._pending.pop(blob_id, None)
             self._remember_written(blob_id)
 
-    def externalize(self, request: TaskRequest) -> None:
-        """Replace large inline values of a task by references, in place, storing their blobs.
+    def externalize(self, request: TaskRequest) -> int:
+        """Replace large inline values of a task by references, in place, storing their blobs;
+        returns the task's serialized size afterwards (each size is a walk of the whole task).
 
-        Values over the threshold are references already unless they entered before blobs were
-        stored (an older database) or are an RPC's input; a task over the inline budget also
-        sends its largest remaining values as references.
+        Every value but an RPC's input was interned where it entered the engine, so an RPC's input
+        is the one value looked at on its own; a task still over the inline budget sends its
+        largest values as references until it fits. (A value an older database holds inline over
+        the threshold travels inline while its task fits the budget: walking every value of a
+        large task for it cost more than the whole task's size.)
         """
-        if request.ByteSize() <= min(BLOB_THRESHOLD_BYTES, TASK_INLINE_BUDGET_BYTES):
-            # No value of a task this small can reach the threshold, nor the task the budget:
-            # one size walk instead of one per value.
-            return
-        candidates = [value for value in _task_values(request) if _blob_kind(value) is not None]
-        remaining = []
+        size = request.ByteSize()
+        if size <= min(BLOB_THRESHOLD_BYTES, TASK_INLINE_BUDGET_BYTES):
+            # No value of a task this small can reach the threshold, nor the task the budget.
+            return size
         new_rows: list[tuple[str, bytes]] = []
-        for value in candidates:
-            if value.ByteSize() > BLOB_THRESHOLD_BYTES:
+        if isinstance(request, pb.InvokeWorkerRPCRequest):
+            value = request.input
+            if _blob_kind(value) is not None and value.ByteSize() > BLOB_THRESHOLD_BYTES:
                 new_rows.extend(self._refer(value, store_now=True))
-            else:
-                remaining.append(value)
-        excess = request.ByteSize() - TASK_INLINE_BUDGET_BYTES
-        for value in sorted(remaining, key=lambda v: v.ByteSize(), reverse=True):
-            if excess <= 0:
-                break
-            before = value.ByteSize()
-            new_rows.extend(self._refer(value, store_now=True))
-            excess -= before - value.ByteSize()
+                size = request.ByteSize()
+        if size > TASK_INLINE_BUDGET_BYTES:
+            excess = size - TASK_INLINE_BUDGET_BYTES
+            values = [value for value in _task_values(request) if _blob_kind(value) is not None]
+            for value in sorted(values, key=lambda v: v.ByteSize(), reverse=True):
+                if excess <= 0:
+                    break
+                before = value.ByteSize()
+                new_rows.extend(self._refer(value, store_now=True))
+                excess -= before - value.ByteSize()
+            size = request.ByteSize()
         if new_rows:
             # Before the task leaves: its references must resolve even after a restart.
             self._store.put_blobs(new_rows)
             self.mark_written(new_rows)
+        return size
 
     # ------------------------------------------------------------------ values out
 

@@ -321,7 +321,8 @@ class StepScheduler:
             if step.first_attempt_at == 0.0:
                 step.first_attempt_at = now
             step.method_started_at = now
-            request = method_request(run, step, self.sub_flows.result, self._blobs)
+            task = method_request(run, step, self.sub_flows.result, self._blobs)
+            request = task.request
             options = step.options
             timeout = float(
                 (
@@ -332,7 +333,7 @@ class StepScheduler:
                 or _DEFAULT_METHOD_TIMEOUT
             )
             heartbeat = float(options.heartbeat_timeout_seconds) or None
-            problem = oversized_task(request, f"{method.value} of {step.step_execution_id}")
+            problem = oversized_task(task.size_bytes, f"{method.value} of {step.step_execution_id}")
             error_type = TOO_LARGE_ERROR_TYPE
             outcome: TaskOutcome | None = None
             if problem is None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import TypedDict
 
 from dex.dexpb import dex_pb2 as pb
@@ -19,7 +20,16 @@ from dex_local_engine.dispatch import TaskRequest
 from dex_local_engine.flow_state import FlowRun, MethodKind, StepExecution
 from dex_local_engine.wire_values import ensure_value
 
-__all__ = ["method_request", "rpc_request"]
+__all__ = ["MethodTask", "method_request", "rpc_request"]
+
+
+@dataclass(frozen=True)
+class MethodTask:
+    """A Step method's Worker request and its serialized size, measured once: every size is a walk
+    of the whole request, which late in a session holds the whole transcript."""
+
+    request: TaskRequest
+    size_bytes: int
 
 
 class _LoadedState(TypedDict):
@@ -102,12 +112,13 @@ def _loaded_state(
 
 def method_request(
     run: FlowRun, step: StepExecution, sub_flow_results: SubFlowResults, blobs: BlobStore
-) -> TaskRequest:
-    """The request for the current method (``wait_for`` or ``execute``) of ``step``.
+) -> MethodTask:
+    """The request for the current method (``wait_for`` or ``execute``) of ``step``, with large
+    values as blob references, and its size.
 
     Example::
 
-        request = method_request(run, step, engine_sub_flow_result, blobs)
+        task = method_request(run, step, engine_sub_flow_result, blobs)
     """
     options = step.options
     request: TaskRequest
@@ -142,8 +153,7 @@ def method_request(
         results = condition_results(step, sub_flow_results, run.flow_id)
         if results is not None:
             request.condition_results.CopyFrom(results)
-    blobs.externalize(request)
-    return request
+    return MethodTask(request, blobs.externalize(request))
 
 
 def rpc_request(

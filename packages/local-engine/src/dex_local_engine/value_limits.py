@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from dex.dexpb import dex_pb2 as pb
-from google.protobuf.message import Message
 
 __all__ = [
     "MAX_TASK_BYTES",
@@ -74,9 +73,9 @@ def oversized_values(
     return _first_oversized(named)
 
 
-def oversized_task(request: Message, what: str) -> str | None:
-    """A sentence when the serialized task exceeds :data:`MAX_TASK_BYTES`, else None."""
-    size = request.ByteSize()
+def oversized_task(size: int, what: str) -> str | None:
+    """A sentence when a task of ``size`` serialized bytes exceeds :data:`MAX_TASK_BYTES`, else
+    None."""
     if size <= MAX_TASK_BYTES:
         return None
     return (
