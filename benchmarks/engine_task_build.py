@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument(
         "--instances",
         default="400,800,1200",
-        help="comma-separated instance counts (default 400,800,1200: turns 100, 200, 300)",
+        help="comma-separated instance counts (default 400,800,1200)",
     )
     parser.add_argument("--rounds", type=int, default=200, help="preparations per timing")
     args = parser.parse_args()
