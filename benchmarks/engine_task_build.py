@@ -1,10 +1,12 @@
-"""Benchmark: what the engine pays to prepare a Step method's task for a Worker, by task size.
+"""Benchmark: what the engine pays to build a task for a Worker, by task size.
 
-Before a task leaves, the engine turns its large values into blob references
-(``BlobStore.externalize``) and checks the task against the 4 MiB a Worker can receive. Late in a
-session the tasks that load the transcript hold hundreds of AttributeMap instances; this times
-that preparation for tasks of ``--instances`` instances of about 260 bytes each (a stored message
-of a short turn), in one process.
+A task carries the Flow's Attributes, with the AttributeMap instances the Step or RPC loads; before
+it leaves, the engine turns its large values into blob references (``BlobStore.externalize``) and
+checks it against the 4 MiB a Worker can receive. Late in a session the tasks that load the
+transcript hold hundreds of AttributeMap instances. For a Flow of ``--instances`` instances of
+about 260 bytes each (a stored message of a short turn), in one process, this times building an
+RPC's task that loads them all (``rpc_request``: the state copied in, then externalized) and the
+preparation of a built Step task (externalize and the size check).
 
 Compare revisions by running it with each revision's packages first on the path::
 
@@ -25,10 +27,27 @@ from typing import Final
 
 from dex.dexpb import dex_pb2 as pb
 from dex_local_engine.blob_values import BlobStore
+from dex_local_engine.flow_state import FlowRun
 from dex_local_engine.store import Durability, Store
+from dex_local_engine.task_requests import rpc_request
 from dex_local_engine.value_limits import oversized_task
 
 _STORED_MESSAGE = '{"role":"assistant","framework_item":"' + "x" * 200 + '","sequence":12}'
+
+
+def _run(instances: int) -> FlowRun:
+    return FlowRun(
+        flow_id="session-1",
+        run_id="run-1",
+        flow_type="AgentSession",
+        start_request=pb.StartFlowRequest(),
+        config=pb.FlowConfig(),
+        started_at=0.0,
+        attributes={
+            f"messages/{index}": pb.Value(string_value=_STORED_MESSAGE)
+            for index in range(instances)
+        },
+    )
 
 
 def _task(instances: int) -> pb.InvokeExecuteMethodRequest:
@@ -62,14 +81,21 @@ def main() -> None:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as directory:
         blobs = BlobStore(Store.open(Path(directory) / "engine.db", Durability.PROCESS_CRASH_SAFE))
-        print(f"engine_task_build: best of 5 x {args.rounds} preparations")
+        print(f"engine_task_build: best of 5 x {args.rounds} builds and preparations")
         for instances in (int(count) for count in args.instances.split(",")):
+            run = _run(instances)
+            call = pb.InvokeRPCRequest(
+                rpc_name="get_agent_state", load_attribute_map_instances=["messages/"]
+            )
+            build = functools.partial(rpc_request, run, call, blobs)
+            built = min(timeit.repeat(build, number=args.rounds, repeat=5)) / args.rounds
             task = _task(instances)
             prepare = functools.partial(_prepare, blobs, task)
-            seconds = min(timeit.repeat(prepare, number=args.rounds, repeat=5))
+            prepared = min(timeit.repeat(prepare, number=args.rounds, repeat=5)) / args.rounds
             print(
-                f"task of {instances:5} instances, {task.ByteSize() // 1024:4} KiB: "
-                f"{seconds / args.rounds * 1e6:7.1f} us to externalize and size-check"
+                f"{instances:5} instances, task of {task.ByteSize() // 1024:4} KiB: "
+                f"RPC task built {built * 1e6:7.1f} us, Step task externalized and size-checked "
+                f"{prepared * 1e6:7.1f} us"
             )
 
 
