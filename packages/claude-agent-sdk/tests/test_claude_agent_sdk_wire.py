@@ -70,3 +70,18 @@ def test_a_response_is_stored_one_part_per_tool_call_and_joins_again() -> None:
     missing = conversation[2]["content"]
     assert [block["tool_use_id"] for block in missing] == ["toolu_a", "toolu_b"]
     assert all(block["content"][0]["text"] == OUTCOME_UNKNOWN_TOOL_RESULT for block in missing)
+
+
+def test_every_read_of_the_conversation_gets_its_own_messages() -> None:
+    # Each stored item is parsed once per process; joining response parts edits the messages
+    # read, and so may a caller, so every read works on its own copies.
+    user = AgentMessage(
+        1, MessageRole.USER, json.dumps({"role": "user", "content": "hi"}), text="hi"
+    )
+    stored = [user, *_stored(RESPONSE, 2)]
+    first = api_messages(stored)
+    first[1]["content"][2]["input"]["id"] = 8
+    first[1]["content"].append({"type": "text", "text": "added"})
+    second = api_messages(stored)
+    assert second[1]["content"] == RESPONSE["content"]
+    assert second[:2] == api_messages(stored)[:2]

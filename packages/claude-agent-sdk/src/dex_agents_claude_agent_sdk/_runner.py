@@ -75,6 +75,7 @@ from dex_agents_claude_agent_sdk._transcript import (
     join_responses,
     record_result,
     response_text,
+    stored_item,
     tool_result_message,
     tool_uses,
     user_text_message,
@@ -403,7 +404,7 @@ class _TurnView:
 
 
 def _stored_result(message: AgentMessage) -> ToolResultContent:
-    block = json.loads(message.framework_item)["content"][0]
+    block = stored_item(message.framework_item)["content"][0]
     return ToolResultContent(list(block.get("content") or []), bool(block.get("is_error")))
 
 

@@ -27,7 +27,7 @@ from dex_agents import (
     describe_tool_call_outcome,
     dump_json_text,
 )
-from dex_agents.adapters import tool_result_is_error
+from dex_agents.adapters import KeptDecodes, tool_result_is_error
 
 __all__ = [
     "ApiMessage",
@@ -38,6 +38,7 @@ __all__ = [
     "join_responses",
     "record_result",
     "response_text",
+    "stored_item",
     "tool_result_message",
     "tool_uses",
     "transcript_entries",
@@ -129,11 +130,31 @@ def record_result(record: AgentToolCall) -> ToolResultContent:
     return ToolResultContent([{"type": "text", "text": text}], tool_result_is_error(record))
 
 
+def stored_item(framework_item: str) -> ApiMessage:
+    """The Messages API message a stored ``framework_item`` holds, the caller's own to edit.
+
+    Every turn reads the whole conversation again: each item is parsed once per process and each
+    read gets its own copy (joining response parts edits the messages read).
+
+    Raises:
+        ValueError: When the item is not JSON.
+    """
+    return _kept_items(framework_item)
+
+
+def _parsed(framework_item: str) -> ApiMessage:
+    item: ApiMessage = json.loads(framework_item)
+    return item
+
+
+_kept_items: Final = KeptDecodes(_parsed)
+
+
 def join_responses(messages: Iterable[AgentMessage]) -> list[ApiMessage]:
     """Stored response parts joined into the responses the model sent, in order."""
     responses: list[ApiMessage] = []
     for message in messages:
-        item = json.loads(message.framework_item)
+        item = stored_item(message.framework_item)
         if responses and _same_response(responses[-1], item):
             responses[-1]["content"] = [*responses[-1]["content"], *item.get("content", [])]
         else:
@@ -147,7 +168,7 @@ def api_messages(messages: Iterable[AgentMessage]) -> list[ApiMessage]:
     stored), so no call is ever orphaned."""
     conversation: list[ApiMessage] = []
     for message in messages:
-        item = json.loads(message.framework_item)
+        item = stored_item(message.framework_item)
         previous = conversation[-1] if conversation else None
         if message.role is MessageRole.ASSISTANT:
             if previous is not None and _same_response(previous, item):
