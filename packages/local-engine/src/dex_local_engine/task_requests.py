@@ -42,22 +42,14 @@ class _Selectors:
 
     def __init__(self, selectors: Iterable[str]) -> None:
         self._exact: set[str] = set()
-        self._prefixes: set[str] = set()
+        prefixes: set[str] = set()
         for selector in selectors:
-            (self._prefixes if selector.endswith("/") else self._exact).add(selector)
+            (prefixes if selector.endswith("/") else self._exact).add(selector)
+        # A name is in a map when a prefix of it that ends in "/" is selected: it starts with it.
+        self._prefixes = tuple(prefixes)
 
     def select(self, name: str) -> bool:
-        if name in self._exact:
-            return True
-        if not self._prefixes:
-            return False
-        # Every prefix of the name that ends in "/" (one, for an instance key "<map>/<key>").
-        end = name.find("/")
-        while end != -1:
-            if name[: end + 1] in self._prefixes:
-                return True
-            end = name.find("/", end + 1)
-        return False
+        return name in self._exact or (bool(self._prefixes) and name.startswith(self._prefixes))
 
 
 def _step_context(run: FlowRun, step: StepExecution) -> pb.Context:
@@ -92,10 +84,10 @@ def _load_state(
     the request from them copied every value twice, which late in a session (hundreds of
     transcript instances in every task that loads them) was a tenth of the engine's CPU a turn.
     """
-    maps = _Selectors(attribute_maps)
+    selected = _Selectors(attribute_maps).select
     add_attribute = request.attributes.add
     for key, value in run.attributes.items():
-        if "/" not in key or maps.select(key):
+        if "/" not in key or selected(key):
             entry = add_attribute()
             entry.key = key
             entry.value.CopyFrom(value)
