@@ -4,7 +4,7 @@
 Whether dex-python-sdk 1.23.0 hands a Worker the queued messages with the steered messages'
 values depends on the Worker process (its protobuf hash seed): about one process in a hundred did,
 and ``get_agent_snapshot`` then listed the steered text as queued. ``dex_agents`` repairs that
-(``packages/core/tests/test_sdk_channel_values.py`` shows the fault in every run); this loop
+(``packages/core/tests/test_sdk_task_hydration.py`` shows the fault in every run); this loop
 checks the repair the way the fault was seen, across many Worker processes.
 """
 

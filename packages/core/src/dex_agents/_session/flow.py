@@ -18,7 +18,7 @@ from dex import AsyncClient, Context, Flow, PersistenceSchema, RPCResult, StepLi
 
 from dex_agents._events import AgentEvent
 from dex_agents._runner_contract import AgentFrameworkRunner
-from dex_agents._sdk_channel_values import install_channel_value_repair
+from dex_agents._sdk_task_hydration import install_sdk_hydrator_patches
 from dex_agents._session import rpcs
 from dex_agents._session.attempt_claims import AttemptClaimRequest, answer_attempt_claim
 from dex_agents._session.control_steps import ApplyTurnControl, FinishTurnCancellation
@@ -151,8 +151,9 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
             )
         facade.require_capabilities(resolved)
         # get_agent_snapshot and execute_plan load two Channels: a Worker must see each
-        # message with its own value (dex-python-sdk 1.23.0 can pair them crosswise).
-        install_channel_value_repair()
+        # message with its own value (dex-python-sdk 1.23.0 can pair them crosswise), and a
+        # task of inline values need not be copied value by value before its Step runs.
+        install_sdk_hydrator_patches()
         self._flow_type = flow_type
         self._events = agent_event_stream(resolved.event_stream_capacity_bytes)
         self._runtime = SessionRuntime(

@@ -1,5 +1,6 @@
-"""A Worker sees every loaded Channel message with its own value, even where dex-python-sdk 1.23.0
-would pair them crosswise.
+"""A Worker task's values reach its Step unchanged: a task of inline values as it came, and every
+loaded Channel message with its own value, even where dex-python-sdk 1.23.0's hydrator would pair
+them crosswise.
 
 The SDK's hydrators collect loaded Channel values in the iteration order of the task request's
 ``loaded_channel_messages`` map and write them back in that of its ``CopyFrom`` copy. Under upb
@@ -36,7 +37,11 @@ from dex._async_value_hydrator import AsyncValueHydrator
 from dex._value_hydrator import ValueHydrator
 from dex.dexpb import dex_pb2 as pb
 from dex_agents import AgentSessionFlow
-from dex_agents._sdk_channel_values import FAULTY_SDK_VERSIONS
+from dex_agents._sdk_task_hydration import (
+    FAULTY_SDK_VERSIONS,
+    holds_only_inline_values,
+    repair_channel_values,
+)
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from turn_control_test_support import echo_user_messages
 
@@ -114,12 +119,109 @@ def _scripted_flow() -> AgentSessionFlow:
 
 
 @pytest.mark.parametrize("method", _METHODS)
-async def test_each_hydrator_keeps_every_value_on_its_message(method: str) -> None:
-    _scripted_flow()  # a session Flow installs the repair
-    sync_result = getattr(_sync_hydrator(), method)(_request(method))
-    async_result = await getattr(_async_hydrator(), method)(_request(method))
+async def test_a_task_of_inline_values_reaches_its_step_as_it_came(method: str) -> None:
+    _scripted_flow()  # a session Flow installs the patches
+    sync_request, async_request = _request(method), _request(method)
+    sync_result = getattr(_sync_hydrator(), method)(sync_request)
+    async_result = await getattr(_async_hydrator(), method)(async_request)
+    assert sync_result is sync_request
+    assert async_result is async_request
     assert _seen(sync_result) == _EXPECTED
     assert _seen(async_result) == _EXPECTED
+
+
+@pytest.mark.parametrize("method", _METHODS)
+async def test_the_repair_puts_each_hydrated_value_back_on_its_message(method: str) -> None:
+    """What a task holding a blob reference gets: the SDK's hydrated copy, then the repair."""
+    _scripted_flow()
+    request = _request(method)
+    result = await getattr(AsyncValueHydrator, method).__wrapped__(_async_hydrator(), request)
+    repair_channel_values(request, result)
+    assert _seen(result) == _EXPECTED
+
+
+def _blob_reference() -> pb.Value:
+    return pb.Value(internal_blob_id_for_obj_value="blob-1")
+
+
+@pytest.mark.parametrize(
+    ("request_with", "inline"),
+    [
+        (lambda: _request("execute_request"), True),
+        (lambda: pb.InvokeWorkerRPCRequest(input=pb.Value(double_value=1.5)), False),
+        (lambda: pb.InvokeWorkerRPCRequest(), False),  # no input: the SDK refuses it
+        (lambda: pb.InvokeWorkerRPCRequest(input=_blob_reference()), False),
+        (
+            lambda: pb.InvokeWaitForMethodRequest(
+                step_input=pb.Value(string_value="input"),
+                attributes=[pb.KV(key="big", value=_blob_reference())],
+            ),
+            False,
+        ),
+        (
+            lambda: pb.InvokeExecuteMethodRequest(
+                step_input=pb.Value(string_value="input"),
+                step_exe_locals=[pb.KV(key="local", value=_blob_reference())],
+            ),
+            False,
+        ),
+        (
+            lambda: pb.InvokeExecuteMethodRequest(
+                context=pb.Context(last_heartbeat_value=_blob_reference())
+            ),
+            False,
+        ),
+        (
+            lambda: pb.InvokeExecuteMethodRequest(
+                condition_results=pb.ConditionResults(
+                    channel_results=[pb.ChannelResult(values=[_blob_reference()])]
+                )
+            ),
+            False,
+        ),
+        (
+            lambda: pb.InvokeExecuteMethodRequest(
+                condition_results=pb.ConditionResults(
+                    sub_flow_results=[
+                        pb.FlowResult(
+                            results=[
+                                pb.StepCompletionOutput(completed_step_output=_blob_reference())
+                            ]
+                        )
+                    ]
+                )
+            ),
+            False,
+        ),
+        (
+            lambda: pb.InvokeWorkerRPCRequest(
+                input=pb.Value(string_value="input"),
+                loaded_channel_messages={
+                    "QUEUED": pb.ChannelValues(
+                        messages=[pb.ChannelMessage(value=_blob_reference())]
+                    )
+                },
+            ),
+            False,
+        ),
+    ],
+    ids=[
+        "inline",
+        "double",
+        "no-input",
+        "rpc-input",
+        "attribute",
+        "step-local",
+        "heartbeat",
+        "condition",
+        "sub-flow",
+        "channel",
+    ],
+)
+def test_only_a_task_of_inline_values_skips_the_sdk_hydrator(
+    request_with: Callable[[], _Request], inline: bool
+) -> None:
+    assert holds_only_inline_values(request_with()) is inline
 
 
 @pytest.mark.parametrize("method", _METHODS)
@@ -169,7 +271,7 @@ def _two_channel_flow() -> Flow[str]:
             return RPCResult(True)
 
         @rpc(load_channels=(first, second))
-        def pending(self, context: Context) -> RPCResult[str]:
+        def pending(self, context: Context, padding: str) -> RPCResult[str]:
             listed = {
                 channel.name: [m.value for m in channel.pending_messages(context)]
                 for channel in (first, second)
@@ -179,16 +281,20 @@ def _two_channel_flow() -> Flow[str]:
     return TwoChannelFlow()
 
 
+@pytest.mark.parametrize("padding_bytes", [0, 300 * 1024], ids=["inline", "blob-input"])
 async def test_an_rpc_loading_two_channels_reads_each_with_its_own_messages(
-    dex_in_process_worker: InProcessWorkerFactory,
+    dex_in_process_worker: InProcessWorkerFactory, padding_bytes: int
 ) -> None:
     """Through the local engine and an SDK Worker, as ``get_agent_snapshot`` reads the queued and
-    the steered messages."""
+    the steered messages. An input over the engine's 256 KiB blob threshold arrives as a blob
+    reference, so that task goes through the SDK's hydrator and the repair."""
     flow = _two_channel_flow()
     _scripted_flow()
     async with dex_in_process_worker([flow]) as dex:
         client, flow_id = dex.client, dex.scoped("two-channels")
         await client.start_flow(flow, flow_id, "start")
         assert await client.invoke_rpc(flow.publish, flow_id)  # type: ignore[attr-defined]
-        listed = json.loads(await client.invoke_rpc(flow.pending, flow_id))  # type: ignore[attr-defined]
+        listed = json.loads(
+            await client.invoke_rpc(flow.pending, flow_id, "x" * padding_bytes)  # type: ignore[attr-defined]
+        )
     assert listed == {name: [text for _, text in messages] for name, messages in _EXPECTED.items()}
