@@ -60,8 +60,7 @@ flow = langgraph_session_flow(
 )
 
 
-async def main() -> None:
-    directory = Path(tempfile.mkdtemp(prefix="dex-langgraph-example-"))
+async def main(directory: Path) -> None:
     engine = await EngineProcess.start_local(
         directory / "engine.db", EngineLogs.in_directory(directory)
     )
@@ -90,4 +89,5 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with tempfile.TemporaryDirectory(prefix="dex-langgraph-example-") as temporary:
+        asyncio.run(main(Path(temporary)))

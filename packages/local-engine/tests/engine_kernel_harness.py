@@ -12,8 +12,8 @@ import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,9 +137,16 @@ async def running_engine(*extra_args: str) -> AsyncIterator[EngineProcess]:
             engine.stop()
 
 
-def _cache() -> dex.BlobCache:
-    directory = tempfile.mkdtemp(prefix="dex-cache-")
-    return open_blob_cache(BlobCacheConfig(directory, 64 * 1024 * 1024))
+@contextmanager
+def _cache() -> Iterator[dex.BlobCache]:
+    """A blob cache in a temp directory, removed afterwards (each test's client and Worker made
+    one; left behind, a suite run left about 180 of them)."""
+    with tempfile.TemporaryDirectory(prefix="dex-cache-") as directory:
+        cache = open_blob_cache(BlobCacheConfig(directory, 64 * 1024 * 1024))
+        try:
+            yield cache
+        finally:
+            cache.close()
 
 
 @asynccontextmanager
@@ -148,15 +155,16 @@ async def sdk_client(
 ) -> AsyncIterator[dex.AsyncClient]:  # type: ignore[type-arg]
     """A real SDK AsyncClient targeting pull Workers."""
     registry = dex.Registry(flows, allow_async_handlers=True)
-    client = dex.AsyncClient(
-        registry,
-        _cache(),
-        dex.ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True)),
-    )
-    try:
-        yield client
-    finally:
-        await client.close()
+    with _cache() as cache:
+        client = dex.AsyncClient(
+            registry,
+            cache,
+            dex.ClientOptions(server_address=engine.address, worker_target=WorkerTarget(pull=True)),
+        )
+        try:
+            yield client
+        finally:
+            await client.close()
 
 
 @asynccontextmanager
@@ -168,21 +176,24 @@ async def sdk_worker(
     # left in gRPC's per-process pool, still in reconnect backoff; wait until it is serving.
     await _serving(engine.address)
     registry = dex.Registry(flows, allow_async_handlers=True)
-    worker = dex.AsyncWorker(
-        registry,
-        _cache(),
-        WorkerOptions(
-            server_address=engine.address,
-            pull=PullWorkerOptions(max_concurrent_tasks=task_slots, stop_drain_timeout=_seconds(2)),
-        ),
-    )
-    serving = asyncio.create_task(worker.start())
-    try:
-        await worker.wait_pull_registered(timeout=30)
-        yield worker
-    finally:
-        await worker.stop()
-        await asyncio.gather(serving, return_exceptions=True)
+    with _cache() as cache:
+        worker = dex.AsyncWorker(
+            registry,
+            cache,
+            WorkerOptions(
+                server_address=engine.address,
+                pull=PullWorkerOptions(
+                    max_concurrent_tasks=task_slots, stop_drain_timeout=_seconds(2)
+                ),
+            ),
+        )
+        serving = asyncio.create_task(worker.start())
+        try:
+            await worker.wait_pull_registered(timeout=30)
+            yield worker
+        finally:
+            await worker.stop()
+            await asyncio.gather(serving, return_exceptions=True)
 
 
 @asynccontextmanager
