@@ -164,13 +164,13 @@ def install_sdk_hydrator_patches() -> bool:
         from dex._value_hydrator import ValueHydrator
 
         for name in _HYDRATOR_METHODS:
-            setattr(ValueHydrator, name, _repairing(getattr(ValueHydrator, name)))
-            setattr(AsyncValueHydrator, name, _repairing_async(getattr(AsyncValueHydrator, name)))
+            setattr(ValueHydrator, name, _patched(getattr(ValueHydrator, name)))
+            setattr(AsyncValueHydrator, name, _patched_async(getattr(AsyncValueHydrator, name)))
         _installed = True
         return True
 
 
-def _repairing(
+def _patched(
     method: Callable[[object, _Request], _Request],
 ) -> Callable[[object, _Request], _Request]:
     @wraps(method)
@@ -184,7 +184,7 @@ def _repairing(
     return hydrate
 
 
-def _repairing_async(
+def _patched_async(
     method: Callable[[object, _Request], Awaitable[_Request]],
 ) -> Callable[[object, _Request], Awaitable[_Request]]:
     @wraps(method)

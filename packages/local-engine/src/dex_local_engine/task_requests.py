@@ -49,7 +49,7 @@ class _Selectors:
         self._prefixes = tuple(prefixes)
 
     def select(self, name: str) -> bool:
-        return name in self._exact or (bool(self._prefixes) and name.startswith(self._prefixes))
+        return name in self._exact or name.startswith(self._prefixes)
 
 
 def _step_context(run: FlowRun, step: StepExecution) -> pb.Context:
