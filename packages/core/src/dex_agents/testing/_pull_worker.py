@@ -17,6 +17,7 @@ from dex import (
     WorkerOptions,
 )
 
+from dex_agents._sdk_pull_streams import install_sdk_pull_stream_patches
 from dex_agents._session.flow import AgentSessionFlow
 from dex_agents._worker_logging import quiet_worker_logging
 
@@ -38,11 +39,13 @@ def new_pull_worker(
     """An ``AsyncWorker`` serving pull queues, with one idle stream per task slot.
 
     A burst of parallel tool Steps or concurrent sessions then needs no new streams (the engine
-    registers spares lazily). A failed Step attempt logs one WARNING line, its traceback at DEBUG
+    registers spares lazily; ``install_sdk_pull_stream_patches`` keeps their upkeep linear in
+    their number). A failed Step attempt logs one WARNING line, its traceback at DEBUG
     (``quiet_worker_logging``). Each ``AgentSessionFlow`` of ``flows`` (those of ``registry``)
     gets a Dex client of the same Registry for its tool start claims (``use_worker_client``).
     """
     quiet_worker_logging()
+    install_sdk_pull_stream_patches()
     session_flows = [flow for flow in flows if isinstance(flow, AgentSessionFlow)]
     client: AsyncClient | None = None
     if session_flows:
