@@ -462,11 +462,15 @@ async def _restate_server(options: PeerOptions, state_dir: Path) -> AsyncIterato
     config = state_dir / "restate.toml"
     config.write_text(_restate_config(options, ports))
     log = (state_dir / "restate.log").open("wb")
+    # Its invokers make temp directories they leave behind (24 a run): keep them in the state dir.
+    temp_dir = state_dir / "tmp"
+    temp_dir.mkdir()
     process = subprocess.Popen(
         [binary, "-c", str(config), "--base-dir", str(state_dir / "restate"), "--no-logo"],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
+        env={**os.environ, "TMPDIR": str(temp_dir)},
     )
     try:
         deadline = time.monotonic() + _RESTATE_START_SECONDS
