@@ -19,7 +19,10 @@ It prints:
 4. CPU per turn of each side: user + system CPU of this process and every process under it (the
    engine and the Worker child on the durable side), children that ended and were reaped
    included (the Claude Code CLI that each Claude Agent SDK turn starts and kills), which other
-   load on the machine hardly changes, and of the Worker child alone (with its reaped children).
+   load on the machine hardly changes, and of the Worker child alone (with its reaped children);
+5. with at least 20 measured turns, growth: the first 10 against the last 10 measured turns of
+   the one session (median turn, overhead, CPU per turn of each side): does a turn cost more as
+   the session grows? (``--turns 100 --warmup 0``: turns 1 to 10 against 91 to 100.)
 
 ``--cprofile-worker`` runs the Worker child under cProfile over all its turns and prints its
 top functions.
@@ -31,6 +34,7 @@ Run from the repository root::
 
     uv run python benchmarks/adapter_turns.py --framework langgraph
     uv run python benchmarks/adapter_turns.py --framework stepwise --turns 30 --model-latency-ms 100
+    uv run python benchmarks/adapter_turns.py --framework pydantic-ai --turns 100 --warmup 0
 """
 
 from __future__ import annotations
@@ -45,7 +49,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
@@ -135,12 +139,15 @@ class MeasuredTurns:
         worker_cpu_seconds: The part of ``cpu_seconds`` that the Worker child used (durable
             turns of ``measure_durable``), else None.
         worker_cprofile: The Worker child's cProfile text (``--cprofile-worker``), else "".
+        turn_cpu_seconds: The CPU seconds of each turn, as ``cpu_seconds`` counts them (the
+            kernel counts in ticks, so read windows of turns, not one).
     """
 
     durations: list[float]
     cpu_seconds: float
     worker_cpu_seconds: float | None = None
     worker_cprofile: str = ""
+    turn_cpu_seconds: list[float] = field(default_factory=list)
 
 
 def process_tree_cpu_seconds(pid: int | None = None) -> float:
@@ -178,10 +185,11 @@ async def time_turns(
         RuntimeError: A turn answered something other than the benchmark's final answer.
     """
     durations: list[float] = []
-    cpu_started = process_tree_cpu_seconds()
+    turn_cpu: list[float] = []
+    cpu_mark = 0.0  # read when the measured turns begin
     for index in range(options.warmup + options.turns):
         if index == options.warmup:
-            cpu_started = process_tree_cpu_seconds()
+            cpu_mark = process_tree_cpu_seconds()
         started = time.perf_counter()
         answer = await run_turn(USER_TEXT)
         elapsed = time.perf_counter() - started
@@ -189,9 +197,13 @@ async def time_turns(
             raise RuntimeError(f"the {label or 'in-process'} turn answered {answer!r}")
         if index >= options.warmup:
             durations.append(elapsed)
+            # One read a turn: the CPU since the previous read is this turn's.
+            now = process_tree_cpu_seconds()
+            turn_cpu.append(now - cpu_mark)
+            cpu_mark = now
         if label:
             _progress(f"{label} turn {index + 1}: {elapsed * 1000:.1f} ms")
-    return MeasuredTurns(durations, process_tree_cpu_seconds() - cpu_started)
+    return MeasuredTurns(durations, sum(turn_cpu), turn_cpu_seconds=turn_cpu)
 
 
 async def measure_in_process(agent: BenchmarkAgent, options: Options) -> MeasuredTurns:
@@ -352,9 +364,43 @@ def print_report(options: Options, in_process: MeasuredTurns, durable: MeasuredT
         per_turn = durable.worker_cpu_seconds / len(durable.durations)
         print(f"{'durable CPU per turn (Worker)':<34}{_ms(per_turn):>12}")
     print(f"RATIO durable/in-process: {remote / local:.3f}")
+    _print_growth(in_process, durable)
     print(f"load average: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
     if durable.worker_cprofile:
         print("\nWorker child cProfile over the durable turns:\n" + durable.worker_cprofile)
+
+
+_GROWTH_WINDOW = 10
+"""Turns at each end of the measured ones that the growth lines compare."""
+
+
+def _print_growth(in_process: MeasuredTurns, durable: MeasuredTurns) -> None:
+    """The first and the last ``_GROWTH_WINDOW`` measured turns side by side: does a turn cost
+    more as the session grows? Only with at least twice that many measured turns."""
+    window = _GROWTH_WINDOW
+    if min(len(in_process.durations), len(durable.durations)) < 2 * window:
+        return
+
+    def ends(values: list[float], reduce: Callable[[list[float]], float]) -> tuple[float, float]:
+        return reduce(values[:window]), reduce(values[-window:])
+
+    local = ends(in_process.durations, statistics.median)
+    remote = ends(durable.durations, statistics.median)
+    overhead = (remote[0] - local[0], remote[1] - local[1])
+    cpu_local = ends(in_process.turn_cpu_seconds, statistics.fmean)
+    cpu_remote = ends(durable.turn_cpu_seconds, statistics.fmean)
+    cpu_above = (cpu_remote[0] - cpu_local[0], cpu_remote[1] - cpu_local[1])
+    print(f"growth: first {window} / last {window} measured turns")
+    for name, (first, last) in (
+        ("in-process turn (median)", local),
+        ("durable turn (median)", remote),
+        ("durable overhead", overhead),
+        ("in-process CPU per turn", cpu_local),
+        ("durable CPU per turn", cpu_remote),
+        ("durable CPU above in-process", cpu_above),
+    ):
+        ratio = f"{last / first:.2f}x" if first > 0 else "-"
+        print(f"  {name:<32}{_ms(first):>10} /{_ms(last):>10}  {ratio}")
 
 
 async def run(options: Options) -> None:

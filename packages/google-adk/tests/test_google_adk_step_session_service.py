@@ -96,8 +96,14 @@ async def test_a_lent_session_is_the_callers_own_but_its_events_are_the_history(
     assert [e.content.parts[0].text for e in again.events] == ["one", "two", "three"]  # type: ignore[union-attr,index]
     assert again.state["plain"] == 3
     assert again.state["nested"] == {"items": [1]}
-    # The point of the service: no copy of an event, however long the history.
-    assert all(a is b for a, b in zip(again.events, history, strict=True))
+    # The point of the service: no copy of an event, however long the history; only an event
+    # with temp state is a copy without it, and the given event keeps it (reads share it).
+    assert [a is b for a, b in zip(again.events, history, strict=True)] == [False, True, True]
+    assert again.events[0].actions.state_delta == {"plain": 1, "app:theme": "dark"}
+    assert history[0].actions.state_delta == {"plain": 1, "temp:scratch": 2, "app:theme": "dark"}
+    assert again.events[0].model_dump(exclude={"actions"}) == history[0].model_dump(
+        exclude={"actions"}
+    )
 
 
 async def test_an_appended_event_reaches_the_held_session_without_its_temp_state() -> None:

@@ -14,11 +14,12 @@ after appending the same events (every non-temporary ``state_delta`` applied in 
 ``user:`` keys included), ``get_session``'s ``num_recent_events`` and ``after_timestamp``, and a
 session object of its own whose ``events`` list and (deep-copied) ``state`` the caller may change.
 
-The events themselves are shared, not copied: each comes from the transcript's per-read copy
-(its own ``actions``, which ADK reassigns on append) with the ``content`` the process keeps per
-stored item. ADK copies an event before it edits one of the session's (its contents builder and
-function-response rearranger copy on write), and ``test_google_adk_model_calls.py`` checks that
-model calls leave every kept event as it was.
+The events themselves are shared, not copied: they are the events the process keeps per stored
+item. So the service trims an event's temporary state (``temp:`` keys of
+``actions.state_delta``, which ADK's services reassign in place) on a copy of that event, and only
+when it has such keys. ADK copies an event before it edits one of the session's (its contents
+builder and function-response rearranger copy on write), and ``test_google_adk_model_calls.py``
+checks that model calls leave every kept event as it was.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from google.adk.events import Event
-from google.adk.sessions import BaseSessionService, Session
+from google.adk.sessions import BaseSessionService, Session, State
 from google.adk.sessions.base_session_service import GetSessionConfig, ListSessionsResponse
 
 __all__ = ["StepSessionService"]
@@ -60,7 +61,7 @@ class StepSessionService(BaseSessionService):
         # each stored event once. Temporary state lives only for the invocation that wrote it.
         if event.partial:
             return
-        event = self._trim_temp_delta_state(event)
+        event = _without_temp_state(event)
         self._commit_event_to_session(session, event)
         session.last_update_time = event.timestamp
 
@@ -144,3 +145,14 @@ def _selected(events: list[Event], config: GetSessionConfig | None) -> list[Even
             start -= 1
         selected = selected[start:]
     return list(selected)
+
+
+def _without_temp_state(event: Event) -> Event:
+    """``event`` without its temporary state delta, as ADK's ``_trim_temp_delta_state`` leaves it,
+    but on a copy: the event may be one the process keeps for every read of its stored item."""
+    delta = event.actions.state_delta
+    if not any(key.startswith(State.TEMP_PREFIX) for key in delta):
+        return event
+    kept = {key: value for key, value in delta.items() if not key.startswith(State.TEMP_PREFIX)}
+    actions = event.actions.model_copy(update={"state_delta": kept})
+    return event.model_copy(update={"actions": actions})

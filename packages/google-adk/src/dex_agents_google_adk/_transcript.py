@@ -9,18 +9,19 @@ format is read from its neutral fields, so a transcript never fails to load.
 
 Every ``RunModel`` reads the whole transcript again, and validating an ADK ``Event`` costs tens
 of µs, so a long session spent much of its model Steps there. A stored item never changes, so each
-process validates it once (``KeptDecodes``) and every read gets a copy of the event with:
+process validates it once (``KeptDecodes``) and every read gets that event itself, except where
+the item has no ``id`` and ``timestamp``: such a read gets a copy with a new ``id`` and
+``timestamp``, as validating it anew gives. A user message is stored without them, so two turns of
+the same text store the same item, and ADK takes an event with a known ``id`` for a re-delivery
+(its ``InMemorySessionService`` drops it). Kept with the first read's ``id``, the second turn's
+message was dropped from the history of its resumed model calls, and the model answered early.
 
-- its own ``actions``: a session service reassigns ``actions.state_delta`` of an event appended
-  to it;
-- a new ``id`` and ``timestamp`` where the item has none, as validating it anew gives: a user
-  message is stored without them, so two turns of the same text store the same item, and ADK
-  takes an event with a known ``id`` for a re-delivery (its ``InMemorySessionService`` drops it).
-  Kept with the first read's ``id``, the second turn's message was dropped from the history of its
-  resumed model calls, and the model answered early.
-
-The ``content`` is shared: ``StepSessionService`` lends the events to ADK's ``Runner`` without
-copying them, and ADK copies a content before it edits one for a model request.
+The events are shared, not copied (a copy of each, every model call, was about a sixth of an ADK
+Worker's CPU at turn 100): ``StepSessionService`` lends them to ADK's ``Runner`` and trims an
+event's temporary state on a copy of it, and ADK copies an event's content before it edits one
+for a model request. ``test_google_adk_model_calls.py`` checks that model calls leave every kept
+event as it was stored. A caller that hands a read event to a session service that edits
+events in place (ADK's own services trim ``actions.state_delta``) must copy it first.
 
 Function responses round-trip exactly: a tool's ``{"result": <text>}`` is stored as the text
 (unless the text itself reads as a JSON object), any other response as its JSON text, and
@@ -333,12 +334,12 @@ def _adk_event(framework_item: str) -> _KeptEvent | None:
 
 
 def _fresh_event(kept: _KeptEvent | None) -> _KeptEvent | None:
-    """What validating the item again gives, without validating (see the module docstring)."""
-    if kept is None:
-        return None
-    update = {name: _READ_STAMPS[name]() for name in kept.stamped_on_read}
-    update["actions"] = kept.event.actions.model_copy()
-    return _KeptEvent(kept.event.model_copy(update=update), kept.stamped_on_read)
+    """What validating the item again gives, without validating: the kept event, or a copy with
+    the fields validation stamps afresh (see the module docstring)."""
+    if kept is None or not kept.stamped_on_read:
+        return kept
+    stamps = {name: _READ_STAMPS[name]() for name in kept.stamped_on_read}
+    return _KeptEvent(kept.event.model_copy(update=stamps), kept.stamped_on_read)
 
 
 _kept_events: Final = KeptDecodes(_adk_event, _fresh_event)
