@@ -20,6 +20,7 @@ from dex_agents import (
 from dex_agents.exceptions import StoredStateError
 from dex_agents.testing.pytest_plugin import InProcessWorkerFactory
 from dex_agents_strands import IDEMPOTENCY_KEY_STATE, StrandsRunner, strands_session_flow
+from dex_agents_strands._model_step import call_model
 from dex_agents_strands._transcript import decode_messages, encode_message
 from dex_agents_strands.testing import (
     ModelCall,
@@ -174,9 +175,10 @@ def test_bad_input_is_refused_with_a_clear_error() -> None:
         decode_messages([encode_message(text_reply("ok"))[0].__class__("user", "[1]")])
 
 
-def test_each_read_of_the_history_gets_its_own_messages_to_edit() -> None:
-    # Each stored item is parsed once per process; a conversation manager may edit the messages
-    # it is given in place (truncating a tool result), so every read hands out its own copies.
+async def test_a_model_editing_its_messages_leaves_the_history_as_stored() -> None:
+    # Each stored item is parsed once per process and every read shares it; a model call hands
+    # the history to Strands' stream_messages, which copies it before the model edits it (a
+    # model or a provider may truncate a tool result in place).
     stored = [
         *encode_message(tool_use_reply("c1", "lookup_order", {"order_id": "7"})),
         *encode_message(
@@ -194,10 +196,15 @@ def test_each_read_of_the_history_gets_its_own_messages_to_edit() -> None:
             }
         ),
     ]
+
+    def edit_then_answer(call: ModelCall) -> Message:
+        call.messages[0]["content"][0]["toolUse"]["input"]["order_id"] = "8"
+        call.messages[1]["content"][0]["toolResult"]["content"][0]["text"] = "truncated"
+        call.messages[1]["content"].append({"text": "added"})
+        return text_reply("done")
+
     first = decode_messages(stored)
-    first[0]["content"][0]["toolUse"]["input"]["order_id"] = "8"
-    first[1]["content"][0]["toolResult"]["content"][0]["text"] = "truncated"
-    first[1]["content"].append({"text": "added"})
+    await call_model(ScriptedModel(edit_then_answer), None, first, [])
     second = decode_messages(stored)
     assert second[0]["content"][0]["toolUse"]["input"] == {"order_id": "7"}
     assert second[1]["content"] == [
