@@ -136,6 +136,11 @@ function idDetails(ids) {
 
 // --- following the conversation -----------------------------------------------------------
 
+// Only the reader scrolling up stops the following. A scroll event arrives after the frame, so
+// the one our own scrollToNewest caused can find the page grown again meanwhile (a burst of
+// updates): not at the bottom, but not scrolled up either.
+let lastScrollTop = 0;
+
 function atBottom() {
   const page = document.scrollingElement;
   return page.scrollHeight - page.scrollTop - page.clientHeight <= FOLLOW_SLACK_PX;
@@ -144,6 +149,7 @@ function atBottom() {
 function scrollToNewest() {
   const page = document.scrollingElement;
   page.scrollTop = page.scrollHeight;
+  lastScrollTop = page.scrollTop;
   state.following = true;
   $("new-messages").hidden = true;
 }
@@ -158,8 +164,15 @@ function afterContentChange(grew) {
 }
 
 window.addEventListener("scroll", () => {
-  state.following = atBottom();
-  if (state.following) $("new-messages").hidden = true;
+  const top = document.scrollingElement.scrollTop;
+  const scrolledUp = top < lastScrollTop;
+  lastScrollTop = top;
+  if (atBottom()) {
+    state.following = true;
+    $("new-messages").hidden = true;
+  } else if (scrolledUp) {
+    state.following = false;
+  }
 }, { passive: true });
 
 // --- snapshot and stream ------------------------------------------------------------------
