@@ -5,8 +5,9 @@ it leaves, the engine turns its large values into blob references (``BlobStore.e
 checks it against the 4 MiB a Worker can receive. Late in a session the tasks that load the
 transcript hold hundreds of AttributeMap instances. For a Flow of ``--instances`` instances of
 about 260 bytes each (a stored message of a short turn), in one process, this times building an
-RPC's task that loads them all (``rpc_request``: the state copied in, then externalized) and the
-preparation of a built Step task (externalize and the size check).
+RPC's task that loads them all (``rpc_request``: the state copied in, then externalized), the
+preparation of a built Step task (externalize and the size check), and its frame to a pull Worker
+built and serialized (``PollWorkerTaskResponse``, as the stream's writer sends it).
 
 Compare revisions by running it with each revision's packages first on the path::
 
@@ -22,11 +23,15 @@ import functools
 import inspect
 import tempfile
 import timeit
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Final
 
 from dex.dexpb import dex_pb2 as pb
+from dex_local_engine import pull_dispatch
 from dex_local_engine.blob_values import BlobStore
+from dex_local_engine.dispatch import DispatchTask
 from dex_local_engine.flow_state import FlowRun
 from dex_local_engine.store import Durability, Store
 from dex_local_engine.task_requests import rpc_request
@@ -70,6 +75,25 @@ def _prepare(blobs: BlobStore, task: pb.InvokeExecuteMethodRequest) -> None:
     oversized_task(size if _CHECKS_SIZE else task, "RunModel")  # type: ignore[arg-type]
 
 
+def _frame_builder() -> Callable[[DispatchTask], pb.PollWorkerTaskResponse]:
+    built: Callable[[DispatchTask], pb.PollWorkerTaskResponse] | None = getattr(
+        pull_dispatch, "_poll_worker_task_response", None
+    )
+    if built is not None:
+        return built
+    # Revisions before it built a PollWorkerTask, then the response around it.
+    old = pull_dispatch._poll_worker_task  # type: ignore[attr-defined]
+    return lambda task: pb.PollWorkerTaskResponse(task=old(task))
+
+
+def _send(build: Callable[[DispatchTask], pb.PollWorkerTaskResponse], task: DispatchTask) -> None:
+    build(task).SerializeToString()
+
+
+def _dispatch_task(request: pb.InvokeExecuteMethodRequest) -> DispatchTask:
+    return DispatchTask("task-1", "session-1", "AgentSession", "", None, request, datetime.now(UTC))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -92,10 +116,12 @@ def main() -> None:
             task = _task(instances)
             prepare = functools.partial(_prepare, blobs, task)
             prepared = min(timeit.repeat(prepare, number=args.rounds, repeat=5)) / args.rounds
+            send = functools.partial(_send, _frame_builder(), _dispatch_task(task))
+            sent = min(timeit.repeat(send, number=args.rounds, repeat=5)) / args.rounds
             print(
                 f"{instances:5} instances, task of {task.ByteSize() // 1024:4} KiB: "
                 f"RPC task built {built * 1e6:7.1f} us, Step task externalized and size-checked "
-                f"{prepared * 1e6:7.1f} us"
+                f"{prepared * 1e6:7.1f} us, its pull frame built and serialized {sent * 1e6:7.1f} us"
             )
 
 

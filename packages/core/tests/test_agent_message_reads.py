@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 from agent_session_test_support import ScriptedRunner, assistant
 from compaction_test_support import swappable_worker_stack
+from dex import (
+    AsyncClient,
+    BlobCacheConfig,
+    Client,
+    ClientOptions,
+    CodecRegistry,
+    Registry,
+    WorkerTarget,
+    open_blob_cache,
+)
 from dex_agents import (
     AgentMessage,
     AgentSessionFlow,
@@ -13,8 +28,12 @@ from dex_agents import (
     AgentTurnOutcome,
     AgentUsage,
     ConfigurationError,
+    ListAgentMessagesRequest,
     MessageRole,
+    SyncAgentSessionClient,
     TurnCompleted,
+    TurnResult,
+    TurnStatus,
 )
 from dex_agents._session.message_decode_cache import MessageDecodeCache
 from dex_agents.testing import read_agent_messages, turn_ended, wait_for_agent_snapshot
@@ -188,3 +207,82 @@ async def test_the_snapshot_returns_the_newest_200_messages_across_window_and_ch
     assert snapshot.messages[0].sequence == 2 * per_turn - 199
     # The second model call saw every message before it, read through the cache.
     assert [m.sequence for m in runner.model_calls[-1].messages] == list(range(1, per_turn + 2))
+
+
+async def test_the_window_read_answers_list_agent_messages_page_or_nothing(
+    dex_in_process_worker: InProcessWorkerFactory, tmp_path: Path
+) -> None:
+    """``list_recent_agent_messages`` (the turn-level calls' end read) loads only the window: it
+    answers the very page ``list_agent_messages`` does, or no page where a chunk holds a message
+    after the sequence asked for; ``run_turn`` then reads ``list_agent_messages``."""
+    runner = ScriptedRunner(_many_replies)
+    options = AgentSessionOptions(message_window_size=40, message_chunk_size=20)
+    flow = AgentSessionFlow(runner, flow_type=FLOW_TYPE, options=options)
+    per_turn = REPLIES_PER_TURN + 1
+    async with (
+        swappable_worker_stack(dex_in_process_worker) as stack,
+        stack.serve(flow) as sessions,
+    ):
+        await sessions.start_session("s1", "first")
+        await wait_for_agent_snapshot(sessions, "s1", turn_ended(1))
+        client = stack.client
+        assert client is not None
+        names = _record_rpc_names(client)
+        # A turn of 150 messages, more than the window holds: the window read answers no page.
+        result = await sessions.run_turn("s1", "second", timeout=60)
+        window = (await stack.attributes("s1")).instance_keys("AGENT_MESSAGES")
+        window_first = min(int(key) for key in window)
+        flow_id = stack.scoped("s1")
+        compared = 0
+        for after in (None, 0, 1, 150, window_first - 2, window_first - 1, window_first, 299, 300):
+            request = ListAgentMessagesRequest(after_sequence=after, limit=200)
+            recent = await client.invoke_rpc(flow.list_recent_agent_messages, flow_id, request)
+            full = await client.invoke_rpc(flow.list_agent_messages, flow_id, request)
+            if after is not None and after >= window_first - 1:
+                assert recent.page == full
+                compared += 1
+            else:
+                assert recent.page is None
+        # The synchronous client's end read falls back the same way.
+        synchronous = await asyncio.to_thread(
+            _sync_run_turn, flow, stack.server_address, tmp_path, stack.scoped("s1"), "third"
+        )
+
+    assert (result.status, result.text) == (
+        TurnStatus.COMPLETED,
+        f"second reply {REPLIES_PER_TURN}",
+    )
+    assert (synchronous.status, synchronous.text) == (
+        TurnStatus.COMPLETED,
+        f"third reply {REPLIES_PER_TURN}",
+    )
+    assert names[:3] == ["send_user_message", "list_recent_agent_messages", "list_agent_messages"]
+    assert window_first > per_turn + 1  # the turn's first messages sit in chunks
+    assert compared == 4
+
+
+def _sync_run_turn(
+    flow: AgentSessionFlow, server_address: str, tmp_path: Path, session_id: str, text: str
+) -> TurnResult:
+    registry = Registry([flow], CodecRegistry(), allow_async_handlers=True)
+    cache = open_blob_cache(BlobCacheConfig(str(tmp_path / "sync-cache"), 16 * 1024 * 1024))
+    options = ClientOptions(server_address=server_address, worker_target=WorkerTarget(pull=True))
+    client = Client(registry, cache, options)
+    try:
+        return SyncAgentSessionClient(client, flow).run_turn(session_id, text, timeout=60)
+    finally:
+        client.close()
+        cache.close()
+
+
+def _record_rpc_names(client: AsyncClient) -> list[str]:
+    """Record the name of each RPC ``client`` invokes from now on (on this instance only)."""
+    names: list[str] = []
+    original: Callable[..., Awaitable[Any]] = client.invoke_rpc
+
+    async def recorded(method: Any, *args: Any, **kw: Any) -> Any:
+        names.append(method.__name__)
+        return await original(method, *args, **kw)
+
+    client.invoke_rpc = recorded
+    return names

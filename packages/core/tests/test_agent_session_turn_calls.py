@@ -26,6 +26,7 @@ from dex import (
 )
 from dex_agents import (
     AgentEventType,
+    AgentMessage,
     AgentSessionClient,
     AgentSessionFlow,
     AgentToolCallStatus,
@@ -193,14 +194,14 @@ async def test_a_completed_turn_reads_its_own_messages_not_the_transcript(stack:
     result = await stack.sessions.run_turn("s1", "And order 7 now?", timeout=60)
     assert (result.turn_id, result.text) == ("turn-5", "Done: order 7 was delivered")
     assert [c.output for c in result.tool_calls] == ["order 7 was delivered"]
-    # No snapshot: the end is read from the turn's own messages, whatever came before it.
+    # No snapshot: the end is read from the turn's own messages, whatever came before it, and
+    # from the window alone (the internal list_recent_agent_messages), not the kept transcript.
     assert [name for name, _ in outputs] in (
-        ["send_user_message", "list_agent_messages"],
+        ["send_user_message", _WINDOW_READ],
         # The end's commit not visible yet at the first read: read on after its newest message.
-        ["send_user_message", "list_agent_messages", "list_agent_messages"],
+        ["send_user_message", _WINDOW_READ, _WINDOW_READ],
     )
-    pages = [page for name, page in outputs if name == "list_agent_messages"]
-    read = [message for page in pages for message in page.messages]
+    read = _pages_read(outputs)
     assert read and {message.turn_id for message in read} == {"turn-5"}
 
     # Followed on from a result (after an approval): the newest messages up to the end, no
@@ -211,10 +212,23 @@ async def test_a_completed_turn_reads_its_own_messages_not_the_transcript(stack:
     outputs.clear()
     final = await stack.sessions.wait_for_turn("s1", waiting, timeout=60)
     assert (final.status, final.text) == (TurnStatus.COMPLETED, "Done: refunded order 7")
-    assert {name for name, _ in outputs} == {"list_agent_messages"}
-    read = [message for _, page in outputs for message in page.messages]
+    assert {name for name, _ in outputs} == {_WINDOW_READ}
+    read = _pages_read(outputs)
     assert "turn-6" in {message.turn_id for message in read}
     assert len(read) < (await stack.sessions.get_agent_state("s1")).last_message_sequence
+
+
+_WINDOW_READ = "list_recent_agent_messages"
+
+
+def _pages_read(outputs: list[tuple[str, Any]]) -> list[AgentMessage]:
+    """The messages of every window read's page among ``outputs``."""
+    return [
+        message
+        for name, output in outputs
+        if name == _WINDOW_READ
+        for message in output.page.messages
+    ]
 
 
 def _record_rpc_outputs(client: AsyncClient) -> list[tuple[str, Any]]:
@@ -321,10 +335,10 @@ async def test_a_failed_turn_reads_the_state_and_its_own_messages_not_the_snapsh
     assert result.error is not None and "the model provider is down" in result.error
     assert result.text is None and result.tool_calls == ()
     names = [name for name, _ in outputs]
-    assert names[0] == "send_user_message" and names[-1] == "list_agent_messages"
+    assert names[0] == "send_user_message" and names[-1] == _WINDOW_READ
     assert set(names[1:-1]) == {"get_agent_state"}
-    (page,) = [page for name, page in outputs if name == "list_agent_messages"]
-    assert page.messages and {message.turn_id for message in page.messages} == {"turn-4"}
+    read = _pages_read(outputs)
+    assert read and {message.turn_id for message in read} == {"turn-4"}
 
 
 async def test_run_turn_times_out_and_the_wait_can_go_on(stack: _Stack) -> None:

@@ -65,6 +65,7 @@ from dex_agents._json_values import (
 from dex_agents._session.message_layout import (
     AgentMessageChunkRange,
 )
+from dex_agents._session.recent_messages import RecentAgentMessages
 from dex_agents._values import (
     TurnControlKind,
     agent_turn_id,
@@ -193,6 +194,7 @@ SAMPLES: dict[type[WireValue], WireValue] = {
     PlanExecutionRequest: PlanExecutionRequest(4),
     QuestionAnswer: _ANSWER,
     QueuedUserMessage: _QUEUED,
+    RecentAgentMessages: RecentAgentMessages(AgentMessagesPage((_MESSAGE,), 7, 3)),
     ResolveInterruptRequest: ResolveInterruptRequest("call_1", False, "not now"),
     SteerUserMessageRequest: SteerUserMessageRequest(text="instead", message_id=None),
     ToolCallCancellation: ToolCallCancellation("call_1", CancellationReason.STEERED),

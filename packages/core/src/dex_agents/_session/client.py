@@ -36,6 +36,7 @@ from dex_agents._session.turn_results import (
 )
 from dex_agents._session.turn_waits import (
     NextEvent,
+    ReadMessages,
     check_timeout,
     raise_if_stream_store_disabled,
     run_plan_async,
@@ -551,10 +552,24 @@ class AgentSessionClient:
             turn_wait_plan(tracker, token, timeout),
             lambda request: self._next_event(session_id, request),
             lambda: self.get_agent_snapshot(session_id),
-            lambda request: self.list_agent_messages(
-                session_id, after_sequence=request.after_sequence, limit=request.limit
-            ),
+            lambda request: self._turn_messages(session_id, request),
             lambda: self.get_agent_state(session_id),
+        )
+
+    async def _turn_messages(self, session_id: str, request: ReadMessages) -> AgentMessagesPage:
+        # The window alone nearly always holds a turn's messages; only when it does not is the
+        # whole kept transcript loaded (see dex_agents._session.recent_messages).
+        await self._check_session(session_id)
+        page_request = ListAgentMessagesRequest(
+            after_sequence=request.after_sequence, limit=request.limit
+        )
+        recent = await self._client.invoke_rpc(
+            self._flow.list_recent_agent_messages, session_id, page_request
+        )
+        if recent.page is not None:
+            return recent.page
+        return await self._client.invoke_rpc(
+            self._flow.list_agent_messages, session_id, page_request
         )
 
     async def _next_event(

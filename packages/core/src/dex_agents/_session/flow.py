@@ -40,6 +40,7 @@ from dex_agents._session.persistence import (
     agent_session_persistence_schema,
 )
 from dex_agents._session.plans import accept_plan_execution
+from dex_agents._session.recent_messages import RecentAgentMessages, recent_messages_page
 from dex_agents._session.runner_facade import RunnerFacade
 from dex_agents._session.runtime import SessionRuntime
 from dex_agents._session.step_base import SessionStep
@@ -279,6 +280,14 @@ class AgentSessionFlow(Flow[AgentSessionStartInput]):
                 cache=self._runtime.message_cache,
             )
         )
+
+    @rpc(load_attribute_maps=(AGENT_MESSAGES,))
+    def list_recent_agent_messages(
+        self, context: Context, request: ListAgentMessagesRequest
+    ) -> RPCResult[RecentAgentMessages]:
+        """Internal: the ``list_agent_messages`` page from the window alone, ``page=None`` when a
+        kept chunk holds a message after ``after_sequence``; the turn-level calls' end read."""
+        return RPCResult(recent_messages_page(context, request, self._runtime.message_cache))
 
     @rpc(is_transactional=True, load_channels=(QUEUED_USER_MESSAGES,))
     def steer_user_message(

@@ -310,12 +310,17 @@ class SyncAgentSessionClient:
         )
 
     def _turn_messages(self, session_id: str, request: ReadMessages) -> AgentMessagesPage:
+        # As the async client's: the window alone first (dex_agents._session.recent_messages).
         self._check_session(session_id)
-        return self._client.invoke_rpc(
-            self._flow.list_agent_messages,
-            session_id,
-            ListAgentMessagesRequest(after_sequence=request.after_sequence, limit=request.limit),
+        page_request = ListAgentMessagesRequest(
+            after_sequence=request.after_sequence, limit=request.limit
         )
+        recent = self._client.invoke_rpc(
+            self._flow.list_recent_agent_messages, session_id, page_request
+        )
+        if recent.page is not None:
+            return recent.page
+        return self._client.invoke_rpc(self._flow.list_agent_messages, session_id, page_request)
 
     def _next_event(self, session_id: str, request: NextEvent) -> StreamMessage[AgentEvent] | None:
         try:
