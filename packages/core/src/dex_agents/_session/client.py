@@ -477,8 +477,10 @@ class AgentSessionClient:
         The wait follows ``AgentEvents`` (one read per event), and stops at the first approval or
         question that waits (``TurnStatus.WAITING_FOR_PERSON``): answer it, then pass the result
         to ``wait_for_turn`` to follow the turn on. A turn that completed (or was cancelled or
-        steered) ends with one ``list_agent_messages`` read of the turn's own messages, a failed
-        one with ``get_agent_state`` and that read, so its cost does not grow with the session;
+        steered) ends with one read of the turn's own messages (the window alone, through the
+        internal ``list_recent_agent_messages``; ``list_agent_messages`` when a kept chunk holds
+        one of them), a failed one with ``get_agent_state`` and that read, so its cost does not
+        grow with the session;
         a turn waiting for a person ends with one ``get_agent_snapshot``.
 
         Args:

@@ -5,9 +5,10 @@ the turn's messages, or the snapshot) and receives the answer, so the waiting ru
 each client only does the I/O. It reads ``AgentEvents`` one message at a time with a server-side
 long poll, so a turn costs one ``ReadStream`` per event and one read at the end, never a poll
 loop. A turn that ended with ``turn_completed``, ``turn_cancelled`` or ``turn_steered`` ends with
-``list_agent_messages`` after the turn's first message: those events say where the turn's
-messages end, so the page shows whether the end's commit is visible, and it carries the turn's
-messages alone, whatever the length of the session. A failed turn reads ``get_agent_state``
+the page of messages after the turn's first message (the clients read it from the window alone,
+see :mod:`dex_agents._session.recent_messages`): those events say where the turn's messages end,
+so the page shows whether the end's commit is visible, and it carries the turn's messages alone,
+whatever the length of the session. A failed turn reads ``get_agent_state``
 until the failure's commit is visible (``turn_failed`` does not say where the turn's messages
 end; the state does), then the same page. An approval or question raised, a turn followed on
 from a result that failed, and an idle long poll read the snapshot (the pending interrupts and
@@ -88,7 +89,8 @@ class ReadState:
 
 @dataclass(frozen=True)
 class ReadMessages:
-    """The plan needs the ``list_agent_messages`` page after ``after_sequence``."""
+    """The plan needs the ``list_agent_messages`` page after ``after_sequence`` (a client may read
+    it from the window alone, see :mod:`dex_agents._session.recent_messages`)."""
 
     after_sequence: int
     limit: int = LIST_AGENT_MESSAGES_MAX_LIMIT
