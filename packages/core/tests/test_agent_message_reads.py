@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 import pytest
-from agent_session_test_support import ScriptedRunner, assistant
+from agent_session_test_support import ScriptedRunner, assistant, record_rpc_outputs
 from compaction_test_support import swappable_worker_stack
 from dex import (
-    AsyncClient,
     BlobCacheConfig,
     Client,
     ClientOptions,
@@ -227,7 +224,7 @@ async def test_the_window_read_answers_list_agent_messages_page_or_nothing(
         await wait_for_agent_snapshot(sessions, "s1", turn_ended(1))
         client = stack.client
         assert client is not None
-        names = _record_rpc_names(client)
+        outputs = record_rpc_outputs(client)
         # A turn of 150 messages, more than the window holds: the window read answers no page.
         result = await sessions.run_turn("s1", "second", timeout=60)
         window = (await stack.attributes("s1")).instance_keys("AGENT_MESSAGES")
@@ -256,6 +253,7 @@ async def test_the_window_read_answers_list_agent_messages_page_or_nothing(
         TurnStatus.COMPLETED,
         f"third reply {REPLIES_PER_TURN}",
     )
+    names = [name for name, _ in outputs]
     assert names[:3] == ["send_user_message", "list_recent_agent_messages", "list_agent_messages"]
     assert window_first > per_turn + 1  # the turn's first messages sit in chunks
     assert compared == 4
@@ -273,16 +271,3 @@ def _sync_run_turn(
     finally:
         client.close()
         cache.close()
-
-
-def _record_rpc_names(client: AsyncClient) -> list[str]:
-    """Record the name of each RPC ``client`` invokes from now on (on this instance only)."""
-    names: list[str] = []
-    original: Callable[..., Awaitable[Any]] = client.invoke_rpc
-
-    async def recorded(method: Any, *args: Any, **kw: Any) -> Any:
-        names.append(method.__name__)
-        return await original(method, *args, **kw)
-
-    client.invoke_rpc = recorded
-    return names

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agent_session_test_support import record_rpc_outputs
 from dex import (
     AsyncClient,
     BlobCacheConfig,
@@ -190,7 +191,7 @@ async def test_run_turn_follows_events_not_snapshot_polls(stack: _Stack) -> None
 async def test_a_completed_turn_reads_its_own_messages_not_the_transcript(stack: _Stack) -> None:
     for _ in range(4):  # a history of earlier turns, each with a tool call
         assert (await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)).completed
-    outputs = _record_rpc_outputs(stack.client)
+    outputs = record_rpc_outputs(stack.client)
     result = await stack.sessions.run_turn("s1", "And order 7 now?", timeout=60)
     assert (result.turn_id, result.text) == ("turn-5", "Done: order 7 was delivered")
     assert [c.output for c in result.tool_calls] == ["order 7 was delivered"]
@@ -229,25 +230,6 @@ def _pages_read(outputs: list[tuple[str, Any]]) -> list[AgentMessage]:
         if name == _WINDOW_READ
         for message in output.page.messages
     ]
-
-
-def _record_rpc_outputs(client: AsyncClient) -> list[tuple[str, Any]]:
-    """Record each RPC's name and output from now on (wrapping the instance's ``invoke_rpc``)."""
-    outputs: list[tuple[str, Any]] = []
-    original: Callable[..., Any] = client.invoke_rpc
-
-    async def recorded(method: Any, *args: Any, **kw: Any) -> Any:
-        output = await original(method, *args, **kw)
-        outputs.append((method.__name__, output))
-        return output
-
-    _replace_method(client, "invoke_rpc", recorded)
-    return outputs
-
-
-def _replace_method(client: AsyncClient, name: str, replacement: Callable[..., Any]) -> None:
-    # On the instance, so only this test's client is wrapped.
-    setattr(client, name, replacement)
 
 
 async def _take(sessions: AgentSessionClient, session_id: str, limit: int) -> AsyncIterator[Any]:
@@ -329,7 +311,7 @@ async def test_a_failed_turn_reads_the_state_and_its_own_messages_not_the_snapsh
 ) -> None:
     for _ in range(3):  # a history of earlier turns
         assert (await stack.sessions.run_turn("s1", "Where is order 7?", timeout=60)).completed
-    outputs = _record_rpc_outputs(stack.client)
+    outputs = record_rpc_outputs(stack.client)
     result = await stack.sessions.run_turn("s1", "crash now", timeout=60)
     assert (result.turn_id, result.status) == ("turn-4", TurnStatus.FAILED)
     assert result.error is not None and "the model provider is down" in result.error

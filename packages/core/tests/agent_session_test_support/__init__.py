@@ -10,6 +10,7 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from dex import AsyncClient, CodecRegistry
 from dex_agents import (
@@ -39,6 +40,7 @@ __all__ = [
     "assistant",
     "final_answer_with_results",
     "read_events_until",
+    "record_rpc_outputs",
     "request_tools",
     "running_flow_stack",
     "running_session_stack",
@@ -200,3 +202,18 @@ async def running_flow_stack(
         client_codecs=client_codecs or CodecRegistry(),
     ) as dex:
         yield SessionStack(dex, dex.client, flow, dex.sessions(flow))
+
+
+def record_rpc_outputs(client: AsyncClient) -> list[tuple[str, Any]]:
+    """Record each RPC's name and output from now on (wrapping the instance's ``invoke_rpc``)."""
+    outputs: list[tuple[str, Any]] = []
+    original: Callable[..., Awaitable[Any]] = client.invoke_rpc
+
+    async def recorded(method: Any, *args: Any, **kw: Any) -> Any:
+        output = await original(method, *args, **kw)
+        outputs.append((method.__name__, output))
+        return output
+
+    # On the instance, so only this test's client is wrapped.
+    client.invoke_rpc = recorded
+    return outputs
