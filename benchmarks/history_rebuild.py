@@ -5,7 +5,8 @@ one process.
 Every ``RunModel`` of these runners rebuilds the whole history from the stored items; each item is
 decoded once per process (``KeptDecodes``) and every call gets its own copy. This times that
 rebuild (Pydantic AI's ``decode_history``, the LangGraph runner's ``langchain_message`` for every
-stored message, the OpenAI Agents runner's ``read_transcript``, the Strands runner's
+stored message, and that with ``pending_tool_calls``, which pairs the open calls as every
+LangGraph model call does, the OpenAI Agents runner's ``read_transcript``, the Strands runner's
 ``decode_messages``) for a session of ``--turns`` read turns (user message, tool call, tool
 result, answer: four stored messages a turn), after one warm-up rebuild that decodes every item.
 
@@ -167,6 +168,13 @@ def main() -> None:
             "langgraph langchain_message",
             _stored(_langgraph_session(args.turns)),
             lambda stored: [langgraph_transcript.langchain_message(m) for m in stored],
+        ),
+        (
+            "langgraph + pending_tool_calls",
+            _stored(_langgraph_session(args.turns)),
+            lambda stored: langgraph_transcript.pending_tool_calls(
+                [langgraph_transcript.langchain_message(m) for m in stored], len(stored)
+            ),
         ),
         (
             "openai-agents read_transcript",

@@ -112,7 +112,31 @@ def test_a_pydantic_model_keeps_its_fields_set_and_extras_and_copies_their_conta
     again = make()
     assert again.tool_calls == [{"id": "c1", "args": {"n": 1}}]
     assert again.labels == ["a"]
-    assert again.name is None and kept.model_fields_set == again.model_fields_set
+    assert again.name is None
+    assert kept.model_fields_set == again.model_fields_set == {"content", "tool_calls", "labels"}
+    assert again.model_extra == {"labels": ["a"]} and again.model_extra is not kept.model_extra
+
+
+def test_a_pydantic_model_with_private_attributes_or_its_own_copy_is_copied_its_way() -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Tracked(pydantic.BaseModel):  # type: ignore[name-defined, misc]
+        content: str
+        _seen: list[int] = pydantic.PrivateAttr(default_factory=list)
+
+    class Lines(pydantic.RootModel[list[dict[str, int]]]):  # type: ignore[name-defined, misc]
+        pass
+
+    tracked = Tracked(content="hi")
+    tracked._seen.append(1)
+    fresh = fresh_copier(tracked)()
+    assert fresh == tracked and fresh._seen == [1]
+    lines = Lines([{"n": 1}])
+    make = fresh_copier(lines)
+    edited = make()
+    edited.root[0]["n"] = 2
+    edited.root.append({"n": 3})
+    assert make() == lines == Lines([{"n": 1}])
 
 
 def test_kept_decodes_without_a_copy_function_hands_out_planned_copies() -> None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeAlias
 
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
@@ -33,7 +33,9 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    InvalidToolCall,
     SystemMessage,
+    ToolCall,
     ToolMessage,
     message_to_dict,
     messages_from_dict,
@@ -169,39 +171,55 @@ def tool_calls_of(message: BaseMessage) -> tuple[PendingToolCall, ...]:
     """Every tool call of an AI message in model order: parsed ones, then invalid ones."""
     if not isinstance(message, AIMessage):
         return ()
-    calls = [
-        PendingToolCall(call["id"] or "", call["name"], dump_json_text(call["args"]), True)
-        for call in message.tool_calls
-    ]
-    calls.extend(
-        PendingToolCall(call["id"] or "", call["name"] or "", call["args"] or "", False)
-        for call in message.invalid_tool_calls
-    )
-    return tuple(calls)
+    return tuple(_pending_call(call) for call in _calls_in_order(message))
+
+
+_Call: TypeAlias = tuple[ToolCall, None] | tuple[None, InvalidToolCall]
+"""One tool call of an AI message: a parsed one, or one of its ``invalid_tool_calls``."""
+
+
+def _calls_in_order(message: AIMessage) -> list[_Call]:
+    calls: list[_Call] = [(call, None) for call in message.tool_calls]
+    calls.extend((None, call) for call in message.invalid_tool_calls)
+    return calls
+
+
+def _call_id(call: _Call) -> str:
+    parsed, invalid = call
+    if parsed is not None:
+        return parsed["id"] or ""
+    assert invalid is not None
+    return invalid["id"] or ""
+
+
+def _pending_call(call: _Call) -> PendingToolCall:
+    parsed, invalid = call
+    if parsed is not None:
+        return PendingToolCall(
+            parsed["id"] or "", parsed["name"], dump_json_text(parsed["args"]), True
+        )
+    assert invalid is not None
+    return PendingToolCall(invalid["id"] or "", invalid["name"] or "", invalid["args"] or "", False)
 
 
 def _open_calls(messages: Sequence[BaseMessage]) -> list[tuple[int, PendingToolCall]]:
     """Each unanswered tool call with the position of its AI message, in order.
 
     A ``ToolMessage`` answers the latest open call of its ID: models may reuse call IDs across
-    turns, so an ID alone does not say which call a result answers.
+    turns, so an ID alone does not say which call a result answers. Only the calls left open
+    become ``PendingToolCall``s (their arguments as JSON text): a long session's history holds
+    hundreds of answered calls, and this runs for every model call.
     """
-    open_calls: list[tuple[int, PendingToolCall]] = []
+    open_calls: list[tuple[int, str, _Call]] = []
     for position, message in enumerate(messages):
         if isinstance(message, ToolMessage):
-            answered = next(
-                (
-                    index
-                    for index in range(len(open_calls) - 1, -1, -1)
-                    if open_calls[index][1].tool_call_id == message.tool_call_id
-                ),
-                None,
-            )
-            if answered is not None:
-                del open_calls[answered]
-            continue
-        open_calls.extend((position, call) for call in tool_calls_of(message))
-    return open_calls
+            for index in range(len(open_calls) - 1, -1, -1):
+                if open_calls[index][1] == message.tool_call_id:
+                    del open_calls[index]
+                    break
+        elif isinstance(message, AIMessage):
+            open_calls.extend((position, _call_id(call), call) for call in _calls_in_order(message))
+    return [(position, _pending_call(call)) for position, _, call in open_calls]
 
 
 def unanswered_tool_calls(messages: Sequence[BaseMessage]) -> list[PendingToolCall]:
@@ -229,10 +247,11 @@ def pending_tool_calls(
             pending.append(call)
         else:
             orphans.setdefault(position, []).append(call)
-    paired: list[BaseMessage] = []
-    for position, message in enumerate(messages):
-        paired.append(message)
-        paired.extend(_orphan_result(call, position) for call in orphans.get(position, ()))
+    paired = list(messages)
+    # From the last orphan back, so each insertion leaves the earlier positions as they were.
+    for position in sorted(orphans, reverse=True):
+        results = [_orphan_result(call, position) for call in orphans[position]]
+        paired[position + 1 : position + 1] = results
     return paired, pending
 
 

@@ -56,12 +56,19 @@ def _copier(value: Any) -> Callable[[], Any]:
         )
     if _is_pydantic_model(kind):
         extra: dict[str, Any] | None = value.__pydantic_extra__
-        return functools.partial(
-            _copy_model,
-            value,
-            _planned(value.__dict__.items()),
-            _planned(extra.items()) if extra else [],
-        )
+        fields = _planned(value.__dict__.items())
+        extras = _planned(extra.items()) if extra else []
+        if _has_base_model_copy(kind) and getattr(value, "__pydantic_private__", None) is None:
+            return functools.partial(
+                _copy_plain_model,
+                kind,
+                value.__dict__,
+                value.__pydantic_fields_set__,
+                extra,
+                fields,
+                extras,
+            )
+        return functools.partial(_copy_model, value, fields, extras)
     return functools.partial(copy.deepcopy, value)
 
 
@@ -96,6 +103,32 @@ def _copy_dataclass(kind: type, state: dict[str, Any], fields: _Plan) -> Any:
     return fresh
 
 
+def _copy_plain_model(
+    kind: type,
+    state: dict[str, Any],
+    fields_set: set[str],
+    extra: dict[str, Any] | None,
+    fields: _Plan,
+    extras: _Plan,
+) -> Any:
+    # What pydantic's BaseModel.__copy__ does for a model without private attributes, with the
+    # state read once at planning: about half its cost (it reaches each part through copy.copy).
+    fresh: Any = object.__new__(kind)
+    fresh_state = state.copy()
+    for name, make in fields:
+        fresh_state[name] = make()
+    fresh_extra = None
+    if extra is not None:
+        fresh_extra = extra.copy()
+        for name, make in extras:
+            fresh_extra[name] = make()
+    _set_attribute(fresh, "__dict__", fresh_state)
+    _set_attribute(fresh, "__pydantic_extra__", fresh_extra)
+    _set_attribute(fresh, "__pydantic_fields_set__", fields_set.copy())
+    _set_attribute(fresh, "__pydantic_private__", None)
+    return fresh
+
+
 def _copy_model(value: Any, fields: _Plan, extra: _Plan) -> Any:
     # pydantic's own shallow copy (``__dict__``, extra, fields set, private), then our copies of
     # the fields that hold lists, dicts or objects.
@@ -113,6 +146,20 @@ def _is_plain_dataclass(kind: type) -> bool:
     """Whether ``kind`` is a dataclass whose instances keep all their state in ``__dict__``."""
     slots = [base.__dict__["__slots__"] for base in kind.__mro__ if "__slots__" in base.__dict__]
     return dataclasses.is_dataclass(kind) and kind.__dictoffset__ != 0 and not any(slots)
+
+
+_set_attribute: Final = object.__setattr__
+
+
+@functools.cache
+def _has_base_model_copy(kind: type) -> bool:
+    """Whether ``kind`` copies itself with pydantic's own ``BaseModel.__copy__`` (not, say,
+    ``RootModel``'s or a model's own), and makes its instances with ``object.__new__``."""
+    copies = next(base for base in kind.__mro__ if "__copy__" in base.__dict__)
+    makes = next(base for base in kind.__mro__ if "__new__" in base.__dict__)
+    return (
+        copies.__module__ == "pydantic.main" and copies.__name__ == "BaseModel" and makes is object
+    )
 
 
 @functools.cache
