@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import importlib
 import os
@@ -48,7 +49,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 from enum import StrEnum
@@ -257,32 +258,45 @@ async def _wait_for_snapshot(sessions: AgentSessionClient, turn: int) -> str:
     return answer or ""
 
 
-async def measure_durable(
-    agent: BenchmarkAgent, options: Options, state_dir: Path
-) -> MeasuredTurns:
-    """The measured durable turns, against a fresh engine and Worker child, all in one session."""
+@contextlib.asynccontextmanager
+async def benchmark_stack(
+    agent: BenchmarkAgent,
+    options: Options,
+    state_dir: Path,
+    extra_worker_env: Mapping[str, str] | None = None,
+) -> AsyncIterator[tuple[AgentTestStack, int]]:
+    """A fresh engine (as ``dex-local-engine serve`` runs it) and a Worker child serving
+    ``agent`` (this module, with ``options``' framework, model latency and turn shape); yields
+    the stack and the Worker child's PID."""
     worker_env = {
         _FRAMEWORK_ENV: options.framework,
         _MODEL_LATENCY_ENV: repr(options.model_latency_ms),
         _SHAPE_ENV: options.shape.value,
+        **(extra_worker_env or {}),
     }
-    cprofile_file = state_dir / "worker.cprofile"
-    if options.cprofile_worker:
-        worker_env[_CPROFILE_FILE_ENV] = str(cprofile_file)
     async with AgentTestStack(
         state_dir,
         [agent.flow],
         "adapter_turns",
         worker_cwd=_BENCHMARK_DIR,
         worker_env=worker_env,
-        warm_engine=False,  # the engine as `dex-local-engine serve` runs it
+        warm_engine=False,
     ) as stack:
         worker = await stack.start_worker()
-        worker_pid = worker.process.pid
+        yield stack, worker.process.pid
+
+
+async def measure_durable(
+    agent: BenchmarkAgent, options: Options, state_dir: Path
+) -> MeasuredTurns:
+    """The measured durable turns, against a fresh engine and Worker child, all in one session."""
+    cprofile_file = state_dir / "worker.cprofile"
+    extra_env = {_CPROFILE_FILE_ENV: str(cprofile_file)} if options.cprofile_worker else {}
+    async with benchmark_stack(agent, options, state_dir, extra_env) as (stack, worker_pid):
         worker_cpu_started = 0.0
         sessions = stack.sessions(agent.flow)
         if options.client is DurableClient.RUN_TURN:
-            drive = _public_run_turn(sessions)
+            drive = public_run_turn(sessions, _SESSION_ID)
         else:
             drive = _events_then_snapshot(stack.client, sessions)
         turn = 0
@@ -304,11 +318,14 @@ async def measure_durable(
         )
 
 
-def _public_run_turn(sessions: AgentSessionClient) -> Callable[[str], Awaitable[str]]:
-    """Each turn one ``run_turn`` (the first one starts the session); the turn's answer."""
+def public_run_turn(
+    sessions: AgentSessionClient, session_id: str
+) -> Callable[[str], Awaitable[str]]:
+    """Each turn of session ``session_id`` one ``run_turn`` (the first one starts the session);
+    the turn's answer."""
 
     async def run_turn(text: str) -> str:
-        result = await sessions.run_turn(_SESSION_ID, text, timeout=_TURN_TIMEOUT_SECONDS)
+        result = await sessions.run_turn(session_id, text, timeout=_TURN_TIMEOUT_SECONDS)
         if not result.completed:
             raise RuntimeError(f"durable turn {result.turn_id} did not complete: {result}")
         return result.text or ""
