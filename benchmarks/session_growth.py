@@ -36,9 +36,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import adapter_turns
 from adapter_agents import FINAL_PREFIX, USER_TEXT
-from adapter_turns import load_agent, process_tree_cpu_seconds
+from adapter_turns import Options as StackOptions
+from adapter_turns import (
+    benchmark_stack,
+    load_agent,
+    process_tree_cpu_seconds,
+    public_run_turn,
+)
 
 RunTurn = Callable[[str], Awaitable[str]]
 
@@ -108,13 +113,11 @@ async def measure_in_process(options: Options) -> Interleaved:
 
 async def measure_durable(options: Options, state_dir: Path) -> Interleaved:
     agent = load_agent(options.framework, options.model_latency_ms)
-    stack_options = adapter_turns.Options(
-        options.framework, options.pairs, 0, options.model_latency_ms
-    )
-    async with adapter_turns.benchmark_stack(agent, stack_options, state_dir) as (stack, _):
+    stack_options = StackOptions(options.framework, options.pairs, 0, options.model_latency_ms)
+    async with benchmark_stack(agent, stack_options, state_dir) as (stack, _):
         sessions = stack.sessions(agent.flow)
-        early = adapter_turns.public_run_turn(sessions, "growth-early")
-        late = adapter_turns.public_run_turn(sessions, "growth-late")
+        early = public_run_turn(sessions, "growth-early")
+        late = public_run_turn(sessions, "growth-late")
         return await interleave(early, late, options, "durable")
 
 

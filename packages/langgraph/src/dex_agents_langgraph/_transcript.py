@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final
 
 from dex_agents import (
     OUTCOME_UNKNOWN_TOOL_RESULT,
@@ -171,35 +171,22 @@ def tool_calls_of(message: BaseMessage) -> tuple[PendingToolCall, ...]:
     """Every tool call of an AI message in model order: parsed ones, then invalid ones."""
     if not isinstance(message, AIMessage):
         return ()
-    return tuple(_pending_call(call) for call in _calls_in_order(message))
+    return tuple(_pending_call(call, valid) for call, valid in _calls_in_order(message))
 
 
-_Call: TypeAlias = tuple[ToolCall, None] | tuple[None, InvalidToolCall]
-"""One tool call of an AI message: a parsed one, or one of its ``invalid_tool_calls``."""
-
-
-def _calls_in_order(message: AIMessage) -> list[_Call]:
-    calls: list[_Call] = [(call, None) for call in message.tool_calls]
-    calls.extend((None, call) for call in message.invalid_tool_calls)
+def _calls_in_order(message: AIMessage) -> list[tuple[ToolCall | InvalidToolCall, bool]]:
+    """The message's tool calls, parsed ones then invalid ones, each with whether it parsed."""
+    calls: list[tuple[ToolCall | InvalidToolCall, bool]] = [
+        (call, True) for call in message.tool_calls
+    ]
+    calls.extend((call, False) for call in message.invalid_tool_calls)
     return calls
 
 
-def _call_id(call: _Call) -> str:
-    parsed, invalid = call
-    if parsed is not None:
-        return parsed["id"] or ""
-    assert invalid is not None
-    return invalid["id"] or ""
-
-
-def _pending_call(call: _Call) -> PendingToolCall:
-    parsed, invalid = call
-    if parsed is not None:
-        return PendingToolCall(
-            parsed["id"] or "", parsed["name"], dump_json_text(parsed["args"]), True
-        )
-    assert invalid is not None
-    return PendingToolCall(invalid["id"] or "", invalid["name"] or "", invalid["args"] or "", False)
+def _pending_call(call: ToolCall | InvalidToolCall, valid: bool) -> PendingToolCall:
+    # A parsed call's arguments are a JSON object; an invalid one's the model's raw text.
+    arguments = dump_json_text(call["args"]) if valid else str(call["args"] or "")
+    return PendingToolCall(call["id"] or "", call["name"] or "", arguments, valid)
 
 
 def _open_calls(messages: Sequence[BaseMessage]) -> list[tuple[int, PendingToolCall]]:
@@ -210,16 +197,16 @@ def _open_calls(messages: Sequence[BaseMessage]) -> list[tuple[int, PendingToolC
     become ``PendingToolCall``s (their arguments as JSON text): a long session's history holds
     hundreds of answered calls, and this runs for every model call.
     """
-    open_calls: list[tuple[int, str, _Call]] = []
+    open_calls: list[tuple[int, ToolCall | InvalidToolCall, bool]] = []
     for position, message in enumerate(messages):
         if isinstance(message, ToolMessage):
             for index in range(len(open_calls) - 1, -1, -1):
-                if open_calls[index][1] == message.tool_call_id:
+                if (open_calls[index][1]["id"] or "") == message.tool_call_id:
                     del open_calls[index]
                     break
         elif isinstance(message, AIMessage):
-            open_calls.extend((position, _call_id(call), call) for call in _calls_in_order(message))
-    return [(position, _pending_call(call)) for position, _, call in open_calls]
+            open_calls.extend((position, call, valid) for call, valid in _calls_in_order(message))
+    return [(position, _pending_call(call, valid)) for position, call, valid in open_calls]
 
 
 def unanswered_tool_calls(messages: Sequence[BaseMessage]) -> list[PendingToolCall]:

@@ -22,6 +22,7 @@ _ValueT = TypeVar("_ValueT")
 
 _SHARED_TYPES: Final = frozenset({str, bytes, int, float, bool, type(None), datetime.datetime})
 """Immutable leaves: shared between the kept object and its copies."""
+_set_attribute: Final = object.__setattr__
 
 
 def fresh_copier(value: _ValueT) -> Callable[[], _ValueT]:
@@ -146,9 +147,6 @@ def _is_plain_dataclass(kind: type) -> bool:
     """Whether ``kind`` is a dataclass whose instances keep all their state in ``__dict__``."""
     slots = [base.__dict__["__slots__"] for base in kind.__mro__ if "__slots__" in base.__dict__]
     return dataclasses.is_dataclass(kind) and kind.__dictoffset__ != 0 and not any(slots)
-
-
-_set_attribute: Final = object.__setattr__
 
 
 @functools.cache
