@@ -420,8 +420,17 @@ async def test_the_page_follows_the_newest_content_unless_the_reader_scrolled_up
     await expect(ids.locator("code")).to_be_visible()
     await expect(ids.locator("code")).to_contain_text("interrupt ")
 
-    # The reader scrolls up; the next turn (sent from elsewhere) does not move the page.
-    await page.page.evaluate("window.scrollTo(0, 0)")
+    # The reader scrolls up; the next turn (sent from elsewhere) does not move the page. A
+    # snapshot read lands in the same task as the scroll, before its scroll event: the page must
+    # take the reader's position as it is, not as the last scroll event left it.
+    await page.page.evaluate(
+        """async () => {
+            const { snapshot } = await api(sessionPath("/snapshot"));
+            window.scrollTo(0, 0);
+            setSnapshot(snapshot);
+        }"""
+    )
+    assert await _scroll_y(page) == 0
     await expect(new_messages).to_be_hidden()
     replies = await page.stored_replies().count()
     assert await stack.sessions.send_user_message(page.session_id, "where is order 7? (6)")

@@ -138,7 +138,10 @@ function idDetails(ids) {
 
 // Only the reader scrolling up stops the following. A scroll event arrives after the frame, so
 // the one our own scrollToNewest caused can find the page grown again meanwhile (a burst of
-// updates): not at the bottom, but not scrolled up either.
+// updates): not at the bottom, but not scrolled up either. For the same reason a content change
+// reads the position itself before it changes the page: the reader's scroll may not have sent
+// its event yet, and following on the last event's word would pull the page back down under
+// them. (Read after the change, the position could be one the browser's scroll anchoring moved.)
 let lastScrollTop = 0;
 
 function atBottom() {
@@ -154,6 +157,12 @@ function scrollToNewest() {
   $("new-messages").hidden = true;
 }
 
+// Before the transcript or the prompts change: the page's height to compare with afterwards.
+function beginContentChange() {
+  noteScrollPosition();
+  return document.scrollingElement.scrollHeight;
+}
+
 // After the transcript or the prompts changed: follow, or offer the way down.
 function afterContentChange(grew) {
   if (state.following) {
@@ -163,7 +172,7 @@ function afterContentChange(grew) {
   }
 }
 
-window.addEventListener("scroll", () => {
+function noteScrollPosition() {
   const top = document.scrollingElement.scrollTop;
   const scrolledUp = top < lastScrollTop;
   lastScrollTop = top;
@@ -173,7 +182,9 @@ window.addEventListener("scroll", () => {
   } else if (scrolledUp) {
     state.following = false;
   }
-}, { passive: true });
+}
+
+window.addEventListener("scroll", noteScrollPosition, { passive: true });
 
 // --- snapshot and stream ------------------------------------------------------------------
 
@@ -309,7 +320,7 @@ function setSnapshot(snapshot) {
       refreshSnapshot();
     }, EXPECTATION_RETRY_MS);
   }
-  const before = document.scrollingElement.scrollHeight;
+  const before = beginContentChange();
   renderPrompts();
   afterContentChange(document.scrollingElement.scrollHeight > before);
   queueRender();
@@ -428,7 +439,7 @@ function queueRender() {
   state.renderQueued = true;
   requestAnimationFrame(() => {
     state.renderQueued = false;
-    const before = document.scrollingElement.scrollHeight;
+    const before = beginContentChange();
     const changed = renderTranscript();
     renderControls();
     afterContentChange(changed && document.scrollingElement.scrollHeight >= before);
