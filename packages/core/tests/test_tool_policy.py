@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import pytest
@@ -167,6 +168,19 @@ def test_mcp_annotations_from_sdk_like_object() -> None:
         ToolEffect.IDEMPOTENT_WRITE
     )
     assert tool_effect_from_mcp_tool_annotations(None) is None
+
+
+def test_mcp_sdk_annotations_are_read_without_its_deprecation_warnings() -> None:
+    """MCP SDK 2 renamed the hints to snake_case; FastMCP, once imported, puts the camelCase names
+    back as aliases that warn on every read."""
+    pytest.importorskip("fastmcp")
+    mcp_types = pytest.importorskip("mcp.types")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        read = mcp_types.ToolAnnotations(readOnlyHint=True)
+        write = mcp_types.ToolAnnotations(readOnlyHint=False, idempotentHint=True)
+        assert tool_effect_from_mcp_tool_annotations(read) is ToolEffect.READ
+        assert tool_effect_from_mcp_tool_annotations(write) is ToolEffect.IDEMPOTENT_WRITE
 
 
 def test_mcp_effect_feeds_policy_resolution_but_explicit_policy_still_wins() -> None:

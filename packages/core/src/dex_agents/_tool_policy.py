@@ -361,18 +361,21 @@ def _parse_annotations(annotations: object) -> McpToolAnnotations:
         return McpToolAnnotations()
     if isinstance(annotations, Mapping):
         return McpToolAnnotations.from_mapping(annotations)
-    # An SDK annotation object: read whichever spelling it has.
-    names = (
-        "readOnlyHint",
-        "read_only_hint",
-        "idempotentHint",
-        "idempotent_hint",
-        "destructiveHint",
-        "destructive_hint",
-    )
-    return McpToolAnnotations.from_mapping(
-        {name: getattr(annotations, name) for name in names if hasattr(annotations, name)}
-    )
+    # An SDK annotation object: the snake_case field where it has one (MCP SDK 2, whose camelCase
+    # names are deprecated aliases that warn on every read), else the camelCase one (MCP SDK 1).
+    found: dict[str, object] = {}
+    for snake, camel in _ANNOTATION_SPELLINGS:
+        name = snake if hasattr(annotations, snake) else camel
+        if hasattr(annotations, name):
+            found[name] = getattr(annotations, name)
+    return McpToolAnnotations.from_mapping(found)
+
+
+_ANNOTATION_SPELLINGS = (
+    ("read_only_hint", "readOnlyHint"),
+    ("idempotent_hint", "idempotentHint"),
+    ("destructive_hint", "destructiveHint"),
+)
 
 
 def _require_outcome_check(effect: ToolEffect, check: object) -> None:
