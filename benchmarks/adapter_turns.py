@@ -416,8 +416,13 @@ def _print_growth(in_process: MeasuredTurns, durable: MeasuredTurns) -> None:
         ("durable CPU per turn", cpu_remote),
         ("durable CPU above in-process", cpu_above),
     ):
-        ratio = f"{last / first:.2f}x" if first > 0 else "-"
-        print(f"  {name:<32}{_ms(first):>10} /{_ms(last):>10}  {ratio}")
+        print(f"  {name:<32}{_ms(first):>10} /{_ms(last):>10}  {growth_ratio(first, last)}")
+
+
+def growth_ratio(early: float, late: float) -> str:
+    """``late / early`` as printed, or "-" where it says nothing: a difference (an overhead, CPU
+    above in process) that is zero or negative on either side has no meaningful ratio."""
+    return f"{late / early:.2f}x" if early > 0 and late > 0 else "-"
 
 
 async def run(options: Options) -> None:

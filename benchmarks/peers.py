@@ -31,8 +31,9 @@ Contestants (``--only`` takes a comma-separated subset; all by default):
 - ``strands``, ``dex-agents-strands``: the Strands agent in process (``Agent.invoke_async``, its
   own loop keeping the conversation) and through our adapter (no durable Strands peer here);
 - ``claude-agent-sdk``, ``dex-agents-claude-agent-sdk``: the Claude Agent SDK (the real CLI
-  against a local fake API) in process and through our adapter; its benchmark agent has only the
-  READ turn (two model calls, one tool call), so compare these two rows with each other only;
+  against a local fake API) in process (a CLI per turn, resuming its own session) and through our
+  adapter; its benchmark agent has only the READ turn (two model calls, one tool call), so
+  compare these two rows with each other only;
 - ``restate``: the Pydantic AI agent as ``restate.ext.pydantic.RestateAgent`` (model calls and,
   with ``auto_wrap_tools``, tool calls journaled) in a Virtual Object that keeps the conversation,
   served by hypercorn in this process, behind a ``restate-server`` process. The server is an npm

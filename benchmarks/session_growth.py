@@ -40,6 +40,7 @@ from adapter_agents import FINAL_PREFIX, USER_TEXT
 from adapter_turns import Options as StackOptions
 from adapter_turns import (
     benchmark_stack,
+    growth_ratio,
     load_agent,
     process_tree_cpu_seconds,
     public_run_turn,
@@ -146,8 +147,7 @@ def print_report(options: Options, local: Interleaved, durable: Interleaved) -> 
         ),
     ]
     for name, early, late in rows:
-        ratio = f"{late / early:.2f}x" if early > 0 else "-"
-        print(f"{name:<34}{early:>11.1f} ms{late:>13.1f} ms  {ratio}")
+        print(f"{name:<34}{early:>11.1f} ms{late:>13.1f} ms  {growth_ratio(early, late)}")
     print(f"load average: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
 
 

@@ -10,12 +10,16 @@ the same way, so the ratio shows what Dex adds and not how the CLI is shut down:
   environment, private configuration directory, no built-in tools), talking to the fake API
   directly (no relay, no tool hook, no rebuilt transcript, no engine), and SIGKILLed the same way
   once its ``ResultMessage`` arrives. (Closing the client gracefully instead waits up to 5 s for
-  the CLI to exit, which would time the shutdown, not the turn.)
+  the CLI to exit, which would time the shutdown, not the turn.) Each agent is one session: its
+  turns after the first resume the CLI's own session file (``resume=`` the last turn's session
+  ID), so the in-process side carries the same growing conversation as the durable one, whose
+  ``RunModel`` resumes a transcript rebuilt from Dex.
 """
 
 from __future__ import annotations
 
 import asyncio
+import atexit
 import json
 import shutil
 import tempfile
@@ -64,11 +68,14 @@ async def lookup_order(arguments: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": text}]}
 
 
-def _in_process_options(base_url: str, workdir: Path, stderr: list[str]) -> ClaudeAgentOptions:
-    """The harness's CLI options minus Dex: the framework's own MCP server, no hook, no resume."""
+def _in_process_options(
+    base_url: str, workdir: Path, stderr: list[str], resume: str | None
+) -> ClaudeAgentOptions:
+    """The harness's CLI options minus Dex: the framework's own MCP server, no hook, the CLI's own
+    session resumed."""
     cwd, config_dir = workdir / "work", workdir / "config"
-    cwd.mkdir()
-    config_dir.mkdir()
+    cwd.mkdir(exist_ok=True)
+    config_dir.mkdir(exist_ok=True)
     env = {
         **QUIET_CLI_ENVIRONMENT,
         **FAKE_API_KEY_ENVIRONMENT,
@@ -88,6 +95,7 @@ def _in_process_options(base_url: str, workdir: Path, stderr: list[str]) -> Clau
         cli_path=launcher_path(),
         env=env,
         verbatim_prompts=True,
+        resume=resume,
         stderr=stderr.append,  # kept for the error, as the harness keeps it
     )
 
@@ -112,20 +120,27 @@ def build_benchmark_agent(model_latency_seconds: float) -> BenchmarkAgent:
 
     base_url = scripted_upstream("benchmark", respond)
 
+    # The session's files (the CLI's configuration directory holds its session transcripts) live
+    # as long as the agent, like the in-process history of the other runners' agents; made at the
+    # first turn, so a Worker child, which builds the agent too, makes none.
+    workdir: Path | None = None
+    session_id: str | None = None
+
     async def run_in_process(text: str) -> str:
-        workdir = Path(tempfile.mkdtemp(prefix="claude-benchmark-"))
+        nonlocal workdir, session_id
+        if workdir is None:
+            workdir = Path(tempfile.mkdtemp(prefix="claude-benchmark-"))
+            atexit.register(shutil.rmtree, workdir, ignore_errors=True)
         stderr: list[str] = []
-        options = _in_process_options(await base_url(), workdir, stderr)
-        try:
-            async with ClaudeSDKClient(options) as client:
-                try:
-                    await client.query(text or USER_TEXT)
-                    result = await _final_result(client, stderr)
-                finally:
-                    kill_cli(workdir / "cli.pid")  # as the harness ends its CLI
-            return result.result or ""
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
+        options = _in_process_options(await base_url(), workdir, stderr, resume=session_id)
+        async with ClaudeSDKClient(options) as client:
+            try:
+                await client.query(text or USER_TEXT)
+                result = await _final_result(client, stderr)
+            finally:
+                kill_cli(workdir / "cli.pid")  # as the harness ends its CLI
+        session_id = result.session_id
+        return result.result or ""
 
     runner = reference_runner(
         tools=[lookup_order], instructions=INSTRUCTIONS, model=MODEL, upstream_base_url=base_url
