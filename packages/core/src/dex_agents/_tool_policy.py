@@ -284,6 +284,14 @@ def resolve_tool_policy(
     return ResolvedToolPolicy(effect, is_approval_required(effect))
 
 
+_ANNOTATION_SPELLINGS: Final = (
+    ("read_only_hint", "readOnlyHint"),
+    ("idempotent_hint", "idempotentHint"),
+    ("destructive_hint", "destructiveHint"),
+)
+"""Each hint's field name (MCP SDK 2, snake_case) and its name on the wire (camelCase)."""
+
+
 @dataclass(frozen=True)
 class McpToolAnnotations:
     """MCP tool annotations that classify a tool's side effects (hints from the tool server).
@@ -314,15 +322,11 @@ class McpToolAnnotations:
             True
         """
 
-        def hint(camel: str, snake: str) -> bool | None:
+        def hint(snake: str, camel: str) -> bool | None:
             value = annotations.get(camel, annotations.get(snake))
             return value if isinstance(value, bool) else None
 
-        return cls(
-            read_only_hint=hint("readOnlyHint", "read_only_hint"),
-            idempotent_hint=hint("idempotentHint", "idempotent_hint"),
-            destructive_hint=hint("destructiveHint", "destructive_hint"),
-        )
+        return cls(**{snake: hint(snake, camel) for snake, camel in _ANNOTATION_SPELLINGS})
 
 
 def tool_effect_from_mcp_tool_annotations(
@@ -364,18 +368,11 @@ def _parse_annotations(annotations: object) -> McpToolAnnotations:
     # An SDK annotation object: the snake_case field where it has one (MCP SDK 2, whose camelCase
     # names are deprecated aliases that warn on every read), else the camelCase one (MCP SDK 1).
     found: dict[str, object] = {}
-    for snake, camel in _ANNOTATION_SPELLINGS:
-        name = snake if hasattr(annotations, snake) else camel
-        if hasattr(annotations, name):
+    for spellings in _ANNOTATION_SPELLINGS:
+        name = next((name for name in spellings if hasattr(annotations, name)), None)
+        if name is not None:
             found[name] = getattr(annotations, name)
     return McpToolAnnotations.from_mapping(found)
-
-
-_ANNOTATION_SPELLINGS = (
-    ("read_only_hint", "readOnlyHint"),
-    ("idempotent_hint", "idempotentHint"),
-    ("destructive_hint", "destructiveHint"),
-)
 
 
 def _require_outcome_check(effect: ToolEffect, check: object) -> None:
