@@ -512,7 +512,7 @@ def _check_turn(
         assert replies and replies[-1].startswith("done: "), f"{context}: {replies!r}"
         assert names == sorted(TOOLS), f"{context}: tool results {names}"
     else:
-        assert any(lost in error for lost in LOST_ATTEMPT_ERRORS), f"{context}: {error!r}"
+        assert _names_lost_attempt(error), f"{context}: {error!r}"
         assert len(names) == len(set(names)) <= len(TOOLS), f"{context}: tool results {names}"
     for message in tool_results:
         _check_tool_result(record, message, runs, context)
@@ -526,7 +526,7 @@ def _check_tool_result(
     if tool not in (NON_IDEMPOTENT_TOOL, CHECKED_TOOL):
         # A killed attempt runs again; only a Step whose three attempts all were lost records
         # the tool as failed, with the last lost attempt's error.
-        lost = output.startswith("Error: ") and any(e in output for e in LOST_ATTEMPT_ERRORS)
+        lost = output.startswith("Error: ") and _names_lost_attempt(output)
         assert output == ok or lost, f"{context}: {tool} answered {output!r}"
         return
     key = _key(record, message)
@@ -552,6 +552,10 @@ def _check_tool_result(
             for prefix in (TOOL_CALL_NOT_APPLIED_ERROR_PREFIX, TOOL_CALL_NOT_RUN_ERROR_PREFIX)
         ), f"{context}: pay_again answered {output!r}"
         assert applied == 0, f"{context}: pay_again reported not applied but took effect"
+
+
+def _names_lost_attempt(text: str) -> bool:
+    return any(lost in text for lost in LOST_ATTEMPT_ERRORS)
 
 
 def _key(record: _SessionRecord, message: AgentMessage) -> str:
