@@ -18,21 +18,27 @@ the engine does. ``--poll-strategy`` sets ``GRPC_POLL_STRATEGY`` in the server.
 ``--compiled benchmarks/compiled_transport/build/server`` measures a gRPC C++ server instead (the
 same two methods, the SDK's own messages, no engine code; ``build.sh`` there builds it from the
 system's gRPC C++): what a compiled engine's transport would cost per message on this machine.
+``--unix`` serves on a Unix domain socket instead of TCP loopback; ``--grpclib`` serves with
+grpclib (pure-Python HTTP/2 on the event loop, no poller thread; not a workspace dependency, so
+run it with ``uv run --with grpclib``).
 
 Usage (from the repository root)::
 
     uv run python benchmarks/grpc_transport_floor.py [--calls 3000] [--poll-strategy poll]
-        [--sync | --compiled benchmarks/compiled_transport/build/server]
+        [--unix] [--sync | --grpclib | --compiled benchmarks/compiled_transport/build/server]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import os
+import socket
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Iterator
 from concurrent import futures
@@ -45,6 +51,9 @@ from dex.dexpb import dex_pb2_grpc
 
 _SERVE_FLAG: Final = "--serve"
 _SYNC_FLAG: Final = "--sync"
+_GRPCLIB_FLAG: Final = "--grpclib"
+_BIND_ENV: Final = "GRPC_TRANSPORT_FLOOR_BIND"
+"""Where the server child listens: ``127.0.0.1:0`` (the default) or ``unix:PATH``."""
 _READY: Final = "ready "
 _OPTIONS: Final = [
     ("grpc.max_send_message_length", 256 * 1024 * 1024),
@@ -89,9 +98,9 @@ def _serve_sync(extra: list[tuple[str, str | int]]) -> None:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=[*_OPTIONS, *extra])
     dex_pb2_grpc.add_FlowServiceServicer_to_server(_SyncFlows(), server)  # type: ignore[no-untyped-call]
     dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(_SyncTasks(), server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = server.add_insecure_port(_bind_address())
     server.start()
-    print(f"{_READY}{port}", flush=True)
+    print(f"{_READY}{_bound_address(port)}", flush=True)
     server.wait_for_termination()
 
 
@@ -99,10 +108,66 @@ async def _serve(extra: list[tuple[str, str | int]]) -> None:
     server = grpc.aio.server(options=[*_OPTIONS, *extra])
     dex_pb2_grpc.add_FlowServiceServicer_to_server(_Flows(), server)  # type: ignore[no-untyped-call]
     dex_pb2_grpc.add_WorkerTaskServiceServicer_to_server(_Tasks(), server)  # type: ignore[no-untyped-call]
-    port = server.add_insecure_port("127.0.0.1:0")
+    port = server.add_insecure_port(_bind_address())
     await server.start()
-    print(f"{_READY}{port}", flush=True)
+    print(f"{_READY}{_bound_address(port)}", flush=True)
     await server.wait_for_termination()
+
+
+async def _serve_grpclib() -> None:
+    """The same two methods on grpclib's server (its handlers take a stream, not a request)."""
+    from grpclib.const import Cardinality, Handler  # type: ignore[import-not-found]
+    from grpclib.server import Server, Stream  # type: ignore[import-not-found]
+
+    async def invoke_rpc(stream: Stream[pb.InvokeRPCRequest, pb.InvokeRPCResponse]) -> None:
+        await stream.recv_message()
+        await stream.send_message(pb.InvokeRPCResponse())
+
+    async def poll_worker_task(
+        stream: Stream[pb.PollWorkerTaskRequest, pb.PollWorkerTaskResponse],
+    ) -> None:
+        async for _ in stream:
+            await stream.send_message(pb.PollWorkerTaskResponse(ping=pb.PollWorkerTaskPing()))
+
+    class _Handlers:
+        def __mapping__(self) -> dict[str, Handler]:
+            return {
+                "/dex.FlowService/InvokeRPC": Handler(
+                    invoke_rpc,
+                    Cardinality.UNARY_UNARY,
+                    pb.InvokeRPCRequest,
+                    pb.InvokeRPCResponse,
+                ),
+                "/dex.WorkerTaskService/PollWorkerTask": Handler(
+                    poll_worker_task,
+                    Cardinality.STREAM_STREAM,
+                    pb.PollWorkerTaskRequest,
+                    pb.PollWorkerTaskResponse,
+                ),
+            }
+
+    server = Server([_Handlers()])
+    bind = _bind_address()
+    if bind.startswith("unix:"):
+        await server.start(path=bind.removeprefix("unix:"))
+        address = bind
+    else:
+        # A free port picked first: grpclib's server has no public way to tell the port it got.
+        with socket.create_server(("127.0.0.1", 0)) as probe:
+            port = probe.getsockname()[1]
+        await server.start("127.0.0.1", port)
+        address = _bound_address(port)
+    print(f"{_READY}{address}", flush=True)
+    await server.wait_closed()
+
+
+def _bind_address() -> str:
+    return os.environ.get(_BIND_ENV, "127.0.0.1:0")
+
+
+def _bound_address(port: int) -> str:
+    bind = _bind_address()
+    return bind if bind.startswith("unix:") else f"127.0.0.1:{port}"
 
 
 def _server_option(spec: str) -> tuple[str, str | int]:
@@ -147,6 +212,14 @@ async def _measure(arguments: argparse.Namespace) -> None:
             "bash benchmarks/compiled_transport/build.sh"
         )
     env = dict(os.environ)
+    if arguments.grpclib and importlib.util.find_spec("grpclib") is None:
+        raise SystemExit(
+            "grpc_transport_floor: --grpclib needs grpclib, which the workspace does not install; "
+            "run: uv run --with grpclib python benchmarks/grpc_transport_floor.py --grpclib"
+        )
+    socket_directory = tempfile.TemporaryDirectory(prefix="grpc-floor-")
+    if arguments.unix:
+        env[_BIND_ENV] = f"unix:{socket_directory.name}/server.sock"
     if arguments.poll_strategy:
         env["GRPC_POLL_STRATEGY"] = arguments.poll_strategy
     command = (
@@ -157,6 +230,7 @@ async def _measure(arguments: argparse.Namespace) -> None:
             __file__,
             _SERVE_FLAG,
             *([_SYNC_FLAG] if arguments.sync else []),
+            *([_GRPCLIB_FLAG] if arguments.grpclib else []),
             *arguments.server_option,
         ]
     )
@@ -171,11 +245,13 @@ async def _measure(arguments: argparse.Namespace) -> None:
         line = server.stdout.readline()
         if not line.startswith(_READY):
             raise RuntimeError(f"the server did not start: {line!r}")
-        address = f"127.0.0.1:{line.split()[1]}"
+        bound = line.split()[1]
+        # The compiled server prints its port alone.
+        address = f"127.0.0.1:{bound}" if bound.isdigit() else bound
         await _unary(address, 200)  # warm-up: connection, first calls
         print(
             f"grpc_transport_floor: {arguments.calls} calls each, one at a time; "
-            f"{_server_kind(arguments)}, "
+            f"{_server_kind(arguments)} on {'a Unix socket' if arguments.unix else 'TCP loopback'}, "
             f"server GRPC_POLL_STRATEGY={arguments.poll_strategy or '(default)'}, "
             f"extra options {arguments.server_option or 'none'}; "
             f"load average {' '.join(f'{v:.2f}' for v in os.getloadavg())}"
@@ -191,12 +267,15 @@ async def _measure(arguments: argparse.Namespace) -> None:
     finally:
         server.terminate()
         server.wait(10)
+        socket_directory.cleanup()
     print(f"cores: {os.cpu_count()}")
 
 
 def _server_kind(arguments: argparse.Namespace) -> str:
     if arguments.compiled:
         return f"compiled gRPC C++ server {arguments.compiled.name} (grpcpp {_grpcpp_version()})"
+    if arguments.grpclib:
+        return "grpclib server"
     return "sync grpc.server (thread pool)" if arguments.sync else "grpc.aio server"
 
 
@@ -213,10 +292,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--calls", type=int, default=3000)
     parser.add_argument("--poll-strategy", default="", help="GRPC_POLL_STRATEGY of the server")
-    parser.add_argument(
+    kind = parser.add_mutually_exclusive_group()
+    kind.add_argument(
         "--sync", action="store_true", help="a sync grpc.server with a thread pool instead"
     )
+    kind.add_argument(
+        "--grpclib", action="store_true", help="grpclib's server instead (uv run --with grpclib)"
+    )
     parser.add_argument(
+        "--unix", action="store_true", help="serve on a Unix domain socket, not TCP loopback"
+    )
+    kind.add_argument(
         "--compiled",
         type=Path,
         default=None,
@@ -234,6 +320,8 @@ def main(argv: list[str] | None = None) -> None:
 if __name__ == "__main__":
     if sys.argv[1:3] == [_SERVE_FLAG, _SYNC_FLAG]:
         _serve_sync([_server_option(spec) for spec in sys.argv[3:]])
+    elif sys.argv[1:3] == [_SERVE_FLAG, _GRPCLIB_FLAG]:
+        asyncio.run(_serve_grpclib())
     elif sys.argv[1:2] == [_SERVE_FLAG]:
         asyncio.run(_serve([_server_option(spec) for spec in sys.argv[2:]]))
     else:
