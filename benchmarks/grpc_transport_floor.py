@@ -148,16 +148,15 @@ async def _serve_grpclib() -> None:
 
     server = Server([_Handlers()])
     bind = _bind_address()
+    port = 0
     if bind.startswith("unix:"):
         await server.start(path=bind.removeprefix("unix:"))
-        address = bind
     else:
         # A free port picked first: grpclib's server has no public way to tell the port it got.
         with socket.create_server(("127.0.0.1", 0)) as probe:
             port = probe.getsockname()[1]
         await server.start("127.0.0.1", port)
-        address = _bound_address(port)
-    print(f"{_READY}{address}", flush=True)
+    print(f"{_READY}{_bound_address(port)}", flush=True)
     await server.wait_closed()
 
 
@@ -210,6 +209,10 @@ async def _measure(arguments: argparse.Namespace) -> None:
         raise SystemExit(
             f"grpc_transport_floor: {arguments.compiled} is not an executable; build it with: "
             "bash benchmarks/compiled_transport/build.sh"
+        )
+    if arguments.compiled and arguments.unix:
+        raise SystemExit(
+            "grpc_transport_floor: the compiled server listens on TCP only; drop --unix"
         )
     env = dict(os.environ)
     if arguments.grpclib and importlib.util.find_spec("grpclib") is None:
