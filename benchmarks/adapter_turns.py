@@ -27,14 +27,16 @@ It prints:
 ``--cprofile-worker`` runs the Worker child under cProfile over all its turns and prints its
 top functions.
 
-``time_turns`` and ``measure_durable`` also serve ``peers.py``, which runs a read-write turn
-(``TurnShape.READ_WRITE``) of the same agents.
+``--shape read-write`` runs ``peers.py``'s turn instead (``TurnShape.READ_WRITE``: after the lookup a
+non-idempotent write, then a third model call); ``time_turns`` and ``measure_durable`` also serve
+``peers.py`` itself.
 
 Run from the repository root::
 
     uv run python benchmarks/adapter_turns.py --framework langgraph
     uv run python benchmarks/adapter_turns.py --framework stepwise --turns 30 --model-latency-ms 100
     uv run python benchmarks/adapter_turns.py --framework pydantic-ai --turns 100 --warmup 0
+    uv run python benchmarks/adapter_turns.py --framework pydantic-ai --shape read-write --cprofile-worker
 """
 
 from __future__ import annotations
@@ -354,6 +356,12 @@ def _events_then_snapshot(
     return run_turn
 
 
+_SHAPE_TEXT: Final = {
+    TurnShape.READ: "two model calls and one tool call",
+    TurnShape.READ_WRITE: "three model calls and two tool calls (a read, a non-idempotent write)",
+}
+
+
 def _progress(text: str) -> None:
     print(f"... {text}", file=sys.stderr, flush=True)
 
@@ -367,8 +375,8 @@ def print_report(options: Options, in_process: MeasuredTurns, durable: MeasuredT
     remote = statistics.median(durable.durations)
     print(
         f"adapter_turns: framework={options.framework} model_latency={options.model_latency_ms:g}"
-        f" ms turns={options.turns} (+{options.warmup} warm-up), two model calls and one tool"
-        f" call per turn, client {options.client.value}"
+        f" ms turns={options.turns} (+{options.warmup} warm-up), {_SHAPE_TEXT[options.shape]}"
+        f" per turn, client {options.client.value}"
     )
     print(f"{'in-process turn (median)':<34}{_ms(local):>12}")
     print(f"{'durable turn (median)':<34}{_ms(remote):>12}")
@@ -426,7 +434,7 @@ def growth_ratio(early: float, late: float) -> str:
 
 
 async def run(options: Options) -> None:
-    agent = load_agent(options.framework, options.model_latency_ms)
+    agent = load_agent(options.framework, options.model_latency_ms, options.shape)
     _progress(f"{options.framework}: in-process turns")
     in_process = await measure_in_process(agent, options)
     with tempfile.TemporaryDirectory(prefix="adapter-turns-") as state_dir:
@@ -442,6 +450,14 @@ def _parse(argv: Sequence[str] | None) -> Options:
     parser.add_argument("--warmup", type=int, default=3, help="warm-up turns (default 3)")
     parser.add_argument(
         "--model-latency-ms", type=float, default=100.0, help="model sleep per call (default 100)"
+    )
+    parser.add_argument(
+        "--shape",
+        type=TurnShape,
+        choices=list(TurnShape),
+        default=TurnShape.READ,
+        help="read: a lookup, two model calls (default); read-write: then a non-idempotent "
+        "write and a third model call, peers.py's turn",
     )
     parser.add_argument(
         "--cprofile-worker",
@@ -463,6 +479,7 @@ def _parse(argv: Sequence[str] | None) -> Options:
         arguments.turns,
         arguments.warmup,
         arguments.model_latency_ms,
+        arguments.shape,
         cprofile_worker=arguments.cprofile_worker,
         client=arguments.client,
     )

@@ -34,6 +34,31 @@ def test_adapter_turns_times_durable_and_in_process_turns_of_stepwise() -> None:
     assert re.search(r"\d+ function calls", profile)
 
 
+def test_the_read_write_shape_runs_peers_turn() -> None:
+    # Each turn ends with the script's final answer (checked by the script), after both tools.
+    done = _run(
+        "--framework",
+        "stepwise",
+        "--shape",
+        "read-write",
+        "--turns",
+        "2",
+        "--warmup",
+        "0",
+        "--model-latency-ms",
+        "5",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "three model calls and two tool calls" in done.stdout
+    assert re.search(r"durable CPU per turn \(Worker\) +[\d.]+ ms", done.stdout)
+
+
+def test_an_unknown_shape_names_the_known_ones() -> None:
+    done = _run("--shape", "write-only")
+    assert done.returncode != 0
+    assert "read-write" in done.stderr
+
+
 def test_an_unknown_framework_names_the_known_ones() -> None:
     done = _run("--framework", "no-such-framework")
     assert done.returncode != 0
