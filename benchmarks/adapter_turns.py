@@ -51,6 +51,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -62,6 +63,12 @@ from adapter_agents import FINAL_PREFIX, USER_TEXT, BenchmarkAgent, TurnShape
 from dex import AsyncClient, LongPollTimeoutError
 from dex_agents import AgentEventType, AgentSessionClient, AgentStatus
 from dex_agents.testing import SERVER_ADDRESS_ENV, AgentTestStack, run_agent_worker
+from engine_message_counts import (
+    COUNTS_FILE_ENV,
+    engine_hook_environment,
+    install_hook,
+    read_counts,
+)
 from worker_cprofile import collect_cprofile, start_cprofile
 
 _FRAMEWORK_ENV: Final = "DEX_AGENTS_BENCHMARK_FRAMEWORK"
@@ -128,6 +135,7 @@ class Options:
     shape: TurnShape = TurnShape.READ
     cprofile_worker: bool = False
     client: DurableClient = DurableClient.RUN_TURN
+    count_messages: bool = False
 
 
 @dataclass(frozen=True)
@@ -142,6 +150,8 @@ class MeasuredTurns:
         worker_cpu_seconds: The part of ``cpu_seconds`` that the Worker child used (durable
             turns of ``measure_durable``), else None.
         worker_cprofile: The Worker child's cProfile text (``--cprofile-worker``), else "".
+        engine_messages: The engine's messages by kind over the measured turns, and their
+            serialized bytes by kind (``--count-messages``), else empty.
         turn_cpu_seconds: The CPU seconds of each turn, as ``cpu_seconds`` counts them (the
             kernel counts in ticks, so read windows of turns, not one).
     """
@@ -151,6 +161,7 @@ class MeasuredTurns:
     worker_cpu_seconds: float | None = None
     worker_cprofile: str = ""
     turn_cpu_seconds: list[float] = field(default_factory=list)
+    engine_messages: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
 
 
 def process_tree_cpu_seconds(pid: int | None = None) -> float:
@@ -266,24 +277,33 @@ async def benchmark_stack(
     options: Options,
     state_dir: Path,
     extra_worker_env: Mapping[str, str] | None = None,
+    counts_file: Path | None = None,
 ) -> AsyncIterator[tuple[AgentTestStack, int]]:
     """A fresh engine (as ``dex-local-engine serve`` runs it) and a Worker child serving
     ``agent`` (this module, with ``options``' framework, model latency and turn shape); yields
-    the stack and the Worker child's PID."""
+    the stack and the Worker child's PID. With ``counts_file`` the engine counts its messages
+    (``engine_message_counts.py``; read them with :func:`read_counts`)."""
     worker_env = {
         _FRAMEWORK_ENV: options.framework,
         _MODEL_LATENCY_ENV: repr(options.model_latency_ms),
         _SHAPE_ENV: options.shape.value,
         **(extra_worker_env or {}),
     }
-    async with AgentTestStack(
+    stack = AgentTestStack(
         state_dir,
         [agent.flow],
         "adapter_turns",
         worker_cwd=_BENCHMARK_DIR,
         worker_env=worker_env,
         warm_engine=False,
-    ) as stack:
+    )
+    async with contextlib.AsyncExitStack() as exits:
+        if counts_file is None:
+            await exits.enter_async_context(stack)
+        else:
+            hook_dir = install_hook(state_dir / "engine-count-hook")
+            with engine_hook_environment(hook_dir, COUNTS_FILE_ENV, counts_file):
+                await exits.enter_async_context(stack)
         worker = await stack.start_worker()
         yield stack, worker.process.pid
 
@@ -294,7 +314,13 @@ async def measure_durable(
     """The measured durable turns, against a fresh engine and Worker child, all in one session."""
     cprofile_file = state_dir / "worker.cprofile"
     extra_env = {_CPROFILE_FILE_ENV: str(cprofile_file)} if options.cprofile_worker else {}
-    async with benchmark_stack(agent, options, state_dir, extra_env) as (stack, worker_pid):
+    counts_file = state_dir / "engine-message-counts.json" if options.count_messages else None
+    async with benchmark_stack(agent, options, state_dir, extra_env, counts_file) as (
+        stack,
+        worker_pid,
+    ):
+        engine_pid = _engine_pid(stack) if counts_file is not None else None
+        counted_from: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
         worker_cpu_started = 0.0
         sessions = stack.sessions(agent.flow)
         if options.client is DurableClient.RUN_TURN:
@@ -304,20 +330,39 @@ async def measure_durable(
         turn = 0
 
         async def run_turn(text: str) -> str:
-            nonlocal turn, worker_cpu_started
+            nonlocal turn, worker_cpu_started, counted_from
             turn += 1
             if turn == options.warmup + 1:
+                if engine_pid is not None and counts_file is not None:
+                    counted_from = read_counts(engine_pid, counts_file)
                 worker_cpu_started = process_tree_cpu_seconds(worker_pid)
             return await drive(text)
 
         measured = await time_turns(run_turn, options, f"{options.framework}: durable")
         worker_cpu = process_tree_cpu_seconds(worker_pid) - worker_cpu_started
+        if engine_pid is not None and counts_file is not None:
+            counted_to = read_counts(engine_pid, counts_file)
+            measured = dataclasses.replace(
+                measured,
+                engine_messages=(
+                    counted_to[0] - counted_from[0],
+                    counted_to[1] - counted_from[1],
+                ),
+            )
         cprofile_text = ""
         if options.cprofile_worker:
             cprofile_text = await collect_cprofile(worker_pid, cprofile_file)
         return dataclasses.replace(
             measured, worker_cpu_seconds=worker_cpu, worker_cprofile=cprofile_text
         )
+
+
+def _engine_pid(stack: AgentTestStack) -> int:
+    # AgentTestStack does not expose its engine's process; only the counting hook needs it.
+    engine = stack._engine
+    if engine is None:
+        raise RuntimeError("the benchmark stack started no engine of its own")
+    return engine.process.pid
 
 
 def public_run_turn(
@@ -391,8 +436,20 @@ def print_report(options: Options, in_process: MeasuredTurns, durable: MeasuredT
     print(f"RATIO durable/in-process: {remote / local:.3f}")
     _print_growth(in_process, durable)
     print(f"load average: {' '.join(f'{load:.2f}' for load in os.getloadavg())}")
+    if durable.engine_messages[0]:
+        _print_engine_messages(durable)
     if durable.worker_cprofile:
         print("\nWorker child cProfile over the durable turns:\n" + durable.worker_cprofile)
+
+
+def _print_engine_messages(durable: MeasuredTurns) -> None:
+    """Per measured turn: each kind of message the engine handled, and a frame's size."""
+    counts, sizes = durable.engine_messages
+    turns = len(durable.durations)
+    print("engine messages per turn (counted, so this run's times are not comparable):")
+    for kind in sorted(counts):
+        size = f"{sizes[kind] / counts[kind] / 1024:8.1f} KiB each" if sizes[kind] else ""
+        print(f"  {kind:<34}{counts[kind] / turns:8.2f}{size}")
 
 
 _GROWTH_WINDOW = 10
@@ -471,6 +528,12 @@ def _parse(argv: Sequence[str] | None) -> Options:
         default=DurableClient.RUN_TURN,
         help="how the durable turn is driven (default run-turn, the public API)",
     )
+    parser.add_argument(
+        "--count-messages",
+        action="store_true",
+        help="count the engine's messages per turn by kind and size (costs engine CPU: compare "
+        "no times of such a run)",
+    )
     arguments = parser.parse_args(argv)
     if arguments.turns < 2 or arguments.warmup < 0 or arguments.model_latency_ms < 0:
         parser.error("--turns must be at least 2, --warmup and --model-latency-ms not negative")
@@ -482,6 +545,7 @@ def _parse(argv: Sequence[str] | None) -> Options:
         arguments.shape,
         cprofile_worker=arguments.cprofile_worker,
         client=arguments.client,
+        count_messages=arguments.count_messages,
     )
 
 

@@ -15,15 +15,17 @@ to the file as JSON, so a benchmark reads them before and after the turns it mea
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Final
 
-__all__ = ["COUNTS_FILE_ENV", "install_hook", "read_counts"]
+__all__ = ["COUNTS_FILE_ENV", "engine_hook_environment", "install_hook", "read_counts"]
 
 COUNTS_FILE_ENV: Final = "DEX_AGENTS_BENCHMARK_ENGINE_COUNTS_FILE"
 
@@ -110,6 +112,32 @@ def install_hook(directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True)
     (directory / "sitecustomize.py").write_text(_HOOK)
     return directory
+
+
+@contextlib.contextmanager
+def engine_hook_environment(hook_dir: Path, env_name: str, output_file: Path) -> Iterator[None]:
+    """While inside, an engine this process starts loads ``hook_dir``'s ``sitecustomize`` and
+    finds ``output_file`` in ``env_name``; afterwards the environment is as before, so a Worker
+    child started later runs without the hook.
+
+    Example::
+
+        with engine_hook_environment(install_hook(scratch / "hook"), COUNTS_FILE_ENV, counts):
+            await stack.__aenter__()
+    """
+    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", env_name)}
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        part for part in (str(hook_dir), saved["PYTHONPATH"]) if part
+    )
+    os.environ[env_name] = str(output_file)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
 
 
 def read_counts(pid: int, path: Path) -> tuple[Counter[str], Counter[str]]:

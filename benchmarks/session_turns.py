@@ -113,7 +113,12 @@ from dex_agents.testing import (
     AgentTestStack,
     run_agent_worker,
 )
-from engine_message_counts import COUNTS_FILE_ENV, install_hook, read_counts
+from engine_message_counts import (
+    COUNTS_FILE_ENV,
+    engine_hook_environment,
+    install_hook,
+    read_counts,
+)
 from turn_shape_floor import FloorTimings, measure_floor_turns
 from turn_shape_floor import build_flow as build_floor_flow
 from worker_cprofile import collect_cprofile, start_cprofile
@@ -722,20 +727,9 @@ async def _enter_with_engine_hook(
     stack: AgentTestStack, hook_dir: Path, env_name: str, output_file: Path
 ) -> None:
     """Enter ``stack`` with ``hook_dir``'s ``sitecustomize`` in its engine, writing to a file."""
-    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", env_name)}
-    os.environ["PYTHONPATH"] = os.pathsep.join(
-        part for part in (str(hook_dir), saved["PYTHONPATH"]) if part
-    )
-    os.environ[env_name] = str(output_file)
-    try:
+    # Only the engine started here gets the hook; the Worker child starts without it.
+    with engine_hook_environment(hook_dir, env_name, output_file):
         await stack.__aenter__()
-    finally:
-        # Only the engine started above gets the hook; the Worker child starts without it.
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 class _CpuMeter:

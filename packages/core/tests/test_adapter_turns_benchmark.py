@@ -53,6 +53,29 @@ def test_the_read_write_shape_runs_peers_turn() -> None:
     assert re.search(r"durable CPU per turn \(Worker\) +[\d.]+ ms", done.stdout)
 
 
+def test_count_messages_prints_the_engines_messages_of_the_measured_turns() -> None:
+    done = _run(
+        "--framework",
+        "stepwise",
+        "--turns",
+        "2",
+        "--warmup",
+        "1",
+        "--model-latency-ms",
+        "5",
+        "--count-messages",
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    counted = done.stdout.partition("engine messages per turn")[2]
+    # Two model calls, so two RunModel tasks at least; a client that follows the turn reads.
+    execute = re.search(r"frame out task execute +([\d.]+) +([\d.]+) KiB each", counted)
+    assert execute is not None and float(execute.group(1)) >= 2 and float(execute.group(2)) > 0
+    reads = re.search(r"call ReadStream +([\d.]+)", counted)
+    assert reads is not None and float(reads.group(1)) >= 1
+    # The warm-up turn, which starts the session, is not counted.
+    assert "call StartFlow" not in counted
+
+
 def test_an_unknown_shape_names_the_known_ones() -> None:
     done = _run("--shape", "write-only")
     assert done.returncode != 0
