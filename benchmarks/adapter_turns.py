@@ -25,7 +25,8 @@ It prints:
    the session grows? (``--turns 100 --warmup 0``: turns 1 to 10 against 91 to 100.)
 
 ``--cprofile-worker`` runs the Worker child under cProfile over all its turns and prints its
-top functions.
+top functions. ``--count-messages`` prints the engine's messages per measured turn by kind and
+frame size, as ``session_turns.py --count-messages`` does (counting costs engine CPU).
 
 ``--shape read-write`` runs ``peers.py``'s turn instead (``TurnShape.READ_WRITE``: after the lookup a
 non-idempotent write, then a third model call); ``time_turns`` and ``measure_durable`` also serve
@@ -161,7 +162,9 @@ class MeasuredTurns:
     worker_cpu_seconds: float | None = None
     worker_cprofile: str = ""
     turn_cpu_seconds: list[float] = field(default_factory=list)
-    engine_messages: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
+    engine_messages: tuple[Counter[str], Counter[str]] = field(
+        default_factory=lambda: (Counter(), Counter())
+    )
 
 
 def process_tree_cpu_seconds(pid: int | None = None) -> float:
