@@ -70,7 +70,12 @@ from typing import Final
 from dex import AsyncClient, BlobCacheConfig, ClientOptions, Registry, WorkerTarget, open_blob_cache
 from dex_agents import AgentSessionClient, TurnResult, TurnStatus, agent_codec_registry
 from dex_agents.testing import EngineDurability, EngineLogs, EngineProcess
-from engine_message_counts import COUNTS_FILE_ENV, install_hook, read_counts
+from engine_message_counts import (
+    COUNTS_FILE_ENV,
+    engine_hook_environment,
+    install_hook,
+    read_counts,
+)
 from load_agent import FINAL_TEXT, MARKS_FILE_ENV, MODEL_LATENCY_ENV, build_flow
 
 _BENCHMARK_DIR: Final = Path(__file__).resolve().parent
@@ -237,17 +242,8 @@ def _engine_counting(state_dir: Path | None) -> Iterator[None]:
         yield
         return
     hook = install_hook(state_dir / "engine-count-hook")
-    saved = {name: os.environ.get(name) for name in ("PYTHONPATH", COUNTS_FILE_ENV)}
-    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(hook), saved["PYTHONPATH"]]))
-    os.environ[COUNTS_FILE_ENV] = str(state_dir / "engine-counts.json")
-    try:
+    with engine_hook_environment(hook, COUNTS_FILE_ENV, state_dir / "engine-counts.json"):
         yield
-    finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
 
 
 def _counts_now(stack: _Stack, options: LoadOptions) -> Counter[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from functools import partial
 
 from benchmark_support import run_benchmark
@@ -10,19 +11,15 @@ from benchmark_support import run_benchmark
 _run = partial(run_benchmark, "adapter_turns.py")
 
 
+def _run_stepwise(*arguments: str, warmup: int = 0) -> subprocess.CompletedProcess[str]:
+    """Two Stepwise turns of 5 ms model calls after ``warmup``, with ``arguments`` added."""
+    turns = ("--turns", "2", "--warmup", str(warmup), "--model-latency-ms", "5")
+    return _run("--framework", "stepwise", *turns, *arguments)
+
+
 def test_adapter_turns_times_durable_and_in_process_turns_of_stepwise() -> None:
     # Each durable turn checks its snapshot's answer, or the script fails.
-    done = _run(
-        "--framework",
-        "stepwise",
-        "--turns",
-        "2",
-        "--warmup",
-        "0",
-        "--model-latency-ms",
-        "5",
-        "--cprofile-worker",
-    )
+    done = _run_stepwise("--cprofile-worker")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "framework=stepwise model_latency=5 ms turns=2" in done.stdout
     ratio = re.search(r"RATIO durable/in-process: ([\d.]+)", done.stdout)
@@ -36,35 +33,14 @@ def test_adapter_turns_times_durable_and_in_process_turns_of_stepwise() -> None:
 
 def test_the_read_write_shape_runs_peers_turn() -> None:
     # Each turn ends with the script's final answer (checked by the script), after both tools.
-    done = _run(
-        "--framework",
-        "stepwise",
-        "--shape",
-        "read-write",
-        "--turns",
-        "2",
-        "--warmup",
-        "0",
-        "--model-latency-ms",
-        "5",
-    )
+    done = _run_stepwise("--shape", "read-write")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "three model calls and two tool calls" in done.stdout
     assert re.search(r"durable CPU per turn \(Worker\) +[\d.]+ ms", done.stdout)
 
 
 def test_count_messages_prints_the_engines_messages_of_the_measured_turns() -> None:
-    done = _run(
-        "--framework",
-        "stepwise",
-        "--turns",
-        "2",
-        "--warmup",
-        "1",
-        "--model-latency-ms",
-        "5",
-        "--count-messages",
-    )
+    done = _run_stepwise("--count-messages", warmup=1)
     assert done.returncode == 0, done.stderr[-3000:]
     counted = done.stdout.partition("engine messages per turn")[2]
     # Two model calls, so two RunModel tasks at least; a client that follows the turn reads.
