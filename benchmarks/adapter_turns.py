@@ -46,6 +46,7 @@ import argparse
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import importlib
 import os
 import statistics
@@ -322,7 +323,11 @@ async def measure_durable(
         stack,
         worker_pid,
     ):
-        engine_pid = _engine_pid(stack) if counts_file is not None else None
+        count_now = (
+            functools.partial(read_counts, _engine_pid(stack), counts_file)
+            if counts_file is not None
+            else None
+        )
         counted_from: tuple[Counter[str], Counter[str]] = (Counter(), Counter())
         worker_cpu_started = 0.0
         sessions = stack.sessions(agent.flow)
@@ -336,15 +341,15 @@ async def measure_durable(
             nonlocal turn, worker_cpu_started, counted_from
             turn += 1
             if turn == options.warmup + 1:
-                if engine_pid is not None and counts_file is not None:
-                    counted_from = read_counts(engine_pid, counts_file)
+                if count_now is not None:
+                    counted_from = count_now()
                 worker_cpu_started = process_tree_cpu_seconds(worker_pid)
             return await drive(text)
 
         measured = await time_turns(run_turn, options, f"{options.framework}: durable")
         worker_cpu = process_tree_cpu_seconds(worker_pid) - worker_cpu_started
-        if engine_pid is not None and counts_file is not None:
-            counted_to = read_counts(engine_pid, counts_file)
+        if count_now is not None:
+            counted_to = count_now()
             measured = dataclasses.replace(
                 measured,
                 engine_messages=(

@@ -3,20 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
-from pathlib import Path
 
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "engine_steps.py"
+from benchmark_support import run_benchmark
 
 
 def test_engine_steps_benchmark_prints_both_measurements() -> None:
-    done = subprocess.run(
-        [sys.executable, str(BENCHMARK), "--steps", "5", "--flows", "2", "--long-steps", "50"],
-        capture_output=True,
-        text=True,
-        timeout=240,
-    )
+    done = run_benchmark("engine_steps.py", "--steps", "5", "--flows", "2", "--long-steps", "50")
     assert done.returncode == 0, done.stderr[-3000:]
     figures = r"\d+ Steps in [\d.]+ s = [\d,]+ Steps/s; Step round trip p50 [\d.]+ ms"
     for mode in ("process-crash-safe", "fsync"):

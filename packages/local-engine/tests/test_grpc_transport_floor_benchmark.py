@@ -6,21 +6,13 @@ from __future__ import annotations
 import importlib.util
 import re
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
-
-BENCHMARK = Path(__file__).resolve().parents[3] / "benchmarks" / "grpc_transport_floor.py"
+from benchmark_support import run_benchmark
 
 
 def _run(*arguments: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, str(BENCHMARK), "--calls", "20", *arguments],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_benchmark("grpc_transport_floor.py", "--calls", "20", *arguments, timeout=120)
 
 
 @pytest.mark.parametrize(
